@@ -1,0 +1,154 @@
+package io.wattgraph.localstack;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import kafka.server.KafkaConfig;
+import kafka.server.KafkaRaftServer;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.metadata.storage.Formatter;
+import org.apache.kafka.server.common.Feature;
+import org.apache.kafka.server.common.MetadataVersion;
+
+/**
+ * A real single-node Kafka broker in KRaft mode (broker and controller in one process), started
+ * from the Maven Central jars. Storage is formatted on first start and kept across restarts.
+ */
+public final class KafkaBroker implements AutoCloseable {
+
+  private final KafkaRaftServer server;
+  private final String bootstrap;
+
+  private KafkaBroker(KafkaRaftServer server, String bootstrap) {
+    this.server = server;
+    this.bootstrap = bootstrap;
+  }
+
+  /** Starts a broker with data under dataDir; a port of 0 picks a free one. */
+  public static KafkaBroker start(Path dataDir, int port, int controllerPort) throws Exception {
+    int p = FreePorts.resolve(port);
+    int cp = FreePorts.resolve(controllerPort);
+    Path logDir = dataDir.toAbsolutePath().resolve("kraft-logs");
+    Files.createDirectories(logDir);
+
+    Properties props = new Properties();
+    props.put("process.roles", "broker,controller");
+    props.put("node.id", "1");
+    props.put("controller.quorum.voters", "1@127.0.0.1:" + cp);
+    props.put("listeners", "PLAINTEXT://127.0.0.1:" + p + ",CONTROLLER://127.0.0.1:" + cp);
+    props.put("advertised.listeners", "PLAINTEXT://127.0.0.1:" + p);
+    props.put("controller.listener.names", "CONTROLLER");
+    props.put("inter.broker.listener.name", "PLAINTEXT");
+    props.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+    props.put("log.dirs", logDir.toString());
+    // One node: every internal topic has a single replica.
+    props.put("offsets.topic.replication.factor", "1");
+    props.put("offsets.topic.num.partitions", "4");
+    props.put("transaction.state.log.replication.factor", "1");
+    props.put("transaction.state.log.min.isr", "1");
+    props.put("transaction.state.log.num.partitions", "4");
+    props.put("share.coordinator.state.topic.replication.factor", "1");
+    props.put("share.coordinator.state.topic.min.isr", "1");
+    props.put("group.initial.rebalance.delay.ms", "0");
+    props.put("num.partitions", "2");
+    props.put("auto.create.topics.enable", "true");
+    KafkaConfig config = KafkaConfig.fromProps(props, false);
+
+    Formatter formatter = new Formatter()
+        .setNodeId(1)
+        .setClusterId(clusterId(dataDir))
+        .addDirectory(logDir.toString())
+        .setMetadataLogDirectory(Optional.of(logDir.toString()))
+        .setControllerListenerName("CONTROLLER")
+        .setReleaseVersion(MetadataVersion.latestProduction())
+        .setSupportedFeatures(Feature.PRODUCTION_FEATURES)
+        .setIgnoreFormatted(true)
+        .setPrintStream(System.err);
+    formatter.run();
+
+    KafkaRaftServer server = new KafkaRaftServer(config, Time.SYSTEM);
+    server.startup();
+    KafkaBroker broker = new KafkaBroker(server, "127.0.0.1:" + p);
+    broker.awaitReady();
+    return broker;
+  }
+
+  /** The cluster id is chosen once per data directory, so a restart reuses the formatted storage. */
+  private static String clusterId(Path dataDir) throws Exception {
+    Path f = dataDir.resolve("cluster-id");
+    if (Files.exists(f)) {
+      return Files.readString(f).strip();
+    }
+    String id = Uuid.randomUuid().toString();
+    Files.createDirectories(dataDir);
+    Files.writeString(f, id);
+    return id;
+  }
+
+  private void awaitReady() throws Exception {
+    long deadline = System.nanoTime() + 60_000_000_000L;
+    Exception last = null;
+    while (System.nanoTime() < deadline) {
+      try (Admin admin = admin()) {
+        if (!admin.describeCluster().nodes().get().isEmpty()) {
+          return;
+        }
+      } catch (ExecutionException e) {
+        last = e;
+      }
+      Thread.sleep(200);
+    }
+    throw new IllegalStateException("Kafka broker at " + bootstrap + " did not become ready in 60 s", last);
+  }
+
+  public String bootstrapServers() {
+    return bootstrap;
+  }
+
+  public Admin admin() {
+    return Admin.create(Map.of(
+        AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
+        AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000,
+        AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 20_000));
+  }
+
+  /** Creates the topic unless it exists. */
+  public void createTopic(String name, int partitions) throws Exception {
+    createTopic(name, partitions, Map.of());
+  }
+
+  public void createTopic(String name, int partitions, Map<String, String> configs) throws Exception {
+    try (Admin admin = admin()) {
+      if (admin.listTopics().names().get().contains(name)) {
+        return;
+      }
+      admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all().get();
+    } catch (ExecutionException e) {
+      if (!(e.getCause() instanceof TopicExistsException)) {
+        throw e;
+      }
+    }
+  }
+
+  public Set<String> topics() throws Exception {
+    try (Admin admin = admin()) {
+      return admin.listTopics().names().get();
+    }
+  }
+
+  @Override
+  public void close() {
+    server.shutdown();
+    server.awaitShutdown();
+  }
+}
