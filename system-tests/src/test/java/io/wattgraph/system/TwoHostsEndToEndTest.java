@@ -102,6 +102,17 @@ class TwoHostsEndToEndTest {
     assertEquals(20, edge.get("s2c").asLong());
   }
 
+  @Test
+  void everyExampleQueryOfTheGraphModelDocRunsAndFindsTheGraph() throws Exception {
+    Exchange ex = exchange(7072, 1000, 2000);
+    awaitEdge(ex, 1000, 2000);
+    List<String> queries = GraphModelDoc.exampleQueries();
+    assertTrue(queries.size() >= 4, "docs/graph-model.md lost its example queries");
+    for (String q : queries) {
+      assertTrue(!read(q, Map.of()).isEmpty(), "no rows from the documented query:\n" + q);
+    }
+  }
+
   private record Exchange(long clientPid, long serverPid) {}
 
   /** Runs the server in host B and the client in host A as separate processes; both must succeed. */

@@ -1,0 +1,36 @@
+package io.wattgraph.system;
+
+import io.wattgraph.stream.CorrelationJob;
+import io.wattgraph.stream.JobConfig;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.RestOptions;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+/** The production correlation job, unbounded, on a local Flink cluster in this JVM. */
+final class RunningJob implements AutoCloseable {
+  private final JobClient client;
+
+  private RunningJob(JobClient client) {
+    this.client = client;
+  }
+
+  static RunningJob start(String kafka, String topic, String boltUri, Path checkpoints) throws Exception {
+    JobConfig config = JobConfig.parse(new String[] {
+        "--kafka-brokers", kafka, "--topic", topic, "--group-id", "system-test",
+        "--neo4j-uri", boltUri, "--checkpoint-dir", checkpoints.toUri().toString()});
+    Configuration conf = new Configuration();
+    conf.set(RestOptions.BIND_ADDRESS, "127.0.0.1");
+    conf.set(RestOptions.BIND_PORT, "0");
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(2, conf);
+    CorrelationJob.build(env, config);
+    return new RunningJob(env.executeAsync("wattgraph-correlation (system test)"));
+  }
+
+  @Override
+  public void close() throws Exception {
+    client.cancel().get(60, TimeUnit.SECONDS);
+  }
+}
