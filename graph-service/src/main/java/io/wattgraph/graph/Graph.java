@@ -1,0 +1,7 @@
+package io.wattgraph.graph;
+
+import java.util.List;
+
+/** The JSON body of {@code GET /api/v1/graph}: nodes sorted by id, edges by (source, target). */
+public record Graph(List<GraphNode> nodes, List<GraphEdge> edges) {
+}

@@ -1,0 +1,16 @@
+package io.wattgraph.graph;
+
+/**
+ * A TALKS_TO edge, client ({@code source}) to server ({@code target}), with totals over every
+ * connection between the two. Counters are nullable: a writer that has not set one yet yields null, not 0.
+ */
+public record GraphEdge(
+        String source,
+        String target,
+        String type,
+        Long bytesClientToServer,
+        Long bytesServerToClient,
+        Long connections,
+        Long firstSeenNs,
+        Long lastSeenNs) {
+}

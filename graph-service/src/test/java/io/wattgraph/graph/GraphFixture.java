@@ -1,0 +1,41 @@
+package io.wattgraph.graph;
+
+/**
+ * A small graph following docs/contracts.md:
+ * <pre>
+ *   host-a: curl (host-a/200/2000) -> nginx (host-a/100/1000, in container ctr-1)
+ *   host-a: nginx -> postgres (host-b/300/3000)          cross-host
+ *   host-b: postgres -> External 203.0.113.7:443         server outside, ip:port
+ *   External 198.51.100.9 -> nginx                        client outside, ip only
+ *   host-b: host-b/0/0 ("?"), no traffic
+ * </pre>
+ */
+final class GraphFixture {
+
+    static final String CYPHER = """
+            CREATE (ha:Host {id: 'host-a'}), (hb:Host {id: 'host-b'})
+            CREATE (ctr:Container {id: 'ctr-1', hostId: 'host-a'})-[:RUNS_ON]->(ha)
+            CREATE (nginx:Process {id: 'host-a/100/1000', hostId: 'host-a', pid: 100, startTimeNs: 1000,
+                    comm: 'nginx', cmdline: 'nginx -g daemon off;', cgroupId: 4242, containerId: 'ctr-1'})
+            CREATE (curl:Process {id: 'host-a/200/2000', hostId: 'host-a', pid: 200, startTimeNs: 2000,
+                    comm: 'curl', cmdline: 'curl http://localhost/', cgroupId: 7})
+            CREATE (pg:Process {id: 'host-b/300/3000', hostId: 'host-b', pid: 300, startTimeNs: 3000,
+                    comm: 'postgres', cmdline: 'postgres -D /data', cgroupId: 9})
+            CREATE (unknown:Process {id: 'host-b/0/0', hostId: 'host-b', pid: 0, startTimeNs: 0, comm: '?'})
+            CREATE (nginx)-[:RUNS_ON]->(ha), (curl)-[:RUNS_ON]->(ha), (pg)-[:RUNS_ON]->(hb), (unknown)-[:RUNS_ON]->(hb)
+            CREATE (nginx)-[:IN_CONTAINER]->(ctr)
+            CREATE (web:External {id: '203.0.113.7:443', address: '203.0.113.7', port: 443})
+            CREATE (visitor:External {id: '198.51.100.9', address: '198.51.100.9'})
+            CREATE (curl)-[:TALKS_TO {bytesClientToServer: 100, bytesServerToClient: 2000, connections: 2,
+                    firstSeenNs: 10, lastSeenNs: 20}]->(nginx)
+            CREATE (nginx)-[:TALKS_TO {bytesClientToServer: 500, bytesServerToClient: 7000, connections: 1,
+                    firstSeenNs: 30, lastSeenNs: 40}]->(pg)
+            CREATE (pg)-[:TALKS_TO {bytesClientToServer: 10, bytesServerToClient: 20, connections: 3,
+                    firstSeenNs: 50, lastSeenNs: 60}]->(web)
+            CREATE (visitor)-[:TALKS_TO {bytesClientToServer: 40, bytesServerToClient: 4000, connections: 1,
+                    firstSeenNs: 70, lastSeenNs: 80}]->(nginx)
+            """;
+
+    private GraphFixture() {
+    }
+}

@@ -1,0 +1,53 @@
+package io.wattgraph.graph;
+
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.neo4j.configuration.GraphDatabaseSettings;
+import org.neo4j.configuration.connectors.BoltConnectorInternalSettings;
+import org.neo4j.harness.Neo4j;
+import org.neo4j.harness.Neo4jBuilders;
+
+/**
+ * One in-process Neo4j (harness) for the whole test JVM, seeded once with {@link GraphFixture}:
+ * a cold Neo4j start costs seconds, so test classes share it instead of starting their own.
+ */
+final class TestNeo4j {
+
+    private static Neo4j neo4j;
+
+    private TestNeo4j() {
+    }
+
+    static synchronized String boltUri() {
+        if (neo4j == null) {
+            neo4j = start();
+            Runtime.getRuntime().addShutdownHook(new Thread(neo4j::close, "neo4j-harness-shutdown"));
+        }
+        return neo4j.boltURI().toString();
+    }
+
+    /** A localhost port nothing listens on, to point a context at an unreachable Neo4j. */
+    static int closedPort() throws Exception {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
+    }
+
+    private static Neo4j start() {
+        try {
+            // Under target/ (not /tmp); surefire also sets java.io.tmpdir to target/tmp.
+            Path dir = Files.createDirectories(Path.of("target", "neo4j-harness"));
+            return Neo4jBuilders.newInProcessBuilder(dir)
+                    .withDisabledServer() // HTTP off; Bolt is all the service uses
+                    .withConfig(GraphDatabaseSettings.preallocate_logical_logs, false)
+                    .withConfig(BoltConnectorInternalSettings.thread_pool_shutdown_wait_time, Duration.ZERO)
+                    .withConfig(BoltConnectorInternalSettings.connection_shutdown_wait_time, Duration.ZERO)
+                    .withFixture(GraphFixture.CYPHER)
+                    .build();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+}
