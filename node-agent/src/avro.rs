@@ -1,0 +1,374 @@
+//! ConnectionEvent schema (the shared .avsc) and a hand-written, allocation-free
+//! encoder for its binary layout in Avro single-object encoding. Tests check it
+//! byte for byte against apache-avro and the shared test vectors.
+use std::sync::OnceLock;
+
+use anyhow::{anyhow, bail, Context, Result};
+use apache_avro::rabin::Rabin;
+use apache_avro::types::Value;
+use apache_avro::Schema;
+
+use crate::event::{Kind, Role};
+
+/// The one schema file shared with the JVM side.
+pub const SCHEMA_JSON: &str = include_str!("../../schemas/avro/ConnectionEvent.avsc");
+
+/// Field names in schema order; `encode` writes exactly this layout, checked at start-up.
+const FIELD_LAYOUT: [&str; 19] = [
+    "kind", "hostId", "eventTimeNs", "localAddress", "localPort", "remoteAddress",
+    "remotePort", "role", "pid", "tgid", "processStartTimeNs", "comm", "cmdline",
+    "cgroupId", "containerId", "netnsInode", "socketCookie", "bytesSent", "bytesReceived",
+];
+
+pub fn schema() -> &'static Schema {
+    static S: OnceLock<Schema> = OnceLock::new();
+    S.get_or_init(|| Schema::parse_str(SCHEMA_JSON).expect("ConnectionEvent.avsc must parse"))
+}
+
+/// CRC-64-AVRO (Rabin) of the parsing canonical form, little-endian (as apache-avro emits it).
+pub fn fingerprint() -> [u8; 8] {
+    let fp = schema().fingerprint::<Rabin>();
+    fp.bytes.as_slice().try_into().expect("Rabin fingerprint is 8 bytes")
+}
+
+/// One ConnectionEvent, borrowing its strings so encoding needs no allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventRecord<'a> {
+    pub kind: Kind,
+    pub host_id: &'a str,
+    pub event_time_ns: i64,
+    pub local_address: [u8; 16],
+    pub local_port: i32,
+    pub remote_address: [u8; 16],
+    pub remote_port: i32,
+    pub role: Role,
+    pub pid: i32,
+    pub tgid: i32,
+    pub process_start_time_ns: i64,
+    pub comm: &'a str,
+    pub cmdline: Option<&'a str>,
+    pub cgroup_id: i64,
+    pub container_id: Option<&'a str>,
+    pub netns_inode: i64,
+    pub socket_cookie: i64,
+    pub bytes_sent: i64,
+    pub bytes_received: i64,
+}
+
+/// Owned form, for decoding and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedEventRecord {
+    pub kind: Kind,
+    pub host_id: String,
+    pub event_time_ns: i64,
+    pub local_address: [u8; 16],
+    pub local_port: i32,
+    pub remote_address: [u8; 16],
+    pub remote_port: i32,
+    pub role: Role,
+    pub pid: i32,
+    pub tgid: i32,
+    pub process_start_time_ns: i64,
+    pub comm: String,
+    pub cmdline: Option<String>,
+    pub cgroup_id: i64,
+    pub container_id: Option<String>,
+    pub netns_inode: i64,
+    pub socket_cookie: i64,
+    pub bytes_sent: i64,
+    pub bytes_received: i64,
+}
+
+impl OwnedEventRecord {
+    pub fn as_ref(&self) -> EventRecord<'_> {
+        EventRecord {
+            kind: self.kind,
+            host_id: &self.host_id,
+            event_time_ns: self.event_time_ns,
+            local_address: self.local_address,
+            local_port: self.local_port,
+            remote_address: self.remote_address,
+            remote_port: self.remote_port,
+            role: self.role,
+            pid: self.pid,
+            tgid: self.tgid,
+            process_start_time_ns: self.process_start_time_ns,
+            comm: &self.comm,
+            cmdline: self.cmdline.as_deref(),
+            cgroup_id: self.cgroup_id,
+            container_id: self.container_id.as_deref(),
+            netns_inode: self.netns_inode,
+            socket_cookie: self.socket_cookie,
+            bytes_sent: self.bytes_sent,
+            bytes_received: self.bytes_received,
+        }
+    }
+}
+
+/// Encoder with the precomputed 10-byte single-object header.
+pub struct Encoder {
+    header: [u8; 10],
+}
+
+impl Encoder {
+    /// Checks that the parsed .avsc still has the layout this encoder writes.
+    pub fn new() -> Result<Encoder> {
+        check_layout(schema())?;
+        let mut header = [0u8; 10];
+        header[0] = 0xC3;
+        header[1] = 0x01;
+        header[2..].copy_from_slice(&fingerprint());
+        Ok(Encoder { header })
+    }
+
+    pub fn header(&self) -> &[u8; 10] {
+        &self.header
+    }
+
+    /// Clears `out` and writes header + body. No allocation once `out` has grown.
+    pub fn encode(&self, e: &EventRecord<'_>, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&self.header);
+        write_long(out, e.kind.index() as i64);
+        write_str(out, e.host_id);
+        write_long(out, e.event_time_ns);
+        out.extend_from_slice(&e.local_address);
+        write_long(out, e.local_port as i64);
+        out.extend_from_slice(&e.remote_address);
+        write_long(out, e.remote_port as i64);
+        write_long(out, e.role.index() as i64);
+        write_long(out, e.pid as i64);
+        write_long(out, e.tgid as i64);
+        write_long(out, e.process_start_time_ns);
+        write_str(out, e.comm);
+        write_opt_str(out, e.cmdline);
+        write_long(out, e.cgroup_id);
+        write_opt_str(out, e.container_id);
+        write_long(out, e.netns_inode);
+        write_long(out, e.socket_cookie);
+        write_long(out, e.bytes_sent);
+        write_long(out, e.bytes_received);
+    }
+}
+
+/// Zig-zag varint (Avro int and long share it).
+fn write_long(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    write_long(out, s.len() as i64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Union ["null","string"]: branch index, then the value.
+fn write_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        None => write_long(out, 0),
+        Some(s) => {
+            write_long(out, 1);
+            write_str(out, s);
+        }
+    }
+}
+
+fn check_layout(schema: &Schema) -> Result<()> {
+    let Schema::Record(rec) = schema else { bail!("ConnectionEvent schema is not a record") };
+    let names: Vec<&str> = rec.fields.iter().map(|f| f.name.as_str()).collect();
+    if names != FIELD_LAYOUT {
+        bail!("ConnectionEvent.avsc fields {names:?} differ from the encoder layout {FIELD_LAYOUT:?}; update src/avro.rs");
+    }
+    Ok(())
+}
+
+/// Decodes single-object bytes with apache-avro (fingerprint checked against the .avsc).
+pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedEventRecord> {
+    if bytes.len() < 10 || bytes[0] != 0xC3 || bytes[1] != 0x01 {
+        bail!("not Avro single-object encoding (missing C3 01 marker)");
+    }
+    if bytes[2..10] != fingerprint() {
+        bail!("unknown writer schema fingerprint {:02x?}", &bytes[2..10]);
+    }
+    let mut body = &bytes[10..];
+    let value = apache_avro::from_avro_datum(schema(), &mut body, None).context("avro decode")?;
+    if !body.is_empty() {
+        bail!("{} trailing bytes after the record", body.len());
+    }
+    from_value(&value)
+}
+
+fn from_value(v: &Value) -> Result<OwnedEventRecord> {
+    let Value::Record(fields) = v else { bail!("not a record") };
+    let get = |name: &str| -> Result<&Value> {
+        fields.iter().find(|(n, _)| n == name).map(|(_, v)| v).ok_or_else(|| anyhow!("missing field {name}"))
+    };
+    let long = |name: &str| -> Result<i64> {
+        match get(name)? {
+            Value::Long(x) => Ok(*x),
+            Value::Int(x) => Ok(*x as i64),
+            o => bail!("{name}: expected long, got {o:?}"),
+        }
+    };
+    let int = |name: &str| -> Result<i32> {
+        match get(name)? {
+            Value::Int(x) => Ok(*x),
+            o => bail!("{name}: expected int, got {o:?}"),
+        }
+    };
+    let string = |name: &str| -> Result<String> {
+        match get(name)? {
+            Value::String(s) => Ok(s.clone()),
+            o => bail!("{name}: expected string, got {o:?}"),
+        }
+    };
+    let opt_string = |name: &str| -> Result<Option<String>> {
+        match get(name)? {
+            Value::Union(_, b) => match b.as_ref() {
+                Value::Null => Ok(None),
+                Value::String(s) => Ok(Some(s.clone())),
+                o => bail!("{name}: unexpected union branch {o:?}"),
+            },
+            o => bail!("{name}: expected union, got {o:?}"),
+        }
+    };
+    let fixed16 = |name: &str| -> Result<[u8; 16]> {
+        match get(name)? {
+            Value::Fixed(16, b) => Ok(b.as_slice().try_into().unwrap()),
+            o => bail!("{name}: expected fixed(16), got {o:?}"),
+        }
+    };
+    let kind = match get("kind")? {
+        Value::Enum(_, s) => Kind::from_symbol(s).ok_or_else(|| anyhow!("bad kind {s}"))?,
+        o => bail!("kind: expected enum, got {o:?}"),
+    };
+    let role = match get("role")? {
+        Value::Enum(_, s) => Role::from_symbol(s).ok_or_else(|| anyhow!("bad role {s}"))?,
+        o => bail!("role: expected enum, got {o:?}"),
+    };
+    Ok(OwnedEventRecord {
+        kind,
+        host_id: string("hostId")?,
+        event_time_ns: long("eventTimeNs")?,
+        local_address: fixed16("localAddress")?,
+        local_port: int("localPort")?,
+        remote_address: fixed16("remoteAddress")?,
+        remote_port: int("remotePort")?,
+        role,
+        pid: int("pid")?,
+        tgid: int("tgid")?,
+        process_start_time_ns: long("processStartTimeNs")?,
+        comm: string("comm")?,
+        cmdline: opt_string("cmdline")?,
+        cgroup_id: long("cgroupId")?,
+        container_id: opt_string("containerId")?,
+        netns_inode: long("netnsInode")?,
+        socket_cookie: long("socketCookie")?,
+        bytes_sent: long("bytesSent")?,
+        bytes_received: long("bytesReceived")?,
+    })
+}
+
+/// apache-avro `Value` for a record (used by tests to compare with apache-avro's writer).
+pub fn to_value(e: &EventRecord<'_>) -> Value {
+    let opt = |s: Option<&str>| match s {
+        None => Value::Union(0, Box::new(Value::Null)),
+        Some(s) => Value::Union(1, Box::new(Value::String(s.to_string()))),
+    };
+    Value::Record(vec![
+        ("kind".into(), Value::Enum(e.kind.index(), e.kind.symbol().into())),
+        ("hostId".into(), Value::String(e.host_id.into())),
+        ("eventTimeNs".into(), Value::Long(e.event_time_ns)),
+        ("localAddress".into(), Value::Fixed(16, e.local_address.to_vec())),
+        ("localPort".into(), Value::Int(e.local_port)),
+        ("remoteAddress".into(), Value::Fixed(16, e.remote_address.to_vec())),
+        ("remotePort".into(), Value::Int(e.remote_port)),
+        ("role".into(), Value::Enum(e.role.index(), e.role.symbol().into())),
+        ("pid".into(), Value::Int(e.pid)),
+        ("tgid".into(), Value::Int(e.tgid)),
+        ("processStartTimeNs".into(), Value::Long(e.process_start_time_ns)),
+        ("comm".into(), Value::String(e.comm.into())),
+        ("cmdline".into(), opt(e.cmdline)),
+        ("cgroupId".into(), Value::Long(e.cgroup_id)),
+        ("containerId".into(), opt(e.container_id)),
+        ("netnsInode".into(), Value::Long(e.netns_inode)),
+        ("socketCookie".into(), Value::Long(e.socket_cookie)),
+        ("bytesSent".into(), Value::Long(e.bytes_sent)),
+        ("bytesReceived".into(), Value::Long(e.bytes_received)),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::addr16_from_ip;
+    use apache_avro::GenericSingleObjectWriter;
+
+    fn sample(i: i64) -> OwnedEventRecord {
+        OwnedEventRecord {
+            kind: Kind::from_index((i % 3) as u32).unwrap(),
+            host_id: format!("host-{i}"),
+            event_time_ns: 1_763_870_000_000_000_000 + i * 7919,
+            local_address: addr16_from_ip("127.0.0.1".parse().unwrap()),
+            local_port: (i * 37 % 65536) as i32,
+            remote_address: addr16_from_ip("2001:db8::1".parse().unwrap()),
+            remote_port: 443,
+            role: Role::from_index((i % 3) as u32).unwrap(),
+            pid: (i * 13) as i32,
+            tgid: (i * 11) as i32,
+            process_start_time_ns: i.wrapping_mul(1_000_003),
+            comm: if i % 2 == 0 { "curl".into() } else { "jävä-ß".into() },
+            cmdline: if i % 4 == 0 { None } else { Some(format!("app --n {i}")) },
+            cgroup_id: i * 1000,
+            container_id: if i % 3 == 0 { Some("ab".repeat(32)) } else { None },
+            netns_inode: 4026531840 + i,
+            socket_cookie: if i == 5 { i64::MAX } else { i * 999_999_937 },
+            bytes_sent: if i == 6 { i64::MIN } else { i << 20 },
+            bytes_received: -i,
+        }
+    }
+
+    #[test]
+    fn encoder_matches_apache_avro_writer_and_reader() {
+        let enc = Encoder::new().unwrap();
+        let mut w = GenericSingleObjectWriter::new_with_capacity(schema(), 512).unwrap();
+        let mut buf = Vec::new();
+        for i in 0..50 {
+            let rec = sample(i);
+            enc.encode(&rec.as_ref(), &mut buf);
+            let mut theirs = Vec::new();
+            w.write_value_ref(&to_value(&rec.as_ref()), &mut theirs).unwrap();
+            assert_eq!(buf, theirs, "record {i}");
+            assert_eq!(decode_single_object(&buf).unwrap(), rec);
+        }
+    }
+
+    #[test]
+    fn header_uses_apache_avro_rabin_fingerprint() {
+        let enc = Encoder::new().unwrap();
+        assert_eq!(&enc.header()[..2], &[0xC3, 0x01]);
+        assert_eq!(enc.header()[2..].to_vec(), schema().fingerprint::<Rabin>().bytes);
+    }
+
+    #[test]
+    fn decode_rejects_wrong_fingerprint() {
+        let enc = Encoder::new().unwrap();
+        let mut buf = Vec::new();
+        enc.encode(&sample(1).as_ref(), &mut buf);
+        buf[5] ^= 0xff;
+        assert!(decode_single_object(&buf).unwrap_err().to_string().contains("fingerprint"));
+    }
+
+    #[test]
+    fn zigzag_edges() {
+        for (v, hex) in [(0i64, vec![0u8]), (-1, vec![1]), (1, vec![2]), (-64, vec![0x7f]), (64, vec![0x80, 1])] {
+            let mut out = Vec::new();
+            write_long(&mut out, v);
+            assert_eq!(out, hex, "{v}");
+        }
+    }
+}

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+// Wattgraph connection capture (KernelAgg): TCP sockets, per-socket byte
+// counters aggregated in-kernel, OPENED / SNAPSHOT / CLOSED pushed to a ring
+// buffer. Only tracepoints are used (kprobes/fentry are unavailable here).
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+#include "connections.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+#define IPPROTO_TCP 6
+#define MSG_PEEK 2
+
+#define TCP_ESTABLISHED 1
+#define TCP_SYN_SENT 2
+#define TCP_SYN_RECV 3
+#define TCP_CLOSE 7
+
+char LICENSE[] SEC("license") = "GPL";
+
+// Set by user space before load.
+const volatile __u64 snapshot_bytes = 1048576;
+const volatile __u64 snapshot_interval_ns = 5000000000ULL;
+const volatile __u32 self_tgid = 0;      // 0 = do not ignore any process
+const volatile __u8 filter_netns = 0;    // 1 = only namespaces in netns_filter
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536); // resized from user space (--map-entries)
+	__type(key, __u64);         // socket cookie
+	__type(value, struct sock_info);
+} socks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);   // netns inode
+	__type(value, __u8);
+} netns_filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 * 1024 * 1024);
+} events SEC(".maps");
+
+// Per-CPU counters, summed in user space (STAT_*).
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+// Scratch for building a new entry (too big for the 512-byte stack with the event).
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sock_info);
+} scratch SEC(".maps");
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline __u32 sk_netns(const struct sock *sk)
+{
+	return BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+}
+
+static __always_inline bool netns_allowed(__u32 ns)
+{
+	if (!filter_netns)
+		return true;
+	return bpf_map_lookup_elem(&netns_filter, &ns) != NULL;
+}
+
+// TCP over IPv4/IPv6 only.
+static __always_inline bool is_tcp_inet(const struct sock *sk)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family != AF_INET && family != AF_INET6)
+		return false;
+	return BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP;
+}
+
+// Addresses normalised to 16 bytes; IPv4 becomes ::ffff:a.b.c.d.
+static __always_inline void fill_tuple(struct sock_info *si, const struct sock *sk)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family == AF_INET) {
+		__u32 l = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+		__u32 r = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		__builtin_memset(si->laddr, 0, 16);
+		__builtin_memset(si->raddr, 0, 16);
+		si->laddr[10] = 0xff; si->laddr[11] = 0xff;
+		si->raddr[10] = 0xff; si->raddr[11] = 0xff;
+		__builtin_memcpy(&si->laddr[12], &l, 4);
+		__builtin_memcpy(&si->raddr[12], &r, 4);
+	} else {
+		BPF_CORE_READ_INTO(&si->laddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&si->raddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+	}
+	// inet_sport rather than skc_num: skc_num is cleared before close.
+	const struct inet_sock *inet = (const struct inet_sock *)sk;
+	si->lport = bpf_ntohs(BPF_CORE_READ(inet, inet_sport));
+	si->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+}
+
+// Identity of the current task; only meaningful in process context.
+static __always_inline void fill_identity(struct sock_info *si)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
+	si->pid = (__u32)id;
+	si->tgid = id >> 32;
+	si->proc_start_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	si->cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(&si->comm, sizeof(si->comm));
+	si->has_identity = 1;
+}
+
+static __always_inline void emit(struct sock_info *si, __u8 kind, __u64 now)
+{
+	struct conn_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(STAT_RINGBUF_DROPS);
+		return;
+	}
+	e->ts_boot_ns = now;
+	e->cookie = si->cookie;
+	e->proc_start_ns = si->proc_start_ns;
+	e->cgroup_id = si->cgroup_id;
+	e->bytes_sent = si->bytes_sent;
+	e->bytes_recv = si->bytes_recv;
+	e->pid = si->pid;
+	e->tgid = si->tgid;
+	e->netns = si->netns;
+	e->lport = si->lport;
+	e->rport = si->rport;
+	__builtin_memcpy(e->laddr, si->laddr, 16);
+	__builtin_memcpy(e->raddr, si->raddr, 16);
+	__builtin_memcpy(e->comm, si->comm, 16);
+	e->kind = kind;
+	e->role = si->role;
+	e->_pad[0] = 0; e->_pad[1] = 0; e->_pad[2] = 0;
+	e->_pad[3] = 0; e->_pad[4] = 0; e->_pad[5] = 0;
+	bpf_ringbuf_submit(e, 0);
+	si->reported_sent = si->bytes_sent;
+	si->reported_recv = si->bytes_recv;
+	si->last_report_ns = now;
+}
+
+static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie, __u32 ns, __u8 role)
+{
+	__u32 zero = 0;
+	struct sock_info *si = bpf_map_lookup_elem(&scratch, &zero);
+	if (!si)
+		return NULL;
+	__builtin_memset(si, 0, sizeof(*si));
+	si->cookie = cookie;
+	si->netns = ns;
+	si->role = role;
+	fill_tuple(si, sk);
+	if (bpf_map_update_elem(&socks, &cookie, si, BPF_ANY))
+		return NULL;
+	return bpf_map_lookup_elem(&socks, &cookie);
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(handle_set_state, const struct sock *sk, int oldstate, int newstate)
+{
+	if (!is_tcp_inet(sk))
+		return 0;
+	__u64 cookie = bpf_get_socket_cookie((void *)sk);
+	__u64 now = bpf_ktime_get_boot_ns();
+	struct sock_info *si;
+
+	if (newstate == TCP_SYN_SENT) {
+		// connect(): process context, the dialling task is current.
+		__u32 ns = sk_netns(sk);
+		if (!netns_allowed(ns))
+			return 0;
+		if (self_tgid && (bpf_get_current_pid_tgid() >> 32) == self_tgid)
+			return 0;
+		si = new_entry((struct sock *)sk, cookie, ns, ROLE_CLIENT);
+		if (si)
+			fill_identity(si);
+		return 0;
+	}
+
+	if (newstate == TCP_ESTABLISHED) {
+		si = bpf_map_lookup_elem(&socks, &cookie);
+		if (oldstate == TCP_SYN_SENT) {
+			if (!si)
+				return 0; // not ours (filtered, or agent started mid-handshake)
+			// Source port is 0 at SYN_SENT: take the 4-tuple again.
+			fill_tuple(si, sk);
+			if (si->has_identity && !si->opened) {
+				si->opened = 1;
+				emit(si, EV_OPENED, now);
+			}
+			return 0;
+		}
+		if (oldstate == TCP_SYN_RECV && !si) {
+			// Softirq: current task is unrelated. Register now, identify
+			// and emit OPENED at the first send/recv (process context).
+			__u32 ns = sk_netns(sk);
+			if (!netns_allowed(ns))
+				return 0;
+			new_entry((struct sock *)sk, cookie, ns, ROLE_SERVER);
+		}
+		return 0;
+	}
+
+	if (newstate == TCP_CLOSE) {
+		si = bpf_map_lookup_elem(&socks, &cookie);
+		if (!si)
+			return 0;
+		if (!si->ignored) {
+			// An accepted socket closed without any payload: still a connection.
+			if (!si->opened && si->role == ROLE_SERVER) {
+				si->opened = 1;
+				emit(si, EV_OPENED, now);
+			}
+			if (si->opened)
+				emit(si, EV_CLOSED, now);
+		}
+		bpf_map_delete_elem(&socks, &cookie);
+	}
+	return 0;
+}
+
+static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
+{
+	if (ret <= 0 || !is_tcp_inet(sk))
+		return 0;
+	__u64 cookie = bpf_get_socket_cookie(sk);
+	__u64 now = bpf_ktime_get_boot_ns();
+	struct sock_info *si = bpf_map_lookup_elem(&socks, &cookie);
+
+	if (!si) {
+		// Handshake not seen (socket older than the agent, or client socket
+		// evicted): role UNKNOWN, identity from the current task.
+		__u32 ns = sk_netns(sk);
+		if (!netns_allowed(ns))
+			return 0;
+		if (self_tgid && (bpf_get_current_pid_tgid() >> 32) == self_tgid)
+			return 0;
+		si = new_entry(sk, cookie, ns, ROLE_UNKNOWN);
+		if (!si)
+			return 0;
+	}
+	if (si->ignored)
+		return 0;
+	if (!si->has_identity) {
+		if (self_tgid && (bpf_get_current_pid_tgid() >> 32) == self_tgid) {
+			si->ignored = 1;
+			return 0;
+		}
+		fill_identity(si);
+	}
+	if (!si->opened) {
+		fill_tuple(si, sk);
+		si->opened = 1;
+		emit(si, EV_OPENED, now);
+	}
+
+	if (is_send)
+		__sync_fetch_and_add(&si->bytes_sent, (__u64)ret);
+	else
+		__sync_fetch_and_add(&si->bytes_recv, (__u64)ret);
+
+	__u64 unreported = (si->bytes_sent - si->reported_sent) + (si->bytes_recv - si->reported_recv);
+	if (unreported >= snapshot_bytes ||
+	    (unreported > 0 && now - si->last_report_ns >= snapshot_interval_ns))
+		emit(si, EV_SNAPSHOT, now);
+	return 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(handle_send, struct sock *sk, int ret, int flags)
+{
+	return on_bytes(sk, ret, true);
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(handle_recv, struct sock *sk, int ret, int flags)
+{
+	if (flags & MSG_PEEK)
+		return 0; // peeked bytes are received again later
+	return on_bytes(sk, ret, false);
+}

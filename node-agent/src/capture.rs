@@ -1,0 +1,441 @@
+//! Loads and attaches the BPF programs, reads the ring buffer, sweeps the socket map
+//! for unreported bytes, and hands decoded events to a bounded channel. Knows nothing
+//! about Avro or Kafka, so tests use it directly.
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::mem::{size_of, MaybeUninit};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
+
+use crate::event::{ConnEvent, Kind, Role};
+
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/connections.skel.rs"));
+}
+use skel::*;
+
+/// Tracepoints the programs attach to (tp_btf).
+pub const TRACEPOINTS: [&str; 3] = ["sock:inet_sock_set_state", "sock:sock_send_length", "sock:sock_recv_length"];
+
+/// Mirror of `struct conn_event` in src/bpf/connections.h.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawEvent {
+    ts_boot_ns: u64,
+    cookie: u64,
+    proc_start_ns: u64,
+    cgroup_id: u64,
+    bytes_sent: u64,
+    bytes_recv: u64,
+    pid: u32,
+    tgid: u32,
+    netns: u32,
+    lport: u16,
+    rport: u16,
+    laddr: [u8; 16],
+    raddr: [u8; 16],
+    comm: [u8; 16],
+    kind: u8,
+    role: u8,
+    _pad: [u8; 6],
+}
+const _: () = assert!(size_of::<RawEvent>() == 120);
+
+#[derive(Debug, Clone)]
+pub struct CaptureOptions {
+    pub snapshot_bytes: u64,
+    pub snapshot_interval: Duration,
+    /// nsfs paths; empty = every namespace.
+    pub netns: Vec<PathBuf>,
+    pub map_entries: u32,
+    /// Drop the sockets of this process in the kernel (the agent's own Kafka traffic).
+    pub ignore_self: bool,
+    pub channel_capacity: usize,
+}
+
+impl Default for CaptureOptions {
+    fn default() -> Self {
+        CaptureOptions {
+            snapshot_bytes: 1 << 20,
+            snapshot_interval: Duration::from_secs(5),
+            netns: Vec::new(),
+            map_entries: 65536,
+            ignore_self: true,
+            channel_capacity: 16384,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum CaptureError {
+    /// Not allowed to load BPF (EPERM/EACCES).
+    Permission(String),
+    Other(String),
+}
+
+impl std::fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CaptureError::Permission(m) => write!(
+                f,
+                "BPF permission missing ({m}): run as root, or grant CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN (CAP_SYS_ADMIN on older kernels); --log-level debug shows libbpf's details"
+            ),
+            CaptureError::Other(m) => write!(f, "{m}"),
+        }
+    }
+}
+impl std::error::Error for CaptureError {}
+
+fn bpf_err(what: &str, e: libbpf_rs::Error) -> CaptureError {
+    if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
+        CaptureError::Permission(format!("{what}: {e}"))
+    } else {
+        CaptureError::Other(format!("{what}: {e}"))
+    }
+}
+
+/// Counters shared with the stats line.
+#[derive(Default, Debug)]
+pub struct CaptureStats {
+    pub opened: AtomicU64,
+    pub snapshots: AtomicU64,
+    pub sweep_snapshots: AtomicU64,
+    pub closed: AtomicU64,
+    pub ringbuf_drops: AtomicU64,
+    pub stale_dropped: AtomicU64,
+}
+
+/// Inode of a network namespace file (= the kernel's ns.inum).
+pub fn netns_inode(path: &Path) -> std::io::Result<u32> {
+    let ino = std::fs::metadata(path)?.ino();
+    u32::try_from(ino).map_err(|_| std::io::Error::other(format!("{}: inode {ino} is not a netns inode", path.display())))
+}
+
+/// CLOCK_BOOTTIME now, ns.
+pub fn boot_time_ns() -> u64 {
+    clock_ns(libc::CLOCK_BOOTTIME) as u64
+}
+
+fn clock_ns(clock: libc::clockid_t) -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+}
+
+/// Unix epoch ns minus boot-clock ns, measured once (kernel timestamps use the boot clock).
+pub fn boot_to_unix_offset_ns() -> i64 {
+    let b1 = clock_ns(libc::CLOCK_BOOTTIME);
+    let r = clock_ns(libc::CLOCK_REALTIME);
+    let b2 = clock_ns(libc::CLOCK_BOOTTIME);
+    r - (b1 + (b2 - b1) / 2)
+}
+
+/// A running capture: events arrive on `events()`; `stop()` detaches.
+pub struct CaptureHandle {
+    rx: Receiver<ConnEvent>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    stats: Arc<CaptureStats>,
+    pub attached: Vec<String>,
+}
+
+impl CaptureHandle {
+    pub fn events(&self) -> &Receiver<ConnEvent> {
+        &self.rx
+    }
+    pub fn stats(&self) -> &Arc<CaptureStats> {
+        &self.stats
+    }
+    pub fn is_running(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+    /// Stops reading, detaches the programs (the skeleton is dropped in the thread).
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+    fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+    /// Events still queued after `stop` (kept by the caller to drain).
+    pub fn stop_and_drain(mut self) -> Vec<ConnEvent> {
+        self.shutdown();
+        self.rx.try_iter().collect()
+    }
+}
+
+impl Drop for CaptureHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Loads, attaches and starts reading in a dedicated thread (the skeleton is not Send).
+/// Returns once the programs are attached, or with the load/attach error.
+pub fn spawn(opts: CaptureOptions) -> Result<CaptureHandle, CaptureError> {
+    // libbpf's own messages go to the logger at debug level, so a failure stays one line.
+    libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, |_lvl, msg: String| {
+        log::debug!(target: "libbpf", "{}", msg.trim_end())
+    })));
+    let mut inodes = Vec::new();
+    for p in &opts.netns {
+        inodes.push(netns_inode(p).map_err(|e| CaptureError::Other(format!("--netns {}: {e}", p.display())))?);
+    }
+    let (tx, rx) = sync_channel(opts.channel_capacity.max(16));
+    let (ready_tx, ready_rx) = sync_channel(1);
+    let stop = Arc::new(AtomicBool::new(false));
+    let stats = Arc::new(CaptureStats::default());
+    let (stop2, stats2) = (stop.clone(), stats.clone());
+    let thread = std::thread::Builder::new()
+        .name("wg-capture".into())
+        .spawn(move || run(opts, inodes, tx, stop2, stats2, ready_tx))
+        .map_err(|e| CaptureError::Other(format!("spawn capture thread: {e}")))?;
+    match ready_rx.recv() {
+        Ok(Ok(attached)) => Ok(CaptureHandle { rx, stop, thread: Some(thread), stats, attached }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(CaptureError::Other("capture thread died during start-up".into()))
+        }
+    }
+}
+
+/// Delivers events to the channel; drops SNAPSHOTs that are not newer than what was
+/// already delivered (a sweep may overtake a kernel SNAPSHOT still in the ring).
+struct Dispatcher {
+    tx: SyncSender<ConnEvent>,
+    stop: Arc<AtomicBool>,
+    stats: Arc<CaptureStats>,
+    last: HashMap<u64, (u64, u64)>,
+}
+
+impl Dispatcher {
+    fn dispatch(&mut self, ev: ConnEvent) {
+        match ev.kind {
+            Kind::Opened => {
+                self.stats.opened.fetch_add(1, Ordering::Relaxed);
+                self.last.insert(ev.cookie, (ev.bytes_sent, ev.bytes_recv));
+            }
+            Kind::Snapshot => {
+                if let Some(&(s, r)) = self.last.get(&ev.cookie) {
+                    if ev.bytes_sent <= s && ev.bytes_recv <= r {
+                        self.stats.stale_dropped.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                }
+                self.stats.snapshots.fetch_add(1, Ordering::Relaxed);
+                self.last.insert(ev.cookie, (ev.bytes_sent, ev.bytes_recv));
+            }
+            Kind::Closed => {
+                self.stats.closed.fetch_add(1, Ordering::Relaxed);
+                self.last.remove(&ev.cookie);
+            }
+        }
+        let mut ev = ev;
+        loop {
+            match self.tx.try_send(ev) {
+                Ok(()) => return,
+                Err(TrySendError::Disconnected(_)) => return,
+                Err(TrySendError::Full(back)) => {
+                    if self.stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    ev = back;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+    }
+}
+
+fn decode_raw(data: &[u8]) -> Option<ConnEvent> {
+    if data.len() < size_of::<RawEvent>() {
+        return None;
+    }
+    // SAFETY: length checked; RawEvent is plain old data.
+    let r: RawEvent = unsafe { std::ptr::read_unaligned(data.as_ptr() as *const RawEvent) };
+    Some(ConnEvent {
+        kind: Kind::from_index(r.kind as u32)?,
+        role: Role::from_index(r.role as u32)?,
+        ts_boot_ns: r.ts_boot_ns,
+        cookie: r.cookie,
+        proc_start_ns: r.proc_start_ns,
+        cgroup_id: r.cgroup_id,
+        bytes_sent: r.bytes_sent,
+        bytes_recv: r.bytes_recv,
+        pid: r.pid,
+        tgid: r.tgid,
+        netns: r.netns,
+        local_addr: r.laddr,
+        local_port: r.lport,
+        remote_addr: r.raddr,
+        remote_port: r.rport,
+        comm: r.comm,
+    })
+}
+
+fn from_sock_info(si: &types::sock_info, kind: Kind, now: u64) -> Option<ConnEvent> {
+    Some(ConnEvent {
+        kind,
+        role: Role::from_index(si.role as u32)?,
+        ts_boot_ns: now,
+        cookie: si.cookie,
+        proc_start_ns: si.proc_start_ns,
+        cgroup_id: si.cgroup_id,
+        bytes_sent: si.bytes_sent,
+        bytes_recv: si.bytes_recv,
+        pid: si.pid,
+        tgid: si.tgid,
+        netns: si.netns,
+        local_addr: si.laddr,
+        local_port: si.lport,
+        remote_addr: si.raddr,
+        remote_port: si.rport,
+        comm: si.comm.map(|c| c as u8),
+    })
+}
+
+fn run(
+    opts: CaptureOptions,
+    inodes: Vec<u32>,
+    tx: SyncSender<ConnEvent>,
+    stop: Arc<AtomicBool>,
+    stats: Arc<CaptureStats>,
+    ready: SyncSender<Result<Vec<String>, CaptureError>>,
+) {
+    let mut storage = MaybeUninit::uninit();
+    let skel = match load_and_attach(&opts, &inodes, &mut storage) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let disp = RefCell::new(Dispatcher { tx, stop: stop.clone(), stats: stats.clone(), last: HashMap::new() });
+    let mut rb = RingBufferBuilder::new();
+    if let Err(e) = rb.add(&skel.maps.events, |data: &[u8]| {
+        if let Some(ev) = decode_raw(data) {
+            disp.borrow_mut().dispatch(ev);
+        }
+        0
+    }) {
+        let _ = ready.send(Err(bpf_err("ring buffer", e)));
+        return;
+    }
+    let ring = match rb.build() {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = ready.send(Err(bpf_err("ring buffer", e)));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(TRACEPOINTS.iter().map(|s| s.to_string()).collect()));
+
+    let sweep_every = opts.snapshot_interval;
+    let poll_timeout = sweep_every.min(Duration::from_millis(100));
+    let mut next_sweep = Instant::now() + sweep_every;
+    let mut next_stats = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        if let Err(e) = ring.poll(poll_timeout) {
+            if e.kind() != libbpf_rs::ErrorKind::Interrupted {
+                log::warn!("ring buffer poll: {e}");
+            }
+        }
+        let now = Instant::now();
+        if now >= next_sweep {
+            let _ = ring.consume(); // deliver pending kernel events before comparing
+            sweep(&skel, &disp, &stats);
+            next_sweep = now + sweep_every;
+        }
+        if now >= next_stats {
+            stats.ringbuf_drops.store(read_drops(&skel), Ordering::Relaxed);
+            next_stats = now + Duration::from_secs(1);
+        }
+    }
+    let _ = ring.consume();
+    stats.ringbuf_drops.store(read_drops(&skel), Ordering::Relaxed);
+    // skel dropped here: links detached, maps freed.
+}
+
+fn load_and_attach<'a>(
+    opts: &CaptureOptions,
+    inodes: &[u32],
+    storage: &'a mut MaybeUninit<libbpf_rs::OpenObject>,
+) -> Result<ConnectionsSkel<'a>, CaptureError> {
+    let mut open = ConnectionsSkelBuilder::default().open(storage).map_err(|e| bpf_err("open BPF object", e))?;
+    {
+        let ro = open.maps.rodata_data.as_deref_mut().ok_or_else(|| CaptureError::Other("BPF rodata not mmapped".into()))?;
+        ro.snapshot_bytes = opts.snapshot_bytes;
+        ro.snapshot_interval_ns = opts.snapshot_interval.as_nanos().min(u64::MAX as u128) as u64;
+        ro.self_tgid = if opts.ignore_self { std::process::id() } else { 0 };
+        ro.filter_netns = u8::from(!inodes.is_empty());
+    }
+    open.maps
+        .socks
+        .set_max_entries(opts.map_entries)
+        .map_err(|e| bpf_err("size socket map", e))?;
+    let mut skel = open.load().map_err(|e| bpf_err("load BPF programs", e))?;
+    for ino in inodes {
+        skel.maps
+            .netns_filter
+            .update(&ino.to_ne_bytes(), &[1u8], MapFlags::ANY)
+            .map_err(|e| bpf_err("fill netns filter", e))?;
+    }
+    skel.attach().map_err(|e| bpf_err("attach tracepoints", e))?;
+    Ok(skel)
+}
+
+/// Emits SNAPSHOT for opened sockets with bytes not reported yet, so an idle
+/// connection's last bytes are not held back until close.
+fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &CaptureStats) {
+    let now = boot_time_ns();
+    let mut seen = HashSet::new();
+    let map = &skel.maps.socks;
+    for key in map.keys() {
+        let Ok(Some(val)) = map.lookup(&key, MapFlags::ANY) else { continue };
+        if val.len() < size_of::<types::sock_info>() {
+            continue;
+        }
+        // SAFETY: size checked; generated POD type.
+        let si: types::sock_info = unsafe { std::ptr::read_unaligned(val.as_ptr() as *const types::sock_info) };
+        seen.insert(si.cookie);
+        if si.opened == 0 || si.ignored != 0 {
+            continue;
+        }
+        let mut d = disp.borrow_mut();
+        let (ls, lr) = d.last.get(&si.cookie).copied().unwrap_or((0, 0));
+        let (rs, rr) = (si.reported_sent.max(ls), si.reported_recv.max(lr));
+        if si.bytes_sent > rs || si.bytes_recv > rr {
+            if let Some(ev) = from_sock_info(&si, Kind::Snapshot, now) {
+                stats.sweep_snapshots.fetch_add(1, Ordering::Relaxed);
+                d.dispatch(ev);
+            }
+        }
+    }
+    // Forget sockets the kernel no longer tracks (closed or LRU-evicted).
+    disp.borrow_mut().last.retain(|c, _| seen.contains(c));
+}
+
+fn read_drops(skel: &ConnectionsSkel<'_>) -> u64 {
+    let key = 0u32.to_ne_bytes();
+    match skel.maps.stats.lookup_percpu(&key, MapFlags::ANY) {
+        Ok(Some(per_cpu)) => per_cpu
+            .iter()
+            .filter_map(|v| v.get(..8).map(|b| u64::from_ne_bytes(b.try_into().unwrap())))
+            .sum(),
+        _ => 0,
+    }
+}

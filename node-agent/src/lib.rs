@@ -1,0 +1,9 @@
+//! Wattgraph node agent library: capture (eBPF) is separate from encoding (Avro)
+//! and producing (Kafka), so tests can drive the pipeline without Kafka.
+pub mod avro;
+pub mod capture;
+pub mod config;
+pub mod event;
+pub mod kafka;
+pub mod pipeline;
+pub mod proc_info;
