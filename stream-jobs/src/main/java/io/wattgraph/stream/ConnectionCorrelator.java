@@ -1,0 +1,195 @@
+package io.wattgraph.stream;
+
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.streaming.api.TimeDomain;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.util.Collector;
+
+/**
+ * Pairs the two hosts' observations of one TCP connection (keyed by the sorted endpoint pair).
+ *
+ * <p>The paper's Data Processor (§4.2) looks up the matching remote socket in the graph store; here
+ * the match is keyed state instead, so it is exactly-once with checkpoints and needs no read from
+ * Neo4j. Each side is the latest view of one socket (hostId + socket cookie). An update is emitted
+ * once both sides are known, or once the pairing horizon passes with one side only (the missing
+ * end becomes an External node). When the peer turns up later, the connection moves to the real
+ * edge and the External edge gets a retraction. Logic is order-tolerant: counters are cumulative and
+ * merged with max, so no event time is needed.
+ */
+public class ConnectionCorrelator extends KeyedProcessFunction<String, Observation, ConnectionUpdate> {
+  private static final long serialVersionUID = 1L;
+
+  /** An event-time timer at the end of time fires only on end of input (bounded run or drain). */
+  static final long END_OF_INPUT = Long.MAX_VALUE;
+
+  private final long horizonMs;
+  private final long cleanupDelayMs;
+
+  private transient ValueState<ConnectionState> state;
+  private transient Counter emittedOneSided;
+
+  public ConnectionCorrelator(long horizonMs) {
+    if (horizonMs <= 0) {
+      throw new IllegalArgumentException("pairing horizon must be > 0 ms, got " + horizonMs);
+    }
+    this.horizonMs = horizonMs;
+    // Keep a closed connection a little longer than the horizon, so a straggling peer event still
+    // finds it instead of starting a phantom one-sided connection.
+    this.cleanupDelayMs = 2 * horizonMs;
+  }
+
+  @Override
+  public void open(OpenContext openContext) {
+    state = getRuntimeContext().getState(new ValueStateDescriptor<>("connection", ConnectionState.class));
+    emittedOneSided = getRuntimeContext().getMetricGroup().counter("oneSidedConnections");
+  }
+
+  @Override
+  public void processElement(Observation o, Context ctx, Collector<ConnectionUpdate> out) throws Exception {
+    ConnectionState s = state.value();
+    boolean isLow = o.localIsLow();
+    if (s != null) {
+      Side existing = s.side(isLow);
+      if (existing != null && !existing.sameSocket(o)) {
+        // Another socket on the same endpoint: the 4-tuple was reused by a new connection before
+        // cleanup. Leave the old connection counted as it is and start over.
+        finish(s, ctx, out);
+        s = null;
+      }
+    }
+    if (s == null) {
+      s = new ConnectionState();
+      s.connectionId = ctx.getCurrentKey() + "@" + o.hostId + "/" + o.socketCookie;
+    }
+    Side side = s.side(isLow);
+    if (side == null) {
+      s.setSide(isLow, Side.from(o));
+    } else {
+      side.merge(o);
+    }
+
+    long now = ctx.timerService().currentProcessingTime();
+    if (!s.paired() && !s.horizonPassed && s.horizonTimer == 0) {
+      s.horizonTimer = now + horizonMs;
+      ctx.timerService().registerProcessingTimeTimer(s.horizonTimer);
+    }
+    if (s.paired() || s.horizonPassed) {
+      emit(s, out);
+    }
+    scheduleCleanupIfDone(s, ctx, now);
+    ctx.timerService().registerEventTimeTimer(END_OF_INPUT);
+    state.update(s);
+  }
+
+  @Override
+  public void onTimer(long timestamp, OnTimerContext ctx, Collector<ConnectionUpdate> out) throws Exception {
+    ConnectionState s = state.value();
+    if (s == null) {
+      return;
+    }
+    if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
+      // Input ended: nobody else will turn up, so report what a live run would after the horizon.
+      if (!s.paired() && !s.horizonPassed) {
+        expireHorizon(s, out);
+        state.update(s);
+      }
+      return;
+    }
+    long now = ctx.timerService().currentProcessingTime();
+    if (timestamp == s.horizonTimer) {
+      s.horizonTimer = 0;
+      if (!s.paired() && !s.horizonPassed) {
+        expireHorizon(s, out);
+        scheduleCleanupIfDone(s, ctx, now);
+      }
+      state.update(s);
+    } else if (timestamp == s.cleanupTimer) {
+      s.cleanupTimer = 0;
+      if (s.allPresentClosed()) {
+        // All sides closed and cleanupDelay passed: forget the tuple (it may be reused).
+        finish(s, ctx, out);
+        state.clear();
+      } else {
+        // A late peer joined after the lone side closed; wait for it to close too.
+        state.update(s);
+      }
+    }
+    // Any other timestamp belongs to an earlier connection on this tuple: ignore.
+  }
+
+  private void expireHorizon(ConnectionState s, Collector<ConnectionUpdate> out) {
+    s.horizonPassed = true;
+    emittedOneSided.inc();
+    emit(s, out);
+  }
+
+  private void scheduleCleanupIfDone(ConnectionState s, Context ctx, long now) {
+    if (s.cleanupTimer == 0 && s.allPresentClosed() && (s.paired() || s.horizonPassed)) {
+      s.cleanupTimer = now + cleanupDelayMs;
+      ctx.timerService().registerProcessingTimeTimer(s.cleanupTimer);
+    }
+  }
+
+  /** Ends this connection instance: make sure it was reported once, then mark it finished. */
+  private void finish(ConnectionState s, Context ctx, Collector<ConnectionUpdate> out) {
+    if (s.emittedEdgeKey == null) {
+      s.horizonPassed = true;
+      emit(s, out);
+    }
+    out.collect(ConnectionUpdate.marker(ConnectionUpdate.Type.FINISHED, s.connectionId, s.emittedEdgeKey));
+    if (s.horizonTimer != 0) {
+      ctx.timerService().deleteProcessingTimeTimer(s.horizonTimer);
+    }
+    if (s.cleanupTimer != 0) {
+      ctx.timerService().deleteProcessingTimeTimer(s.cleanupTimer);
+    }
+  }
+
+  /** Emits the connection on its current edge, retracting it from the previous edge if it moved. */
+  private void emit(ConnectionState s, Collector<ConnectionUpdate> out) {
+    ConnectionUpdate u = view(s);
+    if (s.emittedEdgeKey != null && !s.emittedEdgeKey.equals(u.edgeKey)) {
+      out.collect(ConnectionUpdate.marker(ConnectionUpdate.Type.RETRACT, s.connectionId, s.emittedEdgeKey));
+    }
+    s.emittedEdgeKey = u.edgeKey;
+    out.collect(u);
+  }
+
+  /** The connection as the graph should show it now. */
+  static ConnectionUpdate view(ConnectionState s) {
+    boolean clientIsLow = clientIsLow(s.low, s.high);
+    Side c = s.side(clientIsLow);
+    Side v = s.side(!clientIsLow);
+    ConnectionUpdate u = new ConnectionUpdate();
+    u.type = ConnectionUpdate.Type.UPSERT;
+    u.connectionId = s.connectionId;
+    u.client = c != null ? GraphNode.process(c) : GraphNode.externalClient(v.remoteIp);
+    u.server = v != null ? GraphNode.process(v) : GraphNode.externalServer(c.remoteIp, c.remotePort);
+    u.edgeKey = GraphNode.edgeKey(u.client, u.server);
+    // Each end counts the same payload; an agent may have missed some (started late), so take max.
+    u.bytesClientToServer = Math.max(c == null ? 0 : c.bytesSent, v == null ? 0 : v.bytesReceived);
+    u.bytesServerToClient = Math.max(v == null ? 0 : v.bytesSent, c == null ? 0 : c.bytesReceived);
+    u.firstSeenNs = Math.min(c == null ? Long.MAX_VALUE : c.firstSeenNs, v == null ? Long.MAX_VALUE : v.firstSeenNs);
+    u.lastSeenNs = Math.max(c == null ? Long.MIN_VALUE : c.lastSeenNs, v == null ? Long.MIN_VALUE : v.lastSeenNs);
+    return u;
+  }
+
+  /**
+   * Whether the low endpoint is the client: a known role on either side decides; with both roles
+   * UNKNOWN the sorted order does (the low endpoint is taken as client), as in the Kafka key.
+   */
+  static boolean clientIsLow(Side low, Side high) {
+    Role lo = low == null ? Role.UNKNOWN : low.role;
+    Role hi = high == null ? Role.UNKNOWN : high.role;
+    if (lo == Role.CLIENT || hi == Role.SERVER) {
+      return true;
+    }
+    if (lo == Role.SERVER || hi == Role.CLIENT) {
+      return false;
+    }
+    return true;
+  }
+}

@@ -1,0 +1,20 @@
+package io.wattgraph.stream;
+
+/** The last totals of one live connection on an edge, to apply the next update as a delta. */
+public class ConnectionStats {
+  public long bytesClientToServer;
+  public long bytesServerToClient;
+  public long firstSeenNs;
+  public long lastSeenNs;
+
+  public ConnectionStats() {}
+
+  static ConnectionStats of(ConnectionUpdate u) {
+    ConnectionStats s = new ConnectionStats();
+    s.bytesClientToServer = u.bytesClientToServer;
+    s.bytesServerToClient = u.bytesServerToClient;
+    s.firstSeenNs = u.firstSeenNs;
+    s.lastSeenNs = u.lastSeenNs;
+    return s;
+  }
+}

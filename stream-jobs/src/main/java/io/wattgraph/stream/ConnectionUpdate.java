@@ -1,0 +1,44 @@
+package io.wattgraph.stream;
+
+/**
+ * Correlator output for one connection instance, keyed downstream by {@link #edgeKey}.
+ *
+ * <p>UPSERT carries the connection's absolute cumulative totals on its current edge; RETRACT
+ * removes the connection from an edge it no longer belongs to (it moved, e.g. External to the real
+ * peer); FINISHED says the connection is over, so the edge may fold it into its totals and forget it.
+ */
+public class ConnectionUpdate {
+  public enum Type {
+    UPSERT,
+    RETRACT,
+    FINISHED
+  }
+
+  public Type type;
+  public String connectionId;
+  public String edgeKey;
+  public GraphNode client;
+  public GraphNode server;
+  public long bytesClientToServer;
+  public long bytesServerToClient;
+  public long firstSeenNs;
+  public long lastSeenNs;
+
+  public ConnectionUpdate() {}
+
+  static ConnectionUpdate marker(Type type, String connectionId, String edgeKey) {
+    ConnectionUpdate u = new ConnectionUpdate();
+    u.type = type;
+    u.connectionId = connectionId;
+    u.edgeKey = edgeKey;
+    return u;
+  }
+
+  @Override
+  public String toString() {
+    return type + "{" + connectionId + " on " + edgeKey
+        + (type == Type.UPSERT
+            ? " c2s=" + bytesClientToServer + " s2c=" + bytesServerToClient : "")
+        + "}";
+  }
+}

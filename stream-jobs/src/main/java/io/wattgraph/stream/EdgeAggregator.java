@@ -1,0 +1,100 @@
+package io.wattgraph.stream;
+
+import java.util.Map;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.MapState;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.util.Collector;
+
+/**
+ * Sums the connections of one edge (keyed by client/server node pair) into absolute totals.
+ *
+ * <p>Absolute values, not increments, go to the sink: writing one twice or out of a replay leaves
+ * the same graph. An edge whose connections were all retracted (moved elsewhere) is deleted.
+ */
+public class EdgeAggregator extends KeyedProcessFunction<String, ConnectionUpdate, EdgeRow> {
+  private static final long serialVersionUID = 1L;
+
+  private transient ValueState<EdgeTotals> totals;
+  private transient MapState<String, ConnectionStats> live;
+
+  @Override
+  public void open(OpenContext openContext) {
+    totals = getRuntimeContext().getState(new ValueStateDescriptor<>("totals", EdgeTotals.class));
+    live = getRuntimeContext().getMapState(
+        new MapStateDescriptor<>("connections", String.class, ConnectionStats.class));
+  }
+
+  @Override
+  public void processElement(ConnectionUpdate u, Context ctx, Collector<EdgeRow> out) throws Exception {
+    EdgeTotals t = totals.value();
+    switch (u.type) {
+      case UPSERT -> {
+        if (t == null) {
+          t = new EdgeTotals();
+        }
+        ConnectionStats old = live.get(u.connectionId);
+        if (old == null) {
+          t.connections++;
+          old = new ConnectionStats();
+        }
+        t.bytesClientToServer += u.bytesClientToServer - old.bytesClientToServer;
+        t.bytesServerToClient += u.bytesServerToClient - old.bytesServerToClient;
+        t.firstSeenNs = Math.min(t.firstSeenNs, u.firstSeenNs);
+        t.lastSeenNs = Math.max(t.lastSeenNs, u.lastSeenNs);
+        // Latest node properties win (e.g. a process whose cmdline became readable).
+        t.client = u.client;
+        t.server = u.server;
+        live.put(u.connectionId, ConnectionStats.of(u));
+        totals.update(t);
+        out.collect(EdgeRow.upsert(ctx.getCurrentKey(), t));
+      }
+      case RETRACT -> {
+        ConnectionStats old = t == null ? null : live.get(u.connectionId);
+        if (old == null) {
+          return;
+        }
+        live.remove(u.connectionId);
+        t.connections--;
+        if (t.connections <= 0) {
+          out.collect(EdgeRow.deletion(ctx.getCurrentKey(), t.client, t.server));
+          totals.clear();
+          live.clear();
+          return;
+        }
+        t.bytesClientToServer -= old.bytesClientToServer;
+        t.bytesServerToClient -= old.bytesServerToClient;
+        recomputeSeen(t);
+        totals.update(t);
+        out.collect(EdgeRow.upsert(ctx.getCurrentKey(), t));
+      }
+      case FINISHED -> {
+        ConnectionStats old = t == null ? null : live.get(u.connectionId);
+        if (old == null) {
+          return;
+        }
+        // Over for good: it can no longer be retracted, so keep it only inside the totals.
+        live.remove(u.connectionId);
+        t.retiredFirstSeenNs = Math.min(t.retiredFirstSeenNs, old.firstSeenNs);
+        t.retiredLastSeenNs = Math.max(t.retiredLastSeenNs, old.lastSeenNs);
+        totals.update(t);
+      }
+      default -> throw new IllegalStateException("unknown update type " + u.type);
+    }
+  }
+
+  /** Only after a retraction: first/last seen over what is still on the edge. */
+  private void recomputeSeen(EdgeTotals t) throws Exception {
+    long first = t.retiredFirstSeenNs;
+    long last = t.retiredLastSeenNs;
+    for (Map.Entry<String, ConnectionStats> e : live.entries()) {
+      first = Math.min(first, e.getValue().firstSeenNs);
+      last = Math.max(last, e.getValue().lastSeenNs);
+    }
+    t.firstSeenNs = first;
+    t.lastSeenNs = last;
+  }
+}

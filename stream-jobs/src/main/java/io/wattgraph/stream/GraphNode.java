@@ -1,0 +1,77 @@
+package io.wattgraph.stream;
+
+/** A Process or External node of the graph (contracts.md), with the properties the sink writes. */
+public class GraphNode {
+  public enum Kind {
+    PROCESS,
+    EXTERNAL
+  }
+
+  public Kind kind;
+  public String id;
+  // Process properties.
+  public String hostId;
+  public int pid;
+  public long startTimeNs;
+  public String comm;
+  public String cmdline;
+  public long cgroupId;
+  public String containerId;
+  // External properties; port is null for a client (its ephemeral port would make a node per connection).
+  public String address;
+  public Integer port;
+
+  public GraphNode() {}
+
+  static GraphNode process(Side s) {
+    GraphNode n = new GraphNode();
+    n.kind = Kind.PROCESS;
+    n.hostId = s.hostId;
+    if (s.tgid == 0) {
+      // Never seen in process context: the host's catch-all process (contracts.md).
+      n.pid = 0;
+      n.startTimeNs = 0;
+      n.comm = "?";
+    } else {
+      n.pid = s.tgid;
+      n.startTimeNs = s.processStartTimeNs;
+      n.comm = s.comm;
+      n.cmdline = s.cmdline;
+      n.cgroupId = s.cgroupId;
+      n.containerId = s.containerId;
+    }
+    n.id = s.hostId + "/" + n.pid + "/" + n.startTimeNs;
+    return n;
+  }
+
+  static GraphNode externalServer(String ip, int port) {
+    GraphNode n = new GraphNode();
+    n.kind = Kind.EXTERNAL;
+    n.address = ip;
+    n.port = port;
+    n.id = Endpoints.of(ip, port);
+    return n;
+  }
+
+  static GraphNode externalClient(String ip) {
+    GraphNode n = new GraphNode();
+    n.kind = Kind.EXTERNAL;
+    n.address = ip;
+    n.id = ip;
+    return n;
+  }
+
+  /** Kind-qualified id: a Process id and an External id can never collide in an edge key. */
+  String qualifiedId() {
+    return (kind == Kind.PROCESS ? "P:" : "E:") + id;
+  }
+
+  static String edgeKey(GraphNode client, GraphNode server) {
+    return client.qualifiedId() + ">" + server.qualifiedId();
+  }
+
+  @Override
+  public String toString() {
+    return qualifiedId();
+  }
+}

@@ -1,0 +1,199 @@
+package io.wattgraph.stream;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.neo4j.driver.AuthToken;
+import org.neo4j.driver.AuthTokens;
+import org.neo4j.driver.Config;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.GraphDatabase;
+import org.neo4j.driver.Logging;
+import org.neo4j.driver.Session;
+import org.neo4j.driver.TransactionContext;
+
+/**
+ * Writes batches of {@link EdgeRow}s to Neo4j in the model of contracts.md.
+ *
+ * <p>One write transaction per batch, each statement an {@code UNWIND $rows} with parameters only
+ * (values are never spliced into Cypher; the labels are constants from {@link GraphNode.Kind}).
+ * The driver's {@code executeWrite} retries transient failures (deadlocks, leader switches).
+ */
+public class GraphWriter implements AutoCloseable {
+
+  static final List<String> CONSTRAINTS = List.of(
+      "CREATE CONSTRAINT wattgraph_host_id IF NOT EXISTS FOR (n:Host) REQUIRE n.id IS UNIQUE",
+      "CREATE CONSTRAINT wattgraph_process_id IF NOT EXISTS FOR (n:Process) REQUIRE n.id IS UNIQUE",
+      "CREATE CONSTRAINT wattgraph_container_id IF NOT EXISTS FOR (n:Container) REQUIRE n.id IS UNIQUE",
+      "CREATE CONSTRAINT wattgraph_external_id IF NOT EXISTS FOR (n:External) REQUIRE n.id IS UNIQUE");
+
+  private static final String MERGE_PROCESSES = """
+      UNWIND $rows AS p
+      MERGE (h:Host {id: p.hostId})
+      MERGE (n:Process {id: p.id})
+      SET n.hostId = p.hostId, n.pid = p.pid, n.startTimeNs = p.startTimeNs, n.comm = p.comm,
+          n.cmdline = coalesce(p.cmdline, n.cmdline), n.cgroupId = p.cgroupId,
+          n.containerId = coalesce(p.containerId, n.containerId)
+      MERGE (n)-[:RUNS_ON]->(h)
+      WITH n, h, p WHERE p.containerId IS NOT NULL
+      MERGE (c:Container {id: p.containerId}) ON CREATE SET c.hostId = p.hostId
+      MERGE (n)-[:IN_CONTAINER]->(c)
+      MERGE (c)-[:RUNS_ON]->(h)
+      """;
+
+  private static final String MERGE_EXTERNALS = """
+      UNWIND $rows AS x
+      MERGE (e:External {id: x.id})
+      SET e.address = x.address, e.port = x.port
+      """;
+
+  private static final String UPSERT_EDGES = """
+      UNWIND $rows AS r
+      MATCH (a:%s {id: r.clientId})
+      MATCH (b:%s {id: r.serverId})
+      MERGE (a)-[t:TALKS_TO]->(b)
+      SET t.bytesClientToServer = r.bytesClientToServer, t.bytesServerToClient = r.bytesServerToClient,
+          t.connections = r.connections, t.firstSeenNs = r.firstSeenNs, t.lastSeenNs = r.lastSeenNs
+      """;
+
+  private static final String DELETE_EDGES = """
+      UNWIND $rows AS r
+      MATCH (a:%s {id: r.clientId})-[t:TALKS_TO]->(b:%s {id: r.serverId})
+      DELETE t
+      """;
+
+  // An External exists only because something talked to it; once its last edge moved away it goes.
+  private static final String DELETE_ORPHAN_EXTERNALS = """
+      UNWIND $rows AS id
+      MATCH (e:External {id: id})
+      WHERE NOT (e)--()
+      DELETE e
+      """;
+
+  private final Driver driver;
+
+  public GraphWriter(Neo4jSettings settings) {
+    AuthToken auth = settings.user == null
+        ? AuthTokens.none()
+        : AuthTokens.basic(settings.user, settings.password == null ? "" : settings.password);
+    Config config = Config.builder()
+        .withLogging(Logging.slf4j())
+        .withMaxTransactionRetryTime(30, TimeUnit.SECONDS)
+        .build();
+    this.driver = GraphDatabase.driver(settings.uri, auth, config);
+  }
+
+  /** Idempotent (IF NOT EXISTS); MERGE on these keys is only race-free with the constraints. */
+  public void createConstraints() {
+    try (Session session = driver.session()) {
+      for (String c : CONSTRAINTS) {
+        session.executeWrite(tx -> tx.run(c).consume());
+      }
+    }
+  }
+
+  /** Writes one batch (at most one row per edge) in one transaction. */
+  public void write(Collection<EdgeRow> rows) {
+    if (rows.isEmpty()) {
+      return;
+    }
+    Map<String, Map<String, Object>> processes = new LinkedHashMap<>();
+    Map<String, Map<String, Object>> externals = new LinkedHashMap<>();
+    Map<String, List<Map<String, Object>>> upserts = new LinkedHashMap<>();
+    Map<String, List<Map<String, Object>>> deletes = new LinkedHashMap<>();
+    Set<String> touchedExternals = new LinkedHashSet<>();
+    for (EdgeRow r : rows) {
+      String pair = r.client.kind + ">" + r.server.kind;
+      Map<String, Object> m = new HashMap<>();
+      m.put("clientId", r.client.id);
+      m.put("serverId", r.server.id);
+      if (r.delete) {
+        deletes.computeIfAbsent(pair, k -> new ArrayList<>()).add(m);
+        for (GraphNode n : List.of(r.client, r.server)) {
+          if (n.kind == GraphNode.Kind.EXTERNAL) {
+            touchedExternals.add(n.id);
+          }
+        }
+        continue;
+      }
+      for (GraphNode n : List.of(r.client, r.server)) {
+        if (n.kind == GraphNode.Kind.PROCESS) {
+          processes.put(n.id, processParams(n));
+        } else {
+          externals.put(n.id, externalParams(n));
+        }
+      }
+      m.put("bytesClientToServer", r.bytesClientToServer);
+      m.put("bytesServerToClient", r.bytesServerToClient);
+      m.put("connections", r.connections);
+      m.put("firstSeenNs", r.firstSeenNs);
+      m.put("lastSeenNs", r.lastSeenNs);
+      upserts.computeIfAbsent(pair, k -> new ArrayList<>()).add(m);
+    }
+    try (Session session = driver.session()) {
+      session.executeWrite(tx -> {
+        run(tx, MERGE_PROCESSES, new ArrayList<>(processes.values()));
+        run(tx, MERGE_EXTERNALS, new ArrayList<>(externals.values()));
+        for (Map.Entry<String, List<Map<String, Object>>> e : upserts.entrySet()) {
+          run(tx, withLabels(UPSERT_EDGES, e.getKey()), e.getValue());
+        }
+        for (Map.Entry<String, List<Map<String, Object>>> e : deletes.entrySet()) {
+          run(tx, withLabels(DELETE_EDGES, e.getKey()), e.getValue());
+        }
+        run(tx, DELETE_ORPHAN_EXTERNALS, new ArrayList<>(touchedExternals));
+        return null;
+      });
+    }
+  }
+
+  private static void run(TransactionContext tx, String cypher, List<?> rows) {
+    if (!rows.isEmpty()) {
+      tx.run(cypher, Map.of("rows", rows)).consume();
+    }
+  }
+
+  /** Fills the label placeholders from the enum pair "PROCESS>EXTERNAL": never from data. */
+  private static String withLabels(String template, String pair) {
+    String[] kinds = pair.split(">");
+    return template.formatted(label(GraphNode.Kind.valueOf(kinds[0])), label(GraphNode.Kind.valueOf(kinds[1])));
+  }
+
+  private static String label(GraphNode.Kind kind) {
+    return switch (kind) {
+      case PROCESS -> "Process";
+      case EXTERNAL -> "External";
+    };
+  }
+
+  private static Map<String, Object> processParams(GraphNode n) {
+    Map<String, Object> m = new HashMap<>();
+    m.put("id", n.id);
+    m.put("hostId", n.hostId);
+    m.put("pid", n.pid);
+    m.put("startTimeNs", n.startTimeNs);
+    m.put("comm", n.comm);
+    m.put("cmdline", n.cmdline);
+    m.put("cgroupId", n.cgroupId);
+    m.put("containerId", n.containerId);
+    return m;
+  }
+
+  private static Map<String, Object> externalParams(GraphNode n) {
+    Map<String, Object> m = new HashMap<>();
+    m.put("id", n.id);
+    m.put("address", n.address);
+    m.put("port", n.port);
+    return m;
+  }
+
+  @Override
+  public void close() {
+    driver.close();
+  }
+}

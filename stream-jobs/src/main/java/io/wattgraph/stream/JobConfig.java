@@ -1,0 +1,113 @@
+package io.wattgraph.stream;
+
+import java.io.Serializable;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/** Settings of the correlation job, from command-line flags ({@link #parse}) or built by tests. */
+public class JobConfig implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  public static final String USAGE = String.join("\n",
+      "usage: correlation-job --kafka-brokers HOST:PORT[,HOST:PORT...] --neo4j-uri bolt://HOST:PORT",
+      "                       [--topic wattgraph.connections] [--group-id wattgraph-correlation]",
+      "                       [--neo4j-user USER --neo4j-password PASSWORD]   (none: no auth)",
+      "                       [--pairing-horizon-ms 3000] [--checkpoint-interval-ms 5000]",
+      "                       [--checkpoint-dir URI] [--parallelism N]");
+
+  private static final List<String> FLAGS = List.of("--kafka-brokers", "--topic", "--group-id", "--neo4j-uri",
+      "--neo4j-user", "--neo4j-password", "--pairing-horizon-ms", "--checkpoint-interval-ms",
+      "--checkpoint-dir", "--parallelism");
+
+  public String kafkaBrokers;
+  public String topic = "wattgraph.connections";
+  public String groupId = "wattgraph-correlation";
+  public String neo4jUri;
+  public String neo4jUser;
+  public String neo4jPassword;
+  public long pairingHorizonMs = 3000;
+  public long checkpointIntervalMs = 5000;
+  /** null: Flink's default checkpoint storage (the job manager's memory). */
+  public String checkpointDir;
+  /** null: the environment's default parallelism. */
+  public Integer parallelism;
+  /** Stop at the offsets that are latest when the job starts (backfills, tests); not a CLI flag. */
+  public boolean bounded;
+  public int sinkBatchSize = 500;
+  public long sinkFlushIntervalMs = 200;
+
+  public Neo4jSettings neo4j() {
+    return new Neo4jSettings(neo4jUri, neo4jUser, neo4jPassword, sinkBatchSize, sinkFlushIntervalMs);
+  }
+
+  /** Parses {@code --flag value} pairs; an IllegalArgumentException names the offending flag. */
+  public static JobConfig parse(String[] args) {
+    Map<String, String> flags = new HashMap<>();
+    for (int i = 0; i < args.length; i++) {
+      String flag = args[i];
+      if (!FLAGS.contains(flag)) {
+        throw new IllegalArgumentException("unknown flag '" + flag + "'");
+      }
+      if (i + 1 >= args.length || args[i + 1].startsWith("--")) {
+        throw new IllegalArgumentException(flag + " needs a value");
+      }
+      if (flags.put(flag, args[++i]) != null) {
+        throw new IllegalArgumentException(flag + " given twice");
+      }
+    }
+    JobConfig c = new JobConfig();
+    c.kafkaBrokers = required(flags, "--kafka-brokers");
+    c.neo4jUri = required(flags, "--neo4j-uri");
+    if (!c.neo4jUri.matches("(bolt|neo4j)(\\+s|\\+ssc)?://.+")) {
+      throw new IllegalArgumentException("--neo4j-uri must be a bolt:// or neo4j:// URI, got '" + c.neo4jUri + "'");
+    }
+    c.topic = text(flags, "--topic", c.topic);
+    c.groupId = text(flags, "--group-id", c.groupId);
+    c.neo4jUser = flags.get("--neo4j-user");
+    c.neo4jPassword = flags.get("--neo4j-password");
+    if ((c.neo4jUser == null) != (c.neo4jPassword == null)) {
+      throw new IllegalArgumentException("--neo4j-user and --neo4j-password go together (give both or neither)");
+    }
+    c.pairingHorizonMs = positive(flags, "--pairing-horizon-ms", c.pairingHorizonMs);
+    c.checkpointIntervalMs = positive(flags, "--checkpoint-interval-ms", c.checkpointIntervalMs);
+    c.checkpointDir = flags.get("--checkpoint-dir");
+    if (flags.containsKey("--parallelism")) {
+      c.parallelism = (int) positive(flags, "--parallelism", 1);
+    }
+    return c;
+  }
+
+  private static String required(Map<String, String> flags, String flag) {
+    String v = flags.get(flag);
+    if (v == null || v.isBlank()) {
+      throw new IllegalArgumentException("missing required flag " + flag);
+    }
+    return v;
+  }
+
+  private static String text(Map<String, String> flags, String flag, String dflt) {
+    String v = flags.getOrDefault(flag, dflt);
+    if (v.isBlank()) {
+      throw new IllegalArgumentException(flag + " must not be empty");
+    }
+    return v;
+  }
+
+  private static long positive(Map<String, String> flags, String flag, long dflt) {
+    String v = flags.get(flag);
+    if (v == null) {
+      return dflt;
+    }
+    long n;
+    try {
+      n = Long.parseLong(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(flag + " must be a positive integer, got '" + v + "'");
+    }
+    if (n <= 0 || (flag.equals("--parallelism") && n > Integer.MAX_VALUE)) {
+      throw new IllegalArgumentException(flag + " must be a positive integer, got '" + v + "'");
+    }
+    return n;
+  }
+}

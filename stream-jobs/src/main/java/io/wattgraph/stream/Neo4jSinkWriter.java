@@ -1,0 +1,105 @@
+package io.wattgraph.stream;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.flink.api.common.operators.ProcessingTimeService;
+import org.apache.flink.metrics.Counter;
+import org.neo4j.driver.exceptions.RetryableException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Buffers edge rows and writes them in batches: when the batch is full, every flush interval, and
+ * on {@link #flush} (each checkpoint and end of input, so a completed checkpoint implies the graph
+ * has everything before it).
+ *
+ * <p>Rows are absolute totals, so within a batch only the latest row per edge matters. Everything
+ * runs on the task's mailbox thread (timer callbacks included), so no locking. A write that keeps
+ * failing for transient reasons blocks the task (backpressure to Kafka) instead of dropping rows.
+ */
+public class Neo4jSinkWriter implements org.apache.flink.api.connector.sink2.SinkWriter<EdgeRow> {
+  private static final Logger LOG = LoggerFactory.getLogger(Neo4jSinkWriter.class);
+  private static final long MAX_BACKOFF_MS = 5_000;
+
+  private final Neo4jSettings settings;
+  private final GraphWriter graph;
+  private final ProcessingTimeService timers;
+  private final Counter rowsWritten;
+  private final Map<String, EdgeRow> buffer = new LinkedHashMap<>();
+  private boolean closed;
+
+  Neo4jSinkWriter(Neo4jSettings settings, GraphWriter graph, ProcessingTimeService timers, Counter rowsWritten) {
+    this.settings = settings;
+    this.graph = graph;
+    this.timers = timers;
+    this.rowsWritten = rowsWritten;
+    try {
+      retrying("creating constraints", graph::createConstraints);
+    } catch (IOException | InterruptedException e) {
+      graph.close();
+      throw new IllegalStateException("cannot prepare the Neo4j schema at " + settings.uri, e);
+    }
+    scheduleFlush();
+  }
+
+  @Override
+  public void write(EdgeRow row, Context context) throws IOException, InterruptedException {
+    // Remove first so the row moves to the end: batches keep the order rows arrived in.
+    buffer.remove(row.edgeKey);
+    buffer.put(row.edgeKey, row);
+    if (buffer.size() >= settings.batchSize) {
+      writeBuffered();
+    }
+  }
+
+  @Override
+  public void flush(boolean endOfInput) throws IOException, InterruptedException {
+    writeBuffered();
+  }
+
+  private void scheduleFlush() {
+    timers.registerTimer(timers.getCurrentProcessingTime() + settings.flushIntervalMs, now -> {
+      if (closed) {
+        return;
+      }
+      writeBuffered();
+      scheduleFlush();
+    });
+  }
+
+  private void writeBuffered() throws IOException, InterruptedException {
+    if (buffer.isEmpty()) {
+      return;
+    }
+    ArrayList<EdgeRow> batch = new ArrayList<>(buffer.values());
+    retrying("writing " + batch.size() + " edge rows", () -> graph.write(batch));
+    buffer.clear();
+    rowsWritten.inc(batch.size());
+  }
+
+  /** Retries what the driver's own retries (30 s) gave up on, with capped backoff, forever. */
+  private void retrying(String what, Runnable action) throws IOException, InterruptedException {
+    long backoff = 100;
+    while (true) {
+      try {
+        action.run();
+        return;
+      } catch (RuntimeException e) {
+        if (!(e instanceof RetryableException)) {
+          throw new IOException("Neo4j failed " + what + " (not retryable)", e);
+        }
+        LOG.warn("Neo4j unavailable while {} ({}); retrying in {} ms", what, e.toString(), backoff);
+        Thread.sleep(backoff);
+        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    graph.close();
+  }
+}

@@ -1,0 +1,67 @@
+package io.wattgraph.stream;
+
+import java.util.Objects;
+
+/**
+ * One host's observation of one socket, decoded from a ConnectionEvent.
+ *
+ * <p>A Flink POJO of our own rather than the Avro class, so the job needs no Avro serializer and
+ * state stays readable if the wire schema gains fields. Addresses are already formatted (dotted
+ * quad / RFC 5952), so comparing strings compares addresses.
+ */
+public class Observation {
+  public String hostId;
+  public long eventTimeNs;
+  public boolean closed;
+  public String localIp;
+  public int localPort;
+  public String remoteIp;
+  public int remotePort;
+  public Role role;
+  public int tgid;
+  public long processStartTimeNs;
+  public String comm;
+  public String cmdline;
+  public long cgroupId;
+  public String containerId;
+  public long socketCookie;
+  public long bytesSent;
+  public long bytesReceived;
+
+  public Observation() {}
+
+  public String localEndpoint() {
+    return Endpoints.of(localIp, localPort);
+  }
+
+  public String remoteEndpoint() {
+    return Endpoints.of(remoteIp, remotePort);
+  }
+
+  /** True when the local endpoint is the lower one of the sorted pair (see {@link #connectionKey()}). */
+  public boolean localIsLow() {
+    return Endpoints.compare(localIp, localPort, remoteIp, remotePort) <= 0;
+  }
+
+  /**
+   * Both ends of a connection map to the same key whatever their role: the sorted endpoint pair.
+   * Keying by the unordered pair (not by client/server) lets a side with role UNKNOWN pair with a
+   * side that knows its role.
+   */
+  public String connectionKey() {
+    return localIsLow()
+        ? localEndpoint() + "|" + remoteEndpoint()
+        : remoteEndpoint() + "|" + localEndpoint();
+  }
+
+  public boolean sameSocket(String otherHostId, long otherCookie) {
+    return Objects.equals(hostId, otherHostId) && socketCookie == otherCookie;
+  }
+
+  @Override
+  public String toString() {
+    return "Observation{" + hostId + " " + role + " " + localEndpoint() + "->" + remoteEndpoint()
+        + " cookie=" + socketCookie + " tgid=" + tgid + " sent=" + bytesSent + " recv=" + bytesReceived
+        + (closed ? " CLOSED" : "") + "}";
+  }
+}

@@ -1,0 +1,71 @@
+package io.wattgraph.stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.wattgraph.schema.ConnectionEvent;
+import io.wattgraph.schema.ConnectionEventKind;
+import io.wattgraph.schema.ConnectionRole;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.flink.api.common.functions.util.ListCollector;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.java.typeutils.PojoTypeInfo;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.Test;
+
+class ConnectionEventDeserializerTest {
+
+  static List<Observation> decode(byte[] value) {
+    List<Observation> out = new ArrayList<>();
+    new ConnectionEventDeserializer().deserialize(
+        new ConsumerRecord<>("t", 0, 0L, null, value), new ListCollector<>(out));
+    return out;
+  }
+
+  @Test
+  void decodesSingleObjectEncodingIntoAnObservation() throws Exception {
+    ConnectionEvent e = CorrelationJobIT.event("host-a", 42, "curl", null, null, ConnectionEventKind.CLOSED,
+        ConnectionRole.SERVER, "::1", 8080, "2001:db8::7", 51000, 123, 5, 6, 99);
+    List<Observation> out = decode(CorrelationJobIT.encode(e));
+    assertEquals(1, out.size());
+    Observation o = out.get(0);
+    assertEquals("host-a", o.hostId);
+    assertTrue(o.closed);
+    assertEquals(Role.SERVER, o.role);
+    assertEquals("::1", o.localIp);
+    assertEquals("2001:db8::7", o.remoteIp);
+    assertEquals(8080, o.localPort);
+    assertEquals(42, o.tgid);
+    assertEquals(99, o.socketCookie);
+    assertEquals(5, o.bytesSent);
+    assertEquals(6, o.bytesReceived);
+  }
+
+  @Test
+  void dropsWhatDoesNotDecode() {
+    assertEquals(List.of(), decode(new byte[] {1, 2, 3}));
+    assertEquals(List.of(), decode(new byte[] {(byte) 0xC3, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 9}));
+    assertEquals(List.of(), decode(null));
+  }
+
+  @Test
+  void bothEndsShareTheConnectionKey() {
+    Observation c = Observations.obs("a", 1, Role.CLIENT, "10.0.0.1", 40000, "10.0.0.2", 80, 1, 0, 0);
+    Observation s = Observations.obs("b", 2, Role.SERVER, "10.0.0.2", 80, "10.0.0.1", 40000, 1, 0, 0);
+    assertEquals(c.connectionKey(), s.connectionKey());
+    assertTrue(c.localIsLow());
+    assertFalse(s.localIsLow());
+  }
+
+  /** Kryo fallback would be slow and make state evolution impossible. */
+  @Test
+  void streamAndStateTypesArePojos() {
+    for (Class<?> c : List.of(Observation.class, ConnectionUpdate.class, EdgeRow.class, ConnectionState.class,
+        EdgeTotals.class, ConnectionStats.class, GraphNode.class, Side.class)) {
+      assertInstanceOf(PojoTypeInfo.class, TypeInformation.of(c), c.getName());
+    }
+  }
+}

@@ -1,0 +1,356 @@
+package io.wattgraph.stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.wattgraph.localstack.KafkaBroker;
+import io.wattgraph.localstack.Neo4jServer;
+import io.wattgraph.schema.ConnectionEvent;
+import io.wattgraph.schema.ConnectionEventKind;
+import io.wattgraph.schema.ConnectionRole;
+import io.wattgraph.schema.IpAddresses;
+import io.wattgraph.schema.WattgraphSchemas;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.neo4j.driver.AuthTokens;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.GraphDatabase;
+import org.neo4j.driver.Record;
+import org.neo4j.driver.Session;
+
+/**
+ * The whole job against a real Kafka broker and a real Neo4j (local-stack), run in a MiniCluster
+ * in bounded mode (stops at the offsets that were latest at start), then checked over Bolt.
+ */
+class CorrelationJobIT {
+  static final String TOPIC = "wattgraph.connections";
+  static final String CURL = "host-a/1001/5000";
+  static final String NGINX = "host-b/2002/6000";
+  static final String REDIS = "host-b/2003/7000";
+  /** Sockets of host-b never seen in process context (contracts.md). */
+  static final String UNKNOWN_B = "host-b/0/0";
+
+  static KafkaBroker kafka;
+  static Neo4jServer neo4j;
+  static Driver driver;
+
+  @BeforeAll
+  static void startStack() throws Exception {
+    Path root = Paths.get("target", "it-data", "correlation-" + System.currentTimeMillis()).toAbsolutePath();
+    Files.createDirectories(root);
+    kafka = KafkaBroker.start(root.resolve("kafka"), 0, 0);
+    neo4j = Neo4jServer.start(root.resolve("neo4j"), 0);
+    driver = GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none());
+    kafka.createTopic(TOPIC, 2);
+  }
+
+  @AfterAll
+  static void stopStack() {
+    if (driver != null) {
+      driver.close();
+    }
+    if (neo4j != null) {
+      neo4j.close();
+    }
+    if (kafka != null) {
+      kafka.close();
+    }
+  }
+
+  @Test
+  void buildsTheGraphAndAReplayLeavesItIdentical() throws Exception {
+    produceScenario();
+
+    runBounded("it-run-1");
+
+    for (String id : List.of(CURL, NGINX, REDIS, UNKNOWN_B)) {
+      assertEquals(1, count("MATCH (p:Process {id: $a}) RETURN count(p)", id, null), id);
+    }
+    assertEquals(4, count("MATCH (p:Process) WHERE p.hostId IN ['host-a', 'host-b'] RETURN count(p)", null, null), () -> String.join("\n", dump()));
+    assertEquals(1, count("MATCH (:Process {id: $a})-[:RUNS_ON]->(:Host {id: 'host-a'}) RETURN count(*)", CURL, null));
+    assertEquals(1, count("MATCH (:Process {id: $a})-[:RUNS_ON]->(:Host {id: 'host-b'}) RETURN count(*)", NGINX, null));
+    Record curl = single("MATCH (p:Process {id: $a}) RETURN p", CURL, null);
+    assertEquals("curl", curl.get("p").get("comm").asString());
+    assertEquals("curl http://10.1.0.2:8080/", curl.get("p").get("cmdline").asString());
+    assertEquals(1001, curl.get("p").get("pid").asInt());
+    assertEquals(5000, curl.get("p").get("startTimeNs").asLong());
+
+    // Two connections curl -> nginx, each byte total the max of the two ends' counters.
+    Record e = talksTo(CURL, NGINX);
+    assertEquals(1200 + 300, e.get("c2s").asLong());
+    assertEquals(6100 + 700, e.get("s2c").asLong());
+    assertEquals(2, e.get("n").asLong());
+    assertEquals(1_000, e.get("first").asLong());
+    assertEquals(9_000, e.get("last").asLong());
+
+    // One-sided connection to the outside world: the server end is an External ip:port.
+    Record x = single("MATCH (:Process {id: $a})-[t:TALKS_TO]->(x:External) "
+        + "RETURN x.id AS id, x.address AS address, x.port AS port, t.bytesClientToServer AS c2s, "
+        + "t.bytesServerToClient AS s2c, t.connections AS n", CURL, null);
+    assertEquals("93.184.216.34:443", x.get("id").asString());
+    assertEquals("93.184.216.34", x.get("address").asString());
+    assertEquals(443, x.get("port").asInt());
+    assertEquals(50, x.get("c2s").asLong());
+    assertEquals(4000, x.get("s2c").asLong());
+    assertEquals(1, x.get("n").asLong());
+
+    // Outside client of a host-b socket never seen in process context: an External ip without
+    // port (its ephemeral port would make a node per connection) -> host-b's catch-all process.
+    Record y = single("MATCH (x:External)-[t:TALKS_TO]->(p:Process {id: $a}) RETURN x.id AS id, x.port AS port, "
+        + "t.bytesClientToServer AS c2s, p.comm AS comm", UNKNOWN_B, null);
+    assertEquals("?", y.get("comm").asString());
+    assertEquals("198.51.100.7", y.get("id").asString());
+    assertTrue(y.get("port").isNull());
+    assertEquals(77, y.get("c2s").asLong());
+
+    // Loopback inside host-b, the server in a container.
+    Record l = talksTo(NGINX, REDIS);
+    assertEquals(64, l.get("c2s").asLong());
+    assertEquals(128, l.get("s2c").asLong());
+    assertEquals(1, count("MATCH (:Process {id: $a})-[:IN_CONTAINER]->(c:Container {id: 'c0ffee'})"
+        + "-[:RUNS_ON]->(:Host {id: 'host-b'}) WHERE c.hostId = 'host-b' RETURN count(*)", REDIS, null));
+
+    assertEquals(4, count("MATCH (a)-[t:TALKS_TO]->(b) WHERE a.hostId IN ['host-a', 'host-b'] "
+        + "OR b.hostId IN ['host-a', 'host-b'] RETURN count(t)", null, null));
+
+    // Replay: a new consumer group reads everything again into the existing graph.
+    List<String> before = dump();
+    runBounded("it-run-2");
+    assertEquals(before, dump());
+  }
+
+  /**
+   * Live (unbounded) run: a lone client side shows up against an External after the pairing
+   * horizon; when the server's agent reports later, the connection moves to the real edge and the
+   * External edge and node disappear.
+   */
+  @Test
+  void latePeerMovesTheConnectionInALiveRun() throws Exception {
+    String topic = "wattgraph.connections.live";
+    kafka.createTopic(topic, 1);
+    JobConfig c = new JobConfig();
+    c.kafkaBrokers = kafka.bootstrapServers();
+    c.topic = topic;
+    c.neo4jUri = neo4j.boltUri();
+    c.groupId = "it-live";
+    c.parallelism = 1;
+    c.pairingHorizonMs = 500;
+    c.checkpointIntervalMs = 500;
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(new Configuration());
+    CorrelationJob.build(env, c);
+    JobClient job = env.executeAsync("correlation-it-live");
+    try {
+      String client = "host-c/3001/5000";
+      String server = "host-d/4001/6000";
+      ConnectionEvent lone = event("host-c", 3001, "java", null, null, ConnectionEventKind.SNAPSHOT,
+          ConnectionRole.CLIENT, "10.2.0.1", 41000, "10.2.0.2", 9000, 1_000, 10, 20, 31);
+      lone.setProcessStartTimeNs(5000);
+      send(topic, lone);
+      await(() -> count("MATCH (:Process {id: $a})-[t:TALKS_TO {connections: 1}]->(:External {id: $b}) "
+          + "RETURN count(t)", client, "10.2.0.2:9000") == 1, "lone client against External 10.2.0.2:9000");
+
+      ConnectionEvent peer = event("host-d", 4001, "java", null, null, ConnectionEventKind.SNAPSHOT,
+          ConnectionRole.SERVER, "10.2.0.2", 9000, "10.2.0.1", 41000, 2_000, 25, 12, 41);
+      peer.setProcessStartTimeNs(6000);
+      send(topic, peer);
+      await(() -> count("MATCH (:Process {id: $a})-[t:TALKS_TO {bytesClientToServer: 12, "
+          + "bytesServerToClient: 25, connections: 1}]->(:Process {id: $b}) RETURN count(t)", client, server) == 1,
+          "connection on the real edge");
+      await(() -> count("MATCH (x:External {id: $a}) RETURN count(x)", "10.2.0.2:9000", null) == 0,
+          "External edge and node gone");
+      assertEquals(1, count("MATCH (:Process {id: $a})-[t:TALKS_TO]->() RETURN count(t)", client, null));
+    } finally {
+      job.cancel().get(1, TimeUnit.MINUTES);
+    }
+  }
+
+  static void send(String topic, ConnectionEvent e) throws Exception {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    try (KafkaProducer<String, byte[]> producer =
+        new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
+      producer.send(new ProducerRecord<>(topic, kafkaKey(e), encode(e))).get();
+    }
+  }
+
+  /** Waits for a condition (no timing assumption beyond a generous upper bound). */
+  static void await(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out waiting for: " + what + "\n" + String.join("\n", dump()));
+      }
+      Thread.sleep(100);
+    }
+  }
+
+  /** Runs the job in a MiniCluster until the source reached the end offsets of its start. */
+  static void runBounded(String groupId) throws Exception {
+    JobConfig c = new JobConfig();
+    c.kafkaBrokers = kafka.bootstrapServers();
+    c.neo4jUri = neo4j.boltUri();
+    c.groupId = groupId;
+    c.parallelism = 2;
+    c.checkpointIntervalMs = 500;
+    c.checkpointDir = Paths.get("target", "it-data", "checkpoints").toAbsolutePath().toUri().toString();
+    c.bounded = true;
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(new Configuration());
+    CorrelationJob.build(env, c);
+    JobClient job = env.executeAsync("correlation-it-" + groupId);
+    try {
+      job.getJobExecutionResult().get(3, TimeUnit.MINUTES);
+    } catch (Exception e) {
+      job.cancel();
+      throw e;
+    }
+  }
+
+  static void produceScenario() throws Exception {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    try (KafkaProducer<String, byte[]> producer =
+        new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
+      List<ConnectionEvent> events = new ArrayList<>();
+      // 1: curl (host-a) -> nginx (host-b), opened, snapshot, closed on both ends.
+      events.add(curl(ConnectionEventKind.OPENED, 40001, 1_000, 0, 0));
+      events.add(nginx(ConnectionEventKind.OPENED, 40001, 1_500, 0, 0));
+      events.add(curl(ConnectionEventKind.SNAPSHOT, 40001, 2_000, 1000, 5000));
+      events.add(nginx(ConnectionEventKind.SNAPSHOT, 40001, 2_500, 4800, 1000));
+      events.add(curl(ConnectionEventKind.CLOSED, 40001, 3_000, 1200, 6000));
+      events.add(nginx(ConnectionEventKind.CLOSED, 40001, 3_500, 6100, 1150));
+      // 2: a second curl -> nginx connection; the server end is reported first.
+      events.add(nginx(ConnectionEventKind.SNAPSHOT, 40002, 8_000, 700, 250));
+      events.add(curl(ConnectionEventKind.SNAPSHOT, 40002, 9_000, 300, 700));
+      // 3: curl -> an address outside the monitored hosts (no peer agent).
+      ConnectionEvent out = curl(ConnectionEventKind.SNAPSHOT, 40003, 4_000, 50, 4000);
+      out.setRemoteAddress(IpAddresses.parse("93.184.216.34"));
+      out.setRemotePort(443);
+      events.add(out);
+      // 4: an outside client of nginx, socket never seen in process context.
+      ConnectionEvent in = event("host-b", 0, "", null, null, ConnectionEventKind.SNAPSHOT, ConnectionRole.SERVER,
+          "10.1.0.2", 8080, "198.51.100.7", 55555, 5_000, 90, 77, 1L << 40);
+      events.add(in);
+      // 5: loopback on host-b: nginx -> redis (in a container).
+      events.add(event("host-b", 2002, "nginx", "nginx -g daemon off;", null, ConnectionEventKind.SNAPSHOT,
+          ConnectionRole.CLIENT, "127.0.0.1", 45000, "127.0.0.1", 6379, 6_000, 64, 100, 501));
+      events.add(event("host-b", 2003, "redis-server", "redis-server *:6379", "c0ffee",
+          ConnectionEventKind.SNAPSHOT, ConnectionRole.SERVER, "127.0.0.1", 6379, "127.0.0.1", 45000, 6_500,
+          128, 60, 502));
+      for (ConnectionEvent ev : events) {
+        producer.send(new ProducerRecord<>(TOPIC, kafkaKey(ev), encode(ev))).get();
+      }
+      // Poison record: must be dropped, not crash the job.
+      producer.send(new ProducerRecord<>(TOPIC, "garbage", new byte[] {(byte) 0xC3, 0x01, 1, 2, 3})).get();
+    }
+  }
+
+  static ConnectionEvent curl(ConnectionEventKind kind, int port, long t, long sent, long received) {
+    return event("host-a", 1001, "curl", "curl http://10.1.0.2:8080/", null, kind, ConnectionRole.CLIENT,
+        "10.1.0.1", port, "10.1.0.2", 8080, t, sent, received, 100 + port);
+  }
+
+  static ConnectionEvent nginx(ConnectionEventKind kind, int clientPort, long t, long sent, long received) {
+    return event("host-b", 2002, "nginx", "nginx -g daemon off;", null, kind, ConnectionRole.SERVER,
+        "10.1.0.2", 8080, "10.1.0.1", clientPort, t, sent, received, 200 + clientPort);
+  }
+
+  static ConnectionEvent event(String host, int tgid, String comm, String cmdline, String containerId,
+      ConnectionEventKind kind, ConnectionRole role, String localIp, int localPort, String remoteIp,
+      int remotePort, long t, long sent, long received, long cookie) {
+    return ConnectionEvent.newBuilder()
+        .setKind(kind)
+        .setHostId(host)
+        .setEventTimeNs(t)
+        .setLocalAddress(IpAddresses.parse(localIp))
+        .setLocalPort(localPort)
+        .setRemoteAddress(IpAddresses.parse(remoteIp))
+        .setRemotePort(remotePort)
+        .setRole(role)
+        .setPid(tgid)
+        .setTgid(tgid)
+        .setProcessStartTimeNs(tgid == 0 ? 0 : tgid == 1001 ? 5000 : tgid == 2002 ? 6000 : 7000)
+        .setComm(comm)
+        .setCmdline(cmdline)
+        .setCgroupId(tgid == 0 ? 0 : 4242)
+        .setContainerId(containerId)
+        .setNetnsInode(4026531840L)
+        .setSocketCookie(cookie)
+        .setBytesSent(sent)
+        .setBytesReceived(received)
+        .build();
+  }
+
+  /** contracts.md: clientIp:clientPort>serverIp:serverPort. */
+  static String kafkaKey(ConnectionEvent e) {
+    String local = IpAddresses.format(e.getLocalAddress()) + ":" + e.getLocalPort();
+    String remote = IpAddresses.format(e.getRemoteAddress()) + ":" + e.getRemotePort();
+    return e.getRole() == ConnectionRole.SERVER ? remote + ">" + local : local + ">" + remote;
+  }
+
+  static byte[] encode(ConnectionEvent e) throws Exception {
+    ByteBuffer b = WattgraphSchemas.connectionEventEncoder().encode(e);
+    byte[] bytes = new byte[b.remaining()];
+    b.get(bytes);
+    return bytes;
+  }
+
+  static Record talksTo(String client, String server) {
+    return single("MATCH (:Process {id: $a})-[t:TALKS_TO]->(:Process {id: $b}) "
+        + "RETURN t.bytesClientToServer AS c2s, t.bytesServerToClient AS s2c, t.connections AS n, "
+        + "t.firstSeenNs AS first, t.lastSeenNs AS last", client, server);
+  }
+
+  static Record single(String cypher, String a, String b) {
+    try (Session s = driver.session()) {
+      return s.executeRead(tx -> tx.run(cypher, params(a, b)).single());
+    }
+  }
+
+  static long count(String cypher, String a, String b) {
+    return single(cypher, a, b).get(0).asLong();
+  }
+
+  static Map<String, Object> params(String a, String b) {
+    Map<String, Object> m = new TreeMap<>();
+    m.put("a", a);
+    m.put("b", b);
+    return m;
+  }
+
+  /** The whole graph as sorted text: labels and properties of nodes, and of relationships. */
+  static List<String> dump() {
+    try (Session s = driver.session()) {
+      return s.executeRead(tx -> {
+        Stream<String> nodes = tx.run("MATCH (n) RETURN labels(n) AS l, properties(n) AS p").list().stream()
+            .map(r -> "node " + r.get("l").asList() + " " + new TreeMap<>(r.get("p").asMap()));
+        Stream<String> rels = tx.run("MATCH (a)-[r]->(b) RETURN a.id AS a, type(r) AS t, b.id AS b, "
+                + "properties(r) AS p").list().stream()
+            .map(r -> "rel " + r.get("a").asString() + " -" + r.get("t").asString() + "-> "
+                + r.get("b").asString() + " " + new TreeMap<>(r.get("p").asMap()));
+        return Stream.concat(nodes, rels).sorted(Comparator.naturalOrder()).toList();
+      });
+    }
+  }
+}

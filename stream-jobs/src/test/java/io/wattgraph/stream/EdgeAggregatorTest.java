@@ -1,0 +1,97 @@
+package io.wattgraph.stream;
+
+import static io.wattgraph.stream.Observations.obs;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class EdgeAggregatorTest {
+  KeyedOneInputStreamOperatorTestHarness<String, ConnectionUpdate, EdgeRow> h;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    h = new KeyedOneInputStreamOperatorTestHarness<>(
+        new KeyedProcessOperator<>(new EdgeAggregator()), new CorrelationJob.ByEdge(), Types.STRING);
+    h.open();
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    h.close();
+  }
+
+  static ConnectionUpdate upsert(String connId, long c2s, long s2c, long first, long last) {
+    ConnectionState s = new ConnectionState();
+    s.connectionId = connId;
+    s.low = Side.from(obs("host-a", 1, Role.CLIENT, "10.0.0.1", 40000, "10.0.0.2", 80, 100, c2s, s2c));
+    s.high = Side.from(obs("host-b", 2, Role.SERVER, "10.0.0.2", 80, "10.0.0.1", 40000, 200, s2c, c2s));
+    ConnectionUpdate u = ConnectionCorrelator.view(s);
+    u.firstSeenNs = first;
+    u.lastSeenNs = last;
+    return u;
+  }
+
+  EdgeRow last() {
+    List<EdgeRow> rows = h.extractOutputValues();
+    h.getOutput().clear();
+    return rows.isEmpty() ? null : rows.get(rows.size() - 1);
+  }
+
+  @Test
+  void sumsConnectionsAsAbsoluteTotals() throws Exception {
+    h.processElement(upsert("c1", 10, 20, 5, 6), 0);
+    h.processElement(upsert("c2", 1, 2, 3, 9), 0);
+    h.processElement(upsert("c1", 15, 25, 5, 7), 0); // c1 grew: replaces, not adds
+    EdgeRow r = last();
+    assertEquals(16, r.bytesClientToServer);
+    assertEquals(27, r.bytesServerToClient);
+    assertEquals(2, r.connections);
+    assertEquals(3, r.firstSeenNs);
+    assertEquals(9, r.lastSeenNs);
+    assertEquals("host-a/100/100000", r.client.id);
+  }
+
+  @Test
+  void retractionsRemoveConnectionsAndTheLastDeletesTheEdge() throws Exception {
+    ConnectionUpdate c1 = upsert("c1", 10, 20, 5, 6);
+    h.processElement(c1, 0);
+    h.processElement(upsert("c2", 1, 2, 3, 9), 0);
+    last();
+    h.processElement(ConnectionUpdate.marker(ConnectionUpdate.Type.RETRACT, "c2", c1.edgeKey), 0);
+    EdgeRow r = last();
+    assertEquals(10, r.bytesClientToServer);
+    assertEquals(1, r.connections);
+    assertEquals(5, r.firstSeenNs);
+    assertEquals(6, r.lastSeenNs);
+    h.processElement(ConnectionUpdate.marker(ConnectionUpdate.Type.RETRACT, "c1", c1.edgeKey), 0);
+    r = last();
+    assertTrue(r.delete);
+    assertEquals(c1.edgeKey, r.edgeKey);
+  }
+
+  @Test
+  void finishedConnectionsStayInTheTotals() throws Exception {
+    ConnectionUpdate c1 = upsert("c1", 10, 20, 5, 6);
+    h.processElement(c1, 0);
+    last();
+    h.processElement(ConnectionUpdate.marker(ConnectionUpdate.Type.FINISHED, "c1", c1.edgeKey), 0);
+    assertEquals(null, last(), "finishing emits nothing");
+    h.processElement(upsert("c2", 1, 2, 7, 8), 0);
+    EdgeRow r = last();
+    assertEquals(11, r.bytesClientToServer);
+    assertEquals(2, r.connections);
+    h.processElement(ConnectionUpdate.marker(ConnectionUpdate.Type.RETRACT, "c2", c1.edgeKey), 0);
+    r = last();
+    assertEquals(10, r.bytesClientToServer);
+    assertEquals(1, r.connections);
+    assertEquals(5, r.firstSeenNs);
+    assertEquals(6, r.lastSeenNs);
+  }
+}

@@ -1,0 +1,63 @@
+package io.wattgraph.stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+class JobConfigTest {
+  static final String[] MIN = {"--kafka-brokers", "127.0.0.1:9092", "--neo4j-uri", "bolt://127.0.0.1:7687"};
+
+  @Test
+  void defaults() {
+    JobConfig c = JobConfig.parse(MIN);
+    assertEquals("wattgraph.connections", c.topic);
+    assertEquals(3000, c.pairingHorizonMs);
+    assertEquals(5000, c.checkpointIntervalMs);
+    assertNull(c.neo4jUser);
+    assertNull(c.parallelism);
+    assertNull(c.checkpointDir);
+  }
+
+  @Test
+  void allFlags() {
+    JobConfig c = JobConfig.parse(new String[] {"--kafka-brokers", "k:1", "--neo4j-uri", "neo4j://n:2",
+        "--topic", "t", "--group-id", "g", "--neo4j-user", "u", "--neo4j-password", "p",
+        "--pairing-horizon-ms", "10", "--checkpoint-interval-ms", "20", "--checkpoint-dir", "file:///x",
+        "--parallelism", "3"});
+    assertEquals("t", c.topic);
+    assertEquals("g", c.groupId);
+    assertEquals("u", c.neo4jUser);
+    assertEquals(10, c.pairingHorizonMs);
+    assertEquals(20, c.checkpointIntervalMs);
+    assertEquals("file:///x", c.checkpointDir);
+    assertEquals(3, c.parallelism);
+    assertTrue(c.neo4j().toString().contains("n:2"));
+  }
+
+  static String error(String... args) {
+    return assertThrows(IllegalArgumentException.class, () -> JobConfig.parse(args)).getMessage();
+  }
+
+  @Test
+  void errorsNameTheFlag() {
+    assertTrue(error("--neo4j-uri", "bolt://x:1").contains("--kafka-brokers"));
+    assertTrue(error("--kafka-brokers", "k:1").contains("--neo4j-uri"));
+    assertTrue(error(concat("--pairing-horizon-ms", "soon")).contains("--pairing-horizon-ms"));
+    assertTrue(error(concat("--checkpoint-interval-ms", "0")).contains("--checkpoint-interval-ms"));
+    assertTrue(error(concat("--parallelism", "-1")).contains("--parallelism"));
+    assertTrue(error(concat("--bogus", "1")).contains("--bogus"));
+    assertTrue(error(concat("--neo4j-user", "u")).contains("--neo4j-password"));
+    assertTrue(error("--kafka-brokers", "k:1", "--neo4j-uri", "http://x").contains("--neo4j-uri"));
+    assertTrue(error("--kafka-brokers").contains("--kafka-brokers needs a value"));
+  }
+
+  static String[] concat(String flag, String value) {
+    String[] r = java.util.Arrays.copyOf(MIN, MIN.length + 2);
+    r[MIN.length] = flag;
+    r[MIN.length + 1] = value;
+    return r;
+  }
+}
