@@ -118,7 +118,8 @@ class TwoHostsEndToEndTest {
   /** Runs the server in host B and the client in host A as separate processes; both must succeed. */
   private Exchange exchange(int port, long request, long response) throws Exception {
     String java = ProcessHandle.current().info().command().orElse("java");
-    String cp = System.getProperty("java.class.path");
+    // TcpPeer needs only the JDK: a short classpath keeps the peers' command lines readable.
+    String cp = Path.of(TcpPeer.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
     Path ready = WORK.resolve("server-" + port + ".ready");
     Files.deleteIfExists(ready);
     Process server = new ProcessBuilder("ip", "netns", "exec", net.nsB, java, "-cp", cp,
