@@ -10,7 +10,8 @@ export WATTGRAPH_SERVICE_PORT=18080 WATTGRAPH_FLINK_PORT=18081 WATTGRAPH_HOST_ID
 LOG=$WATTGRAPH_RUN_DIR/run.log
 API=http://127.0.0.1:$WATTGRAPH_SERVICE_PORT
 
-"$ROOT/bin/wattgraph" run >"$LOG" 2>&1 &
+: >"$LOG"
+"$ROOT/bin/wattgraph" run >>"$LOG" 2>&1 &
 RUN_PID=$!
 cleanup() {
   if kill -0 $RUN_PID 2>/dev/null; then kill -TERM $RUN_PID; wait $RUN_PID || true; fi
