@@ -7,3 +7,4 @@ pub mod event;
 pub mod kafka;
 pub mod pipeline;
 pub mod proc_info;
+pub mod shedding;

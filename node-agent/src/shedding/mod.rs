@@ -1,0 +1,20 @@
+//! Load shedding for the agent's per-event streams (000_623fb658eebbd574.txt): the Load Manager
+//! decides how many events the agent can afford next interval, a policy splits that budget over
+//! accounting domains (processes, containers), and the filter drops accordingly while counting
+//! every drop so that metrics are rescaled to estimates of the truth.
+//!
+//! Aggregates computed in the kernel (bytes per socket, CPU time, histograms) are never shed:
+//! only per-event streams go through here.
+
+mod filter;
+mod kernel_drop;
+mod load_manager;
+mod policy;
+
+pub use filter::{DomainCounts, ShedFilter};
+pub use kernel_drop::KernelDropBaseline;
+pub use load_manager::{IntervalStats, LoadManager};
+pub use policy::{FairPolicy, PriorityPolicy, SheddingPolicy, ShedPlan};
+
+/// An accounting domain: a process (tgid) or a container (cgroup id), chosen by the caller.
+pub type Domain = u64;
