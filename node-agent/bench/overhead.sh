@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Agent overhead, side by side in one run: iperf3 throughput over loopback with the agent off and
+# on (alternating rounds, so drift hits both alike), the agent's CPU and RSS while on, and the
+# average kernel run time per call of each BPF program (kernel.bpf_stats_enabled).
+# Needs root. Usage: node-agent/bench/overhead.sh [ROUNDS] [SECONDS_PER_RUN]
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+ROUNDS=${1:-3}
+SECS=${2:-8}
+AGENT=$ROOT/target/release/wattgraph-agent
+WORK=$(mktemp -d "$ROOT/target/bench-overhead.XXXXXX")
+KAFKA_PORT=29092
+IPERF_PORT=25201
+[ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
+for p in iperf3 jq bpftool; do
+  command -v $p >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $p >/dev/null
+done
+[ -x "$AGENT" ] || cargo build --release -p wattgraph-agent --manifest-path "$ROOT/Cargo.toml"
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true
+            sysctl -qw kernel.bpf_stats_enabled=0; }
+trap cleanup EXIT
+
+# A real broker, so the agent does its whole job (encode, batch, send).
+CP="$(cat "$ROOT/local-stack/target/runtime-classpath.txt"):$ROOT/local-stack/target/wattgraph-local-stack-0.1.0-SNAPSHOT.jar"
+java -Xmx512m -Djava.io.tmpdir="$WORK" -cp "$CP" io.wattgraph.localstack.LocalStackMain kafka "$WORK/kafka" $KAFKA_PORT 0 wattgraph.connections >"$WORK/kafka.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 240); do [ -f "$WORK/kafka/ready" ] && break; sleep 0.5; done
+[ -f "$WORK/kafka/ready" ] || { echo "kafka did not start" >&2; exit 1; }
+
+iperf3 -s -B 127.0.0.1 -p $IPERF_PORT >/dev/null 2>&1 &
+pids+=($!)
+sleep 0.5
+
+run_iperf() { # run_iperf LEN -> Gbit/s
+  iperf3 -c 127.0.0.1 -p $IPERF_PORT -l "$1" -t "$SECS" -J | jq '.end.sum_received.bits_per_second / 1e9'
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+declare -A off on
+agent_cpu=() agent_rss=()
+for len in 1K 128K; do
+  for r in $(seq 1 "$ROUNDS"); do
+    off[$len]+="$(run_iperf $len) "
+    rm -f "$WORK/ready"
+    "$AGENT" --host-id bench --kafka-brokers 127.0.0.1:$KAFKA_PORT --ready-file "$WORK/ready" --log-level warn >"$WORK/agent.log" 2>&1 &
+    apid=$!
+    for _ in $(seq 1 100); do [ -f "$WORK/ready" ] && break; sleep 0.1; done
+    t0=$(cpu_ticks $apid); s0=$(date +%s%N)
+    on[$len]+="$(run_iperf $len) "
+    t1=$(cpu_ticks $apid); s1=$(date +%s%N)
+    agent_cpu+=("$(echo "($t1 - $t0) / $(getconf CLK_TCK) / (($s1 - $s0) / 1000000000) * 1000" | bc -l | xargs printf '%.0f')")
+    agent_rss+=("$(awk '/VmRSS/ {print $2}' /proc/$apid/status)")
+    kill -TERM $apid; wait $apid || true
+  done
+done
+
+# Per-call cost of each program, in a separate run: bpf_stats_enabled itself adds two clock
+# reads per call, so it stays off while throughput is measured.
+sysctl -qw kernel.bpf_stats_enabled=1
+for len in 1K 128K; do
+  rm -f "$WORK/ready"
+  "$AGENT" --host-id bench --kafka-brokers 127.0.0.1:$KAFKA_PORT --ready-file "$WORK/ready" --log-level warn >"$WORK/agent.log" 2>&1 &
+  apid=$!
+  for _ in $(seq 1 100); do [ -f "$WORK/ready" ] && break; sleep 0.1; done
+  run_iperf $len >/dev/null
+  bpftool prog show -j | jq -r '.[] | select(.name|test("^handle_")) | "\(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"' >> "$WORK/bpfstats.txt"
+  kill -TERM $apid; wait $apid || true
+done
+sysctl -qw kernel.bpf_stats_enabled=0
+
+mean() { echo "$@" | tr ' ' '\n' | grep -v '^$' | awk '{s+=$1; n++} END {printf "%.3f", s/n}'; }
+echo "# Agent overhead (rounds=$ROUNDS, ${SECS}s per run, $(nproc) cores, kernel $(uname -r))"
+echo "| message | iperf3 off (Gbit/s) | iperf3 on (Gbit/s) | on/off | throughput loss |"
+echo "|---|---|---|---|---|"
+for len in 1K 128K; do
+  a=$(mean ${off[$len]}); b=$(mean ${on[$len]})
+  printf "| %s | %s | %s | %.4f | %.2f%% |\n" "$len" "$a" "$b" "$(echo "$b/$a" | bc -l)" "$(echo "(1-$b/$a)*100" | bc -l)"
+done
+echo
+echo "agent CPU while iperf3 ran (millicores, per run): ${agent_cpu[*]}"
+echo "agent RSS (kB, per run): ${agent_rss[*]}"
+echo
+echo "| BPF program | calls | avg ns per call |"
+echo "|---|---|---|"
+awk '{t[$1]+=$2; c[$1]+=$3} END {for (k in t) if (c[k] > 0) printf "| %s | %d | %.1f |\n", k, c[k], t[k]/c[k]}' "$WORK/bpfstats.txt" | sort
