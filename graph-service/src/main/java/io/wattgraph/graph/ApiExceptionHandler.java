@@ -8,6 +8,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
+import org.springframework.http.converter.HttpMessageNotReadableException;
+import org.springframework.web.bind.MissingServletRequestParameterException;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.RestControllerAdvice;
 
@@ -15,7 +17,7 @@ import org.springframework.web.bind.annotation.RestControllerAdvice;
  * Maps exceptions of the API controllers to JSON {@link ApiError}s. Neo4j being unreachable is an
  * expected operating state (it starts after us, it restarts), so it is a 503 clients may retry, not a 500.
  */
-@RestControllerAdvice(assignableTypes = {GraphController.class, HostsController.class})
+@RestControllerAdvice(basePackages = "io.wattgraph.graph")
 public class ApiExceptionHandler {
 
     private static final Logger log = LoggerFactory.getLogger(ApiExceptionHandler.class);
@@ -23,6 +25,17 @@ public class ApiExceptionHandler {
     @ExceptionHandler(InvalidParameterException.class)
     public ResponseEntity<ApiError> invalidParameter(InvalidParameterException e) {
         return body(HttpStatus.BAD_REQUEST, new ApiError(e.getMessage(), 400, e.parameter()));
+    }
+
+    @ExceptionHandler(MissingServletRequestParameterException.class)
+    public ResponseEntity<ApiError> missingParameter(MissingServletRequestParameterException e) {
+        return body(HttpStatus.BAD_REQUEST, new ApiError("missing parameter '" + e.getParameterName() + "'", 400,
+                e.getParameterName()));
+    }
+
+    @ExceptionHandler(HttpMessageNotReadableException.class)
+    public ResponseEntity<ApiError> unreadableBody(HttpMessageNotReadableException e) {
+        return body(HttpStatus.BAD_REQUEST, new ApiError("request body is not valid JSON for this endpoint", 400, "body"));
     }
 
     @ExceptionHandler({ServiceUnavailableException.class, SessionExpiredException.class, TransientException.class})

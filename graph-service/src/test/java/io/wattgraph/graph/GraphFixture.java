@@ -8,17 +8,22 @@ package io.wattgraph.graph;
  *   host-b: postgres -> External 203.0.113.7:443         server outside, ip:port
  *   External 198.51.100.9 -> nginx                        client outside, ip only
  *   host-b: host-b/0/0 ("?"), no traffic
+ * Metric properties (not exposed by /api/v1/graph): host cores, ctr-1's pod/namespace/service and cpuUsage,
+ * nginx's cpuUsage/threads/requestRate/latencyAvgMs/powerW, the visitor edge's requestRate and latencyP99Ms,
+ * and a wrongly typed cpuUsage on curl (read as absent).
  * </pre>
  */
 final class GraphFixture {
 
     static final String CYPHER = """
-            CREATE (ha:Host {id: 'host-a'}), (hb:Host {id: 'host-b'})
-            CREATE (ctr:Container {id: 'ctr-1', hostId: 'host-a'})-[:RUNS_ON]->(ha)
+            CREATE (ha:Host {id: 'host-a', cores: 4}), (hb:Host {id: 'host-b', cores: 8})
+            CREATE (ctr:Container {id: 'ctr-1', hostId: 'host-a', pod: 'web-0', namespace: 'shop', service: 'web',
+                    cpuUsage: 0.5})-[:RUNS_ON]->(ha)
             CREATE (nginx:Process {id: 'host-a/100/1000', hostId: 'host-a', pid: 100, startTimeNs: 1000,
-                    comm: 'nginx', cmdline: 'nginx -g daemon off;', cgroupId: 4242, containerId: 'ctr-1'})
+                    comm: 'nginx', cmdline: 'nginx -g daemon off;', cgroupId: 4242, containerId: 'ctr-1',
+                    cpuUsage: 0.4, threads: 2, requestRate: 50.0, latencyAvgMs: 12.5, powerW: 3.5})
             CREATE (curl:Process {id: 'host-a/200/2000', hostId: 'host-a', pid: 200, startTimeNs: 2000,
-                    comm: 'curl', cmdline: 'curl http://localhost/', cgroupId: 7})
+                    comm: 'curl', cmdline: 'curl http://localhost/', cgroupId: 7, cpuUsage: 'high'})
             CREATE (pg:Process {id: 'host-b/300/3000', hostId: 'host-b', pid: 300, startTimeNs: 3000,
                     comm: 'postgres', cmdline: 'postgres -D /data', cgroupId: 9})
             CREATE (unknown:Process {id: 'host-b/0/0', hostId: 'host-b', pid: 0, startTimeNs: 0, comm: '?'})
@@ -33,7 +38,7 @@ final class GraphFixture {
             CREATE (pg)-[:TALKS_TO {bytesClientToServer: 10, bytesServerToClient: 20, connections: 3,
                     firstSeenNs: 50, lastSeenNs: 60}]->(web)
             CREATE (visitor)-[:TALKS_TO {bytesClientToServer: 40, bytesServerToClient: 4000, connections: 1,
-                    firstSeenNs: 70, lastSeenNs: 80}]->(nginx)
+                    firstSeenNs: 70, lastSeenNs: 80, requestRate: 50.0, latencyP99Ms: 20.0}]->(nginx)
             """;
 
     private GraphFixture() {

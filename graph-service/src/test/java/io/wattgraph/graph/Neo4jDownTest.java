@@ -31,7 +31,8 @@ class Neo4jDownTest {
 
     @Test
     void apiAnswers503WithAJsonError() throws Exception {
-        for (String path : new String[] {"/api/v1/graph", "/api/v1/graph?host=host-a", "/api/v1/hosts"}) {
+        for (String path : new String[] {"/api/v1/graph", "/api/v1/graph?host=host-a", "/api/v1/hosts",
+                "/api/v1/service-graph?level=pod", "/api/v1/projections/host", "/api/v1/analysis/operational"}) {
             ResponseEntity<String> response = rest.getForEntity(path, String.class);
             assertThat(response.getStatusCode()).as(path).isEqualTo(HttpStatus.SERVICE_UNAVAILABLE);
             JsonNode body = json.readTree(response.getBody());

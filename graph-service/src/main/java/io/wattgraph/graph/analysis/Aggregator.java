@@ -1,0 +1,134 @@
+package io.wattgraph.graph.analysis;
+
+import io.wattgraph.graph.model.Metrics;
+import io.wattgraph.graph.model.ServiceEdge;
+import io.wattgraph.graph.model.ServiceGraph;
+import io.wattgraph.graph.model.ServiceNode;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Projects a process-level graph onto a coarser {@link Level}. Node metrics: summed over members (cpuUsage,
+ * threads, requestRate, powerW, memory, requests), latencies the maximum, unless the group itself has measured
+ * metrics ({@code groupMetrics}, e.g. a Container's own properties), which win field by field. Edges between
+ * the same two groups are merged: bytes, connections and request rates summed, latencies the maximum,
+ * firstSeenNs the minimum and lastSeenNs the maximum. Traffic inside a group becomes a self-loop edge.
+ */
+public final class Aggregator {
+
+    private Aggregator() {
+    }
+
+    public static String groupId(ServiceNode n, Level level) {
+        if (n.external()) {
+            return n.id();
+        }
+        return switch (level) {
+            case PROCESS -> n.id();
+            case CONTAINER -> n.containerId() != null ? "container:" + n.containerId() : n.id();
+            case POD -> n.pod() != null ? "pod:" + ns(n) + "/" + n.pod() : groupId(n, Level.CONTAINER);
+            case SERVICE -> n.service() != null ? "service:" + ns(n) + "/" + n.service() : groupId(n, Level.POD);
+            case NAMESPACE -> n.namespace() != null ? "namespace:" + n.namespace() : groupId(n, Level.CONTAINER);
+            case HOST -> n.hostId() != null ? "host:" + n.hostId() : n.id();
+        };
+    }
+
+    private static String ns(ServiceNode n) {
+        return n.namespace() == null ? "" : n.namespace();
+    }
+
+    public static ServiceGraph aggregate(ServiceGraph graph, Level level, Map<String, Metrics> groupMetrics) {
+        if (level == Level.PROCESS) {
+            return graph;
+        }
+        Map<String, List<ServiceNode>> groups = new LinkedHashMap<>();
+        Map<String, String> groupOf = new LinkedHashMap<>();
+        for (ServiceNode n : graph.nodes()) {
+            String g = groupId(n, level);
+            groupOf.put(n.id(), g);
+            groups.computeIfAbsent(g, k -> new ArrayList<>()).add(n);
+        }
+        List<ServiceNode> nodes = new ArrayList<>();
+        groups.forEach((g, members) -> nodes.add(groupNode(g, members, groupMetrics.get(g))));
+
+        Map<String, ServiceEdge> edges = new LinkedHashMap<>();
+        for (ServiceEdge e : graph.edges()) {
+            String s = groupOf.get(e.source());
+            String t = groupOf.get(e.target());
+            edges.merge(s + "\u0000" + t, new ServiceEdge(s, t, e.bytesClientToServer(), e.bytesServerToClient(),
+                    e.connections(), e.firstSeenNs(), e.lastSeenNs(), e.requestRate(), e.latencyAvgMs(),
+                    e.latencyP50Ms(), e.latencyP75Ms(), e.latencyP90Ms(), e.latencyP99Ms()), Aggregator::mergeEdges);
+        }
+        return new ServiceGraph(nodes, new ArrayList<>(edges.values()));
+    }
+
+    private static ServiceNode groupNode(String id, List<ServiceNode> members, Metrics measured) {
+        ServiceNode first = members.get(0);
+        if (members.size() == 1 && id.equals(first.id())) {
+            return first; // not grouped at this level (external, or no key)
+        }
+        String kind = id.substring(0, id.indexOf(':'));
+        String name = id.substring(id.indexOf(':') + 1);
+        if (kind.equals("pod") || kind.equals("service")) {
+            name = name.substring(name.indexOf('/') + 1);
+        }
+        Metrics combined = Metrics.combine(members.stream().map(ServiceNode::metrics).toList());
+        Metrics metrics = measured == null ? combined : measured.orElse(combined);
+        return new ServiceNode(id, kind, name, common(members, ServiceNode::hostId),
+                common(members, ServiceNode::containerId), common(members, ServiceNode::pod),
+                common(members, ServiceNode::namespace), common(members, ServiceNode::service),
+                common(members, ServiceNode::processType),
+                members.stream().mapToInt(ServiceNode::members).sum(), common(members, ServiceNode::cores), metrics);
+    }
+
+    private static <T> T common(List<ServiceNode> members, java.util.function.Function<ServiceNode, T> f) {
+        T value = f.apply(members.get(0));
+        for (ServiceNode m : members) {
+            if (!Objects.equals(value, f.apply(m))) {
+                return null;
+            }
+        }
+        return value;
+    }
+
+    static ServiceEdge mergeEdges(ServiceEdge a, ServiceEdge b) {
+        return new ServiceEdge(a.source(), a.target(), a.bytesClientToServer() + b.bytesClientToServer(),
+                a.bytesServerToClient() + b.bytesServerToClient(), a.connections() + b.connections(),
+                min(a.firstSeenNs(), b.firstSeenNs()), max(a.lastSeenNs(), b.lastSeenNs()),
+                sum(a.requestRate(), b.requestRate()), maxD(a.latencyAvgMs(), b.latencyAvgMs()),
+                maxD(a.latencyP50Ms(), b.latencyP50Ms()), maxD(a.latencyP75Ms(), b.latencyP75Ms()),
+                maxD(a.latencyP90Ms(), b.latencyP90Ms()), maxD(a.latencyP99Ms(), b.latencyP99Ms()));
+    }
+
+    // Explicit ifs: a conditional mixing Long and long would unbox a null.
+    private static Long min(Long a, Long b) {
+        if (a == null || b == null) {
+            return a == null ? b : a;
+        }
+        return Math.min(a, b);
+    }
+
+    private static Long max(Long a, Long b) {
+        if (a == null || b == null) {
+            return a == null ? b : a;
+        }
+        return Math.max(a, b);
+    }
+
+    private static Double maxD(Double a, Double b) {
+        if (a == null || b == null) {
+            return a == null ? b : a;
+        }
+        return Math.max(a, b);
+    }
+
+    private static Double sum(Double a, Double b) {
+        if (a == null || b == null) {
+            return a == null ? b : a;
+        }
+        return a + b;
+    }
+}

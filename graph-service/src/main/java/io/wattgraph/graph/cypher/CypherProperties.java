@@ -1,0 +1,23 @@
+package io.wattgraph.graph.cypher;
+
+import java.time.Duration;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * Limits of the read-only Cypher endpoint ({@code wattgraph.cypher.*}).
+ *
+ * @param defaultRows rows returned when the request gives no {@code maxRows}
+ * @param maxRows the most rows a request may ask for
+ * @param defaultTimeout transaction timeout when the request gives no {@code timeoutMs}
+ * @param maxTimeout the longest transaction timeout a request may ask for
+ * @param maxQueryLength the longest query text accepted, in characters
+ */
+@ConfigurationProperties("wattgraph.cypher")
+public record CypherProperties(
+        @DefaultValue("1000") int defaultRows,
+        @DefaultValue("10000") int maxRows,
+        @DefaultValue("10s") Duration defaultTimeout,
+        @DefaultValue("60s") Duration maxTimeout,
+        @DefaultValue("20000") int maxQueryLength) {
+}

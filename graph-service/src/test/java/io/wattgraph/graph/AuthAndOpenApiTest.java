@@ -1,0 +1,84 @@
+package io.wattgraph.graph;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.autoconfigure.actuate.observability.AutoConfigureObservability;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.client.TestRestTemplate;
+import org.springframework.http.HttpEntity;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpMethod;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.ResponseEntity;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/** Bearer tokens with read and admin roles, the OpenAPI document, and the analysis timer. */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
+        "wattgraph.auth.enabled=true", "wattgraph.auth.read-tokens=reader-1,reader-2",
+        "wattgraph.auth.admin-tokens=admin-1"})
+@AutoConfigureObservability
+class AuthAndOpenApiTest {
+
+    @DynamicPropertySource
+    static void neo4j(DynamicPropertyRegistry registry) {
+        registry.add("wattgraph.neo4j.uri", TestNeo4j::boltUri);
+    }
+
+    @Autowired
+    private TestRestTemplate rest;
+
+    private final ObjectMapper json = new ObjectMapper();
+
+    private ResponseEntity<String> call(HttpMethod method, String path, String token, Object body) {
+        HttpHeaders headers = new HttpHeaders();
+        if (token != null) {
+            headers.setBearerAuth(token);
+        }
+        return rest.exchange(path, method, new HttpEntity<>(body, headers), String.class);
+    }
+
+    @Test
+    void readTokensReadAdminTokensWrite() throws Exception {
+        ResponseEntity<String> none = call(HttpMethod.GET, "/api/v1/hosts", null, null);
+        assertThat(none.getStatusCode()).isEqualTo(HttpStatus.UNAUTHORIZED);
+        assertThat(none.getHeaders().getFirst("WWW-Authenticate")).startsWith("Bearer");
+        assertThat(json.readTree(none.getBody()).get("error").asText()).isEqualTo("missing bearer token");
+        assertThat(call(HttpMethod.GET, "/api/v1/hosts", "wrong", null).getStatusCode())
+                .isEqualTo(HttpStatus.UNAUTHORIZED);
+        assertThat(call(HttpMethod.GET, "/api/v1/hosts", "reader-2", null).getStatusCode()).isEqualTo(HttpStatus.OK);
+        assertThat(call(HttpMethod.GET, "/api/v1/hosts", "admin-1", null).getStatusCode()).isEqualTo(HttpStatus.OK);
+
+        Map<String, Object> query = Map.of("query", "RETURN 1 AS one");
+        ResponseEntity<String> readerPost = call(HttpMethod.POST, "/api/v1/cypher", "reader-1", query);
+        assertThat(readerPost.getStatusCode()).isEqualTo(HttpStatus.FORBIDDEN);
+        assertThat(json.readTree(readerPost.getBody()).get("status").asInt()).isEqualTo(403);
+        assertThat(call(HttpMethod.POST, "/api/v1/cypher", "admin-1", query).getStatusCode()).isEqualTo(HttpStatus.OK);
+    }
+
+    @Test
+    void healthPrometheusAndOpenApiStayOpen() throws Exception {
+        assertThat(rest.getForEntity("/actuator/health/liveness", String.class).getStatusCode())
+                .isEqualTo(HttpStatus.OK);
+        ResponseEntity<String> docs = rest.getForEntity("/v3/api-docs", String.class);
+        assertThat(docs.getStatusCode()).isEqualTo(HttpStatus.OK);
+        JsonNode api = json.readTree(docs.getBody());
+        assertThat(api.get("openapi").asText()).startsWith("3.");
+        for (String path : new String[] {"/api/v1/graph", "/api/v1/hosts", "/api/v1/service-graph",
+                "/api/v1/projections/host", "/api/v1/projections/process-type", "/api/v1/analysis/operational",
+                "/api/v1/analysis/critical-path", "/api/v1/cypher", "/api/v1/placement", "/api/v1/power/budgets"}) {
+            assertThat(api.get("paths").has(path)).as(path).isTrue();
+        }
+        assertThat(api.at("/components/securitySchemes/bearer/scheme").asText()).isEqualTo("bearer");
+
+        call(HttpMethod.GET, "/api/v1/analysis/operational", "reader-1", null);
+        String prometheus = rest.getForEntity("/actuator/prometheus", String.class).getBody();
+        assertThat(prometheus).contains("wattgraph_analysis_seconds_count{")
+                .containsPattern("wattgraph_analysis_seconds_count\\{[^}]*analysis=\"operational\"");
+    }
+}
