@@ -27,42 +27,67 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
 
   private final long horizonMs;
   private final long cleanupDelayMs;
+  private final long idleTimeoutMs;
 
   private transient ValueState<ConnectionState> state;
   private transient Counter emittedOneSided;
+  private transient Counter idleExpired;
 
   public ConnectionCorrelator(long horizonMs) {
-    if (horizonMs <= 0) {
-      throw new IllegalArgumentException("pairing horizon must be > 0 ms, got " + horizonMs);
-    }
-    this.horizonMs = horizonMs;
     // Keep a closed connection a little longer than the horizon, so a straggling peer event still
     // finds it instead of starting a phantom one-sided connection.
-    this.cleanupDelayMs = 2 * horizonMs;
+    this(horizonMs, 2 * horizonMs, 3_600_000);
+  }
+
+  /**
+   * @param closedRetentionMs how long a closed connection is remembered before its key is cleared
+   * @param idleTimeoutMs a connection without any event for this long (its CLOSED was lost, or it
+   *     is idle) is folded into its edge's totals; its key is cleared after one more such period
+   */
+  public ConnectionCorrelator(long horizonMs, long closedRetentionMs, long idleTimeoutMs) {
+    if (horizonMs <= 0 || closedRetentionMs <= 0 || idleTimeoutMs <= 0) {
+      throw new IllegalArgumentException("pairing horizon, closed retention and idle timeout must be > 0 ms, got "
+          + horizonMs + ", " + closedRetentionMs + ", " + idleTimeoutMs);
+    }
+    this.horizonMs = horizonMs;
+    this.cleanupDelayMs = closedRetentionMs;
+    this.idleTimeoutMs = idleTimeoutMs;
   }
 
   @Override
   public void open(OpenContext openContext) {
     state = getRuntimeContext().getState(new ValueStateDescriptor<>("connection", ConnectionState.class));
     emittedOneSided = getRuntimeContext().getMetricGroup().counter("oneSidedConnections");
+    idleExpired = getRuntimeContext().getMetricGroup().counter("idleExpiredConnections");
   }
 
   @Override
   public void processElement(Observation o, Context ctx, Collector<ConnectionUpdate> out) throws Exception {
     ConnectionState s = state.value();
     boolean isLow = o.localIsLow();
+    long now = ctx.timerService().currentProcessingTime();
     if (s != null) {
       Side existing = s.side(isLow);
       if (existing != null && !existing.sameSocket(o)) {
         // Another socket on the same endpoint: the 4-tuple was reused by a new connection before
         // cleanup. Leave the old connection counted as it is and start over.
-        finish(s, ctx, out);
+        if (!s.retired) {
+          finish(s, ctx, out);
+        }
         s = null;
+      } else if (s.retired) {
+        revive(s);
       }
     }
     if (s == null) {
       s = new ConnectionState();
       s.connectionId = ctx.getCurrentKey() + "@" + o.hostId + "/" + o.socketCookie;
+      s.baseConnectionId = s.connectionId;
+    }
+    s.lastEventAt = now;
+    if (s.idleTimer == 0) {
+      s.idleTimer = now + idleTimeoutMs;
+      ctx.timerService().registerProcessingTimeTimer(s.idleTimer);
     }
     Side side = s.side(isLow);
     if (side == null) {
@@ -71,7 +96,6 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       side.merge(o);
     }
 
-    long now = ctx.timerService().currentProcessingTime();
     if (!s.paired() && !s.horizonPassed && s.horizonTimer == 0) {
       s.horizonTimer = now + horizonMs;
       ctx.timerService().registerProcessingTimeTimer(s.horizonTimer);
@@ -92,32 +116,72 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     }
     if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
       // Input ended: nobody else will turn up, so report what a live run would after the horizon.
-      if (!s.paired() && !s.horizonPassed) {
+      if (!s.retired && !s.paired() && !s.horizonPassed) {
         expireHorizon(s, out);
         state.update(s);
       }
       return;
     }
     long now = ctx.timerService().currentProcessingTime();
+    // Several of these may share one timestamp (Flink then fires once): check each.
     if (timestamp == s.horizonTimer) {
       s.horizonTimer = 0;
-      if (!s.paired() && !s.horizonPassed) {
+      if (!s.retired && !s.paired() && !s.horizonPassed) {
         expireHorizon(s, out);
         scheduleCleanupIfDone(s, ctx, now);
       }
-      state.update(s);
-    } else if (timestamp == s.cleanupTimer) {
+    }
+    if (timestamp == s.cleanupTimer) {
       s.cleanupTimer = 0;
-      if (s.allPresentClosed()) {
-        // All sides closed and cleanupDelay passed: forget the tuple (it may be reused).
+      if (!s.retired && s.allPresentClosed()) {
+        // All sides closed and the retention passed: forget the tuple (it may be reused).
         finish(s, ctx, out);
         state.clear();
-      } else {
-        // A late peer joined after the lone side closed; wait for it to close too.
-        state.update(s);
+        return;
       }
+      // Otherwise a late peer joined after the lone side closed; wait for it to close too.
+    }
+    if (timestamp == s.idleTimer) {
+      s.idleTimer = 0;
+      if (s.retired) {
+        // The tombstone outlived its idle period too: forget the key.
+        state.clear();
+        return;
+      }
+      long idleUntil = s.lastEventAt + idleTimeoutMs;
+      if (now < idleUntil) {
+        // Activity since the timer was set: push it back (one timer per key, not one per event).
+        s.idleTimer = idleUntil;
+      } else {
+        // No event for a whole idle period (CLOSED lost, agent gone, or just idle): fold into the
+        // totals and keep only a tombstone.
+        retire(s, ctx, out);
+        s.idleTimer = now + idleTimeoutMs;
+      }
+      ctx.timerService().registerProcessingTimeTimer(s.idleTimer);
     }
     // Any other timestamp belongs to an earlier connection on this tuple: ignore.
+    state.update(s);
+  }
+
+  /** Idle expiry: report the connection as finished (its edge keeps it in the totals). */
+  private void retire(ConnectionState s, Context ctx, Collector<ConnectionUpdate> out) {
+    finish(s, ctx, out);
+    idleExpired.inc();
+    s.horizonTimer = 0;
+    s.cleanupTimer = 0;
+    ConnectionUpdate last = view(s);
+    s.baselineClientToServer += last.bytesClientToServer;
+    s.baselineServerToClient += last.bytesServerToClient;
+    s.retired = true;
+  }
+
+  /** A retired connection's socket reported again: continue as a new generation from the baseline. */
+  private static void revive(ConnectionState s) {
+    s.retired = false;
+    s.generation++;
+    s.connectionId = s.baseConnectionId + "#" + s.generation;
+    s.emittedEdgeKey = null;
   }
 
   private void expireHorizon(ConnectionState s, Collector<ConnectionUpdate> out) {
@@ -170,8 +234,12 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     u.server = v != null ? GraphNode.process(v) : GraphNode.externalServer(c.remoteIp, c.remotePort);
     u.edgeKey = GraphNode.edgeKey(u.client, u.server);
     // Each end counts the same payload; an agent may have missed some (started late), so take max.
-    u.bytesClientToServer = Math.max(c == null ? 0 : c.bytesSent, v == null ? 0 : v.bytesReceived);
-    u.bytesServerToClient = Math.max(v == null ? 0 : v.bytesSent, c == null ? 0 : c.bytesReceived);
+    // Minus what earlier generations (before an idle expiry) already folded into the totals.
+    u.bytesClientToServer = Math.max(0, Math.max(c == null ? 0 : c.bytesSent, v == null ? 0 : v.bytesReceived)
+        - s.baselineClientToServer);
+    u.bytesServerToClient = Math.max(0, Math.max(v == null ? 0 : v.bytesSent, c == null ? 0 : c.bytesReceived)
+        - s.baselineServerToClient);
+    u.continuation = s.generation > 0;
     u.firstSeenNs = Math.min(c == null ? Long.MAX_VALUE : c.firstSeenNs, v == null ? Long.MAX_VALUE : v.firstSeenNs);
     u.lastSeenNs = Math.max(c == null ? Long.MIN_VALUE : c.lastSeenNs, v == null ? Long.MIN_VALUE : v.lastSeenNs);
     return u;

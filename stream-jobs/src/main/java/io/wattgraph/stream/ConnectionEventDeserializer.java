@@ -15,12 +15,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Kafka value (Avro single-object encoding) to {@link Observation}.
+ * Kafka value (Avro single-object encoding) to {@link Observation}, validated.
  *
- * <p>A record that does not decode is logged, counted ({@code undecodableRecords}) and dropped:
- * failing the job would make it restart on the same poison record forever.
+ * <p>A record that does not decode (garbage, unknown schema fingerprint) or carries invalid values
+ * (see {@link #invalidReason}) becomes a {@link DeadLetter} with the reason, counted
+ * ({@code deadLetters}): failing the job would make it restart on the same poison record forever.
  */
-public class ConnectionEventDeserializer implements KafkaRecordDeserializationSchema<Observation> {
+public class ConnectionEventDeserializer implements KafkaRecordDeserializationSchema<Decoded> {
   private static final long serialVersionUID = 1L;
   private static final Logger LOG = LoggerFactory.getLogger(ConnectionEventDeserializer.class);
 
@@ -31,29 +32,60 @@ public class ConnectionEventDeserializer implements KafkaRecordDeserializationSc
   @Override
   public void open(DeserializationSchema.InitializationContext context) {
     decoder = WattgraphSchemas.connectionEventDecoder();
-    undecodable = context.getMetricGroup().counter("undecodableRecords");
+    undecodable = context.getMetricGroup().counter("deadLetters");
   }
 
   @Override
-  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<Observation> out) {
+  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<Decoded> out) {
     if (decoder == null) {
       decoder = WattgraphSchemas.connectionEventDecoder();
     }
-    Observation o;
+    String reason;
     try {
       if (record.value() == null) {
-        throw new IllegalArgumentException("null value");
+        reason = "undecodable: null value";
+      } else {
+        ConnectionEvent e = decoder.decode(record.value());
+        reason = invalidReason(e);
+        if (reason == null) {
+          out.collect(Decoded.ok(toObservation(e)));
+          return;
+        }
       }
-      o = toObservation(decoder.decode(record.value()));
     } catch (Exception e) {
-      if (undecodable != null) {
-        undecodable.inc();
-      }
-      LOG.warn("Dropping undecodable record {}-{}@{}: {}", record.topic(), record.partition(),
-          record.offset(), e.toString());
-      return;
+      reason = "undecodable: " + e;
     }
-    out.collect(o);
+    if (undecodable != null) {
+      undecodable.inc();
+    }
+    LOG.warn("Dead letter {}-{}@{}: {}", record.topic(), record.partition(), record.offset(), reason);
+    out.collect(Decoded.dead(DeadLetter.of(record, reason)));
+  }
+
+  /** Why a decoded event cannot be used, or null when it can. */
+  static String invalidReason(ConnectionEvent e) {
+    if (e.getHostId() == null || e.getHostId().isBlank()) {
+      return "invalid: empty hostId";
+    }
+    if (e.getLocalAddress() == null || e.getRemoteAddress() == null) {
+      return "invalid: missing address";
+    }
+    if (e.getLocalPort() < 0 || e.getLocalPort() > 65535) {
+      return "invalid: localPort " + e.getLocalPort() + " out of range 0..65535";
+    }
+    if (e.getRemotePort() < 0 || e.getRemotePort() > 65535) {
+      return "invalid: remotePort " + e.getRemotePort() + " out of range 0..65535";
+    }
+    if (e.getBytesSent() < 0 || e.getBytesReceived() < 0) {
+      return "invalid: negative byte counter (sent " + e.getBytesSent() + ", received " + e.getBytesReceived() + ")";
+    }
+    if (e.getEventTimeNs() < 0) {
+      return "invalid: negative eventTimeNs " + e.getEventTimeNs();
+    }
+    if (e.getTgid() < 0) {
+      return "invalid: negative tgid " + e.getTgid();
+    }
+    return null;
   }
 
   /** Field-by-field copy; addresses become text so keys are readable in the graph. */
@@ -80,7 +112,7 @@ public class ConnectionEventDeserializer implements KafkaRecordDeserializationSc
   }
 
   @Override
-  public TypeInformation<Observation> getProducedType() {
-    return TypeInformation.of(Observation.class);
+  public TypeInformation<Decoded> getProducedType() {
+    return TypeInformation.of(Decoded.class);
   }
 }

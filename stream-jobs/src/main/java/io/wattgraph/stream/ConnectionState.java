@@ -15,6 +15,21 @@ public class ConnectionState {
   public String emittedEdgeKey;
   public long horizonTimer;
   public long cleanupTimer;
+  /** Processing time of the latest observation, and the pending idle timer (lazily pushed back). */
+  public long lastEventAt;
+  public long idleTimer;
+  /**
+   * Idle-expired: folded into its edge's totals (FINISHED sent). Kept as a tombstone for one more
+   * idle period so that a connection that wakes up continues from these counters instead of
+   * counting its cumulative bytes twice.
+   */
+  public boolean retired;
+  /** Instances of this connection after wake-ups: 0 for the first; ids get "#generation". */
+  public int generation;
+  public String baseConnectionId;
+  /** Cumulative bytes already folded into the totals by earlier generations. */
+  public long baselineClientToServer;
+  public long baselineServerToClient;
 
   public ConnectionState() {}
 

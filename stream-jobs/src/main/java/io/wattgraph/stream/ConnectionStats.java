@@ -6,6 +6,8 @@ public class ConnectionStats {
   public long bytesServerToClient;
   public long firstSeenNs;
   public long lastSeenNs;
+  /** Whether this connection added one to the edge's connection count (continuations do not). */
+  public boolean counted;
 
   public ConnectionStats() {}
 

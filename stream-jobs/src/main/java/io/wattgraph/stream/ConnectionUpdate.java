@@ -23,6 +23,11 @@ public class ConnectionUpdate {
   public long bytesServerToClient;
   public long firstSeenNs;
   public long lastSeenNs;
+  /**
+   * The continuation of a connection that was idle-expired and woke up: its bytes are only those
+   * since the expiry, and it is not counted as another connection.
+   */
+  public boolean continuation;
 
   public ConnectionUpdate() {}
 

@@ -1,6 +1,20 @@
 package io.wattgraph.stream;
 
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutionException;
+import java.util.function.UnaryOperator;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.errors.TopicExistsException;
+import java.util.regex.Pattern;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.connector.kafka.sink.KafkaSink;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
@@ -8,6 +22,7 @@ import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
 import org.apache.flink.core.execution.CheckpointingMode;
+import org.apache.flink.streaming.api.datastream.BroadcastStream;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
@@ -41,12 +56,21 @@ public final class CorrelationJob {
 
   /** Adds the whole pipeline to {@code env}; tests and the system test call this in-process. */
   public static void build(StreamExecutionEnvironment env, JobConfig config) {
+    build(env, config, UnaryOperator.identity());
+  }
+
+  /**
+   * As {@link #build(StreamExecutionEnvironment, JobConfig)}, with {@code tap} applied to the valid
+   * observations before correlation (tests inject failures or count records there).
+   */
+  public static void build(StreamExecutionEnvironment env, JobConfig config,
+      UnaryOperator<DataStream<Observation>> tap) {
     configureCheckpoints(env, config);
     if (config.parallelism != null) {
       env.setParallelism(config.parallelism);
     }
 
-    KafkaSourceBuilder<Observation> source = KafkaSource.<Observation>builder()
+    KafkaSourceBuilder<Decoded> source = KafkaSource.<Decoded>builder()
         .setBootstrapServers(config.kafkaBrokers)
         .setTopics(config.topic)
         .setGroupId(config.groupId)
@@ -57,28 +81,105 @@ public final class CorrelationJob {
       source.setBounded(OffsetsInitializer.latest());
     }
 
-    DataStream<Observation> observations = env
+    SingleOutputStreamOperator<Observation> decoded = env
         .fromSource(source.build(), WatermarkStrategy.noWatermarks(), "kafka: " + config.topic)
-        .uid("kafka-connection-events");
+        .uid("kafka-connection-events")
+        .process(new SplitDeadLetters())
+        .uid("split-dead-letters")
+        .name("split dead letters");
+    decoded.getSideOutput(SplitDeadLetters.DEAD_LETTERS)
+        .sinkTo(deadLetterSink(config))
+        .uid("dlq-sink")
+        .name("kafka: " + config.dlqTopic);
+    DataStream<Observation> observations = tap.apply(decoded);
 
-    DataStream<ConnectionUpdate> connections = observations
-        .keyBy(new ByConnection())
-        .process(new ConnectionCorrelator(config.pairingHorizonMs))
-        .uid("correlate-connections")
-        .name("correlate connections");
+    // Virtual service addresses (Kubernetes ClusterIPs, DNAT): mappings from the compacted topic,
+    // broadcast to the resolver, which is keyed by the client endpoint both views share.
+    KafkaSourceBuilder<ServiceMappingUpdate> mappingSource = KafkaSource.<ServiceMappingUpdate>builder()
+        .setBootstrapServers(config.kafkaBrokers)
+        .setGroupId(config.groupId + "-service-mappings")
+        // A compacted topic is the whole current mapping: always read it from the start.
+        .setStartingOffsets(OffsetsInitializer.earliest())
+        .setDeserializer(new ServiceMappingDeserializer());
+    if (config.bounded) {
+      // A bounded source over a topic that does not exist would wait for splits forever.
+      ensureCompactedTopic(config.kafkaBrokers, config.serviceMappingsTopic);
+      mappingSource.setTopics(config.serviceMappingsTopic).setBounded(OffsetsInitializer.latest());
+    } else {
+      // A pattern, not a topic list: the job starts (with no mappings) before the topic exists and
+      // picks it up once it does.
+      mappingSource.setTopicPattern(Pattern.compile(Pattern.quote(config.serviceMappingsTopic)))
+          .setProperty("partition.discovery.interval.ms", "10000");
+    }
+    DataStream<ServiceMappingUpdate> mappings = env
+        .fromSource(mappingSource.build(), WatermarkStrategy.noWatermarks(), "kafka: " + config.serviceMappingsTopic)
+        .uid("kafka-service-mappings")
+        .setParallelism(1);
 
-    DataStream<EdgeRow> edges = connections
-        .keyBy(new ByEdge())
-        .process(new EdgeAggregator())
-        .uid("aggregate-edges")
-        .name("aggregate edges");
-
-    edges.sinkTo(new Neo4jSink(config.neo4j()))
+    correlate(observations, mappings, config)
+        .sinkTo(new Neo4jSink(config.neo4j()))
         .uid("neo4j-sink")
         .name("neo4j")
         // One writer: Neo4j is the bottleneck anyway, and a single writer cannot deadlock itself
         // on shared nodes nor race an orphan-External delete against a new edge.
         .setParallelism(1);
+  }
+
+  /**
+   * The core of the job, from valid observations and service mappings to edge rows: resolve
+   * virtual IPs, correlate both ends, sum per edge. The benchmark runs exactly this.
+   */
+  public static DataStream<EdgeRow> correlate(DataStream<Observation> observations,
+      DataStream<ServiceMappingUpdate> mappingUpdates, JobConfig config) {
+    BroadcastStream<ServiceMappingUpdate> mappings =
+        mappingUpdates.broadcast(VirtualIpResolver.SERVICES, VirtualIpResolver.BACKENDS);
+    DataStream<Observation> resolved = observations
+        .keyBy(new ByClientEndpoint())
+        .connect(mappings)
+        .process(new VirtualIpResolver(config.pairingHorizonMs, config.closedRetention()))
+        .uid("resolve-virtual-ips")
+        .name("resolve virtual IPs");
+
+    DataStream<ConnectionUpdate> connections = resolved
+        .keyBy(new ByConnection())
+        .process(new ConnectionCorrelator(config.pairingHorizonMs, config.closedRetention(), config.idleTimeoutMs))
+        .uid("correlate-connections")
+        .name("correlate connections");
+
+    return connections
+        .keyBy(new ByEdge())
+        .process(new EdgeAggregator())
+        .uid("aggregate-edges")
+        .name("aggregate edges");
+  }
+
+  /** Creates the topic (compacted, one partition) unless it exists. */
+  static void ensureCompactedTopic(String brokers, String topic) {
+    try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, brokers))) {
+      if (!admin.listTopics().names().get().contains(topic)) {
+        admin.createTopics(List.of(new NewTopic(topic, Optional.of(1), Optional.empty())
+            .configs(Map.of("cleanup.policy", "compact")))).all().get();
+      }
+    } catch (ExecutionException e) {
+      if (!(e.getCause() instanceof TopicExistsException)) {
+        throw new IllegalStateException("cannot create topic " + topic, e);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Exactly-once: dead letters become visible to read_committed consumers with each checkpoint. */
+  static KafkaSink<DeadLetter> deadLetterSink(JobConfig config) {
+    return KafkaSink.<DeadLetter>builder()
+        .setBootstrapServers(config.kafkaBrokers)
+        .setRecordSerializer(new DeadLetterSerializer(config.dlqTopic))
+        .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .setTransactionalIdPrefix(config.groupId + "-dlq")
+        // Must not exceed the broker's transaction.max.timeout.ms (15 min by default).
+        .setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "600000")
+        .build();
   }
 
   private static void configureCheckpoints(StreamExecutionEnvironment env, JobConfig config) {
@@ -98,6 +199,20 @@ public final class CorrelationJob {
     @Override
     public String getKey(Observation o) {
       return o.connectionKey();
+    }
+  }
+
+  /** The client's endpoint, which both views of a connection share even through DNAT. */
+  static final class ByClientEndpoint implements KeySelector<Observation, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(Observation o) {
+      return switch (o.role) {
+        case CLIENT -> o.localEndpoint();
+        case SERVER -> o.remoteEndpoint();
+        case UNKNOWN -> o.connectionKey();
+      };
     }
   }
 

@@ -37,9 +37,15 @@ public class EdgeAggregator extends KeyedProcessFunction<String, ConnectionUpdat
           t = new EdgeTotals();
         }
         ConnectionStats old = live.get(u.connectionId);
+        boolean counted;
         if (old == null) {
-          t.connections++;
+          counted = !u.continuation;
+          if (counted) {
+            t.connections++;
+          }
           old = new ConnectionStats();
+        } else {
+          counted = old.counted;
         }
         t.bytesClientToServer += u.bytesClientToServer - old.bytesClientToServer;
         t.bytesServerToClient += u.bytesServerToClient - old.bytesServerToClient;
@@ -48,7 +54,9 @@ public class EdgeAggregator extends KeyedProcessFunction<String, ConnectionUpdat
         // Latest node properties win (e.g. a process whose cmdline became readable).
         t.client = u.client;
         t.server = u.server;
-        live.put(u.connectionId, ConnectionStats.of(u));
+        ConnectionStats now = ConnectionStats.of(u);
+        now.counted = counted;
+        live.put(u.connectionId, now);
         totals.update(t);
         out.collect(EdgeRow.upsert(ctx.getCurrentKey(), t));
       }
@@ -58,8 +66,10 @@ public class EdgeAggregator extends KeyedProcessFunction<String, ConnectionUpdat
           return;
         }
         live.remove(u.connectionId);
-        t.connections--;
-        if (t.connections <= 0) {
+        if (old.counted) {
+          t.connections--;
+        }
+        if (t.connections <= 0 && live.isEmpty()) {
           out.collect(EdgeRow.deletion(ctx.getCurrentKey(), t.client, t.server));
           totals.clear();
           live.clear();

@@ -55,8 +55,8 @@ public class GraphWriter implements AutoCloseable {
 
   private static final String UPSERT_EDGES = """
       UNWIND $rows AS r
-      MATCH (a:%s {id: r.clientId})
-      MATCH (b:%s {id: r.serverId})
+      MERGE (a:%s {id: r.clientId})
+      MERGE (b:%s {id: r.serverId})
       MERGE (a)-[t:TALKS_TO]->(b)
       SET t.bytesClientToServer = r.bytesClientToServer, t.bytesServerToClient = r.bytesServerToClient,
           t.connections = r.connections, t.firstSeenNs = r.firstSeenNs, t.lastSeenNs = r.lastSeenNs
@@ -77,6 +77,20 @@ public class GraphWriter implements AutoCloseable {
       """;
 
   private final Driver driver;
+  /**
+   * Process properties this writer has already committed, by id: a process whose properties did
+   * not change is not merged again (most rows of a batch share processes written before). Bounded
+   * (LRU) and cleared on any failed write, so after an outage everything is written again. The edge
+   * statement MERGEs its end nodes by id, so a cached process missing from the store (wiped
+   * behind the job's back) still gets its edge, only without its properties until they change.
+   */
+  private final Map<String, Map<String, Object>> writtenProcesses =
+      new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Map<String, Object>> eldest) {
+          return size() > 200_000;
+        }
+      };
 
   public GraphWriter(Neo4jSettings settings) {
     AuthToken auth = settings.user == null
@@ -84,7 +98,7 @@ public class GraphWriter implements AutoCloseable {
         : AuthTokens.basic(settings.user, settings.password == null ? "" : settings.password);
     Config config = Config.builder()
         .withLogging(Logging.slf4j())
-        .withMaxTransactionRetryTime(30, TimeUnit.SECONDS)
+        .withMaxTransactionRetryTime(settings.driverRetryMs, TimeUnit.MILLISECONDS)
         .build();
     this.driver = GraphDatabase.driver(settings.uri, auth, config);
   }
@@ -124,7 +138,10 @@ public class GraphWriter implements AutoCloseable {
       }
       for (GraphNode n : List.of(r.client, r.server)) {
         if (n.kind == GraphNode.Kind.PROCESS) {
-          processes.put(n.id, processParams(n));
+          Map<String, Object> params = processParams(n);
+          if (!params.equals(writtenProcesses.get(n.id))) {
+            processes.put(n.id, params);
+          }
         } else {
           externals.put(n.id, externalParams(n));
         }
@@ -149,7 +166,11 @@ public class GraphWriter implements AutoCloseable {
         run(tx, DELETE_ORPHAN_EXTERNALS, new ArrayList<>(touchedExternals));
         return null;
       });
+    } catch (RuntimeException e) {
+      writtenProcesses.clear();
+      throw e;
     }
+    writtenProcesses.putAll(processes);
   }
 
   private static void run(TransactionContext tx, String cypher, List<?> rows) {

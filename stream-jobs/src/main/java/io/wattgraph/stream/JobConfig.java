@@ -14,11 +14,14 @@ public class JobConfig implements Serializable {
       "                       [--topic wattgraph.connections] [--group-id wattgraph-correlation]",
       "                       [--neo4j-user USER --neo4j-password PASSWORD]   (none: no auth)",
       "                       [--pairing-horizon-ms 3000] [--checkpoint-interval-ms 5000]",
-      "                       [--checkpoint-dir URI] [--parallelism N]");
+      "                       [--checkpoint-dir URI] [--parallelism N]",
+      "                       [--dlq-topic wattgraph.dlq] [--service-mappings-topic wattgraph.service-mappings]",
+      "                       [--closed-retention-ms 2*horizon] [--idle-timeout-ms 3600000]");
 
   private static final List<String> FLAGS = List.of("--kafka-brokers", "--topic", "--group-id", "--neo4j-uri",
       "--neo4j-user", "--neo4j-password", "--pairing-horizon-ms", "--checkpoint-interval-ms",
-      "--checkpoint-dir", "--parallelism");
+      "--checkpoint-dir", "--parallelism", "--dlq-topic", "--service-mappings-topic", "--closed-retention-ms",
+      "--idle-timeout-ms");
 
   public String kafkaBrokers;
   public String topic = "wattgraph.connections";
@@ -32,13 +35,28 @@ public class JobConfig implements Serializable {
   public String checkpointDir;
   /** null: the environment's default parallelism. */
   public Integer parallelism;
+  /** Undecodable or invalid source records go here (original bytes, reason and origin in headers). */
+  public String dlqTopic = "wattgraph.dlq";
+  /** Compacted topic of Kubernetes Service VIP:port to backend mappings (ServiceMapping records). */
+  public String serviceMappingsTopic = "wattgraph.service-mappings";
+  /** How long a closed connection is remembered (a straggling peer event still finds it); 0: 2 x horizon. */
+  public long closedRetentionMs = 0;
+  /** A connection with no event for this long is folded into its edge's totals and forgotten. */
+  public long idleTimeoutMs = 3_600_000;
   /** Stop at the offsets that are latest when the job starts (backfills, tests); not a CLI flag. */
   public boolean bounded;
   public int sinkBatchSize = 500;
   public long sinkFlushIntervalMs = 200;
+  /** Driver-level retry time per Neo4j transaction; after it the sink retries on its own, forever. */
+  public long neo4jDriverRetryMs = 30_000;
+
+  public long closedRetention() {
+    return closedRetentionMs > 0 ? closedRetentionMs : 2 * pairingHorizonMs;
+  }
 
   public Neo4jSettings neo4j() {
-    return new Neo4jSettings(neo4jUri, neo4jUser, neo4jPassword, sinkBatchSize, sinkFlushIntervalMs);
+    return new Neo4jSettings(neo4jUri, neo4jUser, neo4jPassword, sinkBatchSize, sinkFlushIntervalMs,
+        neo4jDriverRetryMs);
   }
 
   /** Parses {@code --flag value} pairs; an IllegalArgumentException names the offending flag. */
@@ -72,6 +90,10 @@ public class JobConfig implements Serializable {
     c.pairingHorizonMs = positive(flags, "--pairing-horizon-ms", c.pairingHorizonMs);
     c.checkpointIntervalMs = positive(flags, "--checkpoint-interval-ms", c.checkpointIntervalMs);
     c.checkpointDir = flags.get("--checkpoint-dir");
+    c.dlqTopic = text(flags, "--dlq-topic", c.dlqTopic);
+    c.serviceMappingsTopic = text(flags, "--service-mappings-topic", c.serviceMappingsTopic);
+    c.closedRetentionMs = positive(flags, "--closed-retention-ms", c.closedRetentionMs);
+    c.idleTimeoutMs = positive(flags, "--idle-timeout-ms", c.idleTimeoutMs);
     if (flags.containsKey("--parallelism")) {
       c.parallelism = (int) positive(flags, "--parallelism", 1);
     }

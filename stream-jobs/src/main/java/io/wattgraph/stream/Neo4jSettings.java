@@ -12,8 +12,16 @@ public class Neo4jSettings implements Serializable {
   public final String password;
   public final int batchSize;
   public final long flushIntervalMs;
+  /** How long the driver retries one transaction before the sink's own backoff loop takes over. */
+  public final long driverRetryMs;
 
   public Neo4jSettings(String uri, String user, String password, int batchSize, long flushIntervalMs) {
+    this(uri, user, password, batchSize, flushIntervalMs, 30_000);
+  }
+
+  public Neo4jSettings(String uri, String user, String password, int batchSize, long flushIntervalMs,
+      long driverRetryMs) {
+    this.driverRetryMs = driverRetryMs;
     this.uri = uri;
     this.user = user;
     this.password = password;

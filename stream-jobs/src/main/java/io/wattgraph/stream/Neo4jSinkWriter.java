@@ -22,6 +22,8 @@ import org.slf4j.LoggerFactory;
 public class Neo4jSinkWriter implements org.apache.flink.api.connector.sink2.SinkWriter<EdgeRow> {
   private static final Logger LOG = LoggerFactory.getLogger(Neo4jSinkWriter.class);
   private static final long MAX_BACKOFF_MS = 5_000;
+  /** Retries after Neo4j was unavailable, over every writer of this JVM (tests watch it). */
+  static final java.util.concurrent.atomic.AtomicLong UNAVAILABLE_RETRIES = new java.util.concurrent.atomic.AtomicLong();
 
   private final Neo4jSettings settings;
   private final GraphWriter graph;
@@ -90,6 +92,7 @@ public class Neo4jSinkWriter implements org.apache.flink.api.connector.sink2.Sin
         if (!(e instanceof RetryableException)) {
           throw new IOException("Neo4j failed " + what + " (not retryable)", e);
         }
+        UNAVAILABLE_RETRIES.incrementAndGet();
         LOG.warn("Neo4j unavailable while {} ({}); retrying in {} ms", what, e.toString(), backoff);
         Thread.sleep(backoff);
         backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);

@@ -1,5 +1,6 @@
 package io.wattgraph.stream;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -18,11 +19,28 @@ import org.junit.jupiter.api.Test;
 
 class ConnectionEventDeserializerTest {
 
-  static List<Observation> decode(byte[] value) {
-    List<Observation> out = new ArrayList<>();
+  static List<Decoded> decodeAll(byte[] value) {
+    List<Decoded> out = new ArrayList<>();
     new ConnectionEventDeserializer().deserialize(
-        new ConsumerRecord<>("t", 0, 0L, null, value), new ListCollector<>(out));
+        new ConsumerRecord<>("t", 3, 17L, new byte[] {'k'}, value), new ListCollector<>(out));
     return out;
+  }
+
+  static List<Observation> decode(byte[] value) {
+    return decodeAll(value).stream().filter(d -> d.observation != null).map(d -> d.observation).toList();
+  }
+
+  static DeadLetter deadLetter(byte[] value) {
+    List<Decoded> out = decodeAll(value);
+    assertEquals(1, out.size());
+    assertEquals(null, out.get(0).observation);
+    DeadLetter d = out.get(0).deadLetter;
+    assertEquals("t", d.topic);
+    assertEquals(3, d.partition);
+    assertEquals(17L, d.offset);
+    assertArrayEquals(new byte[] {'k'}, d.key);
+    assertArrayEquals(value, d.value);
+    return d;
   }
 
   @Test
@@ -45,10 +63,29 @@ class ConnectionEventDeserializerTest {
   }
 
   @Test
-  void dropsWhatDoesNotDecode() {
-    assertEquals(List.of(), decode(new byte[] {1, 2, 3}));
-    assertEquals(List.of(), decode(new byte[] {(byte) 0xC3, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 9}));
-    assertEquals(List.of(), decode(null));
+  void whatDoesNotDecodeBecomesADeadLetterWithItsReason() {
+    assertTrue(deadLetter(new byte[] {1, 2, 3}).reason.startsWith("undecodable: "));
+    String unknown = deadLetter(new byte[] {(byte) 0xC3, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 9}).reason;
+    assertTrue(unknown.contains("MissingSchemaException"), unknown);
+    assertEquals("undecodable: null value", deadLetter(null).reason);
+  }
+
+  @Test
+  void invalidValuesBecomeDeadLetters() throws Exception {
+    ConnectionEvent e = CorrelationJobIT.event("host-a", 42, "curl", null, null, ConnectionEventKind.SNAPSHOT,
+        ConnectionRole.CLIENT, "10.0.0.1", 70000, "10.0.0.2", 80, 123, 5, 6, 99);
+    assertEquals("invalid: localPort 70000 out of range 0..65535", deadLetter(CorrelationJobIT.encode(e)).reason);
+    e.setLocalPort(4000);
+    e.setRemotePort(-1);
+    assertEquals("invalid: remotePort -1 out of range 0..65535", deadLetter(CorrelationJobIT.encode(e)).reason);
+    e.setRemotePort(80);
+    e.setBytesSent(-5);
+    assertTrue(deadLetter(CorrelationJobIT.encode(e)).reason.startsWith("invalid: negative byte counter"));
+    e.setBytesSent(5);
+    e.setHostId(" ");
+    assertEquals("invalid: empty hostId", deadLetter(CorrelationJobIT.encode(e)).reason);
+    e.setHostId("host-a");
+    assertEquals(1, decode(CorrelationJobIT.encode(e)).size());
   }
 
   @Test
@@ -63,7 +100,7 @@ class ConnectionEventDeserializerTest {
   /** Kryo fallback would be slow and make state evolution impossible. */
   @Test
   void streamAndStateTypesArePojos() {
-    for (Class<?> c : List.of(Observation.class, ConnectionUpdate.class, EdgeRow.class, ConnectionState.class,
+    for (Class<?> c : List.of(Observation.class, Decoded.class, DeadLetter.class, ConnectionUpdate.class, EdgeRow.class, ConnectionState.class,
         EdgeTotals.class, ConnectionStats.class, GraphNode.class, Side.class)) {
       assertInstanceOf(PojoTypeInfo.class, TypeInformation.of(c), c.getName());
     }

@@ -1,5 +1,6 @@
 package io.wattgraph.stream;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,6 +12,8 @@ import io.wattgraph.schema.ConnectionRole;
 import io.wattgraph.schema.IpAddresses;
 import io.wattgraph.schema.WattgraphSchemas;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -25,6 +28,11 @@ import java.util.stream.Stream;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -63,6 +71,7 @@ class CorrelationJobIT {
     neo4j = Neo4jServer.start(root.resolve("neo4j"), 0);
     driver = GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none());
     kafka.createTopic(TOPIC, 2);
+    kafka.createTopic(DLQ, 1);
   }
 
   @AfterAll
@@ -133,6 +142,22 @@ class CorrelationJobIT {
 
     assertEquals(4, count("MATCH (a)-[t:TALKS_TO]->(b) WHERE a.hostId IN ['host-a', 'host-b'] "
         + "OR b.hostId IN ['host-a', 'host-b'] RETURN count(t)", null, null));
+
+    // The three poison records are in the dead-letter topic, unchanged, with reason and origin.
+    List<ConsumerRecord<byte[], byte[]>> dead = readDeadLetters();
+    assertEquals(3, dead.size(), () -> dead.toString());
+    List<byte[]> poison = poison();
+    dead.sort(Comparator.comparingLong(r -> Long.parseLong(header(r, DeadLetterSerializer.OFFSET))));
+    for (int i = 0; i < 3; i++) {
+      ConsumerRecord<byte[], byte[]> r = dead.get(i);
+      assertArrayEquals(poison.get(i), r.value());
+      assertEquals("garbage", new String(r.key(), StandardCharsets.UTF_8));
+      assertEquals(TOPIC, header(r, DeadLetterSerializer.TOPIC));
+      assertTrue(Integer.parseInt(header(r, DeadLetterSerializer.PARTITION)) >= 0);
+    }
+    assertTrue(header(dead.get(0), DeadLetterSerializer.REASON).startsWith("undecodable: "));
+    assertTrue(header(dead.get(1), DeadLetterSerializer.REASON).contains("MissingSchemaException"));
+    assertEquals("invalid: remotePort 70000 out of range 0..65535", header(dead.get(2), DeadLetterSerializer.REASON));
 
     // Replay: a new consumer group reads everything again into the existing graph.
     List<String> before = dump();
@@ -261,9 +286,46 @@ class CorrelationJobIT {
       for (ConnectionEvent ev : events) {
         producer.send(new ProducerRecord<>(TOPIC, kafkaKey(ev), encode(ev))).get();
       }
-      // Poison record: must be dropped, not crash the job.
-      producer.send(new ProducerRecord<>(TOPIC, "garbage", new byte[] {(byte) 0xC3, 0x01, 1, 2, 3})).get();
+      // Poison records: each must go to the dead-letter topic, not crash the job.
+      for (byte[] poison : poison()) {
+        producer.send(new ProducerRecord<>(TOPIC, "garbage", poison)).get();
+      }
     }
+  }
+
+  /** Garbage, an unknown schema fingerprint, a port out of range. */
+  static List<byte[]> poison() throws Exception {
+    ConnectionEvent badPort = curl(ConnectionEventKind.SNAPSHOT, 40009, 1_000, 1, 1);
+    badPort.setRemotePort(70000);
+    return List.of(new byte[] {(byte) 0xC3, 0x01, 1, 2, 3},
+        new byte[] {(byte) 0xC3, 0x01, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0},
+        encode(badPort));
+  }
+
+  static final String DLQ = "wattgraph.dlq";
+
+  /** Every committed record of the dead-letter topic, read up to its end (no waiting on time). */
+  static List<ConsumerRecord<byte[], byte[]>> readDeadLetters() {
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
+    try (KafkaConsumer<byte[], byte[]> c =
+        new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+      List<TopicPartition> parts = c.partitionsFor(DLQ).stream()
+          .map(i -> new TopicPartition(DLQ, i.partition())).toList();
+      c.assign(parts);
+      c.seekToBeginning(parts);
+      Map<TopicPartition, Long> end = c.endOffsets(parts);
+      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
+        c.poll(Duration.ofMillis(200)).forEach(out::add);
+      }
+    }
+    return out;
+  }
+
+  static String header(ConsumerRecord<byte[], byte[]> r, String name) {
+    return new String(r.headers().lastHeader(name).value(), StandardCharsets.UTF_8);
   }
 
   static ConnectionEvent curl(ConnectionEventKind kind, int port, long t, long sent, long received) {

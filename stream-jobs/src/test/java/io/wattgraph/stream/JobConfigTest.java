@@ -19,6 +19,24 @@ class JobConfigTest {
     assertNull(c.neo4jUser);
     assertNull(c.parallelism);
     assertNull(c.checkpointDir);
+    assertEquals("wattgraph.dlq", c.dlqTopic);
+    assertEquals("wattgraph.service-mappings", c.serviceMappingsTopic);
+    assertEquals(6000, c.closedRetention(), "2 x horizon");
+    assertEquals(3_600_000, c.idleTimeoutMs);
+  }
+
+  @Test
+  void topicAndStateFlags() {
+    JobConfig c = JobConfig.parse(new String[] {"--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2",
+        "--dlq-topic", "d", "--service-mappings-topic", "m", "--closed-retention-ms", "7",
+        "--idle-timeout-ms", "8"});
+    assertEquals("d", c.dlqTopic);
+    assertEquals("m", c.serviceMappingsTopic);
+    assertEquals(7, c.closedRetention());
+    assertEquals(8, c.idleTimeoutMs);
+    assertTrue(assertThrows(IllegalArgumentException.class, () -> JobConfig.parse(new String[] {
+        "--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2", "--idle-timeout-ms", "0"})).getMessage()
+        .contains("--idle-timeout-ms"));
   }
 
   @Test

@@ -1,0 +1,21 @@
+package io.wattgraph.stream;
+
+/** What the Kafka deserializer yields per record: an observation, or a dead letter. */
+public class Decoded {
+  public Observation observation;
+  public DeadLetter deadLetter;
+
+  public Decoded() {}
+
+  static Decoded ok(Observation o) {
+    Decoded d = new Decoded();
+    d.observation = o;
+    return d;
+  }
+
+  static Decoded dead(DeadLetter l) {
+    Decoded d = new Decoded();
+    d.deadLetter = l;
+    return d;
+  }
+}

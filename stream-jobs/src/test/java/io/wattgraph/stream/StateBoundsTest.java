@@ -1,0 +1,192 @@
+package io.wattgraph.stream;
+
+import static io.wattgraph.stream.Observations.closed;
+import static io.wattgraph.stream.Observations.obs;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * State bounds of the correlator (operator harness, processing time driven by hand): closed
+ * connections and idle keys expire by timers; a connection whose CLOSED never arrives is folded
+ * into its edge's totals after the idle timeout, and continues without double counting if it wakes.
+ */
+class StateBoundsTest {
+  static final long HORIZON = 1000;
+  static final long RETENTION = 5000;
+  static final long IDLE = 60_000;
+
+  KeyedOneInputStreamOperatorTestHarness<String, Observation, ConnectionUpdate> h;
+  KeyedOneInputStreamOperatorTestHarness<String, ConnectionUpdate, EdgeRow> edges;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    h = new KeyedOneInputStreamOperatorTestHarness<>(
+        new KeyedProcessOperator<>(new ConnectionCorrelator(HORIZON, RETENTION, IDLE)),
+        new CorrelationJob.ByConnection(), Types.STRING);
+    h.open();
+    h.setProcessingTime(0);
+    edges = new KeyedOneInputStreamOperatorTestHarness<>(
+        new KeyedProcessOperator<>(new EdgeAggregator()), new CorrelationJob.ByEdge(), Types.STRING);
+    edges.open();
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    h.close();
+    edges.close();
+  }
+
+  static Observation client(long sent, long recv) {
+    return obs("host-a", 11, Role.CLIENT, "10.0.0.1", 40000, "10.0.0.2", 80, 100, sent, recv);
+  }
+
+  static Observation server(long sent, long recv) {
+    return obs("host-b", 22, Role.SERVER, "10.0.0.2", 80, "10.0.0.1", 40000, 200, sent, recv);
+  }
+
+  /** Correlator output since the last call, fed on to the edge aggregator; returns the correlator's. */
+  List<ConnectionUpdate> drain() throws Exception {
+    List<ConnectionUpdate> r = h.extractOutputValues();
+    h.getOutput().clear();
+    for (ConnectionUpdate u : r) {
+      edges.processElement(u, 0);
+    }
+    return r;
+  }
+
+  /** The edge's latest row. */
+  EdgeRow lastRow() {
+    List<EdgeRow> rows = edges.extractOutputValues();
+    return rows.get(rows.size() - 1);
+  }
+
+  @Test
+  void closedConnectionIsForgottenAfterTheConfiguredRetention() throws Exception {
+    h.processElement(closed(client(10, 20)), 0);
+    h.processElement(closed(server(20, 10)), 0);
+    assertEquals(1, h.numKeyedStateEntries());
+    h.setProcessingTime(RETENTION - 1);
+    assertEquals(1, h.numKeyedStateEntries(), "kept during the retention");
+    h.setProcessingTime(RETENTION);
+    assertEquals(0, h.numKeyedStateEntries(), "forgotten after it");
+    h.setProcessingTime(3 * IDLE);
+    assertEquals(0, h.numKeyedStateEntries());
+    assertEquals(0, h.numProcessingTimeTimers(), "no timers left behind");
+  }
+
+  @Test
+  void connectionWhoseCloseNeverArrivesIsFoldedIntoTotalsThenForgotten() throws Exception {
+    h.processElement(client(100, 500), 0);
+    h.processElement(server(500, 100), 0);
+    drain();
+    assertEquals(100, lastRow().bytesClientToServer);
+
+    h.setProcessingTime(IDLE - 1);
+    assertEquals(List.of(), drain(), "nothing before the idle timeout");
+    h.setProcessingTime(IDLE);
+    List<ConnectionUpdate> out = drain();
+    assertEquals(List.of(ConnectionUpdate.Type.FINISHED), out.stream().map(u -> u.type).toList());
+    assertEquals(1, h.numKeyedStateEntries(), "a tombstone for one more idle period");
+    EdgeRow row = lastRow();
+    assertEquals(100, row.bytesClientToServer, "the connection stays in the totals");
+    assertEquals(500, row.bytesServerToClient);
+    assertEquals(1, row.connections);
+
+    h.setProcessingTime(2 * IDLE);
+    assertEquals(0, h.numKeyedStateEntries(), "key forgotten");
+    assertEquals(List.of(), drain(), "forgetting the tombstone emits nothing");
+  }
+
+  @Test
+  void activityPushesTheIdleTimeoutBack() throws Exception {
+    h.processElement(client(1, 1), 0);
+    h.processElement(server(1, 1), 0);
+    h.setProcessingTime(IDLE / 2);
+    h.processElement(client(2, 2), 0);
+    drain();
+    h.setProcessingTime(IDLE);
+    assertEquals(List.of(), drain(), "active half an idle period ago: kept");
+    h.setProcessingTime(IDLE / 2 + IDLE);
+    assertEquals(List.of(ConnectionUpdate.Type.FINISHED), drain().stream().map(u -> u.type).toList());
+  }
+
+  @Test
+  void idleConnectionThatWakesUpContinuesWithoutDoubleCounting() throws Exception {
+    h.processElement(client(100, 500), 0);
+    h.processElement(server(500, 100), 0);
+    h.setProcessingTime(IDLE);
+    drain();
+    assertEquals(1, lastRow().connections);
+
+    // The same sockets report again (cumulative counters went on from 100/500).
+    h.setProcessingTime(IDLE + 10);
+    h.processElement(client(130, 900), 0);
+    List<ConnectionUpdate> out = drain();
+    assertEquals(1, out.size());
+    assertTrue(out.get(0).continuation);
+    assertEquals(30, out.get(0).bytesClientToServer, "only the bytes since the expiry");
+    assertEquals(400, out.get(0).bytesServerToClient);
+    EdgeRow row = lastRow();
+    assertEquals(130, row.bytesClientToServer, "edge totals equal the socket's counters");
+    assertEquals(900, row.bytesServerToClient);
+    assertEquals(1, row.connections, "still one connection");
+
+    h.processElement(closed(server(900, 130)), 0);
+    h.processElement(closed(client(130, 900)), 0);
+    drain();
+    h.setProcessingTime(IDLE + 10 + RETENTION);
+    drain();
+    assertEquals(0, h.numKeyedStateEntries());
+    assertEquals(130, lastRow().bytesClientToServer);
+    assertEquals(1, lastRow().connections);
+  }
+
+  @Test
+  void oneSidedConnectionIdleExpiresOnItsExternalEdge() throws Exception {
+    h.processElement(client(7, 8), 0);
+    h.setProcessingTime(HORIZON);
+    List<ConnectionUpdate> out = drain();
+    assertEquals("E:10.0.0.2:80", out.get(0).server.qualifiedId());
+    h.setProcessingTime(IDLE);
+    assertEquals(List.of(ConnectionUpdate.Type.FINISHED), drain().stream().map(u -> u.type).toList());
+    EdgeRow row = lastRow();
+    assertFalse(row.delete);
+    assertEquals(7, row.bytesClientToServer);
+    h.setProcessingTime(2 * IDLE);
+    assertEquals(0, h.numKeyedStateEntries());
+  }
+
+  @Test
+  void manyShortConnectionsLeaveNoState() throws Exception {
+    for (int i = 0; i < 200; i++) {
+      h.processElement(closed(obs("host-a", i, Role.CLIENT, "10.0.0.1", 30000 + i, "10.0.0.2", 80, 100, 5, 6)), 0);
+      h.processElement(closed(obs("host-b", 1000 + i, Role.SERVER, "10.0.0.2", 80, "10.0.0.1", 30000 + i, 200, 6, 5)), 0);
+    }
+    for (int i = 0; i < 100; i++) { // CLOSED lost on both ends
+      h.processElement(obs("host-a", 5000 + i, Role.CLIENT, "10.0.0.1", 50000 + i, "10.0.0.2", 80, 100, 5, 6), 0);
+    }
+    assertEquals(300, h.numKeyedStateEntries());
+    h.setProcessingTime(RETENTION);
+    assertEquals(100, h.numKeyedStateEntries(), "closed ones gone");
+    h.setProcessingTime(IDLE);
+    assertEquals(100, h.numKeyedStateEntries(), "idle ones folded, tombstones kept");
+    h.setProcessingTime(2 * IDLE);
+    assertEquals(0, h.numKeyedStateEntries(), "idle ones gone");
+    drain();
+    List<EdgeRow> rows = edges.extractOutputValues();
+    EdgeRow toProcess = rows.stream().filter(r -> r.edgeKey.endsWith("P:host-b/200/200000")).reduce((a, b) -> b).get();
+    EdgeRow toExternal = rows.stream().filter(r -> r.edgeKey.endsWith("E:10.0.0.2:80")).reduce((a, b) -> b).get();
+    assertEquals(200, toProcess.connections, "the closed connections on the process edge");
+    assertEquals(200 * 5, toProcess.bytesClientToServer);
+    assertEquals(100, toExternal.connections, "the lone idle ones, folded in");
+  }
+}

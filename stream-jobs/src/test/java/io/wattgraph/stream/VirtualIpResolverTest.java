@@ -1,0 +1,195 @@
+package io.wattgraph.stream;
+
+import static io.wattgraph.stream.Observations.closed;
+import static io.wattgraph.stream.Observations.obs;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.wattgraph.schema.ServiceBackend;
+import io.wattgraph.schema.ServiceMapping;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.streaming.util.KeyedBroadcastOperatorTestHarness;
+import org.apache.flink.streaming.util.ProcessFunctionTestHarnesses;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** VIP translation in the operator harness (keyed by client endpoint, mappings as broadcast state). */
+class VirtualIpResolverTest {
+  static final long HORIZON = 1000;
+  static final long RETENTION = 2000;
+  static final String VIP = "10.96.0.10:80";
+
+  KeyedBroadcastOperatorTestHarness<String, Observation, ServiceMappingUpdate, Observation> h;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    h = ProcessFunctionTestHarnesses.forKeyedBroadcastProcessFunction(
+        new VirtualIpResolver(HORIZON, RETENTION), new CorrelationJob.ByClientEndpoint(), Types.STRING,
+        VirtualIpResolver.SERVICES, VirtualIpResolver.BACKENDS);
+    h.setProcessingTime(0);
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    h.close();
+  }
+
+  static Observation client(int port, long sent) {
+    return obs("host-a", port, Role.CLIENT, "10.1.0.5", port, "10.96.0.10", 80, 100, sent, 0);
+  }
+
+  static Observation backend(String ip, int clientPort) {
+    return obs("host-" + ip, clientPort, Role.SERVER, ip, 8080, "10.1.0.5", clientPort, 200, 0, 0);
+  }
+
+  int keyedStateEntries() {
+    return ((org.apache.flink.runtime.state.heap.HeapKeyedStateBackend<?>)
+        ((org.apache.flink.streaming.api.operators.AbstractStreamOperator<?>) h.getOperator()).getKeyedStateBackend())
+        .numKeyValueStateEntries();
+  }
+
+  List<Observation> out() {
+    List<Observation> r = h.extractOutputValues();
+    h.getOutput().clear();
+    return r;
+  }
+
+  static String view(Observation o) {
+    return o.hostId + " " + o.localEndpoint() + ">" + o.remoteEndpoint();
+  }
+
+  List<String> outViews() {
+    return out().stream().map(VirtualIpResolverTest::view).toList();
+  }
+
+  @Test
+  void singleBackendIsTranslatedAtOnceAndPairsWithTheBackend() throws Exception {
+    h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080"), 0);
+    h.processElement(client(40000, 10), 0);
+    List<Observation> o = out();
+    assertEquals(List.of("host-a 10.1.0.5:40000>10.2.0.7:8080"), o.stream().map(VirtualIpResolverTest::view).toList());
+    assertEquals(backend("10.2.0.7", 40000).connectionKey(), o.get(0).connectionKey(), "same correlator key");
+  }
+
+  @Test
+  void multiBackendClientWaitsForTheBackendThatServedIt() throws Exception {
+    h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080", "10.2.0.8:8080"), 0);
+    h.processElement(client(40000, 10), 0);
+    assertEquals(List.of(), out(), "held: which backend is not known yet");
+    h.processElement(backend("10.2.0.8", 40000), 0);
+    assertEquals(List.of("host-10.2.0.8 10.2.0.8:8080>10.1.0.5:40000", "host-a 10.1.0.5:40000>10.2.0.8:8080"),
+        outViews());
+    h.processElement(client(40000, 20), 0);
+    assertEquals(List.of("host-a 10.1.0.5:40000>10.2.0.8:8080"), outViews(), "now known: at once");
+    // Another client port of the same host is resolved on its own.
+    h.processElement(backend("10.2.0.7", 40001), 0);
+    h.processElement(client(40001, 5), 0);
+    assertEquals(List.of("host-10.2.0.7 10.2.0.7:8080>10.1.0.5:40001", "host-a 10.1.0.5:40001>10.2.0.7:8080"),
+        outViews());
+  }
+
+  @Test
+  void unresolvedClientGoesOnUntranslatedAfterTheHorizon() throws Exception {
+    h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080", "10.2.0.8:8080"), 0);
+    h.processElement(client(40000, 10), 0);
+    h.setProcessingTime(HORIZON - 1);
+    assertEquals(List.of(), out());
+    h.setProcessingTime(HORIZON);
+    assertEquals(List.of("host-a 10.1.0.5:40000>10.96.0.10:80"), outViews());
+    h.setProcessingTime(10 * RETENTION);
+    assertEquals(0, keyedStateEntries(), "nothing kept for the key");
+  }
+
+  @Test
+  void aSocketReleasedUntranslatedStaysUntranslatedSoItIsNotSplitOverTwoKeys() throws Exception {
+    h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080", "10.2.0.8:8080"), 0);
+    h.processElement(client(40000, 10), 0);
+    h.setProcessingTime(HORIZON);
+    assertEquals(List.of("host-a 10.1.0.5:40000>10.96.0.10:80"), outViews());
+    h.processElement(backend("10.2.0.8", 40000), 0); // too late
+    out();
+    h.processElement(client(40000, 20), 0);
+    assertEquals(List.of("host-a 10.1.0.5:40000>10.96.0.10:80"), outViews());
+    h.processElement(closed(client(40000, 30)), 0);
+    assertEquals(List.of("host-a 10.1.0.5:40000>10.96.0.10:80"), outViews());
+  }
+
+  @Test
+  void anActiveTranslatedSocketKeepsItsBackendBeyondTheRetention() throws Exception {
+    h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080", "10.2.0.8:8080"), 0);
+    h.processElement(backend("10.2.0.8", 40000), 0);
+    h.processElement(client(40000, 10), 0);
+    out();
+    for (long t = RETENTION / 2; t <= 5 * RETENTION; t += RETENTION / 2) {
+      h.setProcessingTime(t);
+      h.processElement(client(40000, 10 + t), 0);
+      assertEquals(List.of("host-a 10.1.0.5:40000>10.2.0.8:8080"), outViews(), "at " + t);
+    }
+  }
+
+  @Test
+  void stateForAClientEndpointIsForgottenAfterTheRetention() throws Exception {
+    h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080", "10.2.0.8:8080"), 0);
+    h.processElement(backend("10.2.0.7", 40000), 0);
+    h.processElement(client(40000, 10), 0);
+    out();
+    h.setProcessingTime(RETENTION);
+    assertEquals(0, keyedStateEntries());
+  }
+
+  @Test
+  void closeOfAClientForgetsItsBackendSoAReusedPortResolvesAgain() throws Exception {
+    h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080", "10.2.0.8:8080"), 0);
+    h.processElement(backend("10.2.0.7", 40000), 0);
+    h.processElement(closed(client(40000, 10)), 0);
+    assertEquals("host-a 10.1.0.5:40000>10.2.0.7:8080", outViews().get(1));
+    h.setProcessingTime(RETENTION); // the backend's report ages out
+    h.processElement(client(40000, 1), 0);
+    assertEquals(List.of(), out(), "reused port: waits for its own backend");
+    h.processElement(backend("10.2.0.8", 40000), 0);
+    assertEquals("host-a 10.1.0.5:40000>10.2.0.8:8080", outViews().get(1));
+  }
+
+  @Test
+  void deletedOrUnknownServicesPassThrough() throws Exception {
+    h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080"), 0);
+    h.processBroadcastElement(ServiceMappingUpdate.deletion(VIP), 0);
+    h.processElement(client(40000, 10), 0);
+    assertEquals(List.of("host-a 10.1.0.5:40000>10.96.0.10:80"), outViews());
+    h.processElement(obs("host-a", 9, Role.CLIENT, "10.1.0.5", 40002, "10.3.0.1", 443, 100, 1, 1), 0);
+    assertEquals(List.of("host-a 10.1.0.5:40002>10.3.0.1:443"), outViews());
+    h.processElement(obs("host-b", 9, Role.UNKNOWN, "10.3.0.1", 443, "10.1.0.5", 40003, 100, 1, 1), 0);
+    assertEquals(1, out().size());
+  }
+
+  @Test
+  void anUpdatedMappingReplacesTheBackends() throws Exception {
+    h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080", "10.2.0.8:8080"), 0);
+    h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.9:8080"), 0);
+    h.processElement(client(40000, 10), 0);
+    assertEquals(List.of("host-a 10.1.0.5:40000>10.2.0.9:8080"), outViews());
+  }
+
+  @Test
+  void decodesMappingsAndTombstones() throws Exception {
+    ServiceMapping m = ServiceMapping.newBuilder().setVip("::ffff:10.96.0.10").setPort(80)
+        .setNamespace("shop").setService("cart")
+        .setBackends(List.of(ServiceBackend.newBuilder().setAddress("10.2.0.7").setPort(8080).build()))
+        .build();
+    ByteBuffer b = ServiceMapping.getEncoder().encode(m);
+    byte[] bytes = new byte[b.remaining()];
+    b.get(bytes);
+    ServiceMappingUpdate u = ServiceMappingDeserializer.decode(null, bytes, ServiceMapping.getDecoder());
+    assertEquals("10.96.0.10:80", u.vipEndpoint);
+    assertEquals(List.of("10.2.0.7:8080"), List.of(u.backends));
+    assertEquals("shop/cart", u.service);
+    ServiceMappingUpdate del = ServiceMappingDeserializer.decode(
+        "10.96.0.10:80".getBytes(StandardCharsets.UTF_8), null, ServiceMapping.getDecoder());
+    assertEquals(true, del.delete);
+    assertEquals("10.96.0.10:80", del.vipEndpoint);
+    assertEquals("2001:db8::1:443", ServiceMappingDeserializer.parseEndpoint("[2001:db8::1]:443"));
+  }
+}

@@ -1,0 +1,206 @@
+package io.wattgraph.stream.bench;
+
+import io.wattgraph.localstack.Neo4jServer;
+import io.wattgraph.stream.CorrelationJob;
+import io.wattgraph.stream.EdgeRow;
+import io.wattgraph.stream.GraphNode;
+import io.wattgraph.stream.GraphWriter;
+import io.wattgraph.stream.JobConfig;
+import io.wattgraph.stream.Neo4jSettings;
+import io.wattgraph.stream.Observation;
+import io.wattgraph.stream.Role;
+import io.wattgraph.stream.ServiceMappingUpdate;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
+
+/**
+ * Throughput of the stream job, run by hand (not a test):
+ * <pre>
+ * mvn -o -q -pl stream-jobs test-compile dependency:build-classpath -Dmdep.includeScope=test \
+ *     -Dmdep.outputFile=target/bench-classpath.txt
+ * java -cp stream-jobs/target/test-classes:stream-jobs/target/classes:$(cat stream-jobs/target/bench-classpath.txt) \
+ *     io.wattgraph.stream.bench.StreamJobsBenchmark [EVENTS] [NEO4J_ROWS]
+ * </pre>
+ * 1. Correlation: generated agent events through exactly the job's core
+ *    ({@link CorrelationJob#correlate}: VIP resolver, correlator, edge aggregator) in a local
+ *    MiniCluster at parallelism 1, into a discarding sink. Reports events/s of wall time and events
+ *    per CPU-second of the whole process (that is "per core").
+ * 2. Neo4j: {@link GraphWriter} batches of 500 edge rows into a local Neo4j over Bolt, first as new
+ *    edges (node and relationship creation), then the same edges again (updates).
+ */
+public final class StreamJobsBenchmark {
+  static final int HOSTS = 50;
+  static final int PROCS_PER_HOST = 20;
+
+  private StreamJobsBenchmark() {}
+
+  public static void main(String[] args) throws Exception {
+    long events = args.length > 0 ? Long.parseLong(args[0]) : 3_000_000L;
+    int rows = args.length > 1 ? Integer.parseInt(args[1]) : 40_000;
+    System.out.printf("cores available: %d, JVM %s%n", Runtime.getRuntime().availableProcessors(),
+        System.getProperty("java.version"));
+    correlation(Math.min(events, 200_000), "warm-up");
+    correlation(events, "measured");
+    neo4j(rows);
+    System.exit(0);
+  }
+
+  /**
+   * Event i belongs to connection i / 6, in the order an agent pair produces them: client OPENED,
+   * server OPENED, client SNAPSHOT, server SNAPSHOT, client CLOSED, server CLOSED. 50 hosts with 20
+   * processes each; every client process talks to 5 server processes on other hosts; client ports
+   * cycle through 50,000 ephemeral ports (so 4-tuples get reused, as on real hosts); every tenth
+   * connection dials a service VIP with 3 backends.
+   */
+  static final class Generate implements MapFunction<Long, Observation> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public Observation map(Long i) {
+      long c = i / 6;
+      int step = (int) (i % 6);
+      int clientProc = (int) (c % (HOSTS * PROCS_PER_HOST));
+      int clientHost = clientProc / PROCS_PER_HOST;
+      int serverHost = (clientHost + 1 + (int) (c % 5)) % HOSTS;
+      int serverProc = serverHost * PROCS_PER_HOST + (int) (c % 3);
+      boolean viaVip = c % 10 == 0;
+      int backend = (int) (c % 3);
+      String clientIp = ip(clientHost);
+      String serverIp = viaVip ? ip(backend) : ip(serverHost);
+      int serverPort = viaVip ? 9000 : 8000 + serverProc % PROCS_PER_HOST;
+      int clientPort = 10_000 + (int) ((c / (HOSTS * PROCS_PER_HOST)) % 50_000);
+      boolean clientSide = step % 2 == 0;
+      long bytes = (step / 2 + 1) * (1000 + c % 4096);
+      Observation o = new Observation();
+      o.eventTimeNs = 1_700_000_000_000_000_000L + i * 1000;
+      o.closed = step >= 4;
+      o.socketCookie = c * 2 + (clientSide ? 0 : 1);
+      if (clientSide) {
+        o.hostId = "host-" + clientHost;
+        o.role = Role.CLIENT;
+        o.localIp = clientIp;
+        o.localPort = clientPort;
+        o.remoteIp = viaVip ? "10.96.0.10" : serverIp;
+        o.remotePort = viaVip ? 80 : serverPort;
+        o.tgid = 1000 + clientProc;
+        o.bytesSent = bytes;
+        o.bytesReceived = bytes * 3;
+      } else {
+        int proc = viaVip ? backend * PROCS_PER_HOST : serverProc;
+        o.hostId = "host-" + (viaVip ? backend : serverHost);
+        o.role = Role.SERVER;
+        o.localIp = serverIp;
+        o.localPort = serverPort;
+        o.remoteIp = clientIp;
+        o.remotePort = clientPort;
+        o.tgid = 1000 + proc;
+        o.bytesSent = bytes * 3;
+        o.bytesReceived = bytes;
+      }
+      o.processStartTimeNs = o.tgid * 1_000_000L;
+      o.comm = "proc" + o.tgid;
+      o.cmdline = "/usr/bin/proc" + o.tgid + " --serve";
+      o.cgroupId = 4242;
+      return o;
+    }
+
+    static String ip(int host) {
+      return "10.20." + (host / 250) + "." + (host % 250 + 1);
+    }
+  }
+
+  static void correlation(long events, String label) throws Exception {
+    Configuration conf = new Configuration();
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+    JobConfig config = new JobConfig();
+    DataStream<Observation> observations = env.fromSequence(0, events - 1)
+        .map(new Generate()).returns(TypeInformation.of(Observation.class)).name("generate");
+    DataStream<ServiceMappingUpdate> mappings = env.fromData(
+        List.of(service("10.96.0.10:80", Generate.ip(0) + ":9000", Generate.ip(1) + ":9000", Generate.ip(2) + ":9000")),
+        TypeInformation.of(ServiceMappingUpdate.class));
+    CorrelationJob.correlate(observations, mappings, config).sinkTo(new DiscardingSink<>());
+    var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+    long cpu0 = os.getProcessCpuTime();
+    long t0 = System.nanoTime();
+    JobExecutionResult r = env.execute("benchmark " + label);
+    double wall = (System.nanoTime() - t0) / 1e9;
+    double cpu = (os.getProcessCpuTime() - cpu0) / 1e9;
+    System.out.printf("correlation %-8s %,d events: wall %.1f s (job net %.1f s), process CPU %.1f s -> %,.0f events/s, "
+            + "%,.0f events per CPU-second%n", label, events, wall, r.getNetRuntime() / 1000.0, cpu,
+        events / wall, events / cpu);
+  }
+
+  static ServiceMappingUpdate service(String vip, String... backends) {
+    ServiceMappingUpdate u = new ServiceMappingUpdate();
+    u.vipEndpoint = vip;
+    u.backends = backends;
+    return u;
+  }
+
+  static void neo4j(int rows) throws Exception {
+    Path dir = Path.of("target", "bench", "neo4j-" + System.nanoTime()).toAbsolutePath();
+    Files.createDirectories(dir);
+    try (Neo4jServer server = Neo4jServer.start(dir, 0);
+        GraphWriter graph = new GraphWriter(new Neo4jSettings(server.boltUri(), null, null, 500, 200))) {
+      graph.createConstraints();
+      List<EdgeRow> all = new ArrayList<>();
+      for (int i = 0; i < rows; i++) {
+        all.add(row(i, 1));
+      }
+      write(graph, all.subList(0, Math.min(2000, rows)), "warm-up");
+      List<EdgeRow> updated = new ArrayList<>();
+      for (int i = 0; i < rows; i++) {
+        updated.add(row(i, 2));
+      }
+      write(graph, all, "create");
+      write(graph, updated, "update");
+    }
+  }
+
+  static void write(GraphWriter graph, List<EdgeRow> rows, String label) {
+    long t0 = System.nanoTime();
+    for (int i = 0; i < rows.size(); i += 500) {
+      graph.write(rows.subList(i, Math.min(rows.size(), i + 500)));
+    }
+    double s = (System.nanoTime() - t0) / 1e9;
+    System.out.printf("neo4j %-8s %,d edge rows in batches of 500: %.1f s -> %,.0f edge upserts/s%n",
+        label, rows.size(), s, rows.size() / s);
+  }
+
+  /** Edge i between two of 2,000 processes on 100 hosts (each process has ~40 edges). */
+  static EdgeRow row(int i, int generation) {
+    EdgeRow r = new EdgeRow();
+    r.client = process(i % 2000);
+    r.server = process((i * 7 + i / 2000 + 1) % 2000);
+    r.edgeKey = "P:" + r.client.id + ">P:" + r.server.id + "#" + i;
+    r.bytesClientToServer = 1000L * generation + i;
+    r.bytesServerToClient = 3000L * generation + i;
+    r.connections = generation;
+    r.firstSeenNs = 1;
+    r.lastSeenNs = 1L + generation;
+    return r;
+  }
+
+  static GraphNode process(int p) {
+    GraphNode n = new GraphNode();
+    n.kind = GraphNode.Kind.PROCESS;
+    n.hostId = "bench-host-" + (p / 20);
+    n.pid = 1000 + p;
+    n.startTimeNs = p;
+    n.comm = "proc" + p;
+    n.cmdline = "/usr/bin/proc" + p;
+    n.cgroupId = 1;
+    n.id = n.hostId + "/" + n.pid + "/" + n.startTimeNs;
+    return n;
+  }
+}

@@ -1,0 +1,210 @@
+package io.wattgraph.system;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.wattgraph.localstack.KafkaBroker;
+import io.wattgraph.localstack.Neo4jServer;
+import io.wattgraph.schema.ServiceBackend;
+import io.wattgraph.schema.ServiceMapping;
+import io.wattgraph.stream.VirtualIpResolver;
+import io.wattgraph.schema.ConnectionEvent;
+import io.wattgraph.schema.IpAddresses;
+import io.wattgraph.schema.WattgraphSchemas;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.neo4j.driver.AuthTokens;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.GraphDatabase;
+import org.neo4j.driver.Record;
+import org.neo4j.driver.Session;
+
+/**
+ * A Kubernetes-style virtual IP for real: host A's kernel DNATs a service address (an unused
+ * address of the test /24) to the server in host B, with an iptables rule in A's namespace. The
+ * mapping (VIP:port to two backends, only one of which exists) is published to the compacted
+ * service-mappings topic. A real client dials the VIP; the graph must show an edge from the client
+ * process to the server process with the exact bytes, and nothing for the virtual address.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class VirtualIpEndToEndTest {
+  private static final String TOPIC = "wattgraph.connections";
+  private static final String MAPPINGS = "wattgraph.service-mappings";
+  private static final Path WORK = Path.of("target", "system-test-vip").toAbsolutePath();
+  private static final int SUBNET = 78;
+  private static final String VIP = "10.231." + SUBNET + ".100";
+  private static final int VIP_PORT = 8080;
+  private static final int SERVER_PORT = 7080;
+
+  private TwoHostNetwork net;
+  private KafkaBroker kafka;
+  private Neo4jServer neo4j;
+  private RunningJob job;
+  private AgentProcess agentA;
+  private AgentProcess agentB;
+  private Driver driver;
+
+  @BeforeAll
+  void startEverything() throws Exception {
+    Preconditions.requireRoot();
+    Path agentBin = Preconditions.agentBinary();
+    Files.createDirectories(WORK);
+    net = new TwoHostNetwork("vip" + (ProcessHandle.current().pid() % 1000), SUBNET);
+    // Host A's kernel translates VIP:8080 to the server in host B, as kube-proxy would (no SNAT).
+    Shell.run("ip", "netns", "exec", net.nsA, "iptables", "-t", "nat", "-A", "OUTPUT", "-d", VIP, "-p", "tcp",
+        "--dport", String.valueOf(VIP_PORT), "-j", "DNAT", "--to-destination", net.addrB + ":" + SERVER_PORT);
+    kafka = KafkaBroker.start(WORK.resolve("kafka-" + System.nanoTime()), 0, 0);
+    kafka.createTopic(TOPIC, 2);
+    kafka.createTopic(MAPPINGS, 1, Map.of("cleanup.policy", "compact"));
+    neo4j = Neo4jServer.start(WORK.resolve("neo4j-" + System.nanoTime()), 0);
+    driver = GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none());
+    long appliedBefore = VirtualIpResolver.UPDATES_APPLIED.get();
+    publishMapping();
+    job = RunningJob.start(kafka.bootstrapServers(), TOPIC, neo4j.boltUri(), WORK.resolve("flink"));
+    // Broadcast: every resolver subtask (parallelism 2) must have the mapping before traffic starts.
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    while (VirtualIpResolver.UPDATES_APPLIED.get() < appliedBefore + 2) {
+      assertTrue(System.nanoTime() < deadline, "the job did not apply the service mapping");
+      Thread.sleep(100);
+    }
+    agentA = new AgentProcess(agentBin, "host-a", net.nsPath(net.nsA), kafka.bootstrapServers(), WORK.resolve("agents"));
+    agentB = new AgentProcess(agentBin, "host-b", net.nsPath(net.nsB), kafka.bootstrapServers(), WORK.resolve("agents"));
+  }
+
+  /** Two backends, so the job must find out which one served the client (the real one, .2). */
+  private void publishMapping() throws Exception {
+    ServiceMapping m = ServiceMapping.newBuilder()
+        .setVip(VIP).setPort(VIP_PORT).setNamespace("shop").setService("cart")
+        .setBackends(List.of(
+            ServiceBackend.newBuilder().setAddress("10.231." + SUBNET + ".3").setPort(SERVER_PORT).build(),
+            ServiceBackend.newBuilder().setAddress(net.addrB).setPort(SERVER_PORT).setNodeName("host-b").build()))
+        .build();
+    ByteBuffer b = ServiceMapping.getEncoder().encode(m);
+    byte[] value = new byte[b.remaining()];
+    b.get(value);
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    try (KafkaProducer<String, byte[]> producer =
+        new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
+      producer.send(new ProducerRecord<>(MAPPINGS, VIP + ":" + VIP_PORT, value)).get();
+    }
+  }
+
+  @AfterAll
+  void stopEverything() {
+    // Deleting the namespaces also removes the iptables rule that lives in A's namespace.
+    for (AutoCloseable c : new AutoCloseable[] {agentA, agentB, job, driver, neo4j, kafka, net}) {
+      if (c != null) {
+        try {
+          c.close();
+        } catch (Exception e) {
+          System.err.println("teardown: " + e);
+        }
+      }
+    }
+  }
+
+  @Test
+  void clientDiallingTheVirtualIpIsLinkedToTheBackendProcess() throws Exception {
+    long request = 2L * 1024 * 1024 + 5;
+    long response = 54_321;
+    String java = ProcessHandle.current().info().command().orElse("java");
+    String cp = Path.of(TcpPeer.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
+    Path ready = WORK.resolve("server-vip.ready");
+    Files.deleteIfExists(ready);
+    Process server = new ProcessBuilder("ip", "netns", "exec", net.nsB, java, "-cp", cp,
+        TcpPeer.class.getName(), "server", net.addrB, String.valueOf(SERVER_PORT), ready.toString(),
+        String.valueOf(request), String.valueOf(response)).inheritIO().start();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (!Files.exists(ready)) {
+      assertTrue(server.isAlive(), "server exited early");
+      assertTrue(System.nanoTime() < deadline, "server did not listen within 30 s");
+      Thread.sleep(50);
+    }
+    // The client knows only the virtual address.
+    Process client = new ProcessBuilder("ip", "netns", "exec", net.nsA, java, "-cp", cp,
+        TcpPeer.class.getName(), "client", VIP, String.valueOf(VIP_PORT),
+        String.valueOf(request), String.valueOf(response)).inheritIO().start();
+    assertTrue(client.waitFor(60, TimeUnit.SECONDS), "client did not finish");
+    assertTrue(server.waitFor(60, TimeUnit.SECONDS), "server did not finish");
+    assertEquals(0, client.exitValue(), "client failed (is the DNAT rule in place?)");
+    assertEquals(0, server.exitValue(), "server failed");
+
+    String q = "MATCH (c:Process {hostId:'host-a', pid:$cpid})-[t:TALKS_TO]->(s:Process {hostId:'host-b', pid:$spid}) "
+        + "RETURN t.bytesClientToServer AS c2s, t.bytesServerToClient AS s2c, t.connections AS n";
+    Map<String, Object> params = Map.of("cpid", client.pid(), "spid", server.pid());
+    Record edge = null;
+    deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    while (System.nanoTime() < deadline) {
+      List<Record> rows = read(q, params);
+      if (!rows.isEmpty() && rows.get(0).get("c2s").asLong() == request && rows.get(0).get("s2c").asLong() == response) {
+        edge = rows.get(0);
+        break;
+      }
+      Thread.sleep(250);
+    }
+    assertTrue(edge != null, "no edge client -> backend process with exact bytes; graph: "
+        + read("MATCH (a)-[t:TALKS_TO]->(b) RETURN a.id AS a, b.id AS b, properties(t) AS t", Map.of())
+            .stream().map(Record::asMap).toList()
+        + "\nagent A log:\n" + agentA.logText() + "\nagent B log:\n" + agentB.logText());
+    assertEquals(1, edge.get("n").asLong());
+    assertTrue(agentAReportedTheVirtualAddress(), "host A's agent must see the VIP (else nothing was translated)");
+    assertEquals(0, read("MATCH (x:External) WHERE x.address = $vip RETURN x", Map.of("vip", VIP)).size(),
+        "no External node for the virtual address");
+    assertEquals(0, read("MATCH (:Process {hostId:'host-a', pid:$cpid})-[t:TALKS_TO]->(:External) RETURN t",
+        Map.of("cpid", client.pid())).size(), "the client talks to nothing else");
+  }
+
+  /** Whether a client event of host A names the VIP as remote endpoint (the socket never sees the DNAT). */
+  private boolean agentAReportedTheVirtualAddress() {
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    var decoder = WattgraphSchemas.connectionEventDecoder();
+    try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+      List<TopicPartition> parts = c.partitionsFor(TOPIC).stream().map(i -> new TopicPartition(TOPIC, i.partition())).toList();
+      c.assign(parts);
+      c.seekToBeginning(parts);
+      Map<TopicPartition, Long> end = c.endOffsets(parts);
+      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
+        for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+          try {
+            ConnectionEvent e = decoder.decode(r.value());
+            if (e.getHostId().equals("host-a") && IpAddresses.format(e.getRemoteAddress()).equals(VIP)
+                && e.getRemotePort() == VIP_PORT) {
+              return true;
+            }
+          } catch (Exception ignored) {
+            // not an event of ours
+          }
+        }
+      }
+    }
+    return false;
+  }
+
+  private List<Record> read(String cypher, Map<String, Object> params) {
+    try (Session session = driver.session()) {
+      return session.executeRead(tx -> tx.run(cypher, params).list());
+    }
+  }
+}
