@@ -152,7 +152,7 @@ impl Encoder {
 }
 
 /// Zig-zag varint (Avro int and long share it).
-fn write_long(out: &mut Vec<u8>, v: i64) {
+pub(crate) fn write_long(out: &mut Vec<u8>, v: i64) {
     let mut z = ((v << 1) ^ (v >> 63)) as u64;
     while z >= 0x80 {
         out.push((z as u8) | 0x80);
@@ -161,13 +161,13 @@ fn write_long(out: &mut Vec<u8>, v: i64) {
     out.push(z as u8);
 }
 
-fn write_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     write_long(out, s.len() as i64);
     out.extend_from_slice(s.as_bytes());
 }
 
 /// Union ["null","string"]: branch index, then the value.
-fn write_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
+pub(crate) fn write_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
         None => write_long(out, 0),
         Some(s) => {

@@ -10,9 +10,9 @@ pub struct Config {
     #[arg(long = "host-id", value_name = "ID")]
     pub host_id: String,
 
-    /// Kafka bootstrap brokers, comma separated HOST:PORT.
-    #[arg(long = "kafka-brokers", value_name = "HOST:PORT")]
-    pub kafka_brokers: String,
+    /// Kafka bootstrap brokers, comma separated HOST:PORT (not needed with --once).
+    #[arg(long = "kafka-brokers", value_name = "HOST:PORT", required_unless_present = "once")]
+    pub kafka_brokers: Option<String>,
 
     /// Kafka topic for ConnectionEvent records.
     #[arg(long, default_value = "wattgraph.connections")]
@@ -49,6 +49,61 @@ pub struct Config {
     /// Also capture the agent's own sockets (normally ignored in the kernel).
     #[arg(long = "include-self")]
     pub include_self: bool,
+
+    /// Kafka topic for ResourceSample records (CPU and power per host, group, process).
+    #[arg(long = "resource-topic", default_value = "wattgraph.resources")]
+    pub resource_topic: String,
+
+    /// Length of a CPU/power sampling interval.
+    #[arg(long = "sample-interval-ms", default_value_t = 1000)]
+    pub sample_interval_ms: u64,
+
+    /// Do not load the sched_switch programs nor emit ResourceSample records.
+    #[arg(long = "no-resources")]
+    pub no_resources: bool,
+
+    /// Maximum tracked threads (in-kernel LRU map size).
+    #[arg(long = "thread-entries", default_value_t = 32768)]
+    pub thread_entries: u32,
+
+    /// Root of the powercap sysfs tree holding intel-rapl:* zones.
+    #[arg(long = "powercap-root", value_name = "PATH", default_value = "/sys/class/powercap")]
+    pub powercap_root: PathBuf,
+
+    /// RAPL: idle power per socket in watts (kept as the host's); default: the lowest
+    /// power measured so far.
+    #[arg(long = "idle-watts-per-socket", value_name = "W")]
+    pub idle_watts_per_socket: Option<f64>,
+
+    /// Estimation model (no RAPL): watts of one idle CPU.
+    #[arg(long = "idle-watts-per-cpu", value_name = "W", default_value_t = 1.5)]
+    pub idle_watts_per_cpu: f64,
+
+    /// Estimation model (no RAPL): watts of one fully busy CPU.
+    #[arg(long = "max-watts-per-cpu", value_name = "W", default_value_t = 6.0)]
+    pub max_watts_per_cpu: f64,
+
+    /// HT_r of Eq. 3.1: power of two hyper-threads on one core relative to one.
+    #[arg(long = "ht-ratio", default_value_t = 1.1)]
+    pub ht_ratio: f64,
+
+    /// Do not open hardware counters (on-CPU time becomes the attribution weight).
+    #[arg(long = "no-hw-counters")]
+    pub no_hw_counters: bool,
+
+    /// cgroup v2 mount used to resolve cgroup ids (default: /sys/fs/cgroup/unified on
+    /// hybrid hosts, else /sys/fs/cgroup).
+    #[arg(long = "cgroup-root", value_name = "PATH")]
+    pub cgroup_root: Option<PathBuf>,
+
+    /// Serve Prometheus text metrics on this address (e.g. 127.0.0.1:9400).
+    #[arg(long = "metrics-addr", value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+
+    /// Diagnostic: watch one sampling interval, print connections, top processes by CPU
+    /// and the power source, then exit (no Kafka).
+    #[arg(long = "once")]
+    pub once: bool,
 }
 
 impl Config {
@@ -60,10 +115,11 @@ impl Config {
         if self.host_id.contains('/') {
             return Err(format!("--host-id '{}' must not contain '/' (it is part of process ids)", self.host_id));
         }
-        if self.kafka_brokers.trim().is_empty() {
+        let brokers = self.kafka_brokers.as_deref().unwrap_or("");
+        if brokers.trim().is_empty() && !self.once {
             return Err("--kafka-brokers must not be empty".into());
         }
-        for b in self.kafka_brokers.split(',') {
+        for b in brokers.split(',').filter(|_| !brokers.trim().is_empty()) {
             let b = b.trim();
             let (host, port) = b
                 .rsplit_once(':')
@@ -76,9 +132,39 @@ impl Config {
                 _ => return Err(format!("--kafka-brokers entry '{b}' has an invalid port '{port}'")),
             }
         }
-        let t = &self.topic;
-        if t.is_empty() || t.len() > 249 || !t.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) || t == "." || t == ".." {
-            return Err(format!("--topic '{t}' is not a valid Kafka topic name ([a-zA-Z0-9._-], 1..249 chars)"));
+        for (flag, t) in [("--topic", &self.topic), ("--resource-topic", &self.resource_topic)] {
+            if t.is_empty() || t.len() > 249 || !t.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) || t == "." || t == ".." {
+                return Err(format!("{flag} '{t}' is not a valid Kafka topic name ([a-zA-Z0-9._-], 1..249 chars)"));
+            }
+        }
+        if !(10..=3_600_000).contains(&self.sample_interval_ms) {
+            return Err(format!("--sample-interval-ms '{}' must be between 10 and 3600000", self.sample_interval_ms));
+        }
+        if !(64..=4_194_304).contains(&self.thread_entries) {
+            return Err(format!("--thread-entries '{}' must be between 64 and 4194304", self.thread_entries));
+        }
+        if !(1.0..=2.0).contains(&self.ht_ratio) {
+            return Err(format!("--ht-ratio '{}' must be between 1.0 and 2.0", self.ht_ratio));
+        }
+        let w_ok = |w: f64| w.is_finite() && (0.0..=10_000.0).contains(&w);
+        if let Some(w) = self.idle_watts_per_socket {
+            if !w_ok(w) {
+                return Err(format!("--idle-watts-per-socket '{w}' must be between 0 and 10000"));
+            }
+        }
+        if !w_ok(self.idle_watts_per_cpu) {
+            return Err(format!("--idle-watts-per-cpu '{}' must be between 0 and 10000", self.idle_watts_per_cpu));
+        }
+        if !w_ok(self.max_watts_per_cpu) || self.max_watts_per_cpu < self.idle_watts_per_cpu {
+            return Err(format!(
+                "--max-watts-per-cpu '{}' must be between --idle-watts-per-cpu ({}) and 10000",
+                self.max_watts_per_cpu, self.idle_watts_per_cpu
+            ));
+        }
+        if let Some(p) = &self.cgroup_root {
+            if !p.is_dir() {
+                return Err(format!("--cgroup-root '{}' is not a directory", p.display()));
+            }
         }
         if self.snapshot_interval_ms == 0 {
             return Err("--snapshot-interval-ms '0' must be at least 1".into());
@@ -127,6 +213,22 @@ mod tests {
         assert_eq!(c.snapshot_bytes, 1_048_576);
         assert_eq!(c.map_entries, 65536);
         assert!(c.netns.is_empty() && c.ready_file.is_none() && !c.include_self);
+        assert_eq!((c.sample_interval_ms, c.resource_topic.as_str(), c.ht_ratio), (1000, "wattgraph.resources", 1.1));
+        assert!(c.metrics_addr.is_none() && !c.once && !c.no_resources);
+    }
+
+    #[test]
+    fn resource_flags_and_once() {
+        let c = parse(&[
+            "--sample-interval-ms", "10", "--powercap-root", "/tmp/pc", "--idle-watts-per-socket", "12.5",
+            "--idle-watts-per-cpu", "2", "--max-watts-per-cpu", "9", "--ht-ratio", "1.15", "--no-hw-counters",
+            "--metrics-addr", "127.0.0.1:9400", "--thread-entries", "1024",
+        ])
+        .unwrap();
+        assert_eq!(c.idle_watts_per_socket, Some(12.5));
+        assert_eq!(c.metrics_addr.unwrap().port(), 9400);
+        let once = Config::try_parse_from(["x", "--host-id", "h", "--once"]).unwrap();
+        assert!(once.validate().is_ok() && once.kafka_brokers.is_none());
     }
 
     #[test]
@@ -152,6 +254,13 @@ mod tests {
             (&["--log-level", "loud"], "--log-level 'loud'"),
             (&["--netns", "/nonexistent/ns"], "/nonexistent/ns"),
             (&["--snapshot-bytes", "lots"], "lots"),
+            (&["--sample-interval-ms", "5"], "--sample-interval-ms '5'"),
+            (&["--ht-ratio", "3"], "--ht-ratio '3'"),
+            (&["--max-watts-per-cpu", "1"], "--max-watts-per-cpu '1'"),
+            (&["--idle-watts-per-socket=-1"], "--idle-watts-per-socket '-1'"),
+            (&["--resource-topic", "a b"], "--resource-topic 'a b'"),
+            (&["--thread-entries", "1"], "--thread-entries '1'"),
+            (&["--metrics-addr", "nowhere"], "nowhere"),
         ];
         for (args, needle) in cases {
             let err = parse(args).unwrap_err();

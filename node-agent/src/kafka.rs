@@ -94,8 +94,13 @@ impl EventProducer {
     /// Enqueues one message (librdkafka copies key and payload). If the local queue
     /// is full, waits up to 1 s for room, then counts the message as dropped.
     pub fn send(&self, key: &[u8], payload: &[u8]) {
+        self.send_to(&self.topic, key, payload)
+    }
+
+    /// As `send`, to another topic (ResourceSample records).
+    pub fn send_to(&self, topic: &str, key: &[u8], payload: &[u8]) {
         let deadline = Instant::now() + Duration::from_secs(1);
-        let mut record = BaseRecord::to(&self.topic).key(key).payload(payload);
+        let mut record = BaseRecord::to(topic).key(key).payload(payload);
         loop {
             match self.producer.send(record) {
                 Ok(()) => return,

@@ -10,7 +10,12 @@ use clap::Parser;
 use wattgraph_agent::capture::{self, CaptureError, CaptureOptions, CaptureStats};
 use wattgraph_agent::config::Config;
 use wattgraph_agent::kafka::{EventProducer, KafkaStats};
+use wattgraph_agent::metrics::{self, Renderer, ResourceMetrics, Sources};
 use wattgraph_agent::pipeline::Pipeline;
+use wattgraph_agent::power::ModelParams;
+use wattgraph_agent::resource_avro::{ResourceEncoder, ResourceRecord, Scope};
+use wattgraph_agent::resources::{self, ResourceOptions, SamplerThread};
+use wattgraph_agent::sched::SchedOptions;
 
 const PROC_CACHE_ENTRIES: usize = 8192;
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -35,6 +40,10 @@ fn run() -> i32 {
             eprintln!("wattgraph-agent: error: cannot install signal handler: {e}");
             return 1;
         }
+    }
+
+    if cfg.once {
+        return run_once(&cfg);
     }
 
     let mut pipeline = match Pipeline::new(&cfg.host_id, capture::boot_to_unix_offset_ns(), PROC_CACHE_ENTRIES) {
@@ -78,13 +87,66 @@ fn run() -> i32 {
         cfg.map_entries
     );
 
-    let producer = match EventProducer::new(&cfg.kafka_brokers, &cfg.topic, &format!("wattgraph-agent-{}", cfg.host_id)) {
-        Ok(p) => p,
+    let brokers = cfg.kafka_brokers.clone().unwrap_or_default();
+    let producer = match EventProducer::new(&brokers, &cfg.topic, &format!("wattgraph-agent-{}", cfg.host_id)) {
+        Ok(p) => Arc::new(p),
         Err(e) => {
             eprintln!("wattgraph-agent: error: {e:#}");
             return 1;
         }
     };
+
+    let res_metrics = Arc::new(ResourceMetrics::default());
+    let mut res_thread = None;
+    if !cfg.no_resources {
+        let enc = match ResourceEncoder::new() {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("wattgraph-agent: error: {e:#}");
+                return 1;
+            }
+        };
+        let (prod, topic, key) = (producer.clone(), cfg.resource_topic.clone(), cfg.host_id.clone());
+        let mut buf = Vec::with_capacity(1024);
+        let sink = Box::new(move |recs: &[ResourceRecord]| {
+            for r in recs {
+                enc.encode(r, &mut buf);
+                prod.send_to(&topic, key.as_bytes(), &buf);
+            }
+        });
+        match resources::spawn_sampler(sampler_config(&cfg, None), sink, res_metrics.clone(), stop.clone()) {
+            Ok(t) => res_thread = Some(t),
+            Err(e @ CaptureError::Permission(_)) => {
+                eprintln!("wattgraph-agent: error: {e}");
+                return 3;
+            }
+            Err(e) => {
+                eprintln!("wattgraph-agent: error: cannot start CPU accounting: {e}");
+                return 1;
+            }
+        }
+        log::info!(
+            "attached tp_btf programs to {}; ResourceSample every {} ms to topic {}",
+            wattgraph_agent::sched::TRACEPOINTS.join(", "),
+            cfg.sample_interval_ms,
+            cfg.resource_topic
+        );
+    }
+    if let Some(addr) = cfg.metrics_addr {
+        let r = Arc::new(Renderer::new(Sources {
+            capture: Some(handle.stats().clone()),
+            kafka: Some(producer.stats().clone()),
+            resources: res_metrics.clone(),
+            socket_map_capacity: cfg.map_entries as u64,
+        }));
+        match metrics::serve(addr, r, stop.clone()) {
+            Ok(a) => log::info!("Prometheus metrics on http://{a}/metrics"),
+            Err(e) => {
+                eprintln!("wattgraph-agent: error: --metrics-addr '{addr}': {e}");
+                return 1;
+            }
+        }
+    }
 
     if let Some(path) = &cfg.ready_file {
         if let Err(e) = write_ready(path) {
@@ -92,7 +154,7 @@ fn run() -> i32 {
             return 1;
         }
     }
-    log::info!("producing to topic {} on {} as host {}", cfg.topic, cfg.kafka_brokers, cfg.host_id);
+    log::info!("producing to topic {} on {} as host {}", cfg.topic, brokers, cfg.host_id);
 
     let stats_every = Duration::from_secs(cfg.stats_interval_s);
     let mut next_stats = Instant::now() + stats_every;
@@ -117,6 +179,10 @@ fn run() -> i32 {
     }
 
     log::info!("shutting down: detaching BPF programs and flushing Kafka");
+    stop.store(true, Ordering::Relaxed);
+    if let Some(t) = res_thread {
+        let _ = t.join();
+    }
     let stats = handle.stats().clone();
     for ev in handle.stop_and_drain() {
         let (key, payload) = pipeline.process(&ev);
@@ -131,6 +197,133 @@ fn run() -> i32 {
         let _ = std::fs::remove_file(path);
     }
     code
+}
+
+fn sampler_config(cfg: &Config, max_intervals: Option<u64>) -> SamplerThread {
+    let mut opts = ResourceOptions::new(&cfg.host_id);
+    opts.sched = SchedOptions {
+        thread_entries: cfg.thread_entries,
+        ht_ratio: cfg.ht_ratio,
+        use_counters: !cfg.no_hw_counters,
+        ..SchedOptions::default()
+    };
+    opts.powercap_root = cfg.powercap_root.clone();
+    opts.idle_watts_per_socket = cfg.idle_watts_per_socket;
+    opts.model = ModelParams { idle_watts_per_cpu: cfg.idle_watts_per_cpu, max_watts_per_cpu: cfg.max_watts_per_cpu };
+    if let Some(r) = &cfg.cgroup_root {
+        opts.cgroup_root = r.clone();
+    }
+    SamplerThread { opts, interval: Duration::from_millis(cfg.sample_interval_ms), max_intervals }
+}
+
+/// `--once`: one sampling interval, printed for a person checking the node; no Kafka.
+fn run_once(cfg: &Config) -> i32 {
+    let opts = CaptureOptions {
+        netns: cfg.netns.clone(),
+        map_entries: cfg.map_entries,
+        ignore_self: !cfg.include_self,
+        snapshot_interval: Duration::from_millis(cfg.sample_interval_ms.max(100)),
+        ..Default::default()
+    };
+    let handle = match capture::spawn(opts) {
+        Ok(h) => h,
+        Err(e @ CaptureError::Permission(_)) => {
+            eprintln!("wattgraph-agent: error: {e}");
+            return 3;
+        }
+        Err(e) => {
+            eprintln!("wattgraph-agent: error: cannot start BPF capture: {e}");
+            return 1;
+        }
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = Box::new(move |recs: &[ResourceRecord]| {
+        let _ = tx.send(recs.to_vec());
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let t = match resources::spawn_sampler(sampler_config(cfg, Some(1)), sink, Arc::new(ResourceMetrics::default()), stop) {
+        Ok(t) => t,
+        Err(e @ CaptureError::Permission(_)) => {
+            eprintln!("wattgraph-agent: error: {e}");
+            return 3;
+        }
+        Err(e) => {
+            eprintln!("wattgraph-agent: error: cannot start CPU accounting: {e}");
+            return 1;
+        }
+    };
+    let recs = rx.recv().unwrap_or_default();
+    let _ = t.join();
+    let events = handle.stop_and_drain();
+    let mut out = String::new();
+    use std::fmt::Write as _;
+    let _ = writeln!(out, "wattgraph-agent --once: host {}, interval {} ms", cfg.host_id, cfg.sample_interval_ms);
+    let count = |k: wattgraph_agent::event::Kind| events.iter().filter(|e| e.kind == k).count();
+    use wattgraph_agent::event::Kind;
+    let _ = writeln!(
+        out,
+        "connections: {} events (opened {}, snapshot {}, closed {})",
+        events.len(),
+        count(Kind::Opened),
+        count(Kind::Snapshot),
+        count(Kind::Closed)
+    );
+    let mut seen = std::collections::BTreeMap::new();
+    let mut key = String::new();
+    for e in &events {
+        wattgraph_agent::event::canonical_key(&mut key, e.role, (&e.local_addr, e.local_port), (&e.remote_addr, e.remote_port));
+        let v = seen.entry(key.clone()).or_insert((e.tgid, e.comm_str().to_string(), e.role, 0u64, 0u64));
+        v.3 = v.3.max(e.bytes_sent);
+        v.4 = v.4.max(e.bytes_recv);
+    }
+    for (k, (tgid, comm, role, s, r)) in seen.iter().take(20) {
+        let _ = writeln!(out, "  {k:<48} {:<7} {comm}[{tgid}] sent {s} recv {r}", role.symbol());
+    }
+    if seen.len() > 20 {
+        let _ = writeln!(out, "  ... {} more", seen.len() - 20);
+    }
+    if let Some(h) = recs.first() {
+        let _ = writeln!(
+            out,
+            "power: {:.2} W {} (idle {:.2} W kept by the host, unattributed {:.2} W); weight {}",
+            h.power_watts,
+            h.power_source.symbol(),
+            h.idle_power_watts,
+            h.unattributed_power_watts,
+            h.weight_kind.symbol()
+        );
+        if let (Some(p), c, d) = (h.package_watts, h.core_watts, h.dram_watts) {
+            let _ = writeln!(out, "  RAPL package {p:.2} W, core {:?} W, dram {:?} W", c, d);
+        }
+        let _ = writeln!(out, "cpu: {:.3} CPU-seconds busy in {} processes", h.cpu_time_ns as f64 / 1e9, h.processes);
+    }
+    let _ = writeln!(out, "top processes by CPU:");
+    for r in recs.iter().filter(|r| r.scope == Scope::Process).take(10) {
+        let _ = writeln!(
+            out,
+            "  {:>8} {:<16} {:>8.3} ms  {:>7.3} W  group {}",
+            r.tgid,
+            r.comm,
+            r.cpu_time_ns as f64 / 1e6,
+            r.power_watts,
+            if r.group_id.len() > 12 { &r.group_id[..12] } else { &r.group_id }
+        );
+    }
+    let groups: Vec<&ResourceRecord> = recs.iter().filter(|r| r.scope == Scope::Group).collect();
+    let _ = writeln!(out, "groups: {}", groups.len());
+    for g in groups.iter().take(10) {
+        let _ = writeln!(
+            out,
+            "  {:<16} {:<10} {:>8.3} ms  {:>7.3} W{}",
+            if g.group_id.len() > 12 { &g.group_id[..12] } else { &g.group_id },
+            g.runtime.symbol(),
+            g.cpu_time_ns as f64 / 1e6,
+            g.power_watts,
+            g.pod_uid.as_deref().map(|p| format!("  pod {p}")).unwrap_or_default()
+        );
+    }
+    print!("{out}");
+    0
 }
 
 fn write_ready(path: &std::path::Path) -> std::io::Result<()> {

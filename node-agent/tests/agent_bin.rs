@@ -75,3 +75,90 @@ fn ready_file_and_sigterm_shutdown() {
     assert!(!ready.exists(), "ready file removed on exit");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn skip_without_bpf(err: &str) -> bool {
+    if std::env::var("CI").as_deref() != Ok("true") && err.contains("BPF permission missing") {
+        eprintln!("SKIPPED: {err}");
+        return true;
+    }
+    false
+}
+
+#[test]
+fn once_prints_one_interval_and_exits() {
+    let out = Command::new(BIN).args(["--host-id", "h1", "--once", "--sample-interval-ms", "300"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if skip_without_bpf(&err) {
+        return;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{err}\n{text}");
+    for needle in ["connections:", "power:", "top processes by CPU:", "groups:", "cpu:"] {
+        assert!(text.contains(needle), "missing {needle}: {text}");
+    }
+    // Without RAPL (this machine) the estimate is marked and the reason is said once.
+    if !std::path::Path::new("/sys/class/powercap/intel-rapl:0").exists() {
+        assert!(text.contains("ESTIMATED"), "{text}");
+        assert_eq!(err.matches("RAPL not found").count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn metrics_endpoint_serves_agent_metrics() {
+    use std::io::{Read, Write};
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dir = std::env::temp_dir().join(format!("wg-agent-metrics-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ready = dir.join("ready");
+    let mut child = base()
+        .args(["--ready-file", ready.to_str().unwrap(), "--metrics-addr", &format!("127.0.0.1:{port}"), "--sample-interval-ms", "100"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ready.exists() {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr).to_string();
+            if skip_without_bpf(&err) {
+                return;
+            }
+            panic!("agent exited early: {err}");
+        }
+        assert!(Instant::now() < deadline, "ready file not written");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Wait until at least one sampling interval is reflected.
+    let mut text = String::new();
+    while Instant::now() < deadline {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        text.clear();
+        s.read_to_string(&mut text).unwrap();
+        if !text.contains("wattgraph_agent_sample_intervals_total 0") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    for needle in [
+        "wattgraph_agent_connection_events_total{kind=\"OPENED\"}",
+        "wattgraph_agent_connection_events_per_second{kind=\"CLOSED\"}",
+        "wattgraph_agent_ringbuf_lost_total{program=\"connections\"}",
+        "wattgraph_agent_thread_map_fill_ratio",
+        "wattgraph_agent_kafka_delivery_errors_total",
+        "wattgraph_agent_cpu_seconds_total",
+        "wattgraph_agent_host_power_watts",
+    ] {
+        assert!(text.contains(needle), "missing {needle}:\n{text}");
+    }
+    assert!(!text.contains("wattgraph_agent_sample_intervals_total 0\n"), "{text}");
+    assert!(!text.contains("wattgraph_agent_sched_switches_total 0\n"), "{text}");
+}

@@ -1,0 +1,216 @@
+//! The agent's own metrics in Prometheus text format (`--metrics-addr`), served by a tiny
+//! HTTP/1.0 responder on its own thread. Label cardinality is fixed (kinds, not entities).
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::capture::CaptureStats;
+use crate::kafka::KafkaStats;
+
+/// Figures the resource thread publishes (f64 values stored as bits).
+#[derive(Default, Debug)]
+pub struct ResourceMetrics {
+    pub intervals: AtomicU64,
+    pub records: AtomicU64,
+    pub sched_switches: AtomicU64,
+    pub thread_exits: AtomicU64,
+    pub sched_ringbuf_drops: AtomicU64,
+    pub thread_map_entries: AtomicU64,
+    pub thread_map_capacity: AtomicU64,
+    pub host_power_watts_bits: AtomicU64,
+    pub power_measured: AtomicU64,
+    pub hw_counters: AtomicU64,
+}
+
+pub struct Sources {
+    pub capture: Option<Arc<CaptureStats>>,
+    pub kafka: Option<Arc<KafkaStats>>,
+    pub resources: Arc<ResourceMetrics>,
+    pub socket_map_capacity: u64,
+}
+
+/// CPU seconds (user + system) this process used so far.
+pub fn self_cpu_seconds() -> f64 {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn self_rss_bytes() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = s.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(0) as u64
+}
+
+struct RateState {
+    at: Instant,
+    counts: [u64; 3],
+    rates: [f64; 3],
+}
+
+pub struct Renderer {
+    src: Sources,
+    rate: Mutex<RateState>,
+}
+
+impl Renderer {
+    pub fn new(src: Sources) -> Renderer {
+        Renderer { src, rate: Mutex::new(RateState { at: Instant::now(), counts: [0; 3], rates: [0.0; 3] }) }
+    }
+
+    pub fn render(&self) -> String {
+        let mut o = String::with_capacity(4096);
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut metric = |name: &str, kind: &str, help: &str, samples: &[(&str, f64)]| {
+            let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for (labels, v) in samples {
+                if labels.is_empty() {
+                    let _ = writeln!(o, "{name} {v}");
+                } else {
+                    let _ = writeln!(o, "{name}{{{labels}}} {v}");
+                }
+            }
+        };
+        if let Some(c) = &self.src.capture {
+            let counts = [g(&c.opened), g(&c.snapshots), g(&c.closed)];
+            let rates = {
+                let mut st = self.rate.lock().unwrap();
+                let dt = st.at.elapsed().as_secs_f64();
+                if dt >= 1.0 {
+                    for i in 0..3 {
+                        st.rates[i] = counts[i].saturating_sub(st.counts[i]) as f64 / dt;
+                    }
+                    st.counts = counts;
+                    st.at = Instant::now();
+                }
+                st.rates
+            };
+            metric(
+                "wattgraph_agent_connection_events_total",
+                "counter",
+                "ConnectionEvents produced, by kind.",
+                &[("kind=\"OPENED\"", counts[0] as f64), ("kind=\"SNAPSHOT\"", counts[1] as f64), ("kind=\"CLOSED\"", counts[2] as f64)],
+            );
+            metric(
+                "wattgraph_agent_connection_events_per_second",
+                "gauge",
+                "ConnectionEvents per second since the previous scrape (at least 1 s), by kind.",
+                &[("kind=\"OPENED\"", rates[0]), ("kind=\"SNAPSHOT\"", rates[1]), ("kind=\"CLOSED\"", rates[2])],
+            );
+            metric(
+                "wattgraph_agent_ringbuf_lost_total",
+                "counter",
+                "Events the kernel could not put in a ring buffer, by program.",
+                &[
+                    ("program=\"connections\"", g(&c.ringbuf_drops) as f64),
+                    ("program=\"sched\"", g(&self.src.resources.sched_ringbuf_drops) as f64),
+                ],
+            );
+            metric("wattgraph_agent_socket_map_capacity", "gauge", "Sockets the in-kernel LRU map holds.", &[("", self.src.socket_map_capacity as f64)]);
+        }
+        let r = &self.src.resources;
+        let entries = g(&r.thread_map_entries) as f64;
+        let cap = g(&r.thread_map_capacity) as f64;
+        metric("wattgraph_agent_sample_intervals_total", "counter", "Resource sampling intervals completed.", &[("", g(&r.intervals) as f64)]);
+        metric("wattgraph_agent_resource_records_total", "counter", "ResourceSample records produced.", &[("", g(&r.records) as f64)]);
+        metric("wattgraph_agent_sched_switches_total", "counter", "sched_switch events handled in the kernel.", &[("", g(&r.sched_switches) as f64)]);
+        metric("wattgraph_agent_thread_exits_total", "counter", "Thread exits flushed by the kernel.", &[("", g(&r.thread_exits) as f64)]);
+        metric("wattgraph_agent_thread_map_entries", "gauge", "Threads in the in-kernel thread map.", &[("", entries)]);
+        metric(
+            "wattgraph_agent_thread_map_fill_ratio",
+            "gauge",
+            "Thread map entries over its capacity.",
+            &[("", if cap > 0.0 { entries / cap } else { 0.0 })],
+        );
+        metric(
+            "wattgraph_agent_host_power_watts",
+            "gauge",
+            "Host power of the last interval; source MEASURED (RAPL) or ESTIMATED (model).",
+            &[(
+                if g(&r.power_measured) == 1 { "source=\"MEASURED\"" } else { "source=\"ESTIMATED\"" },
+                f64::from_bits(g(&r.host_power_watts_bits)),
+            )],
+        );
+        metric("wattgraph_agent_hw_counters", "gauge", "1 when hardware cycle counters weight the attribution.", &[("", g(&r.hw_counters) as f64)]);
+        if let Some(k) = &self.src.kafka {
+            metric("wattgraph_agent_kafka_delivered_total", "counter", "Kafka messages acknowledged.", &[("", g(&k.delivered) as f64)]);
+            metric("wattgraph_agent_kafka_delivery_errors_total", "counter", "Kafka messages that failed delivery.", &[("", g(&k.delivery_errors) as f64)]);
+            metric("wattgraph_agent_kafka_dropped_total", "counter", "Kafka messages not enqueued (queue full).", &[("", g(&k.dropped) as f64)]);
+        }
+        metric("wattgraph_agent_cpu_seconds_total", "counter", "CPU time (user + system) the agent used.", &[("", self_cpu_seconds())]);
+        metric("wattgraph_agent_resident_memory_bytes", "gauge", "Agent resident set size.", &[("", self_rss_bytes() as f64)]);
+        o
+    }
+}
+
+/// Serves `GET /metrics` (any path) until `stop` is set. Returns the bound address.
+pub fn serve(addr: SocketAddr, renderer: Arc<Renderer>, stop: Arc<AtomicBool>) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    let bound = listener.local_addr()?;
+    std::thread::Builder::new().name("wg-metrics".into()).spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((mut s, _)) => {
+                    let _ = s.set_nonblocking(false);
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                    let mut buf = [0u8; 2048];
+                    let _ = s.read(&mut buf);
+                    let body = renderer.render();
+                    let _ = write!(
+                        s,
+                        "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                        body.len(),
+                        body
+                    );
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(50)),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    })?;
+    Ok(bound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serves_prometheus_text() {
+        let res = Arc::new(ResourceMetrics::default());
+        res.host_power_watts_bits.store(12.5f64.to_bits(), Ordering::Relaxed);
+        res.thread_map_entries.store(10, Ordering::Relaxed);
+        res.thread_map_capacity.store(40, Ordering::Relaxed);
+        let cap = Arc::new(CaptureStats::default());
+        cap.opened.store(3, Ordering::Relaxed);
+        let r = Arc::new(Renderer::new(Sources {
+            capture: Some(cap),
+            kafka: Some(Arc::new(KafkaStats::default())),
+            resources: res,
+            socket_map_capacity: 65536,
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let addr = serve("127.0.0.1:0".parse().unwrap(), r, stop.clone()).unwrap();
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        stop.store(true, Ordering::Relaxed);
+        assert!(text.starts_with("HTTP/1.0 200 OK"), "{text}");
+        for needle in [
+            "wattgraph_agent_connection_events_total{kind=\"OPENED\"} 3",
+            "wattgraph_agent_thread_map_fill_ratio 0.25",
+            "wattgraph_agent_host_power_watts{source=\"ESTIMATED\"} 12.5",
+            "wattgraph_agent_kafka_delivery_errors_total 0",
+            "wattgraph_agent_ringbuf_lost_total{program=\"sched\"} 0",
+            "# TYPE wattgraph_agent_cpu_seconds_total counter",
+        ] {
+            assert!(text.contains(needle), "missing {needle}:\n{text}");
+        }
+    }
+}
