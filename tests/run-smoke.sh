@@ -7,6 +7,7 @@ mkdir -p "$ROOT/target"
 export WATTGRAPH_RUN_DIR=$(mktemp -d "$ROOT/target/run-smoke.XXXXXX")
 export WATTGRAPH_KAFKA_PORT=19092 WATTGRAPH_KAFKA_CONTROLLER_PORT=19093 WATTGRAPH_BOLT_PORT=17687
 export WATTGRAPH_SERVICE_PORT=18080 WATTGRAPH_FLINK_PORT=18081 WATTGRAPH_HOST_ID=smoke-host
+export WATTGRAPH_AGENT_METRICS_PORT=19400
 LOG=$WATTGRAPH_RUN_DIR/run.log
 API=http://127.0.0.1:$WATTGRAPH_SERVICE_PORT
 
@@ -47,10 +48,12 @@ done
 delay_ms=$(( ($(date +%s%N) - sent_at) / 1000000 ))
 echo "run-smoke: edge visible in the REST graph ${delay_ms} ms after the exchange: $found"
 echo "run-smoke: (health body was ${#BODY} bytes)"
+metrics=$(curl -fsS "http://127.0.0.1:$WATTGRAPH_AGENT_METRICS_PORT/metrics") || fail "agent metrics endpoint did not answer"
+grep -q '^wattgraph_agent' <<<"$metrics" || fail "agent metrics have no wattgraph_agent series"
 
 kill -TERM $RUN_PID
 wait $RUN_PID || true
-for port in $WATTGRAPH_KAFKA_PORT $WATTGRAPH_BOLT_PORT $WATTGRAPH_SERVICE_PORT $WATTGRAPH_FLINK_PORT; do
+for port in $WATTGRAPH_KAFKA_PORT $WATTGRAPH_BOLT_PORT $WATTGRAPH_SERVICE_PORT $WATTGRAPH_FLINK_PORT $WATTGRAPH_AGENT_METRICS_PORT; do
   if ss -Hltn "sport = :$port" | grep -q .; then fail "port $port still open after stopping"; fi
 done
 pgrep -f "wattgraph-agent --host-id smoke-host" >/dev/null && fail "agent still running after stop"
