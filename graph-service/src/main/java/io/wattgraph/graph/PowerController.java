@@ -8,12 +8,15 @@ import io.wattgraph.graph.power.HostPower;
 import io.wattgraph.graph.power.Hyppo;
 import io.wattgraph.graph.power.PowerRequest;
 import io.wattgraph.graph.power.Presto;
+import io.wattgraph.graph.power.PrestoSimulation;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
@@ -78,5 +81,25 @@ public class PowerController {
         List<Hyppo.ContainerPower> input = containers;
         List<Budget> budgets = service.timed("power_hyppo", () -> Hyppo.budgets(hosts, input, p));
         return Map.of("policy", "hyppo", "proportionalWattsPerCore", p, "budgets", budgets);
+    }
+
+    /**
+     * {@code GET /api/v1/power/simulation}: the PRESTO closed-loop simulation (low, mid, high arrival rates on
+     * Fig. 5.4's queueing model; see {@link PrestoSimulation}), to compare with the thesis' Table 5.2.
+     */
+    @GetMapping("/simulation")
+    public Object simulation(@RequestParam(name = "seed", required = false) String seed,
+                             @RequestParam(name = "sequentialCalls", required = false) String sequential) {
+        long s;
+        try {
+            s = seed == null ? 42L : Long.parseLong(seed);
+        } catch (NumberFormatException e) {
+            throw new InvalidParameterException("seed", "must be an integer");
+        }
+        String seq = RequestParams.oneOf("sequentialCalls", sequential, "false", "true", "false");
+        List<PrestoSimulation.Outcome> rows = service.timed("power_simulation",
+                () -> PrestoSimulation.table(s, seq.equals("true")));
+        return Map.of("seed", s, "sequentialCalls", seq.equals("true"), "rows", rows,
+                "table", PrestoSimulation.format(rows));
     }
 }

@@ -81,4 +81,26 @@ class AuthAndOpenApiTest {
         assertThat(prometheus).contains("wattgraph_analysis_seconds_count{")
                 .containsPattern("wattgraph_analysis_seconds_count\\{[^}]*analysis=\"operational\"");
     }
+
+    @Test
+    void servicePageAndAssetsStayOpenDataDoesNot() {
+        for (String path : new String[] {"/", "/index.html", "/app.js", "/app.css"}) {
+            assertThat(call(HttpMethod.GET, path, null, null).getStatusCode()).as(path).isEqualTo(HttpStatus.OK);
+        }
+        assertThat(call(HttpMethod.GET, "/api/v1/service-graph", null, null).getStatusCode())
+                .isEqualTo(HttpStatus.UNAUTHORIZED);
+        assertThat(call(HttpMethod.GET, "/api/v1/service-graph", "reader-1", null).getStatusCode())
+                .isEqualTo(HttpStatus.OK);
+    }
+
+    @Test
+    void prestoSimulationEndpoint() throws Exception {
+        ResponseEntity<String> r = call(HttpMethod.GET, "/api/v1/power/simulation?seed=42", "reader-1", null);
+        assertThat(r.getStatusCode()).isEqualTo(HttpStatus.OK);
+        JsonNode body = json.readTree(r.getBody());
+        assertThat(body.get("rows")).hasSize(3);
+        assertThat(body.get("table").asText()).contains("thesis Table 5.2");
+        assertThat(call(HttpMethod.GET, "/api/v1/power/simulation?seed=x", "reader-1", null).getStatusCode())
+                .isEqualTo(HttpStatus.BAD_REQUEST);
+    }
 }

@@ -159,26 +159,51 @@ public record CriticalPath(String mode, String percentile, List<String> entryPoi
         return result("longest", p, entries, dag, path, ignored);
     }
 
-    private static int dfs(Graph<String, DefaultWeightedEdge> g, Graph<String, DefaultWeightedEdge> dag, String u,
+    /**
+     * Depth-first search from {@code root} copying every edge into {@code dag} except back edges (to a node on
+     * the stack), which are counted. Iterative (an explicit stack) so that deep graphs cannot overflow the
+     * thread's stack; visits out-edges in target order, like the recursive formulation.
+     */
+    private static int dfs(Graph<String, DefaultWeightedEdge> g, Graph<String, DefaultWeightedEdge> dag, String root,
                            Set<String> visited, Set<String> onStack) {
-        if (!visited.add(u)) {
+        if (!visited.add(root)) {
             return 0;
         }
-        onStack.add(u);
         int ignored = 0;
-        List<DefaultWeightedEdge> out = new ArrayList<>(g.outgoingEdgesOf(u));
-        out.sort(java.util.Comparator.comparing(g::getEdgeTarget));
-        for (DefaultWeightedEdge e : out) {
+        java.util.Deque<String> nodes = new java.util.ArrayDeque<>();
+        java.util.Deque<java.util.Iterator<DefaultWeightedEdge>> iterators = new java.util.ArrayDeque<>();
+        nodes.push(root);
+        iterators.push(sortedOut(g, root));
+        onStack.add(root);
+        while (!nodes.isEmpty()) {
+            String u = nodes.peek();
+            java.util.Iterator<DefaultWeightedEdge> it = iterators.peek();
+            if (!it.hasNext()) {
+                onStack.remove(u);
+                nodes.pop();
+                iterators.pop();
+                continue;
+            }
+            DefaultWeightedEdge e = it.next();
             String v = g.getEdgeTarget(e);
             if (onStack.contains(v)) {
                 ignored++;
                 continue;
             }
             dag.setEdgeWeight(dag.addEdge(u, v), g.getEdgeWeight(e));
-            ignored += dfs(g, dag, v, visited, onStack);
+            if (visited.add(v)) {
+                onStack.add(v);
+                nodes.push(v);
+                iterators.push(sortedOut(g, v));
+            }
         }
-        onStack.remove(u);
         return ignored;
+    }
+
+    private static java.util.Iterator<DefaultWeightedEdge> sortedOut(Graph<String, DefaultWeightedEdge> g, String u) {
+        List<DefaultWeightedEdge> out = new ArrayList<>(g.outgoingEdgesOf(u));
+        out.sort(java.util.Comparator.comparing(g::getEdgeTarget));
+        return out.iterator();
     }
 
     private static List<String> walkBack(Map<String, String> parent, String entry, String end) {

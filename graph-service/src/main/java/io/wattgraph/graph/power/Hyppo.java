@@ -25,15 +25,16 @@ public final class Hyppo {
     public static List<Budget> budgets(List<HostPower> hosts, List<ContainerPower> containers,
                                        double proportionalWattsPerCore) {
         List<Budget> budgets = new ArrayList<>();
+        Map<String, List<ContainerPower>> byHost = new java.util.HashMap<>();
+        for (ContainerPower c : containers) {
+            byHost.computeIfAbsent(c.host(), k -> new ArrayList<>()).add(c);
+        }
         for (HostPower h : hosts) {
             double idle = h.idlePowerW() == null ? 0 : h.idlePowerW();
             double consumed = 0;
             double contribution = 0;
             int count = 0;
-            for (ContainerPower c : containers) {
-                if (!h.host().equals(c.host())) {
-                    continue;
-                }
+            for (ContainerPower c : byHost.getOrDefault(h.host(), List.of())) {
                 count++;
                 consumed += c.powerW();
                 contribution += contribution(c, proportionalWattsPerCore);

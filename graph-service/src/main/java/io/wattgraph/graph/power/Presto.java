@@ -22,8 +22,9 @@ import java.util.TreeMap;
  *       λclt_i: requests pod i sends to the pods it calls (sum of its outgoing edges' {@code requestRate}).</li>
  *   <li>Eq. 5.2 for an edge i→j: α_ij = λsrv_i · λsrv_j / λclt_i²; α_entry = 1. A pod's α_j is the highest
  *       α_ij over its callers ("the highest available α_j" of Eq. 5.3).</li>
- *   <li>β by breadth-first search from the entry point (Fig. 5.4): β_entry = 1, β_j = max over callers i of
- *       β_i · α_ij (re-visited while it grows, at most |V| rounds, so cycles terminate).</li>
+ *   <li>β as the breadth-first search from the entry point of Fig. 5.4 leaves it: β_entry = 1, β_j = max over
+ *       callers i of β_i · α_ij, computed in topological order (O(V + E)); call edges closing a cycle (back
+ *       edges of a DFS from the entry point) do not propagate β and are counted in a warning.</li>
  *   <li>S_i: the pod's {@code serviceTimeMs}, else solved from Eq. 5.1, S_i = L_i − Σ_j α_ij (L_j + N_ij),
  *       floored at 0; N_ij = edge latency (client side) − L_j (server side), floored at 0.</li>
  *   <li>Eq. 5.3: L_out = S_out + N_out with S_out = Σ β_i S_i and N_out = Σ_(i,j) α_j N_ij. The measured
@@ -79,25 +80,16 @@ public final class Presto {
         Map<ServiceEdge, Double> edgeAlpha = new LinkedHashMap<>();
         beta.put(entry, 1.0);
         alpha.put(entry, 1.0);
-        Deque<String> queue = new ArrayDeque<>();
-        queue.add(entry);
-        int budget = graph.nodes().size() * Math.max(1, graph.edges().size()) + 1;
-        while (!queue.isEmpty() && budget-- > 0) {
-            String i = queue.poll();
-            List<ServiceEdge> calls = out.getOrDefault(i, List.of());
-            double clientRate = calls.stream().mapToDouble(e -> e.requestRate() == null ? 0 : e.requestRate()).sum();
-            for (ServiceEdge e : calls) {
-                String j = e.target();
-                double a = clientRate > 0 ? served.get(i) * served.get(j) / (clientRate * clientRate) : 0;
-                edgeAlpha.put(e, a);
-                if (!j.equals(entry)) {
-                    alpha.merge(j, a, Math::max);
-                }
-                double b = beta.get(i) * a;
-                if (!j.equals(entry) && (!beta.containsKey(j) || b > beta.get(j))) {
-                    beta.put(j, b);
-                    queue.add(j);
-                }
+        // β_j = max over paths from the entry point of the product of α (the BFS "highest β among the visits"),
+        // computed in topological order; edges closing a cycle (back edges of a DFS from the entry point) do not
+        // propagate β, otherwise a cycle whose α product exceeds 1 would grow β without bound.
+        java.util.Set<ServiceEdge> backEdges = backEdges(entry, out);
+        if (!backEdges.isEmpty()) {
+            warnings.add(backEdges.size() + " call edge(s) closing a cycle ignored for beta");
+        }
+        for (String i : topologicalOrder(entry, out, backEdges)) {
+            if (beta.containsKey(i)) {
+                relax(i, entry, out, served, beta, alpha, edgeAlpha, backEdges);
             }
         }
         // Service and network times (Eq. 5.1), then Eq. 5.3.
@@ -145,14 +137,21 @@ public final class Presto {
         double el = Math.abs((slaMs - lOut) / slaMs); // Eq. 5.7
         boolean escape = lOut > 2 * slaMs;
         List<Budget> budgets = new ArrayList<>();
+        Map<String, List<ServiceNode>> byHost = new HashMap<>(); // the controlled pods of each host
+        for (ServiceNode n : graph.nodes()) {
+            if (n.hostId() != null && beta.containsKey(n.id())) {
+                byHost.computeIfAbsent(n.hostId(), k -> new ArrayList<>()).add(n);
+            }
+        }
         for (HostPower h : hosts) {
-            budgets.add(hostBudget(h, graph, beta, served, target, el, escape, lOut, slaMs));
+            budgets.add(hostBudget(h, byHost.getOrDefault(h.host(), List.of()), served, target, el, escape, lOut,
+                    slaMs));
         }
         return new Result(entry, slaMs, lOut, measured != null, estimated, sOut, nOut, el, escape, alpha, beta,
                 service, target, budgets, warnings);
     }
 
-    private static Budget hostBudget(HostPower h, ServiceGraph graph, Map<String, Double> beta,
+    private static Budget hostBudget(HostPower h, List<ServiceNode> pods,
                                      Map<String, Double> served, Map<String, Double> target, double el,
                                      boolean escape, double lOut, double slaMs) {
         Map<String, Double> terms = new LinkedHashMap<>();
@@ -166,10 +165,7 @@ public final class Presto {
         // Eq. 5.5: the controlled pod of this host with the highest utilisation.
         ServiceNode candidate = null;
         double uc = -1;
-        for (ServiceNode n : graph.nodes()) {
-            if (!h.host().equals(n.hostId()) || !beta.containsKey(n.id())) {
-                continue;
-            }
+        for (ServiceNode n : pods) {
             Double u = OperationalAnalysis.utilization(n.metrics().cpuUsage(), n.cores(), n.metrics().threads());
             if (u != null && u > uc) {
                 uc = u;
@@ -198,6 +194,109 @@ public final class Presto {
                 "Eq. 5.8: %.2f W + e_u %.4f (pod %s: U %.4f vs target %.4f) x e_l %.4f x P_act %.2f W = %.2f W",
                 h.currentPowerW(), eu, candidate.id(), uc, uc - eu, el, act, raw) + Hyppo.clampReason(raw, b, h);
         return new Budget(h.host(), "presto", h.currentPowerW(), b, reason, terms);
+    }
+
+    /** Sets α of i's outgoing edges and raises its callees' α and β; returns the callees whose β grew. */
+    private static List<String> relax(String i, String entry, Map<String, List<ServiceEdge>> out,
+                                      Map<String, Double> served, Map<String, Double> beta,
+                                      Map<String, Double> alpha, Map<ServiceEdge, Double> edgeAlpha,
+                                      java.util.Set<ServiceEdge> backEdges) {
+        List<String> grown = new ArrayList<>();
+        List<ServiceEdge> calls = out.getOrDefault(i, List.of());
+        double clientRate = calls.stream().mapToDouble(e -> e.requestRate() == null ? 0 : e.requestRate()).sum();
+        for (ServiceEdge e : calls) {
+            String j = e.target();
+            double a = clientRate > 0 ? served.get(i) * served.get(j) / (clientRate * clientRate) : 0;
+            edgeAlpha.put(e, a);
+            if (!j.equals(entry)) {
+                alpha.merge(j, a, Math::max);
+            }
+            double b = beta.get(i) * a;
+            if (!j.equals(entry) && !backEdges.contains(e) && (!beta.containsKey(j) || b > beta.get(j))) {
+                beta.put(j, b);
+                grown.add(j);
+            }
+        }
+        return grown;
+    }
+
+    /** Back edges of an iterative DFS from the entry point (out-edges in target order); edges into it excluded. */
+    private static java.util.Set<ServiceEdge> backEdges(String entry, Map<String, List<ServiceEdge>> out) {
+        java.util.Set<ServiceEdge> back = new java.util.HashSet<>();
+        java.util.Set<String> visited = new java.util.HashSet<>();
+        java.util.Set<String> onStack = new java.util.HashSet<>();
+        Deque<String> nodes = new ArrayDeque<>();
+        Deque<java.util.Iterator<ServiceEdge>> iterators = new ArrayDeque<>();
+        visited.add(entry);
+        onStack.add(entry);
+        nodes.push(entry);
+        iterators.push(sortedCalls(out, entry));
+        while (!nodes.isEmpty()) {
+            java.util.Iterator<ServiceEdge> it = iterators.peek();
+            if (!it.hasNext()) {
+                onStack.remove(nodes.pop());
+                iterators.pop();
+                continue;
+            }
+            ServiceEdge e = it.next();
+            String j = e.target();
+            if (j.equals(entry)) {
+                continue;
+            }
+            if (onStack.contains(j)) {
+                back.add(e);
+            } else if (visited.add(j)) {
+                onStack.add(j);
+                nodes.push(j);
+                iterators.push(sortedCalls(out, j));
+            }
+        }
+        return back;
+    }
+
+    private static java.util.Iterator<ServiceEdge> sortedCalls(Map<String, List<ServiceEdge>> out, String i) {
+        List<ServiceEdge> calls = new ArrayList<>(out.getOrDefault(i, List.of()));
+        calls.sort(java.util.Comparator.comparing(ServiceEdge::target));
+        return calls.iterator();
+    }
+
+    /**
+     * The nodes reachable from the entry point in topological order of the call edges minus {@code backEdges}
+     * and minus edges into the entry point (Kahn's algorithm).
+     */
+    private static List<String> topologicalOrder(String entry, Map<String, List<ServiceEdge>> out,
+                                                 java.util.Set<ServiceEdge> backEdges) {
+        Map<String, Integer> indegree = new HashMap<>();
+        Deque<String> stack = new ArrayDeque<>();
+        indegree.put(entry, 0);
+        stack.push(entry);
+        while (!stack.isEmpty()) {
+            for (ServiceEdge e : out.getOrDefault(stack.pop(), List.of())) {
+                String j = e.target();
+                if (j.equals(entry) || backEdges.contains(e)) {
+                    continue;
+                }
+                if (!indegree.containsKey(j)) {
+                    indegree.put(j, 0);
+                    stack.push(j);
+                }
+                indegree.merge(j, 1, Integer::sum);
+            }
+        }
+        List<String> order = new ArrayList<>();
+        Deque<String> ready = new ArrayDeque<>();
+        ready.add(entry);
+        while (!ready.isEmpty()) {
+            String i = ready.poll();
+            order.add(i);
+            for (ServiceEdge e : out.getOrDefault(i, List.of())) {
+                String j = e.target();
+                if (!j.equals(entry) && !backEdges.contains(e) && indegree.merge(j, -1, Integer::sum) == 0) {
+                    ready.add(j);
+                }
+            }
+        }
+        return order;
     }
 
     private static double network(ServiceEdge e, Double serverLatency) {

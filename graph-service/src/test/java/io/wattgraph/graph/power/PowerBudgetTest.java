@@ -158,4 +158,21 @@ class PowerBudgetTest {
         assertThat(r.serviceTimesMs().get("j")).isEqualTo(10.0, within(1e-9));
         assertThat(r.estimatedLatencyMs()).isEqualTo(18 + 10 + 2, within(1e-9)); // = L_i, consistent with Eq. 5.1
     }
+
+    @Test
+    void cyclesDoNotGrowBetaWithoutBound() {
+        // a -> b -> c -> b: α_bc = 100*100/50^2 = 4 and α_cb = 4, a gain-16 cycle; the back edge c -> b is ignored.
+        List<ServiceNode> nodes = new ArrayList<>();
+        for (String id : List.of("a", "b", "c")) {
+            nodes.add(new ServiceNode(id, "pod", id, "A", null, null, null, null, null, 1, 4.0,
+                    new Metrics(null, null, 100.0, 10.0, null, null, null, null, null, null, null, null, 1.0)));
+        }
+        ServiceGraph g = new ServiceGraph(nodes, List.of(ServiceEdge.requests("a", "b", 100, 11.0),
+                ServiceEdge.requests("b", "c", 50, 11.0), ServiceEdge.requests("c", "b", 50, 11.0)));
+        Presto.Result r = Presto.compute(g, "a", 50, List.of());
+        assertThat(r.beta().get("b")).isEqualTo(1.0, within(1e-12));
+        assertThat(r.beta().get("c")).isEqualTo(4.0, within(1e-12));
+        assertThat(r.alpha().get("b")).isEqualTo(4.0, within(1e-12)); // max(α_ab = 1, α_cb = 4)
+        assertThat(r.warnings()).contains("1 call edge(s) closing a cycle ignored for beta");
+    }
 }

@@ -1,0 +1,292 @@
+package io.wattgraph.graph;
+
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.wattgraph.graph.analysis.Aggregator;
+import io.wattgraph.graph.analysis.CriticalPath;
+import io.wattgraph.graph.analysis.DotExporter;
+import io.wattgraph.graph.analysis.Level;
+import io.wattgraph.graph.analysis.OperationalAnalysis;
+import io.wattgraph.graph.analysis.TrafficMatrix;
+import io.wattgraph.graph.model.GraphFilter;
+import io.wattgraph.graph.model.Metrics;
+import io.wattgraph.graph.model.Percentile;
+import io.wattgraph.graph.model.ServiceEdge;
+import io.wattgraph.graph.model.ServiceGraph;
+import io.wattgraph.graph.model.ServiceGraphLoader;
+import io.wattgraph.graph.model.ServiceNode;
+import io.wattgraph.graph.placement.PlacementProblem;
+import io.wattgraph.graph.placement.PlacementResult;
+import io.wattgraph.graph.placement.PlacementService;
+import io.wattgraph.graph.power.HostPower;
+import io.wattgraph.graph.power.Hyppo;
+import io.wattgraph.graph.power.Presto;
+import io.wattgraph.graph.power.PrestoSimulation;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.function.Supplier;
+import org.neo4j.configuration.GraphDatabaseSettings;
+import org.neo4j.driver.AuthTokens;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.GraphDatabase;
+import org.neo4j.driver.Session;
+import org.neo4j.harness.Neo4j;
+import org.neo4j.harness.Neo4jBuilders;
+
+/**
+ * Times every analysis and placement on synthetic graphs of 100, 1,000 and 10,000 containers (not part of the
+ * test suite: its name does not end in Test). Run from graph-service/ after {@code mvn -o -pl graph-service
+ * test-compile}:
+ * <pre>
+ *   mvn -o -q dependency:build-classpath -Dmdep.outputFile=target/cp.txt -Dmdep.includeScope=test
+ *   java -cp target/test-classes:target/classes:$(cat target/cp.txt) io.wattgraph.graph.GraphServiceBenchmark [--no-neo4j]
+ * </pre>
+ * Synthetic graph: one process per container, one container per pod, 10 pods per service, 5 namespaces,
+ * 20 containers per host (4 cores, 16 GB), 3 outgoing edges per container (2 of 3 to a higher index, so mostly
+ * acyclic, with requestRate, avg/p99 latencies and bytes), 5 external clients calling the first containers.
+ * Each figure is the median of 5 timed runs after 2 warm-up runs (1 + 3 for placement at 1,000; one cold run
+ * for placement at 10,000, only with {@code --placement-10k}).
+ */
+public final class GraphServiceBenchmark {
+
+    static final int PER_HOST = 20;
+
+    public static void main(String[] args) throws Exception {
+        boolean neo4j = !Arrays.asList(args).contains("--no-neo4j");
+        boolean placement10k = Arrays.asList(args).contains("--placement-10k");
+        int[] sizes = {100, 1_000, 10_000};
+        Map<String, Map<Integer, String>> table = new LinkedHashMap<>();
+        for (int n : sizes) {
+            ServiceGraph g = synthetic(n, 42);
+            ServiceGraph pod = Aggregator.aggregate(g, Level.POD, Map.of());
+            List<HostPower> hosts = hosts(n);
+            put(table, "aggregate to pod", n, time(() -> Aggregator.aggregate(g, Level.POD, Map.of())));
+            put(table, "aggregate to service", n, time(() -> Aggregator.aggregate(g, Level.SERVICE, Map.of())));
+            put(table, "aggregate to host", n, time(() -> Aggregator.aggregate(g, Level.HOST, Map.of())));
+            put(table, "host x host matrix", n, time(() -> TrafficMatrix.byHost(g)));
+            put(table, "process-type matrix", n, time(() -> TrafficMatrix.byProcessType(g)));
+            put(table, "DOT export (pod)", n, time(() -> DotExporter.toDot(pod)));
+            put(table, "operational analysis (pod)", n, time(() -> OperationalAnalysis.of(pod, null)));
+            put(table, "critical path widest p99", n, time(() -> CriticalPath.of(pod, Percentile.P99, "widest")));
+            put(table, "critical path longest p99", n, time(() -> CriticalPath.of(pod, Percentile.P99, "longest")));
+            put(table, "PRESTO budgets", n, time(() -> Presto.compute(pod, null, 50, hosts)));
+            List<Hyppo.ContainerPower> cp = new ArrayList<>();
+            for (ServiceNode c : pod.nodes()) {
+                if (!c.external()) {
+                    cp.add(new Hyppo.ContainerPower(c.hostId(), c.id(), c.metrics().powerW(), c.metrics().cpuUsage(),
+                            c.metrics().cpuRequest()));
+                }
+            }
+            put(table, "HyPPO budgets", n, time(() -> Hyppo.budgets(hosts, cp, 10)));
+            PlacementProblem problem = placement(g, n);
+            for (String method : List.of("local", "ga")) {
+                if (n >= 10_000 && !placement10k) {
+                    put(table, "placement " + method, n, "not run");
+                    continue;
+                }
+                PlacementResult[] r = new PlacementResult[1];
+                String cell = n >= 10_000 ? time(() -> r[0] = PlacementService.solve(problem, method), 0, 1)
+                        : time(() -> r[0] = PlacementService.solve(problem, method), n >= 1_000 ? 1 : 2,
+                                n >= 1_000 ? 3 : 5);
+                put(table, "placement " + method, n, cell + String.format(Locale.ROOT, " (%.2f→%.2f MB, %d→%d nodes)",
+                        r[0].crossNodeBytesBefore() / 1e6, r[0].crossNodeBytesAfter() / 1e6, r[0].nodesUsedBefore(),
+                        r[0].nodesUsedAfter()));
+            }
+            System.err.println("done " + n);
+        }
+        if (neo4j) {
+            neo4jLoad(table, sizes);
+        }
+        StringBuilder sb = new StringBuilder("| operation | 100 | 1,000 | 10,000 |\n|---|---:|---:|---:|\n");
+        table.forEach((op, cells) -> {
+            sb.append("| ").append(op);
+            for (int n : sizes) {
+                sb.append(" | ").append(cells.getOrDefault(n, "–"));
+            }
+            sb.append(" |\n");
+        });
+        System.out.println(sb);
+        System.out.println("PRESTO simulation, seed 42:");
+        System.out.print(PrestoSimulation.format(PrestoSimulation.table(42, false)));
+        System.out.print(PrestoSimulation.format(PrestoSimulation.table(42, true)));
+    }
+
+    static void put(Map<String, Map<Integer, String>> table, String op, int n, String cell) {
+        table.computeIfAbsent(op, k -> new LinkedHashMap<>()).put(n, cell);
+    }
+
+    static String time(Supplier<?> work) {
+        return time(work, 2, 5);
+    }
+
+    static String time(Supplier<?> work, int warmup, int runs) {
+        for (int i = 0; i < warmup; i++) {
+            work.get();
+        }
+        long[] t = new long[runs];
+        for (int i = 0; i < runs; i++) {
+            long s = System.nanoTime();
+            work.get();
+            t[i] = System.nanoTime() - s;
+        }
+        Arrays.sort(t);
+        double ms = t[runs / 2] / 1e6;
+        return ms >= 1000 ? String.format(Locale.ROOT, "%.2f s", ms / 1000) : String.format(Locale.ROOT, "%.1f ms", ms);
+    }
+
+    static String host(int i) {
+        return "h" + (i / PER_HOST);
+    }
+
+    static ServiceGraph synthetic(int n, long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        List<ServiceNode> nodes = new ArrayList<>();
+        String[] types = {"nginx", "java", "postgres", "redis", "python", "node", "envoy", "memcached"};
+        for (int i = 0; i < n; i++) {
+            double cpu = 0.05 + rnd.nextDouble() * 0.5;
+            Metrics m = new Metrics(cpu, 1.0 + rnd.nextInt(4), 10 + rnd.nextDouble() * 200, 1 + rnd.nextDouble() * 20,
+                    null, null, null, 5 + rnd.nextDouble() * 50, 1 + cpu * 10, 1e8 + rnd.nextDouble() * 4e8,
+                    0.1 + rnd.nextDouble() * 0.4, 2e8, null);
+            String id = host(i) + "/" + (1000 + i) + "/1";
+            nodes.add(ServiceNode.process(id, types[i % types.length], host(i), "c" + i, types[i % types.length], 4.0, m)
+                    .withKubernetes("pod-" + i, "ns" + (i % 5), "svc-" + (i / 10)));
+        }
+        List<ServiceEdge> edges = new ArrayList<>();
+        Map<String, Boolean> seen = new HashMap<>();
+        for (int i = 0; i < n; i++) {
+            for (int k = 0; k < 3; k++) {
+                int j = k < 2 && i < n - 1 ? i + 1 + rnd.nextInt(Math.min(50, n - i - 1)) : rnd.nextInt(n);
+                if (j == i || seen.put(i + ">" + j, true) != null) {
+                    continue;
+                }
+                double lat = 1 + rnd.nextDouble() * 20;
+                edges.add(new ServiceEdge(nodes.get(i).id(), nodes.get(j).id(), 1000 + rnd.nextInt(1_000_000),
+                        1000 + rnd.nextInt(5_000_000), 1 + rnd.nextInt(10), 0L, 1L, 5 + rnd.nextDouble() * 100, lat,
+                        null, null, null, lat * 3));
+            }
+        }
+        for (int e = 0; e < 5; e++) {
+            String ext = "198.51.100." + e;
+            nodes.add(ServiceNode.external(ext));
+            edges.add(new ServiceEdge(ext, nodes.get(e).id(), 5000, 500_000, 10, 0L, 1L, 100.0, 30.0, null, null,
+                    null, 90.0));
+        }
+        return new ServiceGraph(nodes, edges);
+    }
+
+    static List<HostPower> hosts(int n) {
+        List<HostPower> hosts = new ArrayList<>();
+        for (int h = 0; h * PER_HOST < n; h++) {
+            hosts.add(new HostPower("h" + h, 80.0, 40.0, 30.0, 40, 150));
+        }
+        return hosts;
+    }
+
+    static PlacementProblem placement(ServiceGraph g, int n) {
+        List<PlacementProblem.Workload> w = new ArrayList<>();
+        for (ServiceNode p : g.nodes()) {
+            if (!p.external()) {
+                w.add(new PlacementProblem.Workload(p.id(), p.metrics().cpuRequest(), p.metrics().memoryRequestBytes(),
+                        p.hostId()));
+            }
+        }
+        List<PlacementProblem.NodeCapacity> nodes = new ArrayList<>();
+        for (int h = 0; h * PER_HOST < n; h++) {
+            nodes.add(new PlacementProblem.NodeCapacity("h" + h, 16.0, 16e9)); // 20 x <=0.5 cores fit in 16
+        }
+        List<PlacementProblem.Traffic> t = new ArrayList<>();
+        Map<String, ServiceNode> byId = g.nodesById();
+        for (ServiceEdge e : g.edges()) {
+            if (!byId.get(e.source()).external()) {
+                t.add(new PlacementProblem.Traffic(e.source(), e.target(), e.bytes()));
+            }
+        }
+        return new PlacementProblem(w, nodes, t, null);
+    }
+
+    /** Writes each synthetic graph into an in-process Neo4j and times ServiceGraphLoader.load (all, unfiltered). */
+    static void neo4jLoad(Map<String, Map<Integer, String>> table, int[] sizes) throws Exception {
+        Path dir = Files.createDirectories(Path.of("target", "bench-neo4j"));
+        try (Neo4j db = Neo4jBuilders.newInProcessBuilder(dir).withDisabledServer()
+                .withConfig(GraphDatabaseSettings.preallocate_logical_logs, false).build();
+             Driver driver = GraphDatabase.driver(db.boltURI(), AuthTokens.none())) {
+            ServiceGraphLoader loader = new ServiceGraphLoader(new Neo4jReader(driver, new SimpleMeterRegistry()));
+            for (int n : sizes) {
+                ServiceGraph g = synthetic(n, 42);
+                try (Session s = driver.session()) {
+                    s.run("MATCH (x) DETACH DELETE x").consume();
+                    List<Map<String, Object>> procs = new ArrayList<>();
+                    for (ServiceNode p : g.nodes()) {
+                        if (!p.external()) {
+                            Map<String, Object> m = new HashMap<>();
+                            m.put("id", p.id());
+                            m.put("host", p.hostId());
+                            m.put("ctr", p.containerId());
+                            m.put("pod", p.pod());
+                            m.put("ns", p.namespace());
+                            m.put("svc", p.service());
+                            m.put("cpu", p.metrics().cpuUsage());
+                            m.put("rate", p.metrics().requestRate());
+                            m.put("lat", p.metrics().latencyAvgMs());
+                            m.put("power", p.metrics().powerW());
+                            procs.add(m);
+                        }
+                    }
+                    s.run("CREATE INDEX host_id IF NOT EXISTS FOR (h:Host) ON (h.id)").consume();
+                    s.run("CREATE INDEX proc_id IF NOT EXISTS FOR (p:Process) ON (p.id)").consume();
+                    s.run("CREATE INDEX ctr_id IF NOT EXISTS FOR (c:Container) ON (c.id)").consume();
+                    s.run("CREATE INDEX ext_id IF NOT EXISTS FOR (e:External) ON (e.id)").consume();
+                    s.run("UNWIND $rows AS r MERGE (h:Host {id: r.host}) SET h.cores = 4", Map.of("rows", procs))
+                            .consume();
+                    s.run("""
+                            UNWIND $rows AS r MATCH (h:Host {id: r.host})
+                            CREATE (c:Container {id: r.ctr, hostId: r.host, pod: r.pod, namespace: r.ns, service: r.svc})
+                                   -[:RUNS_ON]->(h)
+                            CREATE (p:Process {id: r.id, hostId: r.host, pid: 1, startTimeNs: 1, comm: 'java',
+                                   cmdline: 'java -jar app.jar', containerId: r.ctr, cpuUsage: r.cpu,
+                                   requestRate: r.rate, latencyAvgMs: r.lat, powerW: r.power})-[:RUNS_ON]->(h)
+                            CREATE (p)-[:IN_CONTAINER]->(c)
+                            """, Map.of("rows", procs)).consume();
+                    List<Map<String, Object>> rels = new ArrayList<>();
+                    for (ServiceEdge e : g.edges()) {
+                        Map<String, Object> m = new HashMap<>();
+                        m.put("s", e.source());
+                        m.put("t", e.target());
+                        m.put("c2s", e.bytesClientToServer());
+                        m.put("s2c", e.bytesServerToClient());
+                        m.put("rate", e.requestRate());
+                        m.put("p99", e.latencyP99Ms());
+                        rels.add(m);
+                    }
+                    s.run("UNWIND $rows AS r WITH r WHERE r.s STARTS WITH '198.' "
+                            + "MERGE (:External {id: r.s, address: r.s})", Map.of("rows", rels)).consume();
+                    s.run("""
+                            UNWIND $rows AS r
+                            MATCH (a {id: r.s}) WHERE a:Process OR a:External
+                            MATCH (b:Process {id: r.t})
+                            CREATE (a)-[:TALKS_TO {bytesClientToServer: r.c2s, bytesServerToClient: r.s2c,
+                                   connections: 1, firstSeenNs: 0, lastSeenNs: 1, requestRate: r.rate,
+                                   latencyP99Ms: r.p99}]->(b)
+                            """, Map.of("rows", rels)).consume();
+                }
+                int[] size = new int[2];
+                String cell = time(() -> {
+                    ServiceGraphLoader.Loaded l = loader.load(GraphFilter.NONE);
+                    size[0] = l.graph().nodes().size();
+                    size[1] = l.graph().edges().size();
+                    return l;
+                }, 1, 3);
+                put(table, "load from Neo4j (process level)", n, cell + " (" + size[0] + " nodes, " + size[1]
+                        + " edges)");
+                System.err.println("neo4j done " + n);
+            }
+        }
+    }
+}
