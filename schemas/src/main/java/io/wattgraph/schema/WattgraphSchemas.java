@@ -36,6 +36,20 @@ public final class WattgraphSchemas {
     return ConnectionEvent.createDecoder(HISTORY);
   }
 
+  /** A ResourceSample decoder that accepts the current schema and every version kept in history. */
+  public static BinaryMessageDecoder<ResourceSample> resourceSampleDecoder() {
+    return ResourceSample.createDecoder(HISTORY);
+  }
+
+  public static BinaryMessageEncoder<WindowMetrics> windowMetricsEncoder() {
+    return new BinaryMessageEncoder<>(SpecificData.get(), WindowMetrics.getClassSchema());
+  }
+
+  /** A WindowMetrics decoder that accepts the current schema and every version kept in history. */
+  public static BinaryMessageDecoder<WindowMetrics> windowMetricsDecoder() {
+    return WindowMetrics.createDecoder(HISTORY);
+  }
+
   /** Historic writer schemas known to the decoders (the current one is always known). */
   public static List<Schema> historicSchemas() {
     return readHistory();

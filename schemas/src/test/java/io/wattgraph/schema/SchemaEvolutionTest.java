@@ -24,7 +24,8 @@ class SchemaEvolutionTest {
 
   /** Every top-level event schema: each must have its published versions in history. */
   private static final List<Schema> CURRENT = List.of(
-      ConnectionEvent.getClassSchema(), ResourceSample.getClassSchema(), ServiceMapping.getClassSchema());
+      ConnectionEvent.getClassSchema(), ResourceSample.getClassSchema(), ServiceMapping.getClassSchema(),
+      WindowMetrics.getClassSchema());
 
   @Test
   void currentSchemasReadAndAreReadByEveryPublishedVersionOfTheirName() {

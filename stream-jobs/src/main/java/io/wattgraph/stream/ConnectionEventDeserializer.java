@@ -41,6 +41,7 @@ public class ConnectionEventDeserializer implements KafkaRecordDeserializationSc
       decoder = WattgraphSchemas.connectionEventDecoder();
     }
     String reason;
+    Observation observation = null;
     try {
       if (record.value() == null) {
         reason = "undecodable: null value";
@@ -48,12 +49,17 @@ public class ConnectionEventDeserializer implements KafkaRecordDeserializationSc
         ConnectionEvent e = decoder.decode(record.value());
         reason = invalidReason(e);
         if (reason == null) {
-          out.collect(Decoded.ok(toObservation(e)));
-          return;
+          observation = toObservation(e);
         }
       }
     } catch (Exception e) {
       reason = "undecodable: " + e;
+    }
+    if (observation != null) {
+      // Outside the try: an exception of a chained downstream operator (the collector pushes the
+      // record through them) must fail the task, not turn a good record into a dead letter.
+      out.collect(Decoded.ok(observation));
+      return;
     }
     if (undecodable != null) {
       undecodable.inc();

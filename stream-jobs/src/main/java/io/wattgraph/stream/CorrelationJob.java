@@ -29,7 +29,9 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 
 /**
  * Kafka ConnectionEvents to the Neo4j connection graph:
- * source, correlate both ends of each connection, sum connections per edge, write to Neo4j.
+ * source, correlate both ends of each connection, sum connections per edge, write to Neo4j; and
+ * Kafka ResourceSamples to windowed CPU/power metrics ({@link ResourceMetrics}) on the metrics
+ * topic and the graph's nodes.
  */
 public final class CorrelationJob {
   private CorrelationJob() {}
@@ -65,6 +67,12 @@ public final class CorrelationJob {
    */
   public static void build(StreamExecutionEnvironment env, JobConfig config,
       UnaryOperator<DataStream<Observation>> tap) {
+    build(env, config, tap, UnaryOperator.identity());
+  }
+
+  /** As above, with {@code metricsTap} applied to the window inputs (tests inject failures there). */
+  public static void build(StreamExecutionEnvironment env, JobConfig config,
+      UnaryOperator<DataStream<Observation>> tap, UnaryOperator<DataStream<MetricInput>> metricsTap) {
     configureCheckpoints(env, config);
     if (config.parallelism != null) {
       env.setParallelism(config.parallelism);
@@ -87,7 +95,10 @@ public final class CorrelationJob {
         .process(new SplitDeadLetters())
         .uid("split-dead-letters")
         .name("split dead letters");
+    // Windowed CPU/power metrics from the agents' ResourceSamples; their dead letters share the DLQ.
+    DataStream<DeadLetter> resourceDeadLetters = ResourceMetrics.build(env, config, metricsTap);
     decoded.getSideOutput(SplitDeadLetters.DEAD_LETTERS)
+        .union(resourceDeadLetters)
         .sinkTo(deadLetterSink(config))
         .uid("dlq-sink")
         .name("kafka: " + config.dlqTopic);
@@ -159,6 +170,22 @@ public final class CorrelationJob {
       if (!admin.listTopics().names().get().contains(topic)) {
         admin.createTopics(List.of(new NewTopic(topic, Optional.of(1), Optional.empty())
             .configs(Map.of("cleanup.policy", "compact")))).all().get();
+      }
+    } catch (ExecutionException e) {
+      if (!(e.getCause() instanceof TopicExistsException)) {
+        throw new IllegalStateException("cannot create topic " + topic, e);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Creates the topic (default settings, one partition) unless it exists: bounded sources need it. */
+  static void ensureTopic(String brokers, String topic) {
+    try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, brokers))) {
+      if (!admin.listTopics().names().get().contains(topic)) {
+        admin.createTopics(List.of(new NewTopic(topic, Optional.of(1), Optional.empty()))).all().get();
       }
     } catch (ExecutionException e) {
       if (!(e.getCause() instanceof TopicExistsException)) {

@@ -16,12 +16,16 @@ public class JobConfig implements Serializable {
       "                       [--pairing-horizon-ms 3000] [--checkpoint-interval-ms 5000]",
       "                       [--checkpoint-dir URI] [--parallelism N]",
       "                       [--dlq-topic wattgraph.dlq] [--service-mappings-topic wattgraph.service-mappings]",
-      "                       [--closed-retention-ms 2*horizon] [--idle-timeout-ms 3600000]");
+      "                       [--closed-retention-ms 2*horizon] [--idle-timeout-ms 3600000]",
+      "                       [--resources-topic wattgraph.resources] [--metrics-topic wattgraph.metrics]",
+      "                       [--window-ms 10000] [--allowed-lateness-ms 30000]",
+      "                       [--max-out-of-orderness-ms 5000] [--idleness-ms 15000]");
 
   private static final List<String> FLAGS = List.of("--kafka-brokers", "--topic", "--group-id", "--neo4j-uri",
       "--neo4j-user", "--neo4j-password", "--pairing-horizon-ms", "--checkpoint-interval-ms",
       "--checkpoint-dir", "--parallelism", "--dlq-topic", "--service-mappings-topic", "--closed-retention-ms",
-      "--idle-timeout-ms");
+      "--idle-timeout-ms", "--resources-topic", "--metrics-topic", "--window-ms", "--allowed-lateness-ms",
+      "--max-out-of-orderness-ms", "--idleness-ms");
 
   public String kafkaBrokers;
   public String topic = "wattgraph.connections";
@@ -43,6 +47,18 @@ public class JobConfig implements Serializable {
   public long closedRetentionMs = 0;
   /** A connection with no event for this long is folded into its edge's totals and forgotten. */
   public long idleTimeoutMs = 3_600_000;
+  /** Agents' ResourceSamples (keyed by host id). */
+  public String resourcesTopic = "wattgraph.resources";
+  /** Window results (WindowMetrics), written transactionally. */
+  public String metricsTopic = "wattgraph.metrics";
+  /** Size of the event-time tumbling windows. */
+  public long windowMs = 10_000;
+  /** A sample this late (after its window's end, by the watermark) still updates the window's result. */
+  public long allowedLatenessMs = 30_000;
+  /** Watermark = highest event time seen on a partition minus this. */
+  public long maxOutOfOrdernessMs = 5_000;
+  /** A partition without records for this long stops holding the watermark back. */
+  public long idlenessMs = 15_000;
   /** Stop at the offsets that are latest when the job starts (backfills, tests); not a CLI flag. */
   public boolean bounded;
   public int sinkBatchSize = 500;
@@ -94,6 +110,22 @@ public class JobConfig implements Serializable {
     c.serviceMappingsTopic = text(flags, "--service-mappings-topic", c.serviceMappingsTopic);
     c.closedRetentionMs = positive(flags, "--closed-retention-ms", c.closedRetentionMs);
     c.idleTimeoutMs = positive(flags, "--idle-timeout-ms", c.idleTimeoutMs);
+    c.resourcesTopic = text(flags, "--resources-topic", c.resourcesTopic);
+    c.metricsTopic = text(flags, "--metrics-topic", c.metricsTopic);
+    c.windowMs = positive(flags, "--window-ms", c.windowMs);
+    c.allowedLatenessMs = nonNegative(flags, "--allowed-lateness-ms", c.allowedLatenessMs);
+    c.maxOutOfOrdernessMs = nonNegative(flags, "--max-out-of-orderness-ms", c.maxOutOfOrdernessMs);
+    c.idlenessMs = positive(flags, "--idleness-ms", c.idlenessMs);
+    for (String[] same : new String[][] {{"--resources-topic", c.resourcesTopic}, {"--metrics-topic", c.metricsTopic},
+        {"--dlq-topic", c.dlqTopic}, {"--topic", c.topic}}) {
+      for (String[] other : new String[][] {{"--resources-topic", c.resourcesTopic}, {"--metrics-topic", c.metricsTopic},
+          {"--dlq-topic", c.dlqTopic}, {"--topic", c.topic}}) {
+        if (!same[0].equals(other[0]) && same[1].equals(other[1])) {
+          throw new IllegalArgumentException(same[0] + " and " + other[0] + " must name different topics, both are '"
+              + same[1] + "'");
+        }
+      }
+    }
     if (flags.containsKey("--parallelism")) {
       c.parallelism = (int) positive(flags, "--parallelism", 1);
     }
@@ -114,6 +146,22 @@ public class JobConfig implements Serializable {
       throw new IllegalArgumentException(flag + " must not be empty");
     }
     return v;
+  }
+
+  private static long nonNegative(Map<String, String> flags, String flag, long dflt) {
+    String v = flags.get(flag);
+    if (v == null) {
+      return dflt;
+    }
+    try {
+      long n = Long.parseLong(v);
+      if (n >= 0) {
+        return n;
+      }
+    } catch (NumberFormatException e) {
+      // below
+    }
+    throw new IllegalArgumentException(flag + " must be an integer >= 0, got '" + v + "'");
   }
 
   private static long positive(Map<String, String> flags, String flag, long dflt) {

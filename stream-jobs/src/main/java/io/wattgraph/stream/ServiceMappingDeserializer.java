@@ -37,15 +37,19 @@ public class ServiceMappingDeserializer implements KafkaRecordDeserializationSch
     if (decoder == null) {
       decoder = ServiceMapping.getDecoder();
     }
+    ServiceMappingUpdate update;
     try {
-      out.collect(decode(record.key(), record.value(), decoder));
+      update = decode(record.key(), record.value(), decoder);
     } catch (Exception e) {
       if (bad != null) {
         bad.inc();
       }
       LOG.warn("Skipping service mapping {}-{}@{}: {}", record.topic(), record.partition(), record.offset(),
           e.toString());
+      return;
     }
+    // Outside the try: a downstream failure must fail the task, not skip a good mapping.
+    out.collect(update);
   }
 
   static ServiceMappingUpdate decode(byte[] key, byte[] value, BinaryMessageDecoder<ServiceMapping> decoder)

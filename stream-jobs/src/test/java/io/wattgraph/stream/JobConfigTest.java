@@ -78,4 +78,32 @@ class JobConfigTest {
     r[MIN.length + 1] = value;
     return r;
   }
+
+  @Test
+  void metricsFlags() {
+    JobConfig d = JobConfig.parse(MIN);
+    assertEquals("wattgraph.resources", d.resourcesTopic);
+    assertEquals("wattgraph.metrics", d.metricsTopic);
+    assertEquals(10_000, d.windowMs);
+    assertEquals(30_000, d.allowedLatenessMs);
+    assertEquals(5_000, d.maxOutOfOrdernessMs);
+    assertEquals(15_000, d.idlenessMs);
+    JobConfig c = JobConfig.parse(new String[] {"--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2",
+        "--resources-topic", "r", "--metrics-topic", "m", "--window-ms", "60000", "--allowed-lateness-ms", "0",
+        "--max-out-of-orderness-ms", "0", "--idleness-ms", "1000"});
+    assertEquals("r", c.resourcesTopic);
+    assertEquals("m", c.metricsTopic);
+    assertEquals(60_000, c.windowMs);
+    assertEquals(0, c.allowedLatenessMs);
+    assertEquals(0, c.maxOutOfOrdernessMs);
+    assertEquals(1000, c.idlenessMs);
+    for (String[] bad : new String[][] {{"--window-ms", "0"}, {"--allowed-lateness-ms", "-1"},
+        {"--max-out-of-orderness-ms", "x"}, {"--idleness-ms", "0"}, {"--metrics-topic", " "},
+        {"--resources-topic", "wattgraph.connections"}}) {
+      String message = assertThrows(IllegalArgumentException.class, () -> JobConfig.parse(new String[] {
+          "--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2", bad[0], bad[1]})).getMessage();
+      assertTrue(message.contains(bad[0]), message);
+    }
+    assertTrue(JobConfig.USAGE.contains("--idleness-ms"));
+  }
 }

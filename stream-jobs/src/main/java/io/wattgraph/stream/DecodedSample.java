@@ -1,0 +1,26 @@
+package io.wattgraph.stream;
+
+/** What the resource-sample deserializer yields per Kafka record: a valid sample, or a dead letter. */
+public class DecodedSample {
+  public Sample sample;
+  public DeadLetter deadLetter;
+
+  public DecodedSample() {}
+
+  static DecodedSample ok(Sample s) {
+    DecodedSample d = new DecodedSample();
+    d.sample = s;
+    return d;
+  }
+
+  static DecodedSample dead(DeadLetter l) {
+    DecodedSample d = new DecodedSample();
+    d.deadLetter = l;
+    return d;
+  }
+
+  /** Event time in ms, for the watermark strategy (dead letters do not move it). */
+  long eventTimeMs() {
+    return sample == null ? Long.MIN_VALUE : sample.eventTimeMs();
+  }
+}

@@ -1,0 +1,60 @@
+package io.wattgraph.stream;
+
+/**
+ * One sample as input of one window key: a PROCESS record feeds its process, a GROUP record its
+ * group and (with a pod UID) its pod, a HOST record its host.
+ */
+public class MetricInput {
+  public static final String PROCESS = "PROCESS";
+  public static final String GROUP = "GROUP";
+  public static final String POD = "POD";
+  public static final String HOST = "HOST";
+
+  /** PROCESS, GROUP, POD or HOST (names of the WindowMetrics MetricsLevel enum). */
+  public String level;
+  public String hostId;
+  /** See WindowMetrics.entityId: Process node id, group id, pod UID or host id. */
+  public String entityId;
+  public String groupId;
+  public String podUid;
+  public String comm;
+  public long intervalEndNs;
+  public long intervalNs;
+  public long cpuTimeNs;
+  public double energyJoules;
+  public double idleEnergyJoules;
+  public boolean measured;
+  public int threads;
+  public int processes;
+
+  public MetricInput() {}
+
+  /** The window key: entity ids are only unique per level, and the host group "host" per host. */
+  public String key() {
+    return level + "|" + hostId + "|" + entityId;
+  }
+
+  static MetricInput of(Sample s, String level, String entityId) {
+    MetricInput m = new MetricInput();
+    m.level = level;
+    m.hostId = s.hostId;
+    m.entityId = entityId;
+    m.groupId = level.equals(PROCESS) || level.equals(GROUP) ? s.groupId : null;
+    m.podUid = level.equals(GROUP) || level.equals(POD) ? s.podUid : null;
+    m.comm = level.equals(PROCESS) ? s.comm : null;
+    m.intervalEndNs = s.intervalEndNs;
+    m.intervalNs = s.intervalNs();
+    m.cpuTimeNs = s.cpuTimeNs;
+    m.energyJoules = s.energyJoules;
+    m.idleEnergyJoules = level.equals(HOST) ? s.idlePowerWatts * s.intervalNs() / 1e9 : 0;
+    m.measured = s.measured;
+    m.threads = s.threads;
+    m.processes = s.processes;
+    return m;
+  }
+
+  @Override
+  public String toString() {
+    return "MetricInput{" + key() + " @" + intervalEndNs + " cpu=" + cpuTimeNs + " e=" + energyJoules + "}";
+  }
+}

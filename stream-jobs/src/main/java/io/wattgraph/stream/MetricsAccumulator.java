@@ -1,0 +1,114 @@
+package io.wattgraph.stream;
+
+import java.util.Arrays;
+
+/**
+ * Running totals of one window key (the incremental state of a window: no sample is buffered).
+ * Thread and process counts are kept per sampling interval (a window holds window/interval of
+ * them, e.g. 10) so that the result is the highest per-interval count, summed over the samples of
+ * that interval (the GROUP records of a pod's containers).
+ */
+public class MetricsAccumulator {
+  public String level;
+  public String hostId;
+  public String entityId;
+  public String groupId;
+  public String podUid;
+  public String comm;
+  /** intervalEndNs of the latest sample seen, for groupId/comm (latest wins). */
+  public long latestIntervalEndNs = Long.MIN_VALUE;
+  public int samples;
+  public long cpuTimeNs;
+  public double energyJoules;
+  public double idleEnergyJoules;
+  public int measuredSamples;
+  public int estimatedSamples;
+  /** Distinct interval ends, with the summed thread and process counts of each. */
+  public long[] intervalEnds = new long[0];
+  public int[] threadsPerInterval = new int[0];
+  public int[] processesPerInterval = new int[0];
+
+  public MetricsAccumulator() {}
+
+  void add(MetricInput in) {
+    if (level == null) {
+      level = in.level;
+      hostId = in.hostId;
+      entityId = in.entityId;
+    }
+    if (in.intervalEndNs >= latestIntervalEndNs) {
+      latestIntervalEndNs = in.intervalEndNs;
+      groupId = in.groupId != null ? in.groupId : groupId;
+      podUid = in.podUid != null ? in.podUid : podUid;
+      comm = in.comm != null ? in.comm : comm;
+    }
+    samples++;
+    cpuTimeNs += in.cpuTimeNs;
+    energyJoules += in.energyJoules;
+    idleEnergyJoules += in.idleEnergyJoules;
+    if (in.measured) {
+      measuredSamples++;
+    } else {
+      estimatedSamples++;
+    }
+    addCounts(in.intervalEndNs, in.threads, in.processes);
+  }
+
+  private void addCounts(long intervalEnd, int threads, int processes) {
+    for (int i = 0; i < intervalEnds.length; i++) {
+      if (intervalEnds[i] == intervalEnd) {
+        threadsPerInterval[i] += threads;
+        processesPerInterval[i] += processes;
+        return;
+      }
+    }
+    int n = intervalEnds.length;
+    intervalEnds = Arrays.copyOf(intervalEnds, n + 1);
+    threadsPerInterval = Arrays.copyOf(threadsPerInterval, n + 1);
+    processesPerInterval = Arrays.copyOf(processesPerInterval, n + 1);
+    intervalEnds[n] = intervalEnd;
+    threadsPerInterval[n] = threads;
+    processesPerInterval[n] = processes;
+  }
+
+  void merge(MetricsAccumulator o) {
+    if (o.samples == 0) {
+      return;
+    }
+    if (level == null) {
+      level = o.level;
+      hostId = o.hostId;
+      entityId = o.entityId;
+    }
+    if (o.latestIntervalEndNs >= latestIntervalEndNs) {
+      latestIntervalEndNs = o.latestIntervalEndNs;
+      groupId = o.groupId != null ? o.groupId : groupId;
+      podUid = o.podUid != null ? o.podUid : podUid;
+      comm = o.comm != null ? o.comm : comm;
+    }
+    samples += o.samples;
+    cpuTimeNs += o.cpuTimeNs;
+    energyJoules += o.energyJoules;
+    idleEnergyJoules += o.idleEnergyJoules;
+    measuredSamples += o.measuredSamples;
+    estimatedSamples += o.estimatedSamples;
+    for (int i = 0; i < o.intervalEnds.length; i++) {
+      addCounts(o.intervalEnds[i], o.threadsPerInterval[i], o.processesPerInterval[i]);
+    }
+  }
+
+  int maxThreads() {
+    return Arrays.stream(threadsPerInterval).max().orElse(0);
+  }
+
+  int maxProcesses() {
+    return Arrays.stream(processesPerInterval).max().orElse(0);
+  }
+
+  String powerSource() {
+    if (measuredSamples > 0 && estimatedSamples > 0) {
+      return "MIXED";
+    }
+    return measuredSamples > 0 ? "MEASURED" : "ESTIMATED";
+  }
+}

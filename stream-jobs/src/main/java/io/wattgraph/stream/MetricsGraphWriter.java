@@ -1,0 +1,153 @@
+package io.wattgraph.stream;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.neo4j.driver.AuthToken;
+import org.neo4j.driver.AuthTokens;
+import org.neo4j.driver.Config;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.GraphDatabase;
+import org.neo4j.driver.Logging;
+import org.neo4j.driver.Session;
+import org.neo4j.driver.TransactionContext;
+
+/**
+ * Writes the latest window's metrics as properties of the graph's nodes, one write transaction
+ * per batch of {@code UNWIND $rows} statements (parameters only).
+ *
+ * <ul>
+ *   <li>PROCESS rows onto existing {@code Process} nodes only (MATCH by the graph's id
+ *   {@code hostId/tgid/startTimeNs}): processes appear in the graph through their connections; a
+ *   process that never talked gets no node here.</li>
+ *   <li>GROUP rows of containers onto {@code Container {id: containerId}} (MERGE, with its
+ *   {@code RUNS_ON} host, as GraphWriter does); the host group ("host") has no node.</li>
+ *   <li>HOST rows onto {@code Host {id}} (MERGE).</li>
+ * </ul>
+ * Idempotent and monotonic: a row is applied only if its (windowEndNs, revision) is not older than
+ * the node's ({@code metricsWindowEndNs}, {@code metricsRevision}), compared in the Cypher, so a
+ * replay or a stale batch never overwrites a newer window.
+ */
+public class MetricsGraphWriter implements AutoCloseable {
+
+  private static final String NEWER = """
+      (n.metricsWindowEndNs IS NULL OR n.metricsWindowEndNs < r.windowEndNs
+       OR (n.metricsWindowEndNs = r.windowEndNs AND coalesce(n.metricsRevision, -1) <= r.revision))
+      """;
+
+  private static final String COMMON = """
+      SET n.cpuUsage = r.cpuUsage, n.powerW = r.powerW, n.energyJ = r.energyJ, n.powerSource = r.powerSource,
+          n.threads = r.threads, n.metricsWindowStartNs = r.windowStartNs, n.metricsWindowEndNs = r.windowEndNs,
+          n.metricsRevision = r.revision
+      """;
+
+  private static final String PROCESSES = """
+      UNWIND $rows AS r
+      MATCH (n:Process {id: r.id})
+      WITH n, r WHERE""" + NEWER + COMMON;
+
+  private static final String CONTAINERS = """
+      UNWIND $rows AS r
+      MERGE (h:Host {id: r.hostId})
+      MERGE (n:Container {id: r.id}) ON CREATE SET n.hostId = r.hostId
+      MERGE (n)-[:RUNS_ON]->(h)
+      WITH n, r WHERE""" + NEWER + COMMON + """
+      SET n.processes = r.processes, n.podUid = coalesce(r.podUid, n.podUid)
+      """;
+
+  private static final String HOSTS = """
+      UNWIND $rows AS r
+      MERGE (n:Host {id: r.id})
+      WITH n, r WHERE""" + NEWER + COMMON + """
+      SET n.processes = r.processes, n.idlePowerW = r.idlePowerW, n.cores = coalesce(r.cores, n.cores)
+      """;
+
+  private final Driver driver;
+
+  public MetricsGraphWriter(Neo4jSettings settings) {
+    AuthToken auth = settings.user == null
+        ? AuthTokens.none()
+        : AuthTokens.basic(settings.user, settings.password == null ? "" : settings.password);
+    Config config = Config.builder()
+        .withLogging(Logging.slf4j())
+        .withMaxTransactionRetryTime(settings.driverRetryMs, TimeUnit.MILLISECONDS)
+        .build();
+    this.driver = GraphDatabase.driver(settings.uri, auth, config);
+  }
+
+  /** The same constraints as GraphWriter (idempotent): MERGE on Host/Container ids needs them. */
+  public void createConstraints() {
+    try (Session session = driver.session()) {
+      for (String c : GraphWriter.CONSTRAINTS) {
+        session.executeWrite(tx -> tx.run(c).consume());
+      }
+    }
+  }
+
+  /** Whether a row has a node to go to (PROCESS, container GROUP, HOST); POD and the host group do not. */
+  static boolean hasNode(MetricsRow r) {
+    return switch (r.level) {
+      case MetricInput.PROCESS, MetricInput.HOST -> true;
+      case MetricInput.GROUP -> !"host".equals(r.entityId);
+      default -> false;
+    };
+  }
+
+  /** Writes one batch (at most one row per key) in one transaction. */
+  public void write(Collection<MetricsRow> rows) {
+    List<Map<String, Object>> processes = new ArrayList<>();
+    List<Map<String, Object>> containers = new ArrayList<>();
+    List<Map<String, Object>> hosts = new ArrayList<>();
+    for (MetricsRow r : rows) {
+      if (!hasNode(r)) {
+        continue;
+      }
+      Map<String, Object> m = new HashMap<>();
+      m.put("id", r.entityId);
+      m.put("hostId", r.hostId);
+      m.put("cpuUsage", r.cpuCores);
+      m.put("powerW", r.powerWatts);
+      m.put("energyJ", r.energyJoules);
+      m.put("powerSource", r.powerSource);
+      m.put("threads", r.threads);
+      m.put("processes", r.processes);
+      m.put("windowStartNs", r.windowStartNs);
+      m.put("windowEndNs", r.windowEndNs);
+      m.put("revision", r.revision);
+      m.put("podUid", r.podUid);
+      m.put("idlePowerW", r.idlePowerWatts);
+      m.put("cores", r.hostCores);
+      switch (r.level) {
+        case MetricInput.PROCESS -> processes.add(m);
+        case MetricInput.GROUP -> containers.add(m);
+        default -> hosts.add(m);
+      }
+    }
+    if (processes.isEmpty() && containers.isEmpty() && hosts.isEmpty()) {
+      return;
+    }
+    try (Session session = driver.session()) {
+      session.executeWrite(tx -> {
+        // Hosts first, then containers, then processes: the order GraphWriter locks them in too.
+        run(tx, HOSTS, hosts);
+        run(tx, CONTAINERS, containers);
+        run(tx, PROCESSES, processes);
+        return null;
+      });
+    }
+  }
+
+  private static void run(TransactionContext tx, String cypher, List<?> rows) {
+    if (!rows.isEmpty()) {
+      tx.run(cypher, Map.of("rows", rows)).consume();
+    }
+  }
+
+  @Override
+  public void close() {
+    driver.close();
+  }
+}

@@ -1,0 +1,41 @@
+package io.wattgraph.stream;
+
+/** One window's result for one entity; the fields of {@code WindowMetrics} (see its schema docs). */
+public class MetricsRow {
+  public String level;
+  public String hostId;
+  public String entityId;
+  public String groupId;
+  public String podUid;
+  public String comm;
+  public long windowStartNs;
+  public long windowEndNs;
+  public int revision;
+  public int samples;
+  public int intervals;
+  public double cpuSeconds;
+  public double cpuCores;
+  public Integer hostCores;
+  public Double hostCpuShare;
+  public double energyJoules;
+  public double powerWatts;
+  public Double idlePowerWatts;
+  /** MEASURED, ESTIMATED or MIXED. */
+  public String powerSource;
+  public int threads;
+  public int processes;
+
+  public MetricsRow() {}
+
+  /** Kafka key and sink buffer key: level|hostId|entityId (the window key). */
+  public String key() {
+    return level + "|" + hostId + "|" + entityId;
+  }
+
+  @Override
+  public String toString() {
+    return "MetricsRow{" + key() + " [" + windowStartNs + "," + windowEndNs + ") rev " + revision + " samples "
+        + samples + " cpuCores " + cpuCores + " powerW " + powerWatts + " energyJ " + energyJoules + " "
+        + powerSource + " threads " + threads + " processes " + processes + "}";
+  }
+}

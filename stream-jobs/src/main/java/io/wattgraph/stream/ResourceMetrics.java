@@ -1,0 +1,114 @@
+package io.wattgraph.stream;
+
+import java.time.Duration;
+import java.util.function.UnaryOperator;
+import java.util.regex.Pattern;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.connector.kafka.sink.KafkaSink;
+import org.apache.flink.connector.kafka.source.KafkaSource;
+import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
+import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
+import org.apache.flink.util.OutputTag;
+import org.apache.kafka.clients.consumer.OffsetResetStrategy;
+import org.apache.kafka.clients.producer.ProducerConfig;
+
+/**
+ * Windowed metrics: ResourceSamples from Kafka, event-time tumbling windows per process, group,
+ * pod and host, results to the metrics topic (exactly-once) and onto the graph's nodes.
+ */
+public final class ResourceMetrics {
+  private ResourceMetrics() {}
+
+  /** Window inputs that came after their window's end plus the allowed lateness. */
+  public static final OutputTag<MetricInput> LATE = new OutputTag<>("late-samples") {};
+
+  /** Adds the source, the windows and both sinks; returns the dead letters for the shared DLQ sink. */
+  static DataStream<DeadLetter> build(StreamExecutionEnvironment env, JobConfig config,
+      UnaryOperator<DataStream<MetricInput>> tap) {
+    KafkaSourceBuilder<DecodedSample> source = KafkaSource.<DecodedSample>builder()
+        .setBootstrapServers(config.kafkaBrokers)
+        .setGroupId(config.groupId + "-resources")
+        .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
+        .setDeserializer(new ResourceSampleDeserializer());
+    if (config.bounded) {
+      CorrelationJob.ensureTopic(config.kafkaBrokers, config.resourcesTopic);
+      source.setTopics(config.resourcesTopic).setBounded(OffsetsInitializer.latest());
+    } else {
+      // The job may start before any agent created the topic.
+      source.setTopicPattern(Pattern.compile(Pattern.quote(config.resourcesTopic)))
+          .setProperty("partition.discovery.interval.ms", "10000");
+    }
+    // Given to the source, the strategy runs per Kafka partition (split): the source's watermark is
+    // the minimum over its partitions, idle partitions excluded.
+    SingleOutputStreamOperator<MetricInput> inputs = env
+        .fromSource(source.build(), watermarks(config), "kafka: " + config.resourcesTopic)
+        .uid("kafka-resource-samples")
+        .process(new SplitResourceSamples())
+        .uid("split-resource-samples")
+        .name("split resource samples");
+
+    SingleOutputStreamOperator<MetricsRow> rows = windows(tap.apply(inputs), config);
+    rows.getSideOutput(LATE)
+        .sinkTo(new LateSampleCounter())
+        .uid("late-samples")
+        .name("count late samples");
+    rows.sinkTo(metricsSink(config))
+        .uid("metrics-kafka-sink")
+        .name("kafka: " + config.metricsTopic);
+    rows.sinkTo(new MetricsNeo4jSink(config.neo4j()))
+        .uid("metrics-neo4j-sink")
+        .name("neo4j: window metrics")
+        .setParallelism(1);
+    return inputs.getSideOutput(SplitDeadLetters.DEAD_LETTERS);
+  }
+
+  /**
+   * Event time = the sample's interval end; bounded out-of-orderness (disorder within a partition:
+   * several hosts' clocks and delivery delays), idleness (a partition without records, e.g. its
+   * hosts are gone, stops holding the watermark back).
+   */
+  public static WatermarkStrategy<DecodedSample> watermarks(JobConfig config) {
+    return WatermarkStrategy.<DecodedSample>forBoundedOutOfOrderness(Duration.ofMillis(config.maxOutOfOrdernessMs))
+        .withTimestampAssigner((d, previous) -> d.eventTimeMs())
+        .withIdleness(Duration.ofMillis(config.idlenessMs));
+  }
+
+  /** The windows, incremental (AggregateFunction) with a ProcessWindowFunction for the result. */
+  public static SingleOutputStreamOperator<MetricsRow> windows(DataStream<MetricInput> inputs, JobConfig config) {
+    return inputs
+        .keyBy(new ByWindowKey())
+        .window(TumblingEventTimeWindows.of(Duration.ofMillis(config.windowMs)))
+        // Default event-time trigger: fires at the window end and again for each late element
+        // within the lateness, with the whole updated aggregate.
+        .allowedLateness(Duration.ofMillis(config.allowedLatenessMs))
+        .sideOutputLateData(LATE)
+        .aggregate(new MetricsAggregate(), new MetricsWindowFunction())
+        .uid("resource-windows")
+        .name("resource windows");
+  }
+
+  static KafkaSink<MetricsRow> metricsSink(JobConfig config) {
+    return KafkaSink.<MetricsRow>builder()
+        .setBootstrapServers(config.kafkaBrokers)
+        .setRecordSerializer(new WindowMetricsSerializer(config.metricsTopic))
+        .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .setTransactionalIdPrefix(config.groupId + "-metrics")
+        .setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "600000")
+        .build();
+  }
+
+  static final class ByWindowKey implements KeySelector<MetricInput, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(MetricInput in) {
+      return in.key();
+    }
+  }
+}

@@ -1,0 +1,36 @@
+package io.wattgraph.stream;
+
+/** The fields of a {@code ResourceSample} the windows use (a Flink POJO, no Avro on the wire). */
+public class Sample {
+  /** HOST, GROUP or PROCESS. */
+  public String scope;
+  public String hostId;
+  public long intervalStartNs;
+  public long intervalEndNs;
+  public int tgid;
+  public long processStartTimeNs;
+  public String comm;
+  public String groupId;
+  public String podUid;
+  public int threads;
+  public int processes;
+  public long cpuTimeNs;
+  public boolean measured;
+  public double energyJoules;
+  /** HOST: idle power; 0 otherwise. */
+  public double idlePowerWatts;
+
+  public Sample() {}
+
+  /**
+   * Event time in ms: the interval end, minus 1 ns so that an interval ending exactly on a window
+   * boundary belongs to the window it ends, not to the next one.
+   */
+  long eventTimeMs() {
+    return Math.floorDiv(intervalEndNs - 1, 1_000_000L);
+  }
+
+  long intervalNs() {
+    return intervalEndNs - intervalStartNs;
+  }
+}

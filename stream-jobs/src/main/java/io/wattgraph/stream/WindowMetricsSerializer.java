@@ -1,0 +1,71 @@
+package io.wattgraph.stream;
+
+import io.wattgraph.schema.MetricsLevel;
+import io.wattgraph.schema.MetricsPowerSource;
+import io.wattgraph.schema.WattgraphSchemas;
+import io.wattgraph.schema.WindowMetrics;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import org.apache.avro.message.BinaryMessageEncoder;
+import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
+import org.apache.kafka.clients.producer.ProducerRecord;
+
+/**
+ * A window result as a record of the metrics topic: key UTF-8 {@code LEVEL|hostId|entityId}
+ * (all windows and revisions of an entity on one partition, in order), value {@code WindowMetrics}
+ * in Avro single-object encoding, timestamp the window end (ms).
+ */
+public class WindowMetricsSerializer implements KafkaRecordSerializationSchema<MetricsRow> {
+  private static final long serialVersionUID = 1L;
+
+  private final String topic;
+  private transient BinaryMessageEncoder<WindowMetrics> encoder;
+
+  public WindowMetricsSerializer(String topic) {
+    this.topic = topic;
+  }
+
+  @Override
+  public ProducerRecord<byte[], byte[]> serialize(MetricsRow r, KafkaSinkContext context, Long timestamp) {
+    if (encoder == null) {
+      encoder = WattgraphSchemas.windowMetricsEncoder();
+    }
+    try {
+      ByteBuffer b = encoder.encode(toAvro(r));
+      byte[] value = new byte[b.remaining()];
+      b.get(value);
+      return new ProducerRecord<>(topic, null, r.windowEndNs / 1_000_000L,
+          r.key().getBytes(StandardCharsets.UTF_8), value);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  public static WindowMetrics toAvro(MetricsRow r) {
+    return WindowMetrics.newBuilder()
+        .setLevel(MetricsLevel.valueOf(r.level))
+        .setHostId(r.hostId)
+        .setEntityId(r.entityId)
+        .setGroupId(r.groupId)
+        .setPodUid(r.podUid)
+        .setComm(r.comm)
+        .setWindowStartNs(r.windowStartNs)
+        .setWindowEndNs(r.windowEndNs)
+        .setRevision(r.revision)
+        .setSamples(r.samples)
+        .setIntervals(r.intervals)
+        .setCpuSeconds(r.cpuSeconds)
+        .setCpuCores(r.cpuCores)
+        .setHostCores(r.hostCores)
+        .setHostCpuShare(r.hostCpuShare)
+        .setEnergyJoules(r.energyJoules)
+        .setPowerWatts(r.powerWatts)
+        .setIdlePowerWatts(r.idlePowerWatts)
+        .setPowerSource(MetricsPowerSource.valueOf(r.powerSource))
+        .setThreads(r.threads)
+        .setProcesses(r.processes)
+        .build();
+  }
+}

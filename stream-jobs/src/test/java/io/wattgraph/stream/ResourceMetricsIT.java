@@ -1,0 +1,556 @@
+package io.wattgraph.stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.wattgraph.localstack.KafkaBroker;
+import io.wattgraph.localstack.Neo4jServer;
+import io.wattgraph.schema.AttributionWeight;
+import io.wattgraph.schema.ContainerRuntime;
+import io.wattgraph.schema.PowerSource;
+import io.wattgraph.schema.ResourceSample;
+import io.wattgraph.schema.ResourceScope;
+import io.wattgraph.schema.WattgraphSchemas;
+import io.wattgraph.schema.WindowMetrics;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import java.util.function.UnaryOperator;
+import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.state.CheckpointListener;
+import org.apache.flink.configuration.RestartStrategyOptions;
+import java.util.stream.Stream;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.neo4j.driver.AuthTokens;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.GraphDatabase;
+import org.neo4j.driver.Record;
+import org.neo4j.driver.Session;
+import org.neo4j.driver.Value;
+
+/**
+ * Windowed metrics through the whole job against local-stack's real Kafka and Neo4j: ResourceSamples
+ * of two hosts (one with its clock an hour behind, on its own partition) to the metrics topic
+ * (read_committed) and the graph's node properties, all values computed by hand. Window 10 s.
+ */
+class ResourceMetricsIT {
+  /** A window boundary, Unix ns. */
+  static final long T0 = 1_700_000_000_000_000_000L;
+  /** host-m2's clock is one hour behind. */
+  static final long T1 = T0 - 3_600_000_000_000L;
+  static final long S = 1_000_000_000L;
+  static final String C1 = "c1".repeat(32);
+  static final String P100 = "host-m1/100/5000";
+  static final String P200 = "host-m2/200/6000";
+
+  static KafkaBroker kafka;
+  static Neo4jServer neo4j;
+  static Driver driver;
+
+  @BeforeAll
+  static void startStack() throws Exception {
+    Path root = Paths.get("target", "it-data", "metrics-" + System.currentTimeMillis()).toAbsolutePath();
+    Files.createDirectories(root);
+    kafka = KafkaBroker.start(root.resolve("kafka"), 0, 0);
+    neo4j = Neo4jServer.start(root.resolve("neo4j"), 0);
+    driver = GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none());
+  }
+
+  @AfterAll
+  static void stopStack() {
+    if (driver != null) {
+      driver.close();
+    }
+    if (neo4j != null) {
+      neo4j.close();
+    }
+    if (kafka != null) {
+      kafka.close();
+    }
+  }
+
+  @Test
+  void twoHostsToTheMetricsTopicAndTheGraphExactly() throws Exception {
+    String res = "res.bounded";
+    kafka.createTopic(res, 2);
+    kafka.createTopic("conn.bounded", 1);
+    kafka.createTopic("metrics.bounded", 1);
+    kafka.createTopic("dlq.bounded", 1);
+    // The graph as the connection sink leaves it: P100 in container C1 on host-m1. P200 has no node.
+    write("MERGE (h:Host {id: 'host-m1'}) MERGE (p:Process {id: $p}) SET p.hostId = 'host-m1', p.pid = 100, "
+        + "p.startTimeNs = 5000, p.comm = 'java', p.containerId = $c MERGE (p)-[:RUNS_ON]->(h) "
+        + "MERGE (c:Container {id: $c}) ON CREATE SET c.hostId = 'host-m1' MERGE (p)-[:IN_CONTAINER]->(c) "
+        + "MERGE (c)-[:RUNS_ON]->(h)", Map.of("p", P100, "c", C1));
+
+    List<ProducerRecord<String, byte[]>> records = new ArrayList<>();
+    // host-m1 on partition 0, MEASURED, 5 s intervals k = 1, 2 (window [T0, T0+10 s)) and 4 ([T0+10 s, T0+20 s)).
+    for (int k : new int[] {1, 2, 4}) {
+      long end = T0 + (k == 4 ? 15 : 5 * k) * S;
+      ResourceSample host = sample(ResourceScope.HOST, "host-m1", end, 3 * k * S, 50.0 * k, true, 10 + k, 5);
+      host.setIdlePowerWatts(4.0);
+      ResourceSample c1 = sample(ResourceScope.GROUP, "host-m1", end, 2 * k * S, 20.0 * k, true, 4, 2);
+      c1.setGroupId(C1);
+      c1.setRuntime(ContainerRuntime.CONTAINERD);
+      c1.setPodUid("pod-x");
+      ResourceSample hostGroup = sample(ResourceScope.GROUP, "host-m1", end, k * S, 10.0 * k, true, 6 + k, 3);
+      ResourceSample p = sample(ResourceScope.PROCESS, "host-m1", end, 3 * k * S / 2, 15.0 * k, true, 3, 1);
+      p.setTgid(100);
+      p.setProcessStartTimeNs(5000);
+      p.setComm("java");
+      p.setGroupId(C1);
+      for (ResourceSample s : List.of(host, c1, hostGroup, p)) {
+        records.add(new ProducerRecord<>(res, 0, "host-m1", encode(s)));
+      }
+    }
+    // host-m2 on partition 1, ESTIMATED, its clock an hour behind: one window [T1, T1+10 s).
+    for (int k : new int[] {1, 2}) {
+      long end = T1 + 5 * k * S;
+      ResourceSample host = sample(ResourceScope.HOST, "host-m2", end, k * S, 12.0 * k, false, 2, 1);
+      host.setIdlePowerWatts(3.0);
+      ResourceSample group = sample(ResourceScope.GROUP, "host-m2", end, k * S / 2, 6.0 * k, false, 2, 1);
+      ResourceSample p = sample(ResourceScope.PROCESS, "host-m2", end, k * S / 2, 6.0 * k, false, 2, 1);
+      p.setTgid(200);
+      p.setProcessStartTimeNs(6000);
+      p.setComm("python3");
+      for (ResourceSample s : List.of(host, group, p)) {
+        records.add(new ProducerRecord<>(res, 1, "host-m2", encode(s)));
+      }
+    }
+    ResourceSample noTgid = sample(ResourceScope.PROCESS, "host-m2", T1 + 5 * S, 1, 1.0, false, 1, 1);
+    records.add(new ProducerRecord<>(res, 1, "host-m2", encode(noTgid)));
+    records.add(new ProducerRecord<>(res, 1, "host-m2", new byte[] {(byte) 0xC3, 0x01, 9}));
+    produce(records);
+
+    long lateBefore = LateSampleCounter.DROPPED.get();
+    runBounded("metrics-run-1", res, "conn.bounded", "metrics.bounded", "dlq.bounded");
+
+    // The metrics topic, read_committed: 5 rows per window of host-m1 (host, C1, pod-x, host group,
+    // P100), 3 of host-m2 (host, host group, P200).
+    // Commit markers reach the partitions shortly after the job's last commit returns: wait for them.
+    await(() -> byKeyAndWindow(readAll("metrics.bounded")).size() >= 13, "13 window rows committed");
+    Map<String, WindowMetrics> m = byKeyAndWindow(readAll("metrics.bounded"));
+    assertEquals(13, m.size(), m.keySet()::toString);
+    assertEquals(0, LateSampleCounter.DROPPED.get() - lateBefore, "skew on its own partition is not lateness");
+    long w0 = T0 + 10 * S;
+    long w1 = T0 + 20 * S;
+    assertRow(m.get("HOST|host-m1|host-m1@" + w0), 9.0, 0.9, 150.0, 15.0, "MEASURED", 12, 5);
+    assertEquals(4.0, m.get("HOST|host-m1|host-m1@" + w0).getIdlePowerWatts());
+    assertRow(m.get("HOST|host-m1|host-m1@" + w1), 12.0, 1.2, 200.0, 20.0, "MEASURED", 14, 5);
+    assertEquals(2.0, m.get("HOST|host-m1|host-m1@" + w1).getIdlePowerWatts(), "4 W over half the window");
+    assertRow(m.get("GROUP|host-m1|" + C1 + "@" + w0), 6.0, 0.6, 60.0, 6.0, "MEASURED", 4, 2);
+    assertEquals("pod-x", m.get("GROUP|host-m1|" + C1 + "@" + w0).getPodUid());
+    assertRow(m.get("POD|host-m1|pod-x@" + w0), 6.0, 0.6, 60.0, 6.0, "MEASURED", 4, 2);
+    assertRow(m.get("GROUP|host-m1|host@" + w0), 3.0, 0.3, 30.0, 3.0, "MEASURED", 8, 3);
+    WindowMetrics p0 = m.get("PROCESS|host-m1|" + P100 + "@" + w0);
+    assertRow(p0, 4.5, 0.45, 45.0, 4.5, "MEASURED", 3, 1);
+    assertEquals("java", p0.getComm());
+    assertEquals(C1, p0.getGroupId());
+    assertEquals(T0, p0.getWindowStartNs());
+    assertEquals(0, p0.getRevision());
+    assertEquals(2, p0.getSamples());
+    assertNull(p0.getHostCores());
+    assertRow(m.get("PROCESS|host-m1|" + P100 + "@" + w1), 6.0, 0.6, 60.0, 6.0, "MEASURED", 3, 1);
+    long v0 = T1 + 10 * S;
+    assertRow(m.get("HOST|host-m2|host-m2@" + v0), 3.0, 0.3, 36.0, 3.6, "ESTIMATED", 2, 1);
+    assertEquals(3.0, m.get("HOST|host-m2|host-m2@" + v0).getIdlePowerWatts());
+    assertRow(m.get("PROCESS|host-m2|" + P200 + "@" + v0), 1.5, 0.15, 18.0, 1.8, "ESTIMATED", 2, 1);
+
+    // Dead letters: the invalid and the undecodable sample, in the shared DLQ with the resources topic.
+    await(() -> readAll("dlq.bounded").size() >= 2, "2 dead letters committed");
+    List<ConsumerRecord<byte[], byte[]>> dead = new ArrayList<>(readAll("dlq.bounded"));
+    assertEquals(2, dead.size());
+    dead.sort(Comparator.comparingLong(r -> Long.parseLong(header(r, DeadLetterSerializer.OFFSET))));
+    assertEquals("invalid: PROCESS record with tgid 0", header(dead.get(0), DeadLetterSerializer.REASON));
+    assertTrue(header(dead.get(1), DeadLetterSerializer.REASON).startsWith("undecodable: "));
+    assertEquals(res, header(dead.get(1), DeadLetterSerializer.TOPIC));
+
+    // The graph: the latest window on the nodes.
+    assertNode("MATCH (n:Process {id: $id}) RETURN n", P100, 0.6, 6.0, 60.0, "MEASURED", 3, w1);
+    assertEquals("java", node("MATCH (n:Process {id: $id}) RETURN n", P100).get("comm").asString(),
+        "the connection sink's properties stay");
+    Value c = assertNode("MATCH (n:Container {id: $id})-[:RUNS_ON]->(:Host {id: 'host-m1'}) RETURN n", C1,
+        0.8, 8.0, 80.0, "MEASURED", 4, w1);
+    assertEquals(2, c.get("processes").asInt());
+    assertEquals("pod-x", c.get("podUid").asString());
+    Value h1 = assertNode("MATCH (n:Host {id: $id}) RETURN n", "host-m1", 1.2, 20.0, 200.0, "MEASURED", 14, w1);
+    assertEquals(2.0, h1.get("idlePowerW").asDouble());
+    assertEquals(5, h1.get("processes").asInt());
+    assertTrue(h1.get("cores").isNull(), "unknown: ResourceSample v1 has no core count");
+    assertNode("MATCH (n:Host {id: $id}) RETURN n", "host-m2", 0.3, 3.6, 36.0, "ESTIMATED", 2, v0);
+    assertEquals(0, count("MATCH (n:Process {id: $id}) RETURN count(n)", P200), "no Process node is created");
+    assertEquals(1, count("MATCH (n:Container) RETURN count(n)", null), "the host group has no node");
+
+    // An older window never overwrites a newer one (compared in the Cypher).
+    List<String> before = dump();
+    Neo4jSettings settings = new Neo4jSettings(neo4j.boltUri(), null, null, 100, 100);
+    try (MetricsGraphWriter w = new MetricsGraphWriter(settings)) {
+      MetricsRow stale = new MetricsRow();
+      stale.level = "HOST";
+      stale.hostId = "host-m1";
+      stale.entityId = "host-m1";
+      stale.windowStartNs = T0;
+      stale.windowEndNs = w0;
+      stale.revision = 7;
+      stale.cpuCores = 99;
+      stale.powerSource = "MEASURED";
+      w.write(List.of(stale));
+    }
+    assertEquals(before, dump());
+
+    // Replay: a new consumer group recomputes the same windows; the graph is unchanged.
+    runBounded("metrics-run-2", res, "conn.bounded", "metrics.bounded", "dlq.bounded");
+    assertEquals(before, dump());
+  }
+
+  /**
+   * Live run, hosts on two partitions: host-l2 (clock an hour behind) reports one window and goes
+   * quiet; host-l1 goes on. Its partition being idle, host-l2 does not hold the watermark back, and
+   * host-l1's windows close; host-l2's own window closed before, nothing was late.
+   */
+  @Test
+  void anIdleHostDoesNotStallTheOthers() throws Exception {
+    String res = "res.live";
+    kafka.createTopic(res, 2);
+    kafka.createTopic("conn.live", 1);
+    kafka.createTopic("metrics.live", 1);
+    kafka.createTopic("dlq.live", 1);
+    JobConfig c = config("metrics-live", res, "conn.live", "metrics.live", "dlq.live");
+    c.maxOutOfOrdernessMs = 0;
+    c.idlenessMs = 1000;
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(new Configuration());
+    CorrelationJob.build(env, c);
+    long lateBefore = LateSampleCounter.DROPPED.get();
+    JobClient job = env.executeAsync("metrics-it-live");
+    try {
+      List<ProducerRecord<String, byte[]>> records = new ArrayList<>();
+      for (int s : new int[] {5, 10, 15}) {
+        records.add(new ProducerRecord<>(res, 1, "host-l2",
+            encode(sample(ResourceScope.HOST, "host-l2", T1 + s * S, S, 10.0, true, 1, 1))));
+      }
+      for (int s : new int[] {5, 10, 15, 25}) {
+        records.add(new ProducerRecord<>(res, 0, "host-l1",
+            encode(sample(ResourceScope.HOST, "host-l1", T0 + s * S, 2 * S, 20.0, true, 1, 1))));
+      }
+      produce(records);
+      await(() -> {
+        Map<String, WindowMetrics> m = byKeyAndWindow(readAll("metrics.live"));
+        return m.containsKey("HOST|host-l1|host-l1@" + (T0 + 20 * S));
+      }, "host-l1's second window");
+      Map<String, WindowMetrics> m = byKeyAndWindow(readAll("metrics.live"));
+      assertRow(m.get("HOST|host-l2|host-l2@" + (T1 + 10 * S)), 2.0, 0.2, 20.0, 2.0, "MEASURED", 1, 1);
+      assertRow(m.get("HOST|host-l1|host-l1@" + (T0 + 10 * S)), 4.0, 0.4, 40.0, 4.0, "MEASURED", 1, 1);
+      assertRow(m.get("HOST|host-l1|host-l1@" + (T0 + 20 * S)), 2.0, 0.2, 20.0, 2.0, "MEASURED", 1, 1);
+      assertEquals(0, LateSampleCounter.DROPPED.get() - lateBefore);
+      await(() -> count("MATCH (n:Host {id: 'host-l1'}) WHERE n.metricsWindowEndNs = " + (T0 + 20 * S)
+          + " RETURN count(n)", null) == 1, "host-l1's latest window in Neo4j");
+    } finally {
+      job.cancel().get(1, TimeUnit.MINUTES);
+    }
+  }
+
+  /** Throws once, on a window input of the second half, after a checkpoint covered the first half. */
+  static final class FailOnce implements MapFunction<MetricInput, MetricInput>, CheckpointListener {
+    private static final long serialVersionUID = 1L;
+    static final AtomicLong SEEN = new AtomicLong();
+    static final AtomicBoolean CHECKPOINTED_FIRST_HALF = new AtomicBoolean();
+    static final AtomicBoolean FAILED = new AtomicBoolean();
+    static volatile long half = Long.MAX_VALUE;
+
+    @Override
+    public MetricInput map(MetricInput in) {
+      long n = SEEN.incrementAndGet();
+      if (n > half && CHECKPOINTED_FIRST_HALF.get() && FAILED.compareAndSet(false, true)) {
+        throw new IllegalStateException("injected task failure after " + n + " window inputs");
+      }
+      return in;
+    }
+
+    @Override
+    public void notifyCheckpointComplete(long checkpointId) {
+      if (SEEN.get() >= half) {
+        CHECKPOINTED_FIRST_HALF.set(true);
+      }
+    }
+  }
+
+  /**
+   * A task failure in the middle of the stream (after a checkpoint), recovery from the checkpoint:
+   * the metrics topic (read_committed) holds every window exactly once with exact values, and the
+   * graph the last window. 4 hosts, 1 s HOST samples k = 1..30 (interval k: k x 10 ms CPU, k J).
+   */
+  @Test
+  void taskFailureMidStreamLeavesEveryWindowExactlyOnce() throws Exception {
+    String res = "res.recovery";
+    kafka.createTopic(res, 2);
+    kafka.createTopic("conn.recovery", 1);
+    kafka.createTopic("metrics.recovery", 1);
+    kafka.createTopic("dlq.recovery", 1);
+    JobConfig c = config("metrics-recovery", res, "conn.recovery", "metrics.recovery", "dlq.recovery");
+    c.maxOutOfOrdernessMs = 0;
+    c.checkpointIntervalMs = 300;
+    c.checkpointDir = Paths.get("target", "it-data", "metrics-checkpoints").toAbsolutePath().toUri().toString();
+    Configuration conf = new Configuration();
+    conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+    conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 3);
+    conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(200));
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(conf);
+    FailOnce.half = 4 * 15;
+    CorrelationJob.build(env, c, UnaryOperator.identity(), s -> s.map(new FailOnce()).name("fail once"));
+    long lateBefore = LateSampleCounter.DROPPED.get();
+    JobClient job = env.executeAsync("metrics-it-recovery");
+    try {
+      produce(recoverySamples(res, 1, 15));
+      await(FailOnce.CHECKPOINTED_FIRST_HALF::get, "a checkpoint after the first half");
+      List<ProducerRecord<String, byte[]>> second = recoverySamples(res, 16, 30);
+      second.addAll(recoverySamples(res, 45, 45)); // moves every partition's watermark past 30 s
+      produce(second);
+      await(FailOnce.FAILED::get, "the injected failure");
+      await(() -> readAll("metrics.recovery").size() >= 12, "12 windows committed");
+      List<ConsumerRecord<byte[], byte[]>> records = readAll("metrics.recovery");
+      assertEquals(12, records.size(), "4 hosts x 3 windows, each exactly once");
+      Map<String, WindowMetrics> m = byKeyAndWindow(records);
+      for (int h = 1; h <= 4; h++) {
+        String host = "host-r" + h;
+        for (int w = 0; w < 3; w++) {
+          // k = 10w+1 .. 10w+10: sum k = 100w + 55.
+          long sumK = 100L * w + 55;
+          assertRow(m.get("HOST|" + host + "|" + host + "@" + (T0 + (10L * w + 10) * S)),
+              sumK / 100.0, sumK / 100.0 / 10, (double) sumK, sumK / 10.0, "MEASURED", h, 1);
+        }
+        assertNode("MATCH (n:Host {id: $id}) RETURN n", host, 255 / 100.0 / 10, 25.5, 255.0, "MEASURED", h,
+            T0 + 30 * S);
+      }
+      assertEquals(0, LateSampleCounter.DROPPED.get() - lateBefore);
+    } finally {
+      job.cancel().get(1, TimeUnit.MINUTES);
+    }
+  }
+
+  static List<ProducerRecord<String, byte[]>> recoverySamples(String topic, int fromK, int toK) throws Exception {
+    List<ProducerRecord<String, byte[]>> out = new ArrayList<>();
+    for (int k = fromK; k <= toK; k++) {
+      for (int h = 1; h <= 4; h++) {
+        ResourceSample s = sample(ResourceScope.HOST, "host-r" + h, T0 + k * S, k * 10_000_000L, k, true, h, 1);
+        s.setIntervalStartNs(s.getIntervalEndNs() - S);
+        out.add(new ProducerRecord<>(topic, h % 2, "host-r" + h, encode(s)));
+      }
+    }
+    return out;
+  }
+
+  static ResourceSample sample(ResourceScope scope, String host, long endNs, long cpuNs, double energyJ,
+      boolean measured, int threads, int processes) {
+    return ResourceSample.newBuilder()
+        .setScope(scope)
+        .setHostId(host)
+        .setIntervalStartNs(endNs - 5 * S)
+        .setIntervalEndNs(endNs)
+        .setTgid(0)
+        .setProcessStartTimeNs(0)
+        .setComm("")
+        .setCgroupId(0)
+        .setGroupId("host")
+        .setRuntime(ContainerRuntime.HOST)
+        .setThreads(threads)
+        .setProcesses(processes)
+        .setCpuTimeNs(cpuNs)
+        .setWeightKind(AttributionWeight.CPU_TIME)
+        .setWeight(cpuNs)
+        .setPowerSource(measured ? PowerSource.MEASURED : PowerSource.ESTIMATED)
+        .setPowerWatts(energyJ / 5)
+        .setEnergyJoules(energyJ)
+        .setIdlePowerWatts(0)
+        .setUnattributedPowerWatts(0)
+        .build();
+  }
+
+  static void assertRow(WindowMetrics w, double cpuSeconds, double cores, double energyJ, double powerW,
+      String source, int threads, int processes) {
+    assertTrue(w != null, "missing window row");
+    String what = w.toString();
+    assertEquals(cpuSeconds, w.getCpuSeconds(), what);
+    assertEquals(cores, w.getCpuCores(), what);
+    assertEquals(energyJ, w.getEnergyJoules(), what);
+    assertEquals(powerW, w.getPowerWatts(), what);
+    assertEquals(source, w.getPowerSource().name(), what);
+    assertEquals(threads, w.getThreads(), what);
+    assertEquals(processes, w.getProcesses(), what);
+    assertEquals(0, w.getRevision(), what);
+    assertEquals(w.getWindowStartNs() + 10 * S, w.getWindowEndNs(), what);
+  }
+
+  static Value assertNode(String cypher, String id, double cpuUsage, double powerW, double energyJ, String source,
+      int threads, long windowEndNs) {
+    Value n = node(cypher, id);
+    String what = n.asMap().toString();
+    assertEquals(cpuUsage, n.get("cpuUsage").asDouble(), what);
+    assertEquals(powerW, n.get("powerW").asDouble(), what);
+    assertEquals(energyJ, n.get("energyJ").asDouble(), what);
+    assertEquals(source, n.get("powerSource").asString(), what);
+    assertEquals(threads, n.get("threads").asInt(), what);
+    assertEquals(windowEndNs, n.get("metricsWindowEndNs").asLong(), what);
+    assertEquals(windowEndNs - 10 * S, n.get("metricsWindowStartNs").asLong(), what);
+    assertEquals(0, n.get("metricsRevision").asInt(), what);
+    return n;
+  }
+
+  static JobConfig config(String group, String res, String conn, String metrics, String dlq) {
+    JobConfig c = new JobConfig();
+    c.kafkaBrokers = kafka.bootstrapServers();
+    c.neo4jUri = neo4j.boltUri();
+    c.groupId = group;
+    c.topic = conn;
+    c.resourcesTopic = res;
+    c.metricsTopic = metrics;
+    c.dlqTopic = dlq;
+    c.parallelism = 2;
+    c.checkpointIntervalMs = 500;
+    return c;
+  }
+
+  static void runBounded(String group, String res, String conn, String metrics, String dlq) throws Exception {
+    JobConfig c = config(group, res, conn, metrics, dlq);
+    c.bounded = true;
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(new Configuration());
+    CorrelationJob.build(env, c);
+    JobClient job = env.executeAsync("metrics-it-" + group);
+    try {
+      job.getJobExecutionResult().get(3, TimeUnit.MINUTES);
+    } catch (Exception e) {
+      job.cancel();
+      throw e;
+    }
+  }
+
+  static void produce(List<ProducerRecord<String, byte[]>> records) throws Exception {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    try (KafkaProducer<String, byte[]> producer =
+        new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
+      for (ProducerRecord<String, byte[]> r : records) {
+        producer.send(r).get();
+      }
+    }
+  }
+
+  static byte[] encode(ResourceSample s) throws Exception {
+    ByteBuffer b = ResourceSample.getEncoder().encode(s);
+    byte[] bytes = new byte[b.remaining()];
+    b.get(bytes);
+    return bytes;
+  }
+
+  /** The latest revision of each window, keyed "Kafka key@windowEndNs"; checks key and timestamp. */
+  static Map<String, WindowMetrics> byKeyAndWindow(List<ConsumerRecord<byte[], byte[]>> records) {
+    Map<String, WindowMetrics> m = new TreeMap<>();
+    for (ConsumerRecord<byte[], byte[]> r : records) {
+      WindowMetrics w;
+      try {
+        w = WattgraphSchemas.windowMetricsDecoder().decode(r.value());
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+      String key = new String(r.key(), StandardCharsets.UTF_8);
+      assertEquals(w.getLevel() + "|" + w.getHostId() + "|" + w.getEntityId(), key);
+      assertEquals(w.getWindowEndNs() / 1_000_000L, r.timestamp());
+      m.merge(key + "@" + w.getWindowEndNs(), w, (a, b) -> b.getRevision() >= a.getRevision() ? b : a);
+    }
+    return m;
+  }
+
+  /** Every committed record of a topic, read up to its end. */
+  static List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
+    try (KafkaConsumer<byte[], byte[]> c =
+        new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+      List<TopicPartition> parts = c.partitionsFor(topic).stream()
+          .map(i -> new TopicPartition(topic, i.partition())).toList();
+      c.assign(parts);
+      c.seekToBeginning(parts);
+      Map<TopicPartition, Long> end = c.endOffsets(parts);
+      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
+        c.poll(Duration.ofMillis(200)).forEach(out::add);
+      }
+    }
+    return out;
+  }
+
+  static String header(ConsumerRecord<byte[], byte[]> r, String name) {
+    return new String(r.headers().lastHeader(name).value(), StandardCharsets.UTF_8);
+  }
+
+  static void await(BooleanSupplier condition, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out waiting for: " + what + "\n" + String.join("\n", dump()));
+      }
+      Thread.sleep(200);
+    }
+  }
+
+  static void write(String cypher, Map<String, Object> params) {
+    try (Session s = driver.session()) {
+      s.executeWrite(tx -> tx.run(cypher, params).consume());
+    }
+  }
+
+  static Value node(String cypher, String id) {
+    try (Session s = driver.session()) {
+      return s.executeRead(tx -> tx.run(cypher, Map.of("id", id)).single().get(0));
+    }
+  }
+
+  static long count(String cypher, String id) {
+    Map<String, Object> params = new TreeMap<>();
+    params.put("id", id);
+    try (Session s = driver.session()) {
+      return s.executeRead(tx -> tx.run(cypher, params).single().get(0).asLong());
+    }
+  }
+
+  static List<String> dump() {
+    try (Session s = driver.session()) {
+      return s.executeRead(tx -> {
+        Stream<String> nodes = tx.run("MATCH (n) RETURN labels(n) AS l, properties(n) AS p").list().stream()
+            .map(r -> "node " + r.get("l").asList() + " " + new TreeMap<>(r.get("p").asMap()));
+        Stream<String> rels = tx.run("MATCH (a)-[r]->(b) RETURN a.id AS a, type(r) AS t, b.id AS b").list().stream()
+            .map(r -> "rel " + r.get("a").asString() + " -" + r.get("t").asString() + "-> " + r.get("b").asString());
+        return Stream.concat(nodes, rels).sorted(Comparator.naturalOrder()).toList();
+      });
+    }
+  }
+}
