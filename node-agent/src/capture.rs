@@ -16,6 +16,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 
 use crate::event::{ConnEvent, Kind, Role};
+use crate::transactions::{ConnTxn, Histogram, TxnRole};
 
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/connections.skel.rs"));
@@ -59,6 +60,11 @@ pub struct CaptureOptions {
     /// Drop the sockets of this process in the kernel (the agent's own Kafka traffic).
     pub ignore_self: bool,
     pub channel_capacity: usize,
+    /// Drain the transaction histograms this often and deliver `ConnTxn`s on
+    /// `transactions()`; None = transactions are not tracked in the kernel at all.
+    pub transaction_interval: Option<Duration>,
+    /// Histogram cells (socket, kind, bucket) the kernel can hold.
+    pub txn_hist_entries: u32,
 }
 
 impl Default for CaptureOptions {
@@ -70,6 +76,8 @@ impl Default for CaptureOptions {
             map_entries: 65536,
             ignore_self: true,
             channel_capacity: 16384,
+            transaction_interval: None,
+            txn_hist_entries: 65536,
         }
     }
 }
@@ -111,6 +119,11 @@ pub struct CaptureStats {
     pub closed: AtomicU64,
     pub ringbuf_drops: AtomicU64,
     pub stale_dropped: AtomicU64,
+    /// TransactionStats records handed over.
+    pub txn_records: AtomicU64,
+    /// Transactions whose histogram cell / connection entry found the kernel map full.
+    pub txn_hist_full: AtomicU64,
+    pub txn_conn_full: AtomicU64,
 }
 
 /// Inode of a network namespace file (= the kernel's ns.inum).
@@ -141,6 +154,7 @@ pub fn boot_to_unix_offset_ns() -> i64 {
 /// A running capture: events arrive on `events()`; `stop()` detaches.
 pub struct CaptureHandle {
     rx: Receiver<ConnEvent>,
+    txn_rx: Receiver<ConnTxn>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     stats: Arc<CaptureStats>,
@@ -153,6 +167,11 @@ impl CaptureHandle {
     }
     pub fn stats(&self) -> &Arc<CaptureStats> {
         &self.stats
+    }
+    /// Per-connection transaction histograms, one per connection per drain interval
+    /// with activity (`CaptureOptions::transaction_interval`).
+    pub fn transactions(&self) -> &Receiver<ConnTxn> {
+        &self.txn_rx
     }
     pub fn is_running(&self) -> bool {
         self.thread.as_ref().is_some_and(|t| !t.is_finished())
@@ -171,6 +190,11 @@ impl CaptureHandle {
     pub fn stop_and_drain(mut self) -> Vec<ConnEvent> {
         self.shutdown();
         self.rx.try_iter().collect()
+    }
+    /// As `stop_and_drain`, also returning the transaction records (a final drain runs at stop).
+    pub fn stop_and_drain_all(mut self) -> (Vec<ConnEvent>, Vec<ConnTxn>) {
+        self.shutdown();
+        (self.rx.try_iter().collect(), self.txn_rx.try_iter().collect())
     }
 }
 
@@ -192,16 +216,17 @@ pub fn spawn(opts: CaptureOptions) -> Result<CaptureHandle, CaptureError> {
         inodes.push(netns_inode(p).map_err(|e| CaptureError::Other(format!("--netns {}: {e}", p.display())))?);
     }
     let (tx, rx) = sync_channel(opts.channel_capacity.max(16));
+    let (txn_tx, txn_rx) = sync_channel(opts.channel_capacity.max(16));
     let (ready_tx, ready_rx) = sync_channel(1);
     let stop = Arc::new(AtomicBool::new(false));
     let stats = Arc::new(CaptureStats::default());
     let (stop2, stats2) = (stop.clone(), stats.clone());
     let thread = std::thread::Builder::new()
         .name("wg-capture".into())
-        .spawn(move || run(opts, inodes, tx, stop2, stats2, ready_tx))
+        .spawn(move || run(opts, inodes, tx, txn_tx, stop2, stats2, ready_tx))
         .map_err(|e| CaptureError::Other(format!("spawn capture thread: {e}")))?;
     match ready_rx.recv() {
-        Ok(Ok(attached)) => Ok(CaptureHandle { rx, stop, thread: Some(thread), stats, attached }),
+        Ok(Ok(attached)) => Ok(CaptureHandle { rx, txn_rx, stop, thread: Some(thread), stats, attached }),
         Ok(Err(e)) => {
             let _ = thread.join();
             Err(e)
@@ -312,6 +337,7 @@ fn run(
     opts: CaptureOptions,
     inodes: Vec<u32>,
     tx: SyncSender<ConnEvent>,
+    txn_tx: SyncSender<ConnTxn>,
     stop: Arc<AtomicBool>,
     stats: Arc<CaptureStats>,
     ready: SyncSender<Result<Vec<String>, CaptureError>>,
@@ -348,6 +374,8 @@ fn run(
     let poll_timeout = sweep_every.min(Duration::from_millis(100));
     let mut next_sweep = Instant::now() + sweep_every;
     let mut next_stats = Instant::now();
+    let mut txn = TxnDrain::new(boot_time_ns());
+    let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + d);
     while !stop.load(Ordering::Relaxed) {
         if let Err(e) = ring.poll(poll_timeout) {
             if e.kind() != libbpf_rs::ErrorKind::Interrupted {
@@ -360,13 +388,26 @@ fn run(
             sweep(&skel, &disp, &stats);
             next_sweep = now + sweep_every;
         }
+        if let (Some(at), Some(every)) = (next_txn, opts.transaction_interval) {
+            if now >= at {
+                txn.drain(&skel, &txn_tx, &stop, &stats);
+                next_txn = Some(at + every.max(Duration::from_millis(10)));
+                if next_txn.is_some_and(|t| t < now) {
+                    next_txn = Some(now + every);
+                }
+            }
+        }
         if now >= next_stats {
-            stats.ringbuf_drops.store(read_drops(&skel), Ordering::Relaxed);
+            read_stats(&skel, &stats);
             next_stats = now + Duration::from_secs(1);
         }
     }
     let _ = ring.consume();
-    stats.ringbuf_drops.store(read_drops(&skel), Ordering::Relaxed);
+    if opts.transaction_interval.is_some() {
+        // Final drain; nobody may be reading any more, so a full channel drops the rest.
+        txn.drain(&skel, &txn_tx, &AtomicBool::new(true), &stats);
+    }
+    read_stats(&skel, &stats);
     // skel dropped here: links detached, maps freed.
 }
 
@@ -382,11 +423,20 @@ fn load_and_attach<'a>(
         ro.snapshot_interval_ns = opts.snapshot_interval.as_nanos().min(u64::MAX as u128) as u64;
         ro.self_tgid = if opts.ignore_self { std::process::id() } else { 0 };
         ro.filter_netns = u8::from(!inodes.is_empty());
+        ro.track_txn = u8::from(opts.transaction_interval.is_some());
     }
     open.maps
         .socks
         .set_max_entries(opts.map_entries)
         .map_err(|e| bpf_err("size socket map", e))?;
+    open.maps
+        .txn_conns
+        .set_max_entries(opts.map_entries)
+        .map_err(|e| bpf_err("size transaction map", e))?;
+    open.maps
+        .txn_hist
+        .set_max_entries(opts.txn_hist_entries.max(16))
+        .map_err(|e| bpf_err("size transaction histogram map", e))?;
     let mut skel = open.load().map_err(|e| bpf_err("load BPF programs", e))?;
     for ino in inodes {
         skel.maps
@@ -429,8 +479,236 @@ fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &Capture
     disp.borrow_mut().last.retain(|c, _| seen.contains(c));
 }
 
-fn read_drops(skel: &ConnectionsSkel<'_>) -> u64 {
-    let key = 0u32.to_ne_bytes();
+fn read_stats(skel: &ConnectionsSkel<'_>, stats: &CaptureStats) {
+    stats.ringbuf_drops.store(read_stat(skel, 0), Ordering::Relaxed);
+    stats.txn_hist_full.store(read_stat(skel, 1), Ordering::Relaxed);
+    stats.txn_conn_full.store(read_stat(skel, 2), Ordering::Relaxed);
+}
+
+/// Reads the kernel's cumulative transaction maps without stopping the writers and turns
+/// them into per-interval differences (exact: the kernel only adds). Live sockets' totals
+/// and identity come from the socket map, closed ones' from `txn_conns`; a closed socket's
+/// cells and entry are deleted after their final reading (the kernel no longer writes them),
+/// and so are cells whose socket is in neither map at two readings in a row (LRU-evicted).
+struct TxnDrain {
+    last_ns: u64,
+    drains: u64,
+    prev_conn: HashMap<u64, (u64, u64, u64)>,
+    prev_hist: HashMap<TxnCell, u64>,
+    /// Cookies found in neither map at the previous check.
+    missing: HashSet<u64>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct TxnCell {
+    cookie: u64,
+    bucket: u16,
+    kind: u8,
+}
+
+impl TxnCell {
+    fn key_bytes(&self) -> [u8; 16] {
+        let mut k = [0u8; 16];
+        k[..8].copy_from_slice(&self.cookie.to_ne_bytes());
+        k[8..10].copy_from_slice(&self.bucket.to_ne_bytes());
+        k[10] = self.kind;
+        k
+    }
+}
+
+const TXN_CLIENT_RTT: u8 = 0;
+/// Quiet sockets (no new cells) are checked for disappearance every this many drains.
+const TXN_GONE_CHECK_EVERY: u64 = 16;
+
+/// Identity and cumulative totals of one socket, from either map.
+struct TxnTotals {
+    role: u8,
+    proc_start_ns: u64,
+    cgroup_id: u64,
+    tgid: u32,
+    netns: u32,
+    laddr: [u8; 16],
+    lport: u16,
+    raddr: [u8; 16],
+    rport: u16,
+    comm: [u8; 16],
+    count: u64,
+    req: u64,
+    resp: u64,
+    closed: bool,
+}
+
+fn read_pod<T: Copy>(val: &[u8]) -> Option<T> {
+    if val.len() < size_of::<T>() {
+        return None;
+    }
+    // SAFETY: size checked; only used with generated POD types.
+    Some(unsafe { std::ptr::read_unaligned(val.as_ptr() as *const T) })
+}
+
+impl TxnDrain {
+    fn new(now: u64) -> TxnDrain {
+        TxnDrain { last_ns: now, drains: 0, prev_conn: HashMap::new(), prev_hist: HashMap::new(), missing: HashSet::new() }
+    }
+
+    fn live_totals(skel: &ConnectionsSkel<'_>, cookie: u64) -> Option<TxnTotals> {
+        let val = skel.maps.socks.lookup(&cookie.to_ne_bytes(), MapFlags::ANY).ok()??;
+        let si: types::sock_info = read_pod(&val)?;
+        Some(TxnTotals {
+            role: si.role,
+            proc_start_ns: si.proc_start_ns,
+            cgroup_id: si.cgroup_id,
+            tgid: si.tgid,
+            netns: si.netns,
+            laddr: si.laddr,
+            lport: si.lport,
+            raddr: si.raddr,
+            rport: si.rport,
+            comm: si.comm.map(|c| c as u8),
+            count: si.txn_count,
+            req: si.txn_req_bytes,
+            resp: si.txn_resp_bytes,
+            closed: false,
+        })
+    }
+
+    fn drain(&mut self, skel: &ConnectionsSkel<'_>, tx: &SyncSender<ConnTxn>, stop: &AtomicBool, stats: &CaptureStats) {
+        let now = boot_time_ns();
+        self.drains += 1;
+        let check_quiet = self.drains % TXN_GONE_CHECK_EVERY == 0;
+        // 1. Closed sockets first: their entry is written after their last cell, so the
+        //    cells read next are complete.
+        let mut closed: HashMap<u64, TxnTotals> = HashMap::new();
+        let cmap = &skel.maps.txn_conns;
+        for key in cmap.keys() {
+            let Ok(Some(val)) = cmap.lookup(&key, MapFlags::ANY) else { continue };
+            let Some(c) = read_pod::<types::txn_conn>(&val) else { continue };
+            closed.insert(
+                c.cookie,
+                TxnTotals {
+                    role: c.role,
+                    proc_start_ns: c.proc_start_ns,
+                    cgroup_id: c.cgroup_id,
+                    tgid: c.tgid,
+                    netns: c.netns,
+                    laddr: c.laddr,
+                    lport: c.lport,
+                    raddr: c.raddr,
+                    rport: c.rport,
+                    comm: c.comm.map(|x| x as u8),
+                    count: c.count,
+                    req: c.req_bytes,
+                    resp: c.resp_bytes,
+                    closed: true,
+                },
+            );
+        }
+        // 2. Histogram cells (cumulative counts), grouped by socket.
+        let mut by_cookie: HashMap<u64, Vec<(TxnCell, u64)>> = HashMap::new();
+        let hmap = &skel.maps.txn_hist;
+        for key in hmap.keys() {
+            if key.len() < 16 {
+                continue;
+            }
+            let cell = TxnCell {
+                cookie: u64::from_ne_bytes(key[..8].try_into().unwrap()),
+                bucket: u16::from_ne_bytes(key[8..10].try_into().unwrap()),
+                kind: key[10],
+            };
+            let Ok(Some(val)) = hmap.lookup(&key, MapFlags::ANY) else { continue };
+            let Some(count) = read_pod::<u64>(&val) else { continue };
+            by_cookie.entry(cell.cookie).or_default().push((cell, count));
+        }
+        for c in closed.keys() {
+            by_cookie.entry(*c).or_default();
+        }
+        // 3. One record per socket with new transactions (or that closed).
+        let mut missing = HashSet::new();
+        for (cookie, cells) in by_cookie {
+            let changed = cells.iter().any(|(c, n)| self.prev_hist.get(c).copied().unwrap_or(0) != *n);
+            let totals = match closed.remove(&cookie) {
+                Some(t) => Some(t),
+                None if changed || check_quiet || self.missing.contains(&cookie) => Self::live_totals(skel, cookie),
+                None => continue, // quiet live socket
+            };
+            let Some(t) = totals else {
+                // In neither map: closed between our reads (its entry shows up next time),
+                // or evicted. Forget it only when it is still missing next time.
+                if self.missing.contains(&cookie) {
+                    for (cell, _) in &cells {
+                        let _ = hmap.delete(&cell.key_bytes());
+                        self.prev_hist.remove(cell);
+                    }
+                    self.prev_conn.remove(&cookie);
+                } else {
+                    missing.insert(cookie);
+                }
+                continue;
+            };
+            let (mut client_rtt, mut server_time) = (Histogram::default(), Histogram::default());
+            for (cell, n) in &cells {
+                let prev = self.prev_hist.insert(*cell, *n).unwrap_or(0);
+                let d = n.saturating_sub(prev);
+                if cell.kind == TXN_CLIENT_RTT { &mut client_rtt } else { &mut server_time }.add(cell.bucket as u32, d);
+            }
+            let (pc, preq, presp) = self.prev_conn.insert(cookie, (t.count, t.req, t.resp)).unwrap_or((0, 0, 0));
+            let dcount = t.count.saturating_sub(pc);
+            if t.closed {
+                for (cell, _) in &cells {
+                    let _ = hmap.delete(&cell.key_bytes());
+                    self.prev_hist.remove(cell);
+                }
+                let _ = cmap.delete(&cookie.to_ne_bytes());
+                self.prev_conn.remove(&cookie);
+            } else if dcount == 0 && client_rtt.is_empty() && server_time.is_empty() {
+                continue;
+            }
+            let rec = ConnTxn {
+                interval_start_boot_ns: self.last_ns,
+                interval_end_boot_ns: now,
+                role: if t.role == 0 { TxnRole::Client } else { TxnRole::Server },
+                cookie,
+                proc_start_ns: t.proc_start_ns,
+                cgroup_id: t.cgroup_id,
+                tgid: t.tgid,
+                netns: t.netns,
+                local_addr: t.laddr,
+                local_port: t.lport,
+                remote_addr: t.raddr,
+                remote_port: t.rport,
+                comm: t.comm,
+                closed: t.closed,
+                transactions: dcount,
+                request_bytes: t.req.saturating_sub(preq),
+                response_bytes: t.resp.saturating_sub(presp),
+                client_rtt,
+                server_time,
+            };
+            stats.txn_records.fetch_add(1, Ordering::Relaxed);
+            send_blocking(tx, rec, stop);
+        }
+        self.missing = missing;
+        self.last_ns = now;
+    }
+}
+
+fn send_blocking<T>(tx: &SyncSender<T>, mut v: T, stop: &AtomicBool) {
+    loop {
+        match tx.try_send(v) {
+            Ok(()) | Err(TrySendError::Disconnected(_)) => return,
+            Err(TrySendError::Full(back)) => {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                v = back;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+}
+
+fn read_stat(skel: &ConnectionsSkel<'_>, idx: u32) -> u64 {
+    let key = idx.to_ne_bytes();
     match skel.maps.stats.lookup_percpu(&key, MapFlags::ANY) {
         Ok(Some(per_cpu)) => per_cpu
             .iter()

@@ -100,6 +100,22 @@ pub struct Config {
     #[arg(long = "metrics-addr", value_name = "ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
 
+    /// Kafka topic for TransactionStats records (request/response latency histograms).
+    #[arg(long = "transaction-topic", default_value = "wattgraph.transactions")]
+    pub transaction_topic: String,
+
+    /// Interval of TransactionStats records (one per connection with transactions).
+    #[arg(long = "transaction-interval-ms", default_value_t = 1000)]
+    pub transaction_interval_ms: u64,
+
+    /// Histogram cells (connection, kind, bucket) the kernel can hold (in-kernel hash map).
+    #[arg(long = "transaction-hist-entries", default_value_t = 65536)]
+    pub transaction_hist_entries: u32,
+
+    /// Do not track transactions (kernel) nor publish TransactionStats.
+    #[arg(long = "no-transactions")]
+    pub no_transactions: bool,
+
     /// Diagnostic: watch one sampling interval, print connections, top processes by CPU
     /// and the power source, then exit (no Kafka).
     #[arg(long = "once")]
@@ -132,13 +148,23 @@ impl Config {
                 _ => return Err(format!("--kafka-brokers entry '{b}' has an invalid port '{port}'")),
             }
         }
-        for (flag, t) in [("--topic", &self.topic), ("--resource-topic", &self.resource_topic)] {
+        for (flag, t) in [
+            ("--topic", &self.topic),
+            ("--resource-topic", &self.resource_topic),
+            ("--transaction-topic", &self.transaction_topic),
+        ] {
             if t.is_empty() || t.len() > 249 || !t.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) || t == "." || t == ".." {
                 return Err(format!("{flag} '{t}' is not a valid Kafka topic name ([a-zA-Z0-9._-], 1..249 chars)"));
             }
         }
         if !(10..=3_600_000).contains(&self.sample_interval_ms) {
             return Err(format!("--sample-interval-ms '{}' must be between 10 and 3600000", self.sample_interval_ms));
+        }
+        if !(10..=3_600_000).contains(&self.transaction_interval_ms) {
+            return Err(format!("--transaction-interval-ms '{}' must be between 10 and 3600000", self.transaction_interval_ms));
+        }
+        if !(1024..=16_777_216).contains(&self.transaction_hist_entries) {
+            return Err(format!("--transaction-hist-entries '{}' must be between 1024 and 16777216", self.transaction_hist_entries));
         }
         if !(64..=4_194_304).contains(&self.thread_entries) {
             return Err(format!("--thread-entries '{}' must be between 64 and 4194304", self.thread_entries));
@@ -215,6 +241,8 @@ mod tests {
         assert!(c.netns.is_empty() && c.ready_file.is_none() && !c.include_self);
         assert_eq!((c.sample_interval_ms, c.resource_topic.as_str(), c.ht_ratio), (1000, "wattgraph.resources", 1.1));
         assert!(c.metrics_addr.is_none() && !c.once && !c.no_resources);
+        assert_eq!((c.transaction_topic.as_str(), c.transaction_interval_ms, c.transaction_hist_entries), ("wattgraph.transactions", 1000, 65536));
+        assert!(!c.no_transactions);
     }
 
     #[test]
@@ -261,6 +289,9 @@ mod tests {
             (&["--resource-topic", "a b"], "--resource-topic 'a b'"),
             (&["--thread-entries", "1"], "--thread-entries '1'"),
             (&["--metrics-addr", "nowhere"], "nowhere"),
+            (&["--transaction-topic", "a/b"], "--transaction-topic 'a/b'"),
+            (&["--transaction-interval-ms", "1"], "--transaction-interval-ms '1'"),
+            (&["--transaction-hist-entries", "10"], "--transaction-hist-entries '10'"),
         ];
         for (args, needle) in cases {
             let err = parse(args).unwrap_err();

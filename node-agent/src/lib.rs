@@ -13,5 +13,6 @@ pub mod power;
 pub mod resource_avro;
 pub mod resources;
 pub mod metrics;
+pub mod transactions;
 pub mod shedding;
 pub mod powercap_actuator;

@@ -16,6 +16,7 @@ use wattgraph_agent::power::ModelParams;
 use wattgraph_agent::resource_avro::{ResourceEncoder, ResourceRecord, Scope};
 use wattgraph_agent::resources::{self, ResourceOptions, SamplerThread};
 use wattgraph_agent::sched::SchedOptions;
+use wattgraph_agent::transactions::{ConnTxn, TxnEncoder, TxnRecord};
 
 const PROC_CACHE_ENTRIES: usize = 8192;
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -60,7 +61,16 @@ fn run() -> i32 {
         netns: cfg.netns.clone(),
         map_entries: cfg.map_entries,
         ignore_self: !cfg.include_self,
+        transaction_interval: (!cfg.no_transactions).then(|| Duration::from_millis(cfg.transaction_interval_ms)),
+        txn_hist_entries: cfg.transaction_hist_entries,
         ..Default::default()
+    };
+    let txn_encoder = match TxnEncoder::new() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("wattgraph-agent: error: {e:#}");
+            return 1;
+        }
     };
     let handle = match capture::spawn(opts) {
         Ok(h) => h,
@@ -155,6 +165,11 @@ fn run() -> i32 {
         }
     }
     log::info!("producing to topic {} on {} as host {}", cfg.topic, brokers, cfg.host_id);
+    if !cfg.no_transactions {
+        log::info!("TransactionStats every {} ms to topic {}", cfg.transaction_interval_ms, cfg.transaction_topic);
+    }
+    let boot_to_unix = capture::boot_to_unix_offset_ns();
+    let mut txn_out = TxnOut { rec: TxnRecord::default(), key: String::with_capacity(128), buf: Vec::with_capacity(1024) };
 
     let stats_every = Duration::from_secs(cfg.stats_interval_s);
     let mut next_stats = Instant::now() + stats_every;
@@ -172,6 +187,9 @@ fn run() -> i32 {
                 break;
             }
         }
+        while let Ok(t) = handle.transactions().try_recv() {
+            txn_out.send(&t, &cfg, boot_to_unix, &txn_encoder, &producer);
+        }
         if Instant::now() >= next_stats {
             log_stats(handle.stats(), producer.stats());
             next_stats = Instant::now() + stats_every;
@@ -184,9 +202,13 @@ fn run() -> i32 {
         let _ = t.join();
     }
     let stats = handle.stats().clone();
-    for ev in handle.stop_and_drain() {
+    let (events, txns) = handle.stop_and_drain_all();
+    for ev in events {
         let (key, payload) = pipeline.process(&ev);
         producer.send(key, payload);
+    }
+    for t in &txns {
+        txn_out.send(t, &cfg, boot_to_unix, &txn_encoder, &producer);
     }
     let left = producer.flush(FLUSH_TIMEOUT);
     if left > 0 {
@@ -326,6 +348,21 @@ fn run_once(cfg: &Config) -> i32 {
     0
 }
 
+/// Reused buffers for TransactionStats (no allocation per record once grown).
+struct TxnOut {
+    rec: TxnRecord,
+    key: String,
+    buf: Vec<u8>,
+}
+
+impl TxnOut {
+    fn send(&mut self, t: &ConnTxn, cfg: &Config, boot_to_unix: i64, enc: &TxnEncoder, producer: &EventProducer) {
+        t.fill_record(&cfg.host_id, boot_to_unix, &mut self.rec, &mut self.key);
+        enc.encode(&self.rec, &mut self.buf);
+        producer.send_to(&cfg.transaction_topic, self.key.as_bytes(), &self.buf);
+    }
+}
+
 fn write_ready(path: &std::path::Path) -> std::io::Result<()> {
     // Write then rename so a watcher never sees a half-written file.
     let tmp = path.with_extension("tmp");
@@ -338,12 +375,14 @@ fn write_ready(path: &std::path::Path) -> std::io::Result<()> {
 fn log_stats(c: &CaptureStats, k: &KafkaStats) {
     let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     log::info!(
-        "stats: opened={} snapshot={} (swept={}) closed={} ringbuf_lost={} kafka_delivered={} kafka_errors={} kafka_dropped={}",
+        "stats: opened={} snapshot={} (swept={}) closed={} ringbuf_lost={} txn_records={} txn_map_full={} kafka_delivered={} kafka_errors={} kafka_dropped={}",
         g(&c.opened),
         g(&c.snapshots),
         g(&c.sweep_snapshots),
         g(&c.closed),
         g(&c.ringbuf_drops),
+        g(&c.txn_records),
+        g(&c.txn_hist_full) + g(&c.txn_conn_full),
         g(&k.delivered),
         g(&k.delivery_errors),
         g(&k.dropped)

@@ -110,6 +110,18 @@ impl Renderer {
                     ("program=\"sched\"", g(&self.src.resources.sched_ringbuf_drops) as f64),
                 ],
             );
+            metric(
+                "wattgraph_agent_transaction_records_total",
+                "counter",
+                "TransactionStats records produced (one per connection per interval with transactions).",
+                &[("", g(&c.txn_records) as f64)],
+            );
+            metric(
+                "wattgraph_agent_transaction_map_full_total",
+                "counter",
+                "Transactions not recorded because an in-kernel transaction map was full, by map.",
+                &[("map=\"histogram\"", g(&c.txn_hist_full) as f64), ("map=\"connection\"", g(&c.txn_conn_full) as f64)],
+            );
             metric("wattgraph_agent_socket_map_capacity", "gauge", "Sockets the in-kernel LRU map holds.", &[("", self.src.socket_map_capacity as f64)]);
         }
         let r = &self.src.resources;

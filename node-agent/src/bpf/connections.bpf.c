@@ -27,6 +27,7 @@ const volatile __u64 snapshot_bytes = 1048576;
 const volatile __u64 snapshot_interval_ns = 5000000000ULL;
 const volatile __u32 self_tgid = 0;      // 0 = do not ignore any process
 const volatile __u8 filter_netns = 0;    // 1 = only namespaces in netns_filter
+const volatile __u8 track_txn = 1;       // 0 = no transaction tracking (nobody drains)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -54,6 +55,22 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } stats SEC(".maps");
+
+// Transactions (request/response exchanges), see txn_on_bytes. Resized from user space.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC); // written at close only; holds closes of one interval
+	__type(key, __u64);                 // socket cookie
+	__type(value, struct txn_conn);
+} txn_conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct txn_hist_key);
+	__type(value, __u64);               // cumulative count
+} txn_hist SEC(".maps");
 
 // Scratch for building a new entry (too big for the 512-byte stack with the event).
 struct {
@@ -158,6 +175,96 @@ static __always_inline void emit(struct sock_info *si, __u8 kind, __u64 now)
 	si->last_report_ns = now;
 }
 
+// One completed transaction: histogram cell +1 (the only map operation), totals in
+// the socket's own entry. Runs once per transaction (at a change of direction).
+static __attribute__((noinline)) void txn_done(struct sock_info *si, __u8 kind, __u64 dt, __u64 req, __u64 resp)
+{
+	struct txn_hist_key k;
+	__builtin_memset(&k, 0, sizeof(k));
+	k.cookie = si->cookie;
+	k.bucket = (__u16)txn_bucket(dt);
+	k.kind = kind;
+	__u64 *c = bpf_map_lookup_elem(&txn_hist, &k);
+	if (c) {
+		__sync_fetch_and_add(c, 1);
+	} else {
+		__u64 one = 1;
+		if (bpf_map_update_elem(&txn_hist, &k, &one, BPF_NOEXIST)) {
+			c = bpf_map_lookup_elem(&txn_hist, &k); // raced with another CPU
+			if (c)
+				__sync_fetch_and_add(c, 1);
+			else
+				stat_inc(STAT_TXN_HIST_FULL);
+		}
+	}
+	si->txn_count += 1;
+	si->txn_req_bytes = req;
+	si->txn_resp_bytes = resp;
+}
+
+// Transactions from the direction of the payload (thesis Fig. 3.4).
+// Client: a send after a receive starts a new request and completes the previous
+// transaction, whose round trip runs from its first request byte sent to its last
+// response byte received. Server: the first send after a receive is the first
+// response byte; server time = that minus the last request byte received.
+// Called before the bytes of this event are added to the socket's counters.
+static __always_inline void txn_on_bytes(struct sock_info *si, bool is_send, __u64 now)
+{
+	__u8 phase = si->txn_phase;
+	if (!is_send) {
+		si->txn_last_ns = now;
+		si->txn_phase = TXN_RECEIVED;
+		return;
+	}
+	if (phase == TXN_SENT)
+		return; // request (client) or response (server) continues
+	si->txn_phase = TXN_SENT;
+	if (si->role == ROLE_CLIENT) {
+		if (phase == TXN_RECEIVED && si->txn_start_ns)
+			txn_done(si, TXN_CLIENT_RTT, si->txn_last_ns - si->txn_start_ns,
+				 si->bytes_sent, si->bytes_recv);
+		si->txn_start_ns = now;
+	} else if (si->role == ROLE_SERVER && phase == TXN_RECEIVED) {
+		txn_done(si, TXN_SERVER_TIME, now - si->txn_last_ns, si->bytes_recv, si->bytes_sent);
+	}
+}
+
+// At TCP_CLOSE: a client's last response ends here; the final totals and the
+// identity move to txn_conns (the socket's entry is deleted right after).
+static __attribute__((noinline)) void txn_on_close(struct sock_info *si)
+{
+	if (si->role == ROLE_CLIENT && si->txn_phase == TXN_RECEIVED && si->txn_start_ns) {
+		txn_done(si, TXN_CLIENT_RTT, si->txn_last_ns - si->txn_start_ns, si->bytes_sent, si->bytes_recv);
+		si->txn_phase = TXN_NONE;
+	}
+	if (!si->txn_count)
+		return;
+	struct txn_conn n;
+	__builtin_memset(&n, 0, sizeof(n));
+	n.cookie = si->cookie;
+	n.proc_start_ns = si->proc_start_ns;
+	n.cgroup_id = si->cgroup_id;
+	n.count = si->txn_count;
+	if (si->role == ROLE_CLIENT) {
+		n.req_bytes = si->bytes_sent;
+		n.resp_bytes = si->bytes_recv;
+	} else {
+		n.req_bytes = si->bytes_recv;
+		n.resp_bytes = si->bytes_sent;
+	}
+	n.tgid = si->tgid;
+	n.netns = si->netns;
+	n.lport = si->lport;
+	n.rport = si->rport;
+	__builtin_memcpy(n.laddr, si->laddr, 16);
+	__builtin_memcpy(n.raddr, si->raddr, 16);
+	__builtin_memcpy(n.comm, si->comm, 16);
+	n.role = si->role;
+	n.closed = 1;
+	if (bpf_map_update_elem(&txn_conns, &si->cookie, &n, BPF_ANY))
+		stat_inc(STAT_TXN_CONN_FULL);
+}
+
 static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie, __u32 ns, __u8 role)
 {
 	__u32 zero = 0;
@@ -225,6 +332,8 @@ int BPF_PROG(handle_set_state, const struct sock *sk, int oldstate, int newstate
 		if (!si)
 			return 0;
 		if (!si->ignored) {
+			if (track_txn)
+				txn_on_close(si);
 			// An accepted socket closed without any payload: still a connection.
 			if (!si->opened && si->role == ROLE_SERVER) {
 				si->opened = 1;
@@ -272,6 +381,9 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 		si->opened = 1;
 		emit(si, EV_OPENED, now);
 	}
+
+	if (track_txn)
+		txn_on_bytes(si, is_send, now);
 
 	if (is_send)
 		__sync_fetch_and_add(&si->bytes_sent, (__u64)ret);

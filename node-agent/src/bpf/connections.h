@@ -5,7 +5,15 @@
 
 enum ev_kind { EV_OPENED = 0, EV_SNAPSHOT = 1, EV_CLOSED = 2 };
 enum conn_role { ROLE_CLIENT = 0, ROLE_SERVER = 1, ROLE_UNKNOWN = 2 };
-enum stat_idx { STAT_RINGBUF_DROPS = 0, STAT_MAX = 1 };
+enum stat_idx { STAT_RINGBUF_DROPS = 0, STAT_TXN_HIST_FULL = 1, STAT_TXN_CONN_FULL = 2, STAT_MAX = 3 };
+/* Transaction phase of a socket: which direction carried the last payload. */
+enum txn_phase { TXN_NONE = 0, TXN_SENT = 1, TXN_RECEIVED = 2 };
+/* Histogram kinds. */
+enum txn_kind { TXN_CLIENT_RTT = 0, TXN_SERVER_TIME = 1 };
+/* Log-linear buckets: values below 2^(TXN_SUB_BITS+1) are exact; above, the
+ * exponent and the TXN_SUB_BITS bits below the leading one (relative width
+ * <= 2^-TXN_SUB_BITS = 0.78%). Mirrored in src/transactions.rs. */
+#define TXN_SUB_BITS 7
 
 struct sock_info {
 	__u64 cookie;
@@ -28,7 +36,48 @@ struct sock_info {
 	__u8 has_identity;
 	__u8 opened;
 	__u8 ignored;
-	__u8 _pad[4];
+	__u8 txn_phase;    /* enum txn_phase */
+	__u8 _pad[3];
+	/* Transaction state: client: first byte of the current request sent;
+	 * server: unused (0). */
+	__u64 txn_start_ns;
+	/* client: last response byte received; server: last request byte received. */
+	__u64 txn_last_ns;
+	/* Cumulative: completed transactions, and request / response payload bytes up to
+	 * the last completed one (server: response bytes as of its first response byte). */
+	__u64 txn_count;
+	__u64 txn_req_bytes;
+	__u64 txn_resp_bytes;
+};
+
+/* Final transaction totals of a socket that closed after at least one
+ * transaction (its sock_info is deleted at close); user space reads and deletes it.
+ * Live sockets' totals are read from their sock_info. */
+struct txn_conn {
+	__u64 cookie;
+	__u64 proc_start_ns;
+	__u64 cgroup_id;
+	__u64 count;        /* completed transactions */
+	__u64 req_bytes;    /* request payload bytes up to the last completed transaction */
+	__u64 resp_bytes;   /* response payload bytes, idem (server: refreshed at the next request / close) */
+	__u32 tgid;
+	__u32 netns;
+	__u16 lport;
+	__u16 rport;
+	__u8 laddr[16];
+	__u8 raddr[16];
+	char comm[16];
+	__u8 role;
+	__u8 closed;
+	__u8 _pad[10];
+};
+
+/* Sparse histogram cell: (socket, kind, bucket) -> cumulative count. */
+struct txn_hist_key {
+	__u64 cookie;
+	__u16 bucket;
+	__u8 kind;
+	__u8 _pad[5];
 };
 
 struct conn_event {
@@ -50,5 +99,28 @@ struct conn_event {
 	__u8 role;
 	__u8 _pad[6];
 };
+
+// Log-linear bucket of a duration in ns (mirrored by transactions::bucket_of; the
+// agent's tests compile this function natively and compare, tests/transaction_vectors.rs):
+// v < 256 -> v (exact); else with e = floor(log2 v) (8..63) and m the 7 bits
+// below the leading one: ((e - 6) << 7) | m. Bucket width / lower bound <= 1/128.
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+static __always_inline __u32 txn_bucket(__u64 v)
+{
+	if (v < (2ULL << TXN_SUB_BITS))
+		return (__u32)v;
+	__u64 x = v;
+	__u32 e = 0;
+	if (x >> 32) { e += 32; x >>= 32; }
+	if (x >> 16) { e += 16; x >>= 16; }
+	if (x >> 8) { e += 8; x >>= 8; }
+	if (x >> 4) { e += 4; x >>= 4; }
+	if (x >> 2) { e += 2; x >>= 2; }
+	if (x >> 1) { e += 1; }
+	__u32 m = (__u32)(v >> (e - TXN_SUB_BITS)) & ((1U << TXN_SUB_BITS) - 1);
+	return ((e - TXN_SUB_BITS + 1) << TXN_SUB_BITS) | m;
+}
 
 #endif

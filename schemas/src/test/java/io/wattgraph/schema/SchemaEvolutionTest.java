@@ -25,7 +25,8 @@ class SchemaEvolutionTest {
   /** Every top-level event schema: each must have its published versions in history. */
   private static final List<Schema> CURRENT = List.of(
       ConnectionEvent.getClassSchema(), ResourceSample.getClassSchema(), ServiceMapping.getClassSchema(),
-      WindowMetrics.getClassSchema());
+      WindowMetrics.getClassSchema(),
+      TransactionStats.getClassSchema());
 
   @Test
   void currentSchemasReadAndAreReadByEveryPublishedVersionOfTheirName() {
