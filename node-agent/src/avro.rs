@@ -188,89 +188,155 @@ fn check_layout(schema: &Schema) -> Result<()> {
 
 /// Decodes single-object bytes with apache-avro (fingerprint checked against the .avsc).
 pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedEventRecord> {
+    let value = decode_datum(bytes, schema(), fingerprint())?;
+    let f = RecordFields::of(&value)?;
+    let (kind, role) = (f.symbol("kind")?, f.symbol("role")?);
+    Ok(OwnedEventRecord {
+        kind: Kind::from_symbol(kind).ok_or_else(|| anyhow!("bad kind {kind}"))?,
+        host_id: f.string("hostId")?,
+        event_time_ns: f.long("eventTimeNs")?,
+        local_address: f.fixed16("localAddress")?,
+        local_port: f.int("localPort")?,
+        remote_address: f.fixed16("remoteAddress")?,
+        remote_port: f.int("remotePort")?,
+        role: Role::from_symbol(role).ok_or_else(|| anyhow!("bad role {role}"))?,
+        pid: f.int("pid")?,
+        tgid: f.int("tgid")?,
+        process_start_time_ns: f.long("processStartTimeNs")?,
+        comm: f.string("comm")?,
+        cmdline: f.opt_string("cmdline")?,
+        cgroup_id: f.long("cgroupId")?,
+        container_id: f.opt_string("containerId")?,
+        netns_inode: f.long("netnsInode")?,
+        socket_cookie: f.long("socketCookie")?,
+        bytes_sent: f.long("bytesSent")?,
+        bytes_received: f.long("bytesReceived")?,
+    })
+}
+
+/// Checks the single-object header (marker, writer fingerprint) and decodes the body with
+/// apache-avro against `schema`; shared by the decoders of every record type.
+pub(crate) fn decode_datum(bytes: &[u8], schema: &Schema, fingerprint: [u8; 8]) -> Result<Value> {
     if bytes.len() < 10 || bytes[0] != 0xC3 || bytes[1] != 0x01 {
         bail!("not Avro single-object encoding (missing C3 01 marker)");
     }
-    if bytes[2..10] != fingerprint() {
+    if bytes[2..10] != fingerprint {
         bail!("unknown writer schema fingerprint {:02x?}", &bytes[2..10]);
     }
     let mut body = &bytes[10..];
-    let value = apache_avro::from_avro_datum(schema(), &mut body, None).context("avro decode")?;
+    let value = apache_avro::from_avro_datum(schema, &mut body, None).context("avro decode")?;
     if !body.is_empty() {
         bail!("{} trailing bytes after the record", body.len());
     }
-    from_value(&value)
+    Ok(value)
 }
 
-fn from_value(v: &Value) -> Result<OwnedEventRecord> {
-    let Value::Record(fields) = v else { bail!("not a record") };
-    let get = |name: &str| -> Result<&Value> {
-        fields.iter().find(|(n, _)| n == name).map(|(_, v)| v).ok_or_else(|| anyhow!("missing field {name}"))
-    };
-    let long = |name: &str| -> Result<i64> {
-        match get(name)? {
+/// Typed access to the fields of a decoded record, with errors naming the field.
+pub(crate) struct RecordFields<'a>(&'a [(String, Value)]);
+
+impl<'a> RecordFields<'a> {
+    pub(crate) fn of(v: &'a Value) -> Result<Self> {
+        match v {
+            Value::Record(fields) => Ok(RecordFields(fields)),
+            o => bail!("expected a record, got {o:?}"),
+        }
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Result<&'a Value> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v).ok_or_else(|| anyhow!("missing field {name}"))
+    }
+
+    pub(crate) fn long(&self, name: &str) -> Result<i64> {
+        match self.get(name)? {
             Value::Long(x) => Ok(*x),
             Value::Int(x) => Ok(*x as i64),
             o => bail!("{name}: expected long, got {o:?}"),
         }
-    };
-    let int = |name: &str| -> Result<i32> {
-        match get(name)? {
+    }
+
+    pub(crate) fn int(&self, name: &str) -> Result<i32> {
+        match self.get(name)? {
             Value::Int(x) => Ok(*x),
             o => bail!("{name}: expected int, got {o:?}"),
         }
-    };
-    let string = |name: &str| -> Result<String> {
-        match get(name)? {
+    }
+
+    pub(crate) fn double(&self, name: &str) -> Result<f64> {
+        match self.get(name)? {
+            Value::Double(x) => Ok(*x),
+            o => bail!("{name}: expected double, got {o:?}"),
+        }
+    }
+
+    pub(crate) fn boolean(&self, name: &str) -> Result<bool> {
+        match self.get(name)? {
+            Value::Boolean(b) => Ok(*b),
+            o => bail!("{name}: expected boolean, got {o:?}"),
+        }
+    }
+
+    pub(crate) fn string(&self, name: &str) -> Result<String> {
+        match self.get(name)? {
             Value::String(s) => Ok(s.clone()),
             o => bail!("{name}: expected string, got {o:?}"),
         }
-    };
-    let opt_string = |name: &str| -> Result<Option<String>> {
-        match get(name)? {
-            Value::Union(_, b) => match b.as_ref() {
-                Value::Null => Ok(None),
-                Value::String(s) => Ok(Some(s.clone())),
-                o => bail!("{name}: unexpected union branch {o:?}"),
-            },
-            o => bail!("{name}: expected union, got {o:?}"),
+    }
+
+    pub(crate) fn symbol(&self, name: &str) -> Result<&'a str> {
+        match self.get(name)? {
+            Value::Enum(_, s) => Ok(s.as_str()),
+            o => bail!("{name}: expected enum, got {o:?}"),
         }
-    };
-    let fixed16 = |name: &str| -> Result<[u8; 16]> {
-        match get(name)? {
-            Value::Fixed(16, b) => Ok(b.as_slice().try_into().unwrap()),
+    }
+
+    pub(crate) fn fixed16(&self, name: &str) -> Result<[u8; 16]> {
+        match self.get(name)? {
+            Value::Fixed(16, b) => Ok(b.as_slice().try_into().expect("16 bytes")),
             o => bail!("{name}: expected fixed(16), got {o:?}"),
         }
-    };
-    let kind = match get("kind")? {
-        Value::Enum(_, s) => Kind::from_symbol(s).ok_or_else(|| anyhow!("bad kind {s}"))?,
-        o => bail!("kind: expected enum, got {o:?}"),
-    };
-    let role = match get("role")? {
-        Value::Enum(_, s) => Role::from_symbol(s).ok_or_else(|| anyhow!("bad role {s}"))?,
-        o => bail!("role: expected enum, got {o:?}"),
-    };
-    Ok(OwnedEventRecord {
-        kind,
-        host_id: string("hostId")?,
-        event_time_ns: long("eventTimeNs")?,
-        local_address: fixed16("localAddress")?,
-        local_port: int("localPort")?,
-        remote_address: fixed16("remoteAddress")?,
-        remote_port: int("remotePort")?,
-        role,
-        pid: int("pid")?,
-        tgid: int("tgid")?,
-        process_start_time_ns: long("processStartTimeNs")?,
-        comm: string("comm")?,
-        cmdline: opt_string("cmdline")?,
-        cgroup_id: long("cgroupId")?,
-        container_id: opt_string("containerId")?,
-        netns_inode: long("netnsInode")?,
-        socket_cookie: long("socketCookie")?,
-        bytes_sent: long("bytesSent")?,
-        bytes_received: long("bytesReceived")?,
-    })
+    }
+
+    /// The branch of a `["null", T]` union: None for null.
+    fn optional(&self, name: &str) -> Result<Option<&'a Value>> {
+        match self.get(name)? {
+            Value::Union(_, b) => Ok(match b.as_ref() {
+                Value::Null => None,
+                x => Some(x),
+            }),
+            o => bail!("{name}: expected union, got {o:?}"),
+        }
+    }
+
+    pub(crate) fn opt_string(&self, name: &str) -> Result<Option<String>> {
+        match self.optional(name)? {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(o) => bail!("{name}: unexpected union branch {o:?}"),
+        }
+    }
+
+    pub(crate) fn opt_long(&self, name: &str) -> Result<Option<i64>> {
+        match self.optional(name)? {
+            None => Ok(None),
+            Some(Value::Long(x)) => Ok(Some(*x)),
+            Some(o) => bail!("{name}: unexpected union branch {o:?}"),
+        }
+    }
+
+    pub(crate) fn opt_double(&self, name: &str) -> Result<Option<f64>> {
+        match self.optional(name)? {
+            None => Ok(None),
+            Some(Value::Double(x)) => Ok(Some(*x)),
+            Some(o) => bail!("{name}: unexpected union branch {o:?}"),
+        }
+    }
+
+    pub(crate) fn array<T>(&self, name: &str, item: impl Fn(&Value) -> Option<T>) -> Result<Vec<T>> {
+        match self.get(name)? {
+            Value::Array(a) => a.iter().map(|x| item(x).ok_or_else(|| anyhow!("{name}: unexpected item {x:?}"))).collect(),
+            o => bail!("{name}: expected array, got {o:?}"),
+        }
+    }
 }
 
 /// apache-avro `Value` for a record (used by tests to compare with apache-avro's writer).

@@ -2,12 +2,12 @@
 //! (Avro single-object encoding), checked against apache-avro and the shared vectors.
 use std::sync::OnceLock;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use apache_avro::rabin::Rabin;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use crate::avro::{write_long, write_opt_str, write_str};
+use crate::avro::{decode_datum, write_long, write_opt_str, write_str, RecordFields};
 use crate::cgroup::Runtime;
 use crate::power::PowerSource;
 
@@ -171,114 +171,37 @@ impl ResourceEncoder {
 }
 
 pub fn decode_single_object(bytes: &[u8]) -> Result<ResourceRecord> {
-    if bytes.len() < 10 || bytes[0] != 0xC3 || bytes[1] != 0x01 {
-        bail!("not Avro single-object encoding (missing C3 01 marker)");
-    }
-    if bytes[2..10] != fingerprint() {
-        bail!("unknown writer schema fingerprint {:02x?}", &bytes[2..10]);
-    }
-    let mut body = &bytes[10..];
-    let value = apache_avro::from_avro_datum(schema(), &mut body, None).context("avro decode")?;
-    if !body.is_empty() {
-        bail!("{} trailing bytes after the record", body.len());
-    }
-    from_value(&value)
-}
-
-fn from_value(v: &Value) -> Result<ResourceRecord> {
-    let Value::Record(fields) = v else { bail!("not a record") };
-    let get = |n: &str| -> Result<&Value> {
-        fields.iter().find(|(k, _)| k == n).map(|(_, v)| v).ok_or_else(|| anyhow!("missing field {n}"))
-    };
-    let long = |n: &str| -> Result<i64> {
-        match get(n)? {
-            Value::Long(x) => Ok(*x),
-            o => bail!("{n}: expected long, got {o:?}"),
-        }
-    };
-    let int = |n: &str| -> Result<i32> {
-        match get(n)? {
-            Value::Int(x) => Ok(*x),
-            o => bail!("{n}: expected int, got {o:?}"),
-        }
-    };
-    let dbl = |n: &str| -> Result<f64> {
-        match get(n)? {
-            Value::Double(x) => Ok(*x),
-            o => bail!("{n}: expected double, got {o:?}"),
-        }
-    };
-    let string = |n: &str| -> Result<String> {
-        match get(n)? {
-            Value::String(s) => Ok(s.clone()),
-            o => bail!("{n}: expected string, got {o:?}"),
-        }
-    };
-    let union = |n: &str| -> Result<Option<Value>> {
-        match get(n)? {
-            Value::Union(_, b) => Ok(match b.as_ref() {
-                Value::Null => None,
-                x => Some(x.clone()),
-            }),
-            o => bail!("{n}: expected union, got {o:?}"),
-        }
-    };
-    let opt_str = |n: &str| -> Result<Option<String>> {
-        match union(n)? {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(o) => bail!("{n}: {o:?}"),
-        }
-    };
-    let opt_long = |n: &str| -> Result<Option<i64>> {
-        match union(n)? {
-            None => Ok(None),
-            Some(Value::Long(x)) => Ok(Some(x)),
-            Some(o) => bail!("{n}: {o:?}"),
-        }
-    };
-    let opt_dbl = |n: &str| -> Result<Option<f64>> {
-        match union(n)? {
-            None => Ok(None),
-            Some(Value::Double(x)) => Ok(Some(x)),
-            Some(o) => bail!("{n}: {o:?}"),
-        }
-    };
-    let sym = |n: &str| -> Result<String> {
-        match get(n)? {
-            Value::Enum(_, s) => Ok(s.clone()),
-            o => bail!("{n}: expected enum, got {o:?}"),
-        }
-    };
+    let value = decode_datum(bytes, schema(), fingerprint())?;
+    let f = RecordFields::of(&value)?;
     Ok(ResourceRecord {
-        scope: Scope::from_symbol(&sym("scope")?).ok_or_else(|| anyhow!("scope"))?,
-        host_id: string("hostId")?,
-        interval_start_ns: long("intervalStartNs")?,
-        interval_end_ns: long("intervalEndNs")?,
-        tgid: int("tgid")?,
-        process_start_time_ns: long("processStartTimeNs")?,
-        comm: string("comm")?,
-        cgroup_id: long("cgroupId")?,
-        group_id: string("groupId")?,
-        runtime: Runtime::from_symbol(&sym("runtime")?).ok_or_else(|| anyhow!("runtime"))?,
-        pod_uid: opt_str("podUid")?,
-        qos_class: opt_str("qosClass")?,
-        threads: int("threads")?,
-        processes: int("processes")?,
-        cpu_time_ns: long("cpuTimeNs")?,
-        cycles: opt_long("cycles")?,
-        instructions: opt_long("instructions")?,
-        weighted_cycles: opt_long("weightedCycles")?,
-        weight_kind: WeightKind::from_symbol(&sym("weightKind")?).ok_or_else(|| anyhow!("weightKind"))?,
-        weight: dbl("weight")?,
-        power_source: PowerSource::from_symbol(&sym("powerSource")?).ok_or_else(|| anyhow!("powerSource"))?,
-        power_watts: dbl("powerWatts")?,
-        energy_joules: dbl("energyJoules")?,
-        idle_power_watts: dbl("idlePowerWatts")?,
-        unattributed_power_watts: dbl("unattributedPowerWatts")?,
-        package_watts: opt_dbl("packageWatts")?,
-        core_watts: opt_dbl("coreWatts")?,
-        dram_watts: opt_dbl("dramWatts")?,
+        scope: Scope::from_symbol(f.symbol("scope")?).ok_or_else(|| anyhow!("scope"))?,
+        host_id: f.string("hostId")?,
+        interval_start_ns: f.long("intervalStartNs")?,
+        interval_end_ns: f.long("intervalEndNs")?,
+        tgid: f.int("tgid")?,
+        process_start_time_ns: f.long("processStartTimeNs")?,
+        comm: f.string("comm")?,
+        cgroup_id: f.long("cgroupId")?,
+        group_id: f.string("groupId")?,
+        runtime: Runtime::from_symbol(f.symbol("runtime")?).ok_or_else(|| anyhow!("runtime"))?,
+        pod_uid: f.opt_string("podUid")?,
+        qos_class: f.opt_string("qosClass")?,
+        threads: f.int("threads")?,
+        processes: f.int("processes")?,
+        cpu_time_ns: f.long("cpuTimeNs")?,
+        cycles: f.opt_long("cycles")?,
+        instructions: f.opt_long("instructions")?,
+        weighted_cycles: f.opt_long("weightedCycles")?,
+        weight_kind: WeightKind::from_symbol(f.symbol("weightKind")?).ok_or_else(|| anyhow!("weightKind"))?,
+        weight: f.double("weight")?,
+        power_source: PowerSource::from_symbol(f.symbol("powerSource")?).ok_or_else(|| anyhow!("powerSource"))?,
+        power_watts: f.double("powerWatts")?,
+        energy_joules: f.double("energyJoules")?,
+        idle_power_watts: f.double("idlePowerWatts")?,
+        unattributed_power_watts: f.double("unattributedPowerWatts")?,
+        package_watts: f.opt_double("packageWatts")?,
+        core_watts: f.opt_double("coreWatts")?,
+        dram_watts: f.opt_double("dramWatts")?,
     })
 }
 

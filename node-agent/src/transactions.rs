@@ -4,12 +4,12 @@
 //! allocation-free encoder (Avro single-object encoding).
 use std::sync::OnceLock;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use apache_avro::rabin::Rabin;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use crate::avro::{write_long, write_str};
+use crate::avro::{decode_datum, write_long, write_str, RecordFields};
 
 pub const SCHEMA_JSON: &str = include_str!("../../schemas/avro/TransactionStats.avsc");
 
@@ -334,94 +334,36 @@ impl TxnEncoder {
 }
 
 pub fn decode_single_object(bytes: &[u8]) -> Result<TxnRecord> {
-    if bytes.len() < 10 || bytes[0] != 0xC3 || bytes[1] != 0x01 {
-        bail!("not Avro single-object encoding (missing C3 01 marker)");
-    }
-    if bytes[2..10] != fingerprint() {
-        bail!("unknown writer schema fingerprint {:02x?}", &bytes[2..10]);
-    }
-    let mut body = &bytes[10..];
-    let value = apache_avro::from_avro_datum(schema(), &mut body, None).context("avro decode")?;
-    if !body.is_empty() {
-        bail!("{} trailing bytes after the record", body.len());
-    }
-    from_value(&value)
-}
-
-fn from_value(v: &Value) -> Result<TxnRecord> {
-    let Value::Record(fields) = v else { bail!("not a record") };
-    let get = |n: &str| -> Result<&Value> {
-        fields.iter().find(|(k, _)| k == n).map(|(_, v)| v).ok_or_else(|| anyhow!("missing field {n}"))
-    };
-    let long = |n: &str| -> Result<i64> {
-        match get(n)? {
-            Value::Long(x) => Ok(*x),
-            o => bail!("{n}: expected long, got {o:?}"),
-        }
-    };
-    let int = |n: &str| -> Result<i32> {
-        match get(n)? {
-            Value::Int(x) => Ok(*x),
-            o => bail!("{n}: expected int, got {o:?}"),
-        }
-    };
-    let string = |n: &str| -> Result<String> {
-        match get(n)? {
-            Value::String(s) => Ok(s.clone()),
-            o => bail!("{n}: expected string, got {o:?}"),
-        }
-    };
-    let addr = |n: &str| -> Result<[u8; 16]> {
-        match get(n)? {
-            Value::Fixed(16, b) => Ok(b.as_slice().try_into().unwrap()),
-            o => bail!("{n}: expected fixed(16), got {o:?}"),
-        }
-    };
-    let ints = |n: &str| -> Result<Vec<i32>> {
-        match get(n)? {
-            Value::Array(a) => a.iter().map(|x| if let Value::Int(i) = x { Ok(*i) } else { bail!("{n}: {x:?}") }).collect(),
-            o => bail!("{n}: expected array, got {o:?}"),
-        }
-    };
-    let longs = |n: &str| -> Result<Vec<i64>> {
-        match get(n)? {
-            Value::Array(a) => a.iter().map(|x| if let Value::Long(i) = x { Ok(*i) } else { bail!("{n}: {x:?}") }).collect(),
-            o => bail!("{n}: expected array, got {o:?}"),
-        }
-    };
+    let value = decode_datum(bytes, schema(), fingerprint())?;
+    let f = RecordFields::of(&value)?;
     let hist = |b: &str, c: &str| -> Result<Histogram> {
-        let (b, c) = (ints(b)?, longs(c)?);
-        if b.len() != c.len() {
+        let buckets = f.array(b, |x| if let Value::Int(i) = x { Some(*i) } else { None })?;
+        let counts = f.array(c, |x| if let Value::Long(i) = x { Some(*i) } else { None })?;
+        if buckets.len() != counts.len() {
             bail!("bucket and count arrays differ in length");
         }
-        Ok(Histogram { cells: b.iter().zip(&c).map(|(b, c)| (*b as u32, *c as u64)).collect() })
+        Ok(Histogram { cells: buckets.iter().zip(&counts).map(|(b, c)| (*b as u32, *c as u64)).collect() })
     };
     Ok(TxnRecord {
-        host_id: string("hostId")?,
-        interval_start_ns: long("intervalStartNs")?,
-        interval_end_ns: long("intervalEndNs")?,
-        role: match get("role")? {
-            Value::Enum(_, s) => TxnRole::from_symbol(s).ok_or_else(|| anyhow!("role {s}"))?,
-            o => bail!("role: {o:?}"),
-        },
-        local_address: addr("localAddress")?,
-        local_port: int("localPort")? as u16,
-        remote_address: addr("remoteAddress")?,
-        remote_port: int("remotePort")? as u16,
-        tgid: int("tgid")?,
-        process_start_time_ns: long("processStartTimeNs")?,
-        comm: string("comm")?,
-        cgroup_id: long("cgroupId")?,
-        netns_inode: long("netnsInode")?,
-        socket_cookie: long("socketCookie")?,
-        closed: match get("closed")? {
-            Value::Boolean(b) => *b,
-            o => bail!("closed: {o:?}"),
-        },
-        transactions: long("transactions")?,
-        request_bytes: long("requestBytes")?,
-        response_bytes: long("responseBytes")?,
-        sub_bucket_bits: int("subBucketBits")?,
+        host_id: f.string("hostId")?,
+        interval_start_ns: f.long("intervalStartNs")?,
+        interval_end_ns: f.long("intervalEndNs")?,
+        role: TxnRole::from_symbol(f.symbol("role")?).ok_or_else(|| anyhow!("role"))?,
+        local_address: f.fixed16("localAddress")?,
+        local_port: f.int("localPort")? as u16,
+        remote_address: f.fixed16("remoteAddress")?,
+        remote_port: f.int("remotePort")? as u16,
+        tgid: f.int("tgid")?,
+        process_start_time_ns: f.long("processStartTimeNs")?,
+        comm: f.string("comm")?,
+        cgroup_id: f.long("cgroupId")?,
+        netns_inode: f.long("netnsInode")?,
+        socket_cookie: f.long("socketCookie")?,
+        closed: f.boolean("closed")?,
+        transactions: f.long("transactions")?,
+        request_bytes: f.long("requestBytes")?,
+        response_bytes: f.long("responseBytes")?,
+        sub_bucket_bits: f.int("subBucketBits")?,
         client_rtt: hist("clientRttBuckets", "clientRttCounts")?,
         server_time: hist("serverTimeBuckets", "serverTimeCounts")?,
     })
