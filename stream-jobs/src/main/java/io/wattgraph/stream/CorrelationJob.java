@@ -128,7 +128,7 @@ public final class CorrelationJob {
         .setParallelism(1);
 
     correlate(observations, mappings, config)
-        .sinkTo(new Neo4jSink(config.neo4j()))
+        .sinkTo(new Neo4jSink<>(config.neo4j(), GraphWriter::new))
         .uid("neo4j-sink")
         .name("neo4j")
         // One writer: Neo4j is the bottleneck anyway, and a single writer cannot deadlock itself

@@ -8,13 +8,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
-import org.neo4j.driver.AuthToken;
-import org.neo4j.driver.AuthTokens;
-import org.neo4j.driver.Config;
 import org.neo4j.driver.Driver;
-import org.neo4j.driver.GraphDatabase;
-import org.neo4j.driver.Logging;
 import org.neo4j.driver.Session;
 import org.neo4j.driver.TransactionContext;
 
@@ -25,7 +19,7 @@ import org.neo4j.driver.TransactionContext;
  * (values are never spliced into Cypher; the labels are constants from {@link GraphNode.Kind}).
  * The driver's {@code executeWrite} retries transient failures (deadlocks, leader switches).
  */
-public class GraphWriter implements AutoCloseable {
+public class GraphWriter implements Neo4jBatchTarget<EdgeRow> {
 
   static final List<String> CONSTRAINTS = List.of(
       "CREATE CONSTRAINT wattgraph_host_id IF NOT EXISTS FOR (n:Host) REQUIRE n.id IS UNIQUE",
@@ -93,17 +87,21 @@ public class GraphWriter implements AutoCloseable {
       };
 
   public GraphWriter(Neo4jSettings settings) {
-    AuthToken auth = settings.user == null
-        ? AuthTokens.none()
-        : AuthTokens.basic(settings.user, settings.password == null ? "" : settings.password);
-    Config config = Config.builder()
-        .withLogging(Logging.slf4j())
-        .withMaxTransactionRetryTime(settings.driverRetryMs, TimeUnit.MILLISECONDS)
-        .build();
-    this.driver = GraphDatabase.driver(settings.uri, auth, config);
+    this.driver = settings.driver();
+  }
+
+  @Override
+  public String key(EdgeRow row) {
+    return row.edgeKey;
+  }
+
+  @Override
+  public String rowKind() {
+    return "edge rows";
   }
 
   /** Idempotent (IF NOT EXISTS); MERGE on these keys is only race-free with the constraints. */
+  @Override
   public void createConstraints() {
     try (Session session = driver.session()) {
       for (String c : CONSTRAINTS) {
@@ -113,6 +111,7 @@ public class GraphWriter implements AutoCloseable {
   }
 
   /** Writes one batch (at most one row per edge) in one transaction. */
+  @Override
   public void write(Collection<EdgeRow> rows) {
     if (rows.isEmpty()) {
       return;

@@ -5,13 +5,7 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
-import org.neo4j.driver.AuthToken;
-import org.neo4j.driver.AuthTokens;
-import org.neo4j.driver.Config;
 import org.neo4j.driver.Driver;
-import org.neo4j.driver.GraphDatabase;
-import org.neo4j.driver.Logging;
 import org.neo4j.driver.Session;
 import org.neo4j.driver.TransactionContext;
 
@@ -31,7 +25,7 @@ import org.neo4j.driver.TransactionContext;
  * the node's ({@code metricsWindowEndNs}, {@code metricsRevision}), compared in the Cypher, so a
  * replay or a stale batch never overwrites a newer window.
  */
-public class MetricsGraphWriter implements AutoCloseable {
+public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
 
   private static final String NEWER = """
       (n.metricsWindowEndNs IS NULL OR n.metricsWindowEndNs < r.windowEndNs
@@ -68,17 +62,33 @@ public class MetricsGraphWriter implements AutoCloseable {
   private final Driver driver;
 
   public MetricsGraphWriter(Neo4jSettings settings) {
-    AuthToken auth = settings.user == null
-        ? AuthTokens.none()
-        : AuthTokens.basic(settings.user, settings.password == null ? "" : settings.password);
-    Config config = Config.builder()
-        .withLogging(Logging.slf4j())
-        .withMaxTransactionRetryTime(settings.driverRetryMs, TimeUnit.MILLISECONDS)
-        .build();
-    this.driver = GraphDatabase.driver(settings.uri, auth, config);
+    this.driver = settings.driver();
+  }
+
+  @Override
+  public String key(MetricsRow row) {
+    return row.key();
+  }
+
+  @Override
+  public String rowKind() {
+    return "metrics rows";
+  }
+
+  @Override
+  public boolean accepts(MetricsRow row) {
+    return hasNode(row);
+  }
+
+  /** An older window (or an older revision of the same window) never replaces a newer one. */
+  @Override
+  public boolean supersedes(MetricsRow incoming, MetricsRow buffered) {
+    return incoming.windowEndNs > buffered.windowEndNs
+        || (incoming.windowEndNs == buffered.windowEndNs && incoming.revision >= buffered.revision);
   }
 
   /** The same constraints as GraphWriter (idempotent): MERGE on Host/Container ids needs them. */
+  @Override
   public void createConstraints() {
     try (Session session = driver.session()) {
       for (String c : GraphWriter.CONSTRAINTS) {
@@ -97,6 +107,7 @@ public class MetricsGraphWriter implements AutoCloseable {
   }
 
   /** Writes one batch (at most one row per key) in one transaction. */
+  @Override
   public void write(Collection<MetricsRow> rows) {
     List<Map<String, Object>> processes = new ArrayList<>();
     List<Map<String, Object>> containers = new ArrayList<>();

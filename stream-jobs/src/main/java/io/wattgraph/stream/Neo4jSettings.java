@@ -1,6 +1,13 @@
 package io.wattgraph.stream;
 
 import java.io.Serializable;
+import java.util.concurrent.TimeUnit;
+import org.neo4j.driver.AuthToken;
+import org.neo4j.driver.AuthTokens;
+import org.neo4j.driver.Config;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.GraphDatabase;
+import org.neo4j.driver.Logging;
 
 /** Where and how the sink writes; shipped to the task managers with the job. */
 public class Neo4jSettings implements Serializable {
@@ -27,6 +34,16 @@ public class Neo4jSettings implements Serializable {
     this.password = password;
     this.batchSize = batchSize;
     this.flushIntervalMs = flushIntervalMs;
+  }
+
+  /** A driver for these settings; every writer of the job builds its own this way. */
+  public Driver driver() {
+    AuthToken auth = user == null ? AuthTokens.none() : AuthTokens.basic(user, password == null ? "" : password);
+    Config config = Config.builder()
+        .withLogging(Logging.slf4j())
+        .withMaxTransactionRetryTime(driverRetryMs, TimeUnit.MILLISECONDS)
+        .build();
+    return GraphDatabase.driver(uri, auth, config);
   }
 
   @Override

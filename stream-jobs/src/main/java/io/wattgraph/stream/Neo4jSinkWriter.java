@@ -11,28 +11,29 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Buffers edge rows and writes them in batches: when the batch is full, every flush interval, and
- * on {@link #flush} (each checkpoint and end of input, so a completed checkpoint implies the graph
- * has everything before it).
+ * Buffers rows (edge totals, window metrics) and writes them in batches: when the batch is full,
+ * every flush interval, and on {@link #flush} (each checkpoint and end of input, so a completed
+ * checkpoint implies the graph has everything before it).
  *
- * <p>Rows are absolute totals, so within a batch only the latest row per edge matters. Everything
+ * <p>Rows carry absolute values, so within a batch only the latest row per key matters. Everything
  * runs on the task's mailbox thread (timer callbacks included), so no locking. A write that keeps
  * failing for transient reasons blocks the task (backpressure to Kafka) instead of dropping rows.
  */
-public class Neo4jSinkWriter implements org.apache.flink.api.connector.sink2.SinkWriter<EdgeRow> {
+public class Neo4jSinkWriter<R> implements org.apache.flink.api.connector.sink2.SinkWriter<R> {
   private static final Logger LOG = LoggerFactory.getLogger(Neo4jSinkWriter.class);
   private static final long MAX_BACKOFF_MS = 5_000;
   /** Retries after Neo4j was unavailable, over every writer of this JVM (tests watch it). */
   static final java.util.concurrent.atomic.AtomicLong UNAVAILABLE_RETRIES = new java.util.concurrent.atomic.AtomicLong();
 
   private final Neo4jSettings settings;
-  private final GraphWriter graph;
+  private final Neo4jBatchTarget<R> graph;
   private final ProcessingTimeService timers;
   private final Counter rowsWritten;
-  private final Map<String, EdgeRow> buffer = new LinkedHashMap<>();
+  private final Map<String, R> buffer = new LinkedHashMap<>();
   private boolean closed;
 
-  Neo4jSinkWriter(Neo4jSettings settings, GraphWriter graph, ProcessingTimeService timers, Counter rowsWritten) {
+  Neo4jSinkWriter(Neo4jSettings settings, Neo4jBatchTarget<R> graph, ProcessingTimeService timers,
+      Counter rowsWritten) {
     this.settings = settings;
     this.graph = graph;
     this.timers = timers;
@@ -47,10 +48,18 @@ public class Neo4jSinkWriter implements org.apache.flink.api.connector.sink2.Sin
   }
 
   @Override
-  public void write(EdgeRow row, Context context) throws IOException, InterruptedException {
+  public void write(R row, Context context) throws IOException, InterruptedException {
+    if (!graph.accepts(row)) {
+      return;
+    }
+    String key = graph.key(row);
+    R buffered = buffer.get(key);
+    if (buffered != null && !graph.supersedes(row, buffered)) {
+      return;
+    }
     // Remove first so the row moves to the end: batches keep the order rows arrived in.
-    buffer.remove(row.edgeKey);
-    buffer.put(row.edgeKey, row);
+    buffer.remove(key);
+    buffer.put(key, row);
     if (buffer.size() >= settings.batchSize) {
       writeBuffered();
     }
@@ -75,8 +84,8 @@ public class Neo4jSinkWriter implements org.apache.flink.api.connector.sink2.Sin
     if (buffer.isEmpty()) {
       return;
     }
-    ArrayList<EdgeRow> batch = new ArrayList<>(buffer.values());
-    retrying("writing " + batch.size() + " edge rows", () -> graph.write(batch));
+    ArrayList<R> batch = new ArrayList<>(buffer.values());
+    retrying("writing " + batch.size() + " " + graph.rowKind(), () -> graph.write(batch));
     buffer.clear();
     rowsWritten.inc(batch.size());
   }

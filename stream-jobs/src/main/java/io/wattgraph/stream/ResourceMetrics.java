@@ -61,7 +61,7 @@ public final class ResourceMetrics {
     rows.sinkTo(metricsSink(config))
         .uid("metrics-kafka-sink")
         .name("kafka: " + config.metricsTopic);
-    rows.sinkTo(new MetricsNeo4jSink(config.neo4j()))
+    rows.sinkTo(new Neo4jSink<>(config.neo4j(), MetricsGraphWriter::new))
         .uid("metrics-neo4j-sink")
         .name("neo4j: window metrics")
         .setParallelism(1);
