@@ -1,77 +1,39 @@
 package io.wattgraph.schema;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The shared TransactionStats vectors in schemas/test-vectors/transaction-stats, also checked by
  * the Rust agent's suite (node-agent/tests/transaction_vectors.rs), and the bucket scheme helper.
  */
-class TransactionStatsVectorsTest {
+class TransactionStatsVectorsTest extends SharedVectorsTest<TransactionStats> {
 
-  private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Path DIR =
-      Path.of(System.getProperty("wattgraph.testVectors", "test-vectors")).resolve("transaction-stats");
-
-  static Stream<Path> vectors() throws IOException {
-    List<Path> files;
-    try (Stream<Path> s = Files.list(DIR)) {
-      files = s.filter(p -> p.toString().endsWith(".json")).sorted().toList();
-    }
-    return files.stream();
+  TransactionStatsVectorsTest() {
+    super("transaction-stats", 4, TransactionStats.getClassSchema());
   }
 
-  @Test
-  void thereAreVectors() throws IOException {
-    assertTrue(vectors().count() >= 4, "expected the shared vectors under " + DIR.toAbsolutePath());
+  @Override
+  TransactionStats record(JsonNode event) {
+    return fromJson(event);
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("vectors")
-  void javaEncodesExactlyTheVectorBytes(Path file) throws IOException {
-    JsonNode doc = JSON.readTree(file.toFile());
-    String hex = HexFormat.of().formatHex(toArray(TransactionStats.getEncoder().encode(fromJson(doc.get("event")))));
-    if (Boolean.getBoolean("wattgraph.writeVectors")) {
-      ((ObjectNode) doc).put("singleObjectHex", hex);
-      Files.writeString(file, JSON.writerWithDefaultPrettyPrinter().writeValueAsString(doc) + "\n");
-    }
-    assertFalse(doc.get("singleObjectHex").asText().isEmpty(), "vector has no bytes: " + file);
-    assertEquals(doc.get("singleObjectHex").asText(), hex, "encoding of " + file.getFileName());
+  @Override
+  ByteBuffer encode(TransactionStats r) throws IOException {
+    return TransactionStats.getEncoder().encode(r);
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("vectors")
-  void javaDecodesTheVectorBytes(Path file) throws IOException {
-    JsonNode doc = JSON.readTree(file.toFile());
-    byte[] bytes = HexFormat.of().parseHex(doc.get("singleObjectHex").asText());
-    assertEquals(fromJson(doc.get("event")), TransactionStats.getDecoder().decode(bytes),
-        "decoding of " + file.getFileName());
-  }
-
-  @Test
-  void headerIsSingleObjectMarkerAndFingerprint() throws IOException {
-    byte[] bytes = toArray(TransactionStats.getEncoder().encode(
-        fromJson(JSON.readTree(vectors().findFirst().orElseThrow().toFile()).get("event"))));
-    assertEquals((byte) 0xC3, bytes[0]);
-    assertEquals((byte) 0x01, bytes[1]);
-    long fp = org.apache.avro.SchemaNormalization.parsingFingerprint64(TransactionStats.getClassSchema());
-    assertEquals(fp, ByteBuffer.wrap(bytes, 2, 8).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong());
+  @Override
+  TransactionStats decode(byte[] b) throws IOException {
+    return TransactionStats.getDecoder().decode(b);
   }
 
   @Test
@@ -158,9 +120,4 @@ class TransactionStatsVectorsTest {
         .build();
   }
 
-  private static byte[] toArray(ByteBuffer buf) {
-    byte[] out = new byte[buf.remaining()];
-    buf.get(out);
-    return out;
-  }
 }
