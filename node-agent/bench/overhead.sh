@@ -65,7 +65,7 @@ for len in 1K 128K; do
   apid=$!
   for _ in $(seq 1 100); do [ -f "$WORK/ready" ] && break; sleep 0.1; done
   run_iperf $len >/dev/null
-  bpftool prog show -j | jq -r '.[] | select(.name|test("^handle_")) | "\(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"' >> "$WORK/bpfstats.txt"
+  bpftool prog show -j | jq -r '.[] | select(.name|test("^(handle_|wg_)")) | "\(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"' >> "$WORK/bpfstats.txt"
   kill -TERM $apid; wait $apid || true
 done
 sysctl -qw kernel.bpf_stats_enabled=0
