@@ -113,12 +113,7 @@ pub struct Encoder {
 impl Encoder {
     /// Checks that the parsed .avsc still has the layout this encoder writes.
     pub fn new() -> Result<Encoder> {
-        check_layout(schema())?;
-        let mut header = [0u8; 10];
-        header[0] = 0xC3;
-        header[1] = 0x01;
-        header[2..].copy_from_slice(&fingerprint());
-        Ok(Encoder { header })
+        Ok(Encoder { header: single_object_header(schema(), &FIELD_LAYOUT, "src/avro.rs")? })
     }
 
     pub fn header(&self) -> &[u8; 10] {
@@ -177,13 +172,20 @@ pub(crate) fn write_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
     }
 }
 
-fn check_layout(schema: &Schema) -> Result<()> {
-    let Schema::Record(rec) = schema else { bail!("ConnectionEvent schema is not a record") };
+/// The 10-byte single-object header (marker, fingerprint) of an encoder that writes `layout`,
+/// after checking that the parsed .avsc still has exactly those fields in that order.
+pub(crate) fn single_object_header(schema: &Schema, layout: &[&str], encoder: &str) -> Result<[u8; 10]> {
+    let Schema::Record(rec) = schema else { bail!("schema is not a record") };
     let names: Vec<&str> = rec.fields.iter().map(|f| f.name.as_str()).collect();
-    if names != FIELD_LAYOUT {
-        bail!("ConnectionEvent.avsc fields {names:?} differ from the encoder layout {FIELD_LAYOUT:?}; update src/avro.rs");
+    if names != layout {
+        bail!("{}.avsc fields {names:?} differ from the encoder layout {layout:?}; update {encoder}", rec.name.name);
     }
-    Ok(())
+    let fp = schema.fingerprint::<Rabin>();
+    let mut header = [0u8; 10];
+    header[0] = 0xC3;
+    header[1] = 0x01;
+    header[2..].copy_from_slice(&fp.bytes);
+    Ok(header)
 }
 
 /// Decodes single-object bytes with apache-avro (fingerprint checked against the .avsc).

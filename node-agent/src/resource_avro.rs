@@ -2,12 +2,12 @@
 //! (Avro single-object encoding), checked against apache-avro and the shared vectors.
 use std::sync::OnceLock;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 use apache_avro::rabin::Rabin;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use crate::avro::{decode_datum, write_long, write_opt_str, write_str, RecordFields};
+use crate::avro::{decode_datum, single_object_header, write_long, write_opt_str, write_str, RecordFields};
 use crate::cgroup::Runtime;
 use crate::power::PowerSource;
 
@@ -123,16 +123,7 @@ fn write_opt_double(out: &mut Vec<u8>, v: Option<f64>) {
 
 impl ResourceEncoder {
     pub fn new() -> Result<ResourceEncoder> {
-        let Schema::Record(rec) = schema() else { bail!("ResourceSample schema is not a record") };
-        let names: Vec<&str> = rec.fields.iter().map(|f| f.name.as_str()).collect();
-        if names != FIELD_LAYOUT {
-            bail!("ResourceSample.avsc fields {names:?} differ from the encoder layout; update src/resource_avro.rs");
-        }
-        let mut header = [0u8; 10];
-        header[0] = 0xC3;
-        header[1] = 0x01;
-        header[2..].copy_from_slice(&fingerprint());
-        Ok(ResourceEncoder { header })
+        Ok(ResourceEncoder { header: single_object_header(schema(), &FIELD_LAYOUT, "src/resource_avro.rs")? })
     }
 
     /// Clears `out`, writes header + body; no allocation once `out` has grown.

@@ -9,7 +9,7 @@ use apache_avro::rabin::Rabin;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use crate::avro::{decode_datum, write_long, write_str, RecordFields};
+use crate::avro::{decode_datum, single_object_header, write_long, write_str, RecordFields};
 
 pub const SCHEMA_JSON: &str = include_str!("../../schemas/avro/TransactionStats.avsc");
 
@@ -277,16 +277,7 @@ pub struct TxnEncoder {
 
 impl TxnEncoder {
     pub fn new() -> Result<TxnEncoder> {
-        let Schema::Record(rec) = schema() else { bail!("TransactionStats schema is not a record") };
-        let names: Vec<&str> = rec.fields.iter().map(|f| f.name.as_str()).collect();
-        if names != FIELD_LAYOUT {
-            bail!("TransactionStats.avsc fields {names:?} differ from the encoder layout; update src/transactions.rs");
-        }
-        let mut header = [0u8; 10];
-        header[0] = 0xC3;
-        header[1] = 0x01;
-        header[2..].copy_from_slice(&fingerprint());
-        Ok(TxnEncoder { header })
+        Ok(TxnEncoder { header: single_object_header(schema(), &FIELD_LAYOUT, "src/transactions.rs")? })
     }
 
     /// Clears `out`, writes header + body; no allocation once `out` has grown.
