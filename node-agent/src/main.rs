@@ -72,16 +72,9 @@ fn run() -> i32 {
             return 1;
         }
     };
-    let handle = match capture::spawn(opts) {
+    let handle = match spawn_capture(opts) {
         Ok(h) => h,
-        Err(e @ CaptureError::Permission(_)) => {
-            eprintln!("wattgraph-agent: error: {e}");
-            return 3;
-        }
-        Err(e) => {
-            eprintln!("wattgraph-agent: error: cannot start BPF capture: {e}");
-            return 1;
-        }
+        Err(code) => return code,
     };
     let netns_desc = if cfg.netns.is_empty() {
         "all network namespaces".to_string()
@@ -247,16 +240,9 @@ fn run_once(cfg: &Config) -> i32 {
         snapshot_interval: Duration::from_millis(cfg.sample_interval_ms.max(100)),
         ..Default::default()
     };
-    let handle = match capture::spawn(opts) {
+    let handle = match spawn_capture(opts) {
         Ok(h) => h,
-        Err(e @ CaptureError::Permission(_)) => {
-            eprintln!("wattgraph-agent: error: {e}");
-            return 3;
-        }
-        Err(e) => {
-            eprintln!("wattgraph-agent: error: cannot start BPF capture: {e}");
-            return 1;
-        }
+        Err(code) => return code,
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let sink = Box::new(move |recs: &[ResourceRecord]| {
@@ -361,6 +347,21 @@ impl TxnOut {
         enc.encode(&self.rec, &mut self.buf);
         producer.send_to(&cfg.transaction_topic, self.key.as_bytes(), &self.buf);
     }
+}
+
+/// Starts the BPF capture, or says why not and gives the exit code: 3 when BPF permission is
+/// missing (the documented code), 1 for anything else.
+fn spawn_capture(opts: CaptureOptions) -> Result<capture::CaptureHandle, i32> {
+    capture::spawn(opts).map_err(|e| match e {
+        CaptureError::Permission(_) => {
+            eprintln!("wattgraph-agent: error: {e}");
+            3
+        }
+        e => {
+            eprintln!("wattgraph-agent: error: cannot start BPF capture: {e}");
+            1
+        }
+    })
 }
 
 fn write_ready(path: &std::path::Path) -> std::io::Result<()> {
