@@ -1,4 +1,4 @@
-//! CPU accounting from `sched:sched_switch` / `sched:sched_process_exit` (src/bpf/sched.bpf.c):
+//! CPU accounting from `sched:sched_switch` / `sched:sched_process_exec` (src/bpf/sched.bpf.c):
 //! on-CPU ns (and HT-weighted cycles where hardware counters exist) per thread, aggregated
 //! in the kernel as cumulative counters that only the CPU a thread leaves writes. User space
 //! reads them while the programs run, adds the slice still running on each CPU, takes
@@ -27,11 +27,11 @@ pub const MAX_SOCKETS: usize = 4;
 const NO_SIBLING: u32 = u32::MAX;
 
 /// Tracepoints the CPU programs attach to (tp_btf).
-pub const TRACEPOINTS: [&str; 2] = ["sched:sched_switch", "sched:sched_process_exit"];
+pub const TRACEPOINTS: [&str; 2] = ["sched:sched_switch", "sched:sched_process_exec"];
 
 pub type ThreadStat = types::thread_stat;
 const _: () = assert!(size_of::<ThreadStat>() == 136);
-const _: () = assert!(size_of::<types::cpu_state>() == 64);
+const _: () = assert!(size_of::<types::cpu_state>() == 56);
 
 /// CLOCK_MONOTONIC ns (= bpf_ktime_get_ns).
 pub fn mono_ns() -> u64 {

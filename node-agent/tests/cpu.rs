@@ -1,4 +1,4 @@
-//! CPU accounting on real kernel events (sched_switch / sched_process_exit): a busy child
+//! CPU accounting on real kernel events (sched_switch / sched_process_exec): a busy child
 //! process must get the on-CPU time the kernel itself reports for it (/proc/<pid>/stat,
 //! wait4 rusage). Need root. Without BPF: fail when CI=true, otherwise skip.
 use std::process::{Child, Command};

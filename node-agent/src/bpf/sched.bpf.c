@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 // Wattgraph CPU accounting: on-CPU time (and, where the CPU exposes them, cycles and
 // instructions with HT-aware weighting, Eq. 3.1) per thread from sched:sched_switch,
-// aggregated in the kernel; thread exits flushed to a ring buffer from
-// sched:sched_process_exit + the final switch. Tracepoints only (tp_btf).
+// aggregated in the kernel; a dead thread's totals go to a ring buffer at its final
+// switch; sched:sched_process_exec keeps names current. Tracepoints only (tp_btf).
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -93,24 +93,39 @@ static __always_inline __u64 cpu_busy_now(__u32 cpu, __u64 now)
 	return b;
 }
 
-static __always_inline struct thread_stat *thread_entry(struct task_struct *t, __u32 tid)
+/* A new entry for thread t whose runtime so far (rt) is not ours to count. */
+static __always_inline struct thread_stat *thread_entry(struct task_struct *t, __u32 tid, __u64 rt)
 {
-	struct thread_stat *ts = bpf_map_lookup_elem(&threads, &tid);
-	if (ts)
-		return ts;
 	__u32 zero = 0;
 	struct thread_stat *n = bpf_map_lookup_elem(&tscratch, &zero);
 	if (!n)
 		return 0;
 	__builtin_memset(n, 0, sizeof(*n));
 	n->tid = tid;
-	n->tgid = BPF_CORE_READ(t, tgid);
-	n->thread_start_ns = BPF_CORE_READ(t, start_boottime);
+	n->tgid = t->tgid;
+	n->rt_seen = rt;
+	n->thread_start_ns = t->start_boottime;
 	n->proc_start_ns = BPF_CORE_READ(t, group_leader, start_boottime);
+	n->cgroup_id = BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
 	BPF_CORE_READ_STR_INTO(&n->comm, t, group_leader, comm);
 	if (bpf_map_update_elem(&threads, &tid, n, BPF_NOEXIST) != 0)
 		sstat_inc(SSTAT_MAP_FULL);
 	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+/* Hands a thread's totals to user space and forgets it. */
+static __always_inline void flush_thread(struct thread_stat *ts, __u32 tid)
+{
+	struct thread_stat *e = bpf_ringbuf_reserve(&exits, sizeof(*e), 0);
+	if (e) {
+		__builtin_memcpy(e, ts, sizeof(*e));
+		bpf_ringbuf_submit(e, 0);
+	} else {
+		/* Counted; the entry goes anyway so the map never fills with the dead. */
+		sstat_inc(SSTAT_RINGBUF_DROPS);
+	}
+	bpf_map_delete_elem(&threads, &tid);
+	sstat_inc(SSTAT_EXITS);
 }
 
 SEC("tp_btf/sched_switch")
@@ -128,30 +143,31 @@ int BPF_PROG(wg_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	__u32 next_tid = next->pid;
 	__u64 cyc = read_counter(&cycles_pe);
 	__u64 ins = read_counter(&instr_pe);
+	bool ours = prev_tid != 0 && c->tid == prev_tid && c->ts_in && now > c->ts_in;
+	__u64 slice = ours ? now - c->ts_in : 0;
 
-	/* Leaving thread: account the slice since its switch-in. */
-	if (prev_tid != 0 && c->tid == prev_tid && c->ts_in && now > c->ts_in) {
-		__u64 slice = now - c->ts_in;
-		/* On-CPU time as the scheduler charges it (excludes steal and, with
-		 * IRQ_TIME_ACCOUNTING, irq time; what /proc/<pid>/stat reports); prev was
-		 * brought up to date by put_prev_task before this tracepoint. */
-		/* Not bounded by `slice`: the scheduler's clock for the switch-in was read at
-		 * the start of that __schedule (before a newidle balance, say), earlier than
-		 * this tracepoint's, so its delta can exceed the tracepoint-to-tracepoint time. */
+	/* Leaving thread. On-CPU time is the scheduler's own runtime counter (what
+	 * /proc/<pid>/stat reports: excludes steal and, with IRQ_TIME_ACCOUNTING, irq
+	 * time), brought up to date by put_prev_task before this tracepoint. Counted
+	 * against the thread's last seen value, not this CPU's switch-in, so a missed
+	 * switch loses nothing. */
+	if (prev_tid != 0) {
 		__u64 rt = prev->se.sum_exec_runtime;
-		__u64 run = rt > c->rt_in ? rt - c->rt_in : 0;
-		__u64 overlap = 0;
-		if (c->sibling != NO_SIBLING) {
-			__u64 sb = cpu_busy_now(c->sibling, now);
-			overlap = sb > c->sib_busy_in ? sb - c->sib_busy_in : 0;
-			if (overlap > slice)
-				overlap = slice;
-		}
-		struct thread_stat *ts = thread_entry(prev, prev_tid);
+		struct thread_stat *ts = bpf_map_lookup_elem(&threads, &prev_tid);
+		if (!ts)
+			ts = thread_entry(prev, prev_tid, rt);
 		if (ts) {
 			__u32 s = c->socket & (MAX_SOCKETS - 1);
-			ts->oncpu_ns[s] += run;
-			if (have_counters) {
+			ts->oncpu_ns[s] += rt > ts->rt_seen ? rt - ts->rt_seen : 0;
+			ts->rt_seen = rt;
+			if (have_counters && ours) {
+				__u64 overlap = 0;
+				if (c->sibling != NO_SIBLING) {
+					__u64 sb = cpu_busy_now(c->sibling, now);
+					overlap = sb > c->sib_busy_in ? sb - c->sib_busy_in : 0;
+					if (overlap > slice)
+						overlap = slice;
+				}
 				__u64 dc = cyc > c->cycles_in ? cyc - c->cycles_in : 0;
 				__u64 di = ins > c->instr_in ? ins - c->instr_in : 0;
 				/* Eq. 3.1: cycles while the sibling was busy count HT_r/2; the
@@ -164,47 +180,45 @@ int BPF_PROG(wg_sched_switch, bool preempt, struct task_struct *prev, struct tas
 				ts->instructions += di;
 			}
 			ts->cgroup_id = bpf_get_current_cgroup_id();
-			/* The process name: the leader's own comm, refreshed (exec and prctl change
-			 * it; current == prev here). Other threads keep the leader's name from
-			 * their creation; user space names a process after its leader's entry. */
+			/* The process name: the leader's own comm, refreshed (prctl changes it;
+			 * current == prev here). Other threads keep the leader's name from their
+			 * creation; user space names a process after its leader's entry. */
 			if (prev_tid == ts->tgid)
 				bpf_get_current_comm(&ts->comm, sizeof(ts->comm));
-			if (ts->exiting || (prev_state & TASK_DEAD)) {
-				/* Final switch of a dead thread: hand the totals over, forget it. */
-				struct thread_stat *e = bpf_ringbuf_reserve(&exits, sizeof(*e), 0);
-				if (e) {
-					__builtin_memcpy(e, ts, sizeof(*e));
-					bpf_ringbuf_submit(e, 0);
-					bpf_map_delete_elem(&threads, &prev_tid);
-				} else {
-					/* Counted; a dead thread's entry goes anyway so the map
-					 * never fills with the dead (its last slices are lost). */
-					sstat_inc(SSTAT_RINGBUF_DROPS);
-					if (prev_state & TASK_DEAD)
-						bpf_map_delete_elem(&threads, &prev_tid);
-				}
-				sstat_inc(SSTAT_EXITS);
-			}
+			/* Final switch of a dead thread (do_task_dead): hand the totals over.
+			 * Only here: a thread preempted while exiting runs again. */
+			if (prev_state & TASK_DEAD)
+				flush_thread(ts, prev_tid);
 		}
-		c->busy_ns += slice;
 	}
+	c->busy_ns += slice;
 
-	/* Entering thread. */
+	/* Entering thread: its entry exists from now on, so a thread that runs for long
+	 * without a switch-out is visible (user space adds the running slice). */
+	if (next_tid != 0 && !bpf_map_lookup_elem(&threads, &next_tid))
+		thread_entry(next, next_tid, next->se.sum_exec_runtime);
 	c->tid = next_tid;
 	c->ts_in = now;
 	c->cycles_in = cyc;
 	c->instr_in = ins;
-	c->rt_in = next->se.sum_exec_runtime;
 	c->sib_busy_in = c->sibling != NO_SIBLING ? cpu_busy_now(c->sibling, now) : 0;
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(wg_sched_process_exit, struct task_struct *p)
+/* exec renames the process (and a non-leader exec takes the leader's tid): refresh the
+ * name now rather than at the next switch, and flush the old tid's entry. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(wg_sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
+	__u32 tid = p->pid;
 	struct thread_stat *ts = bpf_map_lookup_elem(&threads, &tid);
 	if (ts)
-		ts->exiting = 1; // flushed at this thread's final switch-out
+		BPF_CORE_READ_STR_INTO(&ts->comm, p, comm);
+	__u32 old = old_pid;
+	if (old != tid) {
+		struct thread_stat *o = bpf_map_lookup_elem(&threads, &old);
+		if (o)
+			flush_thread(o, old);
+	}
 	return 0;
 }

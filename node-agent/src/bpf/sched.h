@@ -8,9 +8,10 @@
 
 enum sched_stat_idx { SSTAT_SWITCHES = 0, SSTAT_EXITS = 1, SSTAT_RINGBUF_DROPS = 2, SSTAT_MAP_FULL = 3, SSTAT_MAX = 4 };
 
-/* Cumulative per thread since first seen. Written only by the CPU the thread is
- * switching out of (a task is never switched out on two CPUs at once), so user space
- * reads it while the writers run and takes differences between reads. */
+/* Cumulative per thread since first seen (created at the thread's first switch-in or
+ * switch-out). Written only by the CPU the thread is switching on or off (a task is
+ * never switched on two CPUs at once), so user space reads it while the writers run
+ * and takes differences between reads. */
 struct thread_stat {
 	__u64 oncpu_ns[MAX_SOCKETS];   /* on-CPU ns, per socket the thread ran on */
 	__u64 wcycles[MAX_SOCKETS];    /* HT-weighted cycles (Eq. 3.1), per socket */
@@ -18,12 +19,11 @@ struct thread_stat {
 	__u64 instructions;
 	__u64 thread_start_ns;         /* task->start_boottime: tells a reused tid apart */
 	__u64 proc_start_ns;           /* group_leader->start_boottime (as in ConnectionEvent) */
-	__u64 cgroup_id;               /* cgroup v2 id at the last switch-out */
+	__u64 cgroup_id;               /* cgroup v2 id at the last switch */
+	__u64 rt_seen;                 /* se.sum_exec_runtime already counted in oncpu_ns */
 	__u32 tid;
 	__u32 tgid;
 	char comm[16];                 /* the group leader's (process) name */
-	__u8 exiting;
-	__u8 _pad[7];
 };
 
 /* Per logical CPU scratchpad (the thesis's processor topology map). */
@@ -33,7 +33,6 @@ struct cpu_state {
 	__u64 sib_busy_in;    /* sibling's busy ns (incl. its running slice) at our switch-in */
 	__u64 cycles_in;      /* this CPU's cycle counter at switch-in */
 	__u64 instr_in;
-	__u64 rt_in;          /* running thread's se.sum_exec_runtime at switch-in */
 	__u32 tid;            /* running thread, 0 = idle */
 	__u32 sibling;        /* HT sibling CPU or NO_SIBLING (filled by user space) */
 	__u32 socket;         /* physical package (filled by user space), < MAX_SOCKETS */
