@@ -3,8 +3,6 @@ package io.wattgraph.system;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.wattgraph.localstack.KafkaBroker;
-import io.wattgraph.localstack.Neo4jServer;
 import io.wattgraph.schema.ServiceBackend;
 import io.wattgraph.schema.ServiceMapping;
 import io.wattgraph.stream.VirtualIpResolver;
@@ -18,7 +16,6 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -33,11 +30,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.neo4j.driver.AuthTokens;
-import org.neo4j.driver.Driver;
-import org.neo4j.driver.GraphDatabase;
 import org.neo4j.driver.Record;
-import org.neo4j.driver.Session;
 
 /**
  * A Kubernetes-style virtual IP for real: host A's kernel DNATs a service address (an unused
@@ -48,47 +41,33 @@ import org.neo4j.driver.Session;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class VirtualIpEndToEndTest {
-  private static final String TOPIC = "wattgraph.connections";
+  private static final String TOPIC = TwoHostStack.TOPIC;
   private static final String MAPPINGS = "wattgraph.service-mappings";
-  private static final Path WORK = Path.of("target", "system-test-vip").toAbsolutePath();
   private static final int SUBNET = 78;
   private static final String VIP = "10.231." + SUBNET + ".100";
   private static final int VIP_PORT = 8080;
   private static final int SERVER_PORT = 7080;
 
-  private TwoHostNetwork net;
-  private KafkaBroker kafka;
-  private Neo4jServer neo4j;
-  private RunningJob job;
-  private AgentProcess agentA;
-  private AgentProcess agentB;
-  private Driver driver;
+  private TwoHostStack stack;
 
   @BeforeAll
   void startEverything() throws Exception {
-    Preconditions.requireRoot();
-    Path agentBin = Preconditions.agentBinary();
-    Files.createDirectories(WORK);
-    net = new TwoHostNetwork("vip" + (ProcessHandle.current().pid() % 1000), SUBNET);
+    stack = new TwoHostStack("vip", SUBNET, Path.of("target", "system-test-vip").toAbsolutePath());
+    TwoHostNetwork net = stack.net;
     // Host A's kernel translates VIP:8080 to the server in host B, as kube-proxy would (no SNAT).
     Shell.run("ip", "netns", "exec", net.nsA, "iptables", "-t", "nat", "-A", "OUTPUT", "-d", VIP, "-p", "tcp",
         "--dport", String.valueOf(VIP_PORT), "-j", "DNAT", "--to-destination", net.addrB + ":" + SERVER_PORT);
-    kafka = KafkaBroker.start(WORK.resolve("kafka-" + System.nanoTime()), 0, 0);
-    kafka.createTopic(TOPIC, 2);
-    kafka.createTopic(MAPPINGS, 1, Map.of("cleanup.policy", "compact"));
-    neo4j = Neo4jServer.start(WORK.resolve("neo4j-" + System.nanoTime()), 0);
-    driver = GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none());
+    stack.kafka.createTopic(MAPPINGS, 1, Map.of("cleanup.policy", "compact"));
     long appliedBefore = VirtualIpResolver.UPDATES_APPLIED.get();
     publishMapping();
-    job = RunningJob.start(kafka.bootstrapServers(), TOPIC, neo4j.boltUri(), WORK.resolve("flink"));
+    stack.startJob();
     // Broadcast: every resolver subtask (parallelism 2) must have the mapping before traffic starts.
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
     while (VirtualIpResolver.UPDATES_APPLIED.get() < appliedBefore + 2) {
       assertTrue(System.nanoTime() < deadline, "the job did not apply the service mapping");
       Thread.sleep(100);
     }
-    agentA = new AgentProcess(agentBin, "host-a", net.nsPath(net.nsA), kafka.bootstrapServers(), WORK.resolve("agents"));
-    agentB = new AgentProcess(agentBin, "host-b", net.nsPath(net.nsB), kafka.bootstrapServers(), WORK.resolve("agents"));
+    stack.startAgents();
   }
 
   /** Two backends, so the job must find out which one served the client (the real one, .2). */
@@ -97,13 +76,13 @@ class VirtualIpEndToEndTest {
         .setVip(VIP).setPort(VIP_PORT).setNamespace("shop").setService("cart")
         .setBackends(List.of(
             ServiceBackend.newBuilder().setAddress("10.231." + SUBNET + ".3").setPort(SERVER_PORT).build(),
-            ServiceBackend.newBuilder().setAddress(net.addrB).setPort(SERVER_PORT).setNodeName("host-b").build()))
+            ServiceBackend.newBuilder().setAddress(stack.net.addrB).setPort(SERVER_PORT).setNodeName("host-b").build()))
         .build();
     ByteBuffer b = ServiceMapping.getEncoder().encode(m);
     byte[] value = new byte[b.remaining()];
     b.get(value);
     Properties p = new Properties();
-    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, stack.kafka.bootstrapServers());
     try (KafkaProducer<String, byte[]> producer =
         new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
       producer.send(new ProducerRecord<>(MAPPINGS, VIP + ":" + VIP_PORT, value)).get();
@@ -113,14 +92,8 @@ class VirtualIpEndToEndTest {
   @AfterAll
   void stopEverything() {
     // Deleting the namespaces also removes the iptables rule that lives in A's namespace.
-    for (AutoCloseable c : new AutoCloseable[] {agentA, agentB, job, driver, neo4j, kafka, net}) {
-      if (c != null) {
-        try {
-          c.close();
-        } catch (Exception e) {
-          System.err.println("teardown: " + e);
-        }
-      }
+    if (stack != null) {
+      stack.close();
     }
   }
 
@@ -128,57 +101,29 @@ class VirtualIpEndToEndTest {
   void clientDiallingTheVirtualIpIsLinkedToTheBackendProcess() throws Exception {
     long request = 2L * 1024 * 1024 + 5;
     long response = 54_321;
-    String java = ProcessHandle.current().info().command().orElse("java");
-    String cp = Path.of(TcpPeer.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
-    Path ready = WORK.resolve("server-vip.ready");
-    Files.deleteIfExists(ready);
-    Process server = new ProcessBuilder("ip", "netns", "exec", net.nsB, java, "-cp", cp,
-        TcpPeer.class.getName(), "server", net.addrB, String.valueOf(SERVER_PORT), ready.toString(),
-        String.valueOf(request), String.valueOf(response)).inheritIO().start();
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (!Files.exists(ready)) {
-      assertTrue(server.isAlive(), "server exited early");
-      assertTrue(System.nanoTime() < deadline, "server did not listen within 30 s");
-      Thread.sleep(50);
-    }
-    // The client knows only the virtual address.
-    Process client = new ProcessBuilder("ip", "netns", "exec", net.nsA, java, "-cp", cp,
-        TcpPeer.class.getName(), "client", VIP, String.valueOf(VIP_PORT),
-        String.valueOf(request), String.valueOf(response)).inheritIO().start();
-    assertTrue(client.waitFor(60, TimeUnit.SECONDS), "client did not finish");
-    assertTrue(server.waitFor(60, TimeUnit.SECONDS), "server did not finish");
-    assertEquals(0, client.exitValue(), "client failed (is the DNAT rule in place?)");
-    assertEquals(0, server.exitValue(), "server failed");
+    // The client knows only the virtual address (it fails if the DNAT rule is not in place).
+    TwoHostStack.Exchange ex = stack.exchange(SERVER_PORT, VIP, VIP_PORT, request, response);
 
     String q = "MATCH (c:Process {hostId:'host-a', pid:$cpid})-[t:TALKS_TO]->(s:Process {hostId:'host-b', pid:$spid}) "
         + "RETURN t.bytesClientToServer AS c2s, t.bytesServerToClient AS s2c, t.connections AS n";
-    Map<String, Object> params = Map.of("cpid", client.pid(), "spid", server.pid());
-    Record edge = null;
-    deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-    while (System.nanoTime() < deadline) {
-      List<Record> rows = read(q, params);
-      if (!rows.isEmpty() && rows.get(0).get("c2s").asLong() == request && rows.get(0).get("s2c").asLong() == response) {
-        edge = rows.get(0);
-        break;
-      }
-      Thread.sleep(250);
-    }
+    Record edge = stack.awaitRow(q, Map.of("cpid", ex.clientPid(), "spid", ex.serverPid()),
+        r -> r.get("c2s").asLong() == request && r.get("s2c").asLong() == response);
     assertTrue(edge != null, "no edge client -> backend process with exact bytes; graph: "
-        + read("MATCH (a)-[t:TALKS_TO]->(b) RETURN a.id AS a, b.id AS b, properties(t) AS t", Map.of())
+        + stack.read("MATCH (a)-[t:TALKS_TO]->(b) RETURN a.id AS a, b.id AS b, properties(t) AS t", Map.of())
             .stream().map(Record::asMap).toList()
-        + "\nagent A log:\n" + agentA.logText() + "\nagent B log:\n" + agentB.logText());
+        + stack.agentLogs());
     assertEquals(1, edge.get("n").asLong());
     assertTrue(agentAReportedTheVirtualAddress(), "host A's agent must see the VIP (else nothing was translated)");
-    assertEquals(0, read("MATCH (x:External) WHERE x.address = $vip RETURN x", Map.of("vip", VIP)).size(),
+    assertEquals(0, stack.read("MATCH (x:External) WHERE x.address = $vip RETURN x", Map.of("vip", VIP)).size(),
         "no External node for the virtual address");
-    assertEquals(0, read("MATCH (:Process {hostId:'host-a', pid:$cpid})-[t:TALKS_TO]->(:External) RETURN t",
-        Map.of("cpid", client.pid())).size(), "the client talks to nothing else");
+    assertEquals(0, stack.read("MATCH (:Process {hostId:'host-a', pid:$cpid})-[t:TALKS_TO]->(:External) RETURN t",
+        Map.of("cpid", ex.clientPid())).size(), "the client talks to nothing else");
   }
 
   /** Whether a client event of host A names the VIP as remote endpoint (the socket never sees the DNAT). */
   private boolean agentAReportedTheVirtualAddress() {
     Properties p = new Properties();
-    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, stack.kafka.bootstrapServers());
     var decoder = WattgraphSchemas.connectionEventDecoder();
     try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
       List<TopicPartition> parts = c.partitionsFor(TOPIC).stream().map(i -> new TopicPartition(TOPIC, i.partition())).toList();
@@ -200,11 +145,5 @@ class VirtualIpEndToEndTest {
       }
     }
     return false;
-  }
-
-  private List<Record> read(String cypher, Map<String, Object> params) {
-    try (Session session = driver.session()) {
-      return session.executeRead(tx -> tx.run(cypher, params).list());
-    }
   }
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Per-call kernel cost of the agent's sched programs, two agent builds side by side in one run.
+#   bench/sched_cost.sh BASELINE_AGENT CANDIDATE_AGENT [ROUNDS]
+# Each round runs each build alone (`--once`, resources only) under the same bounded
+# context-switch load (two processes ping-ponging a byte over pipes, 100,000 round trips), with
+# kernel.bpf_stats_enabled on, and reads run_time_ns / run_cnt of its programs by program id.
+# Prints per-round figures, the mean per build and the candidate/baseline ratio. Needs root.
+set -euo pipefail
+BASE=${1:?baseline agent binary}; CAND=${2:?candidate agent binary}; ROUNDS=${3:-3}
+command -v bpftool >/dev/null && command -v jq >/dev/null || { echo "needs bpftool and jq" >&2; exit 2; }
+prev_stats=$(sysctl -n kernel.bpf_stats_enabled)
+trap 'sysctl -qw kernel.bpf_stats_enabled=$prev_stats' EXIT
+sysctl -qw kernel.bpf_stats_enabled=1
+
+load() {
+  python3 - <<'PY'
+import os
+r1, w1 = os.pipe(); r2, w2 = os.pipe()
+pid = os.fork()
+if pid == 0:
+    for _ in range(100000):
+        os.read(r1, 1); os.write(w2, b'x')
+    os._exit(0)
+for _ in range(100000):
+    os.write(w1, b'x'); os.read(r2, 1)
+os.waitpid(pid, 0)
+PY
+}
+
+# avg ns per call of wg_sched_switch for one build: of the programs that appeared while it ran,
+# the one that saw the whole load (run the bench on an otherwise quiet machine).
+one() {
+  local bin=$1 before ids
+  before=$(bpftool prog show -j | jq -c '[.[].id]')
+  "$bin" --host-id bench --no-transactions --once --sample-interval-ms 4000 >/dev/null 2>&1 &
+  local pid=$!
+  sleep 1.5
+  load
+  bpftool prog show -j | jq -r --argjson old "$before" \
+    '[.[] | select(.name == "wg_sched_switch" and (.id as $i | $old | index($i) | not))] | max_by(.run_cnt // 0)
+     | "\(.run_time_ns // 0) \(.run_cnt // 0)"' | awk '{ printf "%.1f %d\n", ($2 > 0 ? $1 / $2 : 0), $2 }'
+  wait "$pid" || true
+}
+
+declare -a B C
+for r in $(seq 1 "$ROUNDS"); do
+  read -r b bn < <(one "$BASE"); read -r c cn < <(one "$CAND")
+  B+=("$b"); C+=("$c")
+  echo "round $r: baseline ${b} ns/call (${bn} calls)  candidate ${c} ns/call (${cn} calls)"
+done
+mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.1f", s / NR }'; }
+mb=$(mean "${B[@]}"); mc=$(mean "${C[@]}")
+echo "wg_sched_switch mean: baseline $mb ns, candidate $mc ns, candidate/baseline $(awk -v a="$mc" -v b="$mb" 'BEGIN { printf "%.3f", a / b }')"
