@@ -9,6 +9,8 @@ pub mod pipeline;
 pub mod proc_info;
 pub mod sched;
 pub mod cgroup;
+pub mod cgroup_sampler;
+pub mod preflight;
 pub mod power;
 pub mod resource_avro;
 pub mod resources;
