@@ -50,6 +50,38 @@ public final class WattgraphSchemas {
     return WindowMetrics.createDecoder(HISTORY);
   }
 
+  public static BinaryMessageEncoder<PowerBudget> powerBudgetEncoder() {
+    return new BinaryMessageEncoder<>(SpecificData.get(), PowerBudget.getClassSchema());
+  }
+
+  /** A PowerBudget decoder that accepts the current schema and every version kept in history. */
+  public static BinaryMessageDecoder<PowerBudget> powerBudgetDecoder() {
+    return PowerBudget.createDecoder(HISTORY);
+  }
+
+  /** A TransactionStats decoder that accepts the current schema and every version kept in history. */
+  public static BinaryMessageDecoder<TransactionStats> transactionStatsDecoder() {
+    return TransactionStats.createDecoder(HISTORY);
+  }
+
+  public static BinaryMessageEncoder<EdgeMetrics> edgeMetricsEncoder() {
+    return new BinaryMessageEncoder<>(SpecificData.get(), EdgeMetrics.getClassSchema());
+  }
+
+  /** An EdgeMetrics decoder that accepts the current schema and every version kept in history. */
+  public static BinaryMessageDecoder<EdgeMetrics> edgeMetricsDecoder() {
+    return EdgeMetrics.createDecoder(HISTORY);
+  }
+
+  public static BinaryMessageEncoder<CgroupStats> cgroupStatsEncoder() {
+    return new BinaryMessageEncoder<>(SpecificData.get(), CgroupStats.getClassSchema());
+  }
+
+  /** A CgroupStats decoder that accepts the current schema and every version kept in history. */
+  public static BinaryMessageDecoder<CgroupStats> cgroupStatsDecoder() {
+    return CgroupStats.createDecoder(HISTORY);
+  }
+
   /** Historic writer schemas known to the decoders (the current one is always known). */
   public static List<Schema> historicSchemas() {
     return readHistory();

@@ -26,7 +26,10 @@ class SchemaEvolutionTest {
   private static final List<Schema> CURRENT = List.of(
       ConnectionEvent.getClassSchema(), ResourceSample.getClassSchema(), ServiceMapping.getClassSchema(),
       WindowMetrics.getClassSchema(),
-      TransactionStats.getClassSchema());
+      EdgeMetrics.getClassSchema(),
+      TransactionStats.getClassSchema(),
+      PowerBudget.getClassSchema(),
+      CgroupStats.getClassSchema());
 
   @Test
   void currentSchemasReadAndAreReadByEveryPublishedVersionOfTheirName() {
