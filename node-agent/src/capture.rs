@@ -16,6 +16,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 
 use crate::event::{ConnEvent, Kind, Role};
+use crate::shedding::{Control, Domain, ShedController, ShedCount, ShedMode, ShedOptions, ShedStats, UserShed};
 use crate::transactions::{ConnTxn, Histogram, TxnRole};
 
 mod skel {
@@ -25,6 +26,9 @@ use skel::*;
 
 /// Tracepoints the programs attach to (tp_btf).
 pub const TRACEPOINTS: [&str; 3] = ["sock:inet_sock_set_state", "sock:sock_send_length", "sock:sock_recv_length"];
+/// Where the kernel has it (added in 2025; 6.18 here), the begin of each TCP send (transaction
+/// start times); without it they fall back to the end of the send, said once.
+pub const SEND_BEGIN_TRACEPOINT: &str = "tcp:tcp_sendmsg_locked";
 
 /// Mirror of `struct conn_event` in src/bpf/connections.h.
 #[repr(C)]
@@ -65,6 +69,9 @@ pub struct CaptureOptions {
     pub transaction_interval: Option<Duration>,
     /// Histogram cells (socket, kind, bucket) the kernel can hold.
     pub txn_hist_entries: u32,
+    /// Load shedding of connection lifecycle events; None = off (the shedder is not even
+    /// loaded in the kernel).
+    pub shed: Option<ShedOptions>,
 }
 
 impl Default for CaptureOptions {
@@ -78,6 +85,7 @@ impl Default for CaptureOptions {
             channel_capacity: 16384,
             transaction_interval: None,
             txn_hist_entries: 65536,
+            shed: None,
         }
     }
 }
@@ -124,6 +132,12 @@ pub struct CaptureStats {
     /// Transactions whose histogram cell / connection entry found the kernel map full.
     pub txn_hist_full: AtomicU64,
     pub txn_conn_full: AtomicU64,
+    /// Load shedding: set-point, measured CPU, keep fractions, per-domain counts.
+    pub shed: ShedStats,
+    /// Calls of the socket programs the kernel skipped because the same program was already
+    /// running on that CPU (`recursion_misses`: e.g. a softirq state change interrupting a
+    /// process-context one). Such state changes are not seen at all.
+    pub prog_misses: AtomicU64,
 }
 
 /// Inode of a network namespace file (= the kernel's ns.inum).
@@ -158,7 +172,14 @@ pub struct CaptureHandle {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     stats: Arc<CaptureStats>,
+    shed_tx: SyncSender<ShedCmd>,
     pub attached: Vec<String>,
+}
+
+/// Requests to the capture thread (it owns the BPF maps).
+enum ShedCmd {
+    SetKeep(Domain, f64),
+    Counts(SyncSender<HashMap<Domain, ShedCount>>),
 }
 
 impl CaptureHandle {
@@ -172,6 +193,20 @@ impl CaptureHandle {
     /// with activity (`CaptureOptions::transaction_interval`).
     pub fn transactions(&self) -> &Receiver<ConnTxn> {
         &self.txn_rx
+    }
+    /// Sets the keep fraction of one domain (`shedding::DOMAIN_DEFAULT`: of every domain
+    /// without its own), for `Control::Manual`. Applied within one poll (≤ 100 ms).
+    pub fn shed_set_keep(&self, domain: Domain, keep: f64) {
+        let _ = self.shed_tx.send(ShedCmd::SetKeep(domain, keep.clamp(0.0, 1.0)));
+    }
+    /// Cumulative kept/shed counts per domain as the kernel (or the user-space filter) has
+    /// them now; empty when shedding is off.
+    pub fn shed_counts(&self) -> HashMap<Domain, ShedCount> {
+        let (tx, rx) = sync_channel(1);
+        if self.shed_tx.send(ShedCmd::Counts(tx)).is_err() {
+            return HashMap::new();
+        }
+        rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default()
     }
     pub fn is_running(&self) -> bool {
         self.thread.as_ref().is_some_and(|t| !t.is_finished())
@@ -218,15 +253,16 @@ pub fn spawn(opts: CaptureOptions) -> Result<CaptureHandle, CaptureError> {
     let (tx, rx) = sync_channel(opts.channel_capacity.max(16));
     let (txn_tx, txn_rx) = sync_channel(opts.channel_capacity.max(16));
     let (ready_tx, ready_rx) = sync_channel(1);
+    let (shed_tx, shed_rx) = sync_channel(64);
     let stop = Arc::new(AtomicBool::new(false));
     let stats = Arc::new(CaptureStats::default());
     let (stop2, stats2) = (stop.clone(), stats.clone());
     let thread = std::thread::Builder::new()
         .name("wg-capture".into())
-        .spawn(move || run(opts, inodes, tx, txn_tx, stop2, stats2, ready_tx))
+        .spawn(move || run(opts, inodes, tx, txn_tx, stop2, stats2, ready_tx, shed_rx))
         .map_err(|e| CaptureError::Other(format!("spawn capture thread: {e}")))?;
     match ready_rx.recv() {
-        Ok(Ok(attached)) => Ok(CaptureHandle { rx, txn_rx, stop, thread: Some(thread), stats, attached }),
+        Ok(Ok(attached)) => Ok(CaptureHandle { rx, txn_rx, stop, thread: Some(thread), stats, shed_tx, attached }),
         Ok(Err(e)) => {
             let _ = thread.join();
             Err(e)
@@ -245,10 +281,35 @@ struct Dispatcher {
     stop: Arc<AtomicBool>,
     stats: Arc<CaptureStats>,
     last: HashMap<u64, (u64, u64)>,
+    shed: Option<Shedder>,
+}
+
+/// The shedding state of the capture thread.
+struct Shedder {
+    ctrl: ShedController,
+    /// `--shed-mode user`: the filter applied to events read from the ring.
+    user: Option<UserShed>,
+    /// OPENED events read from the ring (kernel modes: = kept connections read).
+    opened_read: u64,
 }
 
 impl Dispatcher {
     fn dispatch(&mut self, ev: ConnEvent) {
+        if let Some(sh) = self.shed.as_mut() {
+            if ev.kind == Kind::Opened {
+                sh.opened_read += 1;
+            }
+            if let Some(u) = sh.user.as_mut() {
+                let d = sh.ctrl.domain_of(ev.tgid, ev.cgroup_id);
+                if !u.admit(ev.kind, ev.cookie, d, (ev.bytes_sent, ev.bytes_recv)) {
+                    return;
+                }
+            }
+            if ev.kind == Kind::Opened {
+                let d = sh.ctrl.label_domain_of(ev.tgid, ev.cgroup_id);
+                sh.ctrl.survived(d);
+            }
+        }
         match ev.kind {
             Kind::Opened => {
                 self.stats.opened.fetch_add(1, Ordering::Relaxed);
@@ -341,16 +402,23 @@ fn run(
     stop: Arc<AtomicBool>,
     stats: Arc<CaptureStats>,
     ready: SyncSender<Result<Vec<String>, CaptureError>>,
+    shed_rx: Receiver<ShedCmd>,
 ) {
     let mut storage = MaybeUninit::uninit();
-    let skel = match load_and_attach(&opts, &inodes, &mut storage) {
+    let (skel, attached) = match load_and_attach(&opts, &inodes, &mut storage) {
         Ok(s) => s,
         Err(e) => {
             let _ = ready.send(Err(e));
             return;
         }
     };
-    let disp = RefCell::new(Dispatcher { tx, stop: stop.clone(), stats: stats.clone(), last: HashMap::new() });
+    let shed = opts.shed.clone().filter(|o| o.mode != ShedMode::Off).map(|o| Shedder {
+        user: (o.mode == ShedMode::User).then(UserShed::default),
+        ctrl: ShedController::new(o),
+        opened_read: 0,
+    });
+    let shed_every = opts.shed.as_ref().map(|o| o.interval.max(Duration::from_millis(10)));
+    let disp = RefCell::new(Dispatcher { tx, stop: stop.clone(), stats: stats.clone(), last: HashMap::new(), shed });
     let mut rb = RingBufferBuilder::new();
     if let Err(e) = rb.add(&skel.maps.events, |data: &[u8]| {
         if let Some(ev) = decode_raw(data) {
@@ -368,7 +436,7 @@ fn run(
             return;
         }
     };
-    let _ = ready.send(Ok(TRACEPOINTS.iter().map(|s| s.to_string()).collect()));
+    let _ = ready.send(Ok(attached));
 
     let sweep_every = opts.snapshot_interval;
     let poll_timeout = sweep_every.min(Duration::from_millis(100));
@@ -376,7 +444,18 @@ fn run(
     let mut next_stats = Instant::now();
     let mut txn = TxnDrain::new(boot_time_ns());
     let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + d);
+    let mut shed_clock = ShedClock::new(shed_every);
+    if let Some(sh) = disp.borrow_mut().shed.as_mut() {
+        sh.ctrl.utilization(crate::metrics::self_cpu_seconds(), 0.0);
+    }
     while !stop.load(Ordering::Relaxed) {
+        while let Ok(cmd) = shed_rx.try_recv() {
+            shed_command(&skel, &disp, cmd);
+        }
+        if shed_clock.due() {
+            let _ = ring.consume();
+            shed_tick(&skel, &disp, &stats, &mut shed_clock);
+        }
         if let Err(e) = ring.poll(poll_timeout) {
             if e.kind() != libbpf_rs::ErrorKind::Interrupted {
                 log::warn!("ring buffer poll: {e}");
@@ -415,8 +494,22 @@ fn load_and_attach<'a>(
     opts: &CaptureOptions,
     inodes: &[u32],
     storage: &'a mut MaybeUninit<libbpf_rs::OpenObject>,
-) -> Result<ConnectionsSkel<'a>, CaptureError> {
+) -> Result<(ConnectionsSkel<'a>, Vec<String>), CaptureError> {
     let mut open = ConnectionsSkelBuilder::default().open(storage).map_err(|e| bpf_err("open BPF object", e))?;
+    let mut attached: Vec<String> = TRACEPOINTS.iter().map(|s| s.to_string()).collect();
+    // Without it a transaction starts when its first send returned (on loopback, possibly after
+    // the peer already answered): said once, not fatal.
+    let send_begin = opts.transaction_interval.is_some() && crate::preflight::kernel_has_tracepoint(SEND_BEGIN_TRACEPOINT);
+    if send_begin {
+        attached.push(SEND_BEGIN_TRACEPOINT.to_string());
+    } else {
+        if opts.transaction_interval.is_some() {
+            log::warn!(
+                "kernel has no {SEND_BEGIN_TRACEPOINT} tracepoint: transaction times start when a send returns, not when it begins"
+            );
+        }
+        open.progs.handle_sendmsg_begin.set_autoload(false);
+    }
     {
         let ro = open.maps.rodata_data.as_deref_mut().ok_or_else(|| CaptureError::Other("BPF rodata not mmapped".into()))?;
         ro.snapshot_bytes = opts.snapshot_bytes;
@@ -424,6 +517,10 @@ fn load_and_attach<'a>(
         ro.self_tgid = if opts.ignore_self { std::process::id() } else { 0 };
         ro.filter_netns = u8::from(!inodes.is_empty());
         ro.track_txn = u8::from(opts.transaction_interval.is_some());
+        if let Some(sh) = &opts.shed {
+            ro.shed_mode = sh.mode.kernel_constant();
+            ro.shed_by_cgroup = u8::from(sh.by_cgroup);
+        }
     }
     open.maps
         .socks
@@ -444,8 +541,17 @@ fn load_and_attach<'a>(
             .update(&ino.to_ne_bytes(), &[1u8], MapFlags::ANY)
             .map_err(|e| bpf_err("fill netns filter", e))?;
     }
+    if opts.shed.as_ref().is_some_and(|o| o.mode.kernel_constant() != 0) {
+        // The overflow counter exists before anything can find the map full.
+        let ncpu = libbpf_rs::num_possible_cpus().map_err(|e| bpf_err("count CPUs", e))?;
+        let zero = vec![vec![0u8; size_of::<types::shed_count>()]; ncpu];
+        skel.maps
+            .shed_counts
+            .update_percpu(&crate::shedding::DOMAIN_OTHER.to_ne_bytes(), &zero, MapFlags::ANY)
+            .map_err(|e| bpf_err("create shedding overflow counter", e))?;
+    }
     skel.attach().map_err(|e| bpf_err("attach tracepoints", e))?;
-    Ok(skel)
+    Ok((skel, attached))
 }
 
 /// Emits SNAPSHOT for opened sockets with bytes not reported yet, so an idle
@@ -462,10 +568,13 @@ fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &Capture
         // SAFETY: size checked; generated POD type.
         let si: types::sock_info = unsafe { std::ptr::read_unaligned(val.as_ptr() as *const types::sock_info) };
         seen.insert(si.cookie);
-        if si.opened == 0 || si.ignored != 0 {
+        if si.opened == 0 || si.ignored != 0 || si.shed == SHED_UNREPORTED {
             continue;
         }
         let mut d = disp.borrow_mut();
+        if d.shed.as_ref().and_then(|s| s.user.as_ref()).is_some_and(|u| u.is_unreported(si.cookie)) {
+            continue;
+        }
         let (ls, lr) = d.last.get(&si.cookie).copied().unwrap_or((0, 0));
         let (rs, rr) = (si.reported_sent.max(ls), si.reported_recv.max(lr));
         if si.bytes_sent > rs || si.bytes_recv > rr {
@@ -476,10 +585,171 @@ fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &Capture
         }
     }
     // Forget sockets the kernel no longer tracks (closed or LRU-evicted).
-    disp.borrow_mut().last.retain(|c, _| seen.contains(c));
+    let mut d = disp.borrow_mut();
+    d.last.retain(|c, _| seen.contains(c));
+    if let Some(u) = d.shed.as_mut().and_then(|s| s.user.as_mut()) {
+        u.retain_open(|c| seen.contains(&c));
+    }
+}
+
+/// `enum shed_state` of connections.h.
+const SHED_UNREPORTED: u8 = 1;
+
+/// When the next control interval is due, and the wall time of the last one.
+struct ShedClock {
+    every: Option<Duration>,
+    next: Instant,
+    last: Instant,
+}
+
+impl ShedClock {
+    fn new(every: Option<Duration>) -> ShedClock {
+        let now = Instant::now();
+        ShedClock { every, next: now + every.unwrap_or_default(), last: now }
+    }
+    fn due(&self) -> bool {
+        self.every.is_some() && Instant::now() >= self.next
+    }
+    /// Wall seconds since the previous tick; schedules the next.
+    fn advance(&mut self) -> f64 {
+        let now = Instant::now();
+        let wall = now.duration_since(self.last).as_secs_f64();
+        self.last = now;
+        let every = self.every.unwrap_or_default();
+        self.next += every;
+        if self.next < now {
+            self.next = now + every;
+        }
+        wall
+    }
+}
+
+fn keep_fixed(keep: f64) -> u32 {
+    (keep.clamp(0.0, 1.0) * crate::shedding::KEEP_ONE as f64).round() as u32
+}
+
+fn shed_set_kernel(skel: &ConnectionsSkel<'_>, domain: Domain, keep: f64) {
+    if let Err(e) = skel.maps.shed_keep.update(&domain.to_ne_bytes(), &keep_fixed(keep).to_ne_bytes(), MapFlags::ANY) {
+        log::warn!("shedding: cannot write keep fraction of domain {domain}: {e}");
+    }
+}
+
+/// Cumulative per-domain counts from the kernel's per-CPU map.
+fn read_shed_counts(skel: &ConnectionsSkel<'_>) -> HashMap<Domain, ShedCount> {
+    let mut out = HashMap::new();
+    let map = &skel.maps.shed_counts;
+    for key in map.keys() {
+        let Ok(k) = <[u8; 8]>::try_from(&key[..]) else { continue };
+        let Ok(Some(per_cpu)) = map.lookup_percpu(&key, MapFlags::ANY) else { continue };
+        let mut c = ShedCount::default();
+        for v in per_cpu {
+            if let Some(x) = read_pod::<types::shed_count>(&v) {
+                c.kept += x.kept;
+                c.shed += x.shed;
+                c.shed_bytes_sent += x.shed_bytes_sent;
+                c.shed_bytes_recv += x.shed_bytes_recv;
+            }
+        }
+        out.insert(u64::from_ne_bytes(k), c);
+    }
+    out
+}
+
+fn shed_counts_now(skel: &ConnectionsSkel<'_>, sh: &Shedder) -> HashMap<Domain, ShedCount> {
+    match &sh.user {
+        Some(u) => u.counts().clone(),
+        None => read_shed_counts(skel),
+    }
+}
+
+fn shed_command(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, cmd: ShedCmd) {
+    let mut d = disp.borrow_mut();
+    let Some(sh) = d.shed.as_mut() else {
+        if let ShedCmd::Counts(tx) = cmd {
+            let _ = tx.send(HashMap::new());
+        }
+        return;
+    };
+    match cmd {
+        ShedCmd::SetKeep(domain, keep) => {
+            sh.ctrl.set_manual(domain, keep);
+            match sh.user.as_mut() {
+                Some(_) => {}
+                None => shed_set_kernel(skel, domain, keep),
+            }
+            if sh.user.is_some() {
+                let fr = sh.ctrl.manual_fractions();
+                let def = sh.ctrl.keep_of(crate::shedding::DOMAIN_DEFAULT);
+                sh.user.as_mut().unwrap().set_fractions(fr, def);
+            }
+        }
+        ShedCmd::Counts(tx) => {
+            let _ = tx.send(shed_counts_now(skel, sh));
+        }
+    }
+}
+
+/// One control interval: read the counts and the agent's CPU, plan, write the kernel map (or
+/// the user-space filter).
+fn shed_tick(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &CaptureStats, clock: &mut ShedClock) {
+    let wall = clock.advance();
+    let mut d = disp.borrow_mut();
+    let Some(sh) = d.shed.as_mut() else { return };
+    let counts = shed_counts_now(skel, sh);
+    let util = sh.ctrl.utilization(crate::metrics::self_cpu_seconds(), wall);
+    let queued = if sh.user.is_none() {
+        let kept: u64 = counts.values().map(|c| c.kept).sum();
+        kept.saturating_sub(sh.opened_read) as f64
+    } else {
+        0.0
+    };
+    let by_cgroup = sh.ctrl.options().by_cgroup;
+    let mut cgroups: Option<crate::cgroup::CgroupResolver> = None;
+    let update = sh.ctrl.tick(&counts, util, queued, &stats.shed, |dom| {
+        if by_cgroup {
+            let r = cgroups.get_or_insert_with(|| crate::cgroup::CgroupResolver::new(crate::cgroup::default_v2_root()));
+            r.path(dom).map(str::to_string)
+        } else {
+            std::fs::read_to_string(format!("/proc/{dom}/comm")).ok().map(|s| s.trim_end().to_string())
+        }
+    });
+    if matches!(sh.ctrl.options().control, Control::Manual) {
+        return;
+    }
+    match sh.user.as_mut() {
+        Some(u) => u.set_fractions(update.set.iter().copied(), update.default_keep),
+        None => {
+            for &(dom, keep) in &update.set {
+                shed_set_kernel(skel, dom, keep);
+            }
+            for dom in &update.remove {
+                let _ = skel.maps.shed_keep.delete(&dom.to_ne_bytes());
+            }
+            shed_set_kernel(skel, crate::shedding::DOMAIN_DEFAULT, update.default_keep);
+            for dom in &update.forget {
+                let _ = skel.maps.shed_counts.delete(&dom.to_ne_bytes());
+            }
+        }
+    }
+}
+
+/// `recursion_misses` of one program (0 if the kernel does not say).
+fn prog_misses(prog: &libbpf_rs::ProgramMut<'_>) -> u64 {
+    use std::os::fd::{AsFd, AsRawFd};
+    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+    let mut len = size_of::<libbpf_rs::libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: info is a plain struct of `len` bytes; no array pointers are set.
+    let rc = unsafe {
+        libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(prog.as_fd().as_raw_fd(), &mut info, &mut len)
+    };
+    if rc == 0 { info.recursion_misses } else { 0 }
 }
 
 fn read_stats(skel: &ConnectionsSkel<'_>, stats: &CaptureStats) {
+    let p = &skel.progs;
+    stats
+        .prog_misses
+        .store(prog_misses(&p.handle_set_state) + prog_misses(&p.handle_send) + prog_misses(&p.handle_recv), Ordering::Relaxed);
     stats.ringbuf_drops.store(read_stat(skel, 0), Ordering::Relaxed);
     stats.txn_hist_full.store(read_stat(skel, 1), Ordering::Relaxed);
     stats.txn_conn_full.store(read_stat(skel, 2), Ordering::Relaxed);

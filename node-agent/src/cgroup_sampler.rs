@@ -236,7 +236,11 @@ impl CgroupSampler {
     /// Walks the hierarchy again (allocates; call it seconds apart, not every tick).
     pub fn rediscover(&mut self) {
         let found = discover(&self.hierarchy, 8);
-        self.targets.retain(|t| found.iter().any(|(p, _)| *p == t.path));
+        // A target whose files no longer read was removed (perhaps created again under the same
+        // path: then it is reopened below and its counters start again from 0).
+        let buf = &mut self.buf;
+        let mut scratch = CgroupStats::default();
+        self.targets.retain(|t| found.iter().any(|(p, _)| *p == t.path) && t.read(buf, &mut scratch));
         for (path, id) in found {
             if !self.targets.iter().any(|t| t.path == path) {
                 let t = Target::open(&self.hierarchy, &path, id);

@@ -96,6 +96,26 @@ pub struct Config {
     #[arg(long = "cgroup-root", value_name = "PATH")]
     pub cgroup_root: Option<PathBuf>,
 
+    /// Interval between ticks of the high-frequency cgroup sampler (CPU, throttling, memory,
+    /// I/O, pids of every container); one CgroupStats per container every --sample-interval-ms.
+    /// 0 disables it; otherwise 10..1000 (shutdown waits for the current tick).
+    #[arg(long = "cgroup-sample-interval-ms", value_name = "MS", default_value_t = 100)]
+    pub cgroup_sample_interval_ms: u64,
+
+    /// Kafka topic for CgroupStats records (key = host id).
+    #[arg(long = "cgroup-topic", default_value = "wattgraph.cgroups")]
+    pub cgroup_topic: String,
+
+    /// Run the cgroup sampler thread SCHED_FIFO (priority 10) so busy containers cannot delay
+    /// its ticks; needs CAP_SYS_NICE (if refused, the agent says so and continues).
+    #[arg(long = "cgroup-sampler-realtime")]
+    pub cgroup_sampler_realtime: bool,
+
+    /// Root of the cgroup v1 controller mounts (cpuacct, cpu, memory, blkio, pids), used by the
+    /// cgroup sampler when the v2 root (--cgroup-root) offers no cpu controller.
+    #[arg(long = "cgroup-root-v1", value_name = "PATH", default_value = "/sys/fs/cgroup")]
+    pub cgroup_root_v1: PathBuf,
+
     /// Serve Prometheus text metrics on this address (e.g. 127.0.0.1:9400).
     #[arg(long = "metrics-addr", value_name = "ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
@@ -120,6 +140,52 @@ pub struct Config {
     /// and the power source, then exit (no Kafka).
     #[arg(long = "once")]
     pub once: bool,
+
+    /// Load shedding of connection lifecycle events to hold the agent's CPU near
+    /// --cpu-setpoint: off, kernel-drop (the paper's domain-blind baseline, in the kernel),
+    /// user (read, then dropped in user space), kernel (per-domain plan applied in the kernel).
+    #[arg(long = "shed-mode", value_name = "MODE", default_value = "off")]
+    pub shed_mode: String,
+
+    /// How the kept connections are shared over domains: fair or priority (--shed-priority).
+    #[arg(long = "shed-policy", value_name = "POLICY", default_value = "fair")]
+    pub shed_policy: String,
+
+    /// Agent CPU to hold, in cores (CPU seconds per second): 0.05 = 5 % of one core
+    /// (= 2.5 % of a 2-core host). Required with --shed-mode other than off.
+    #[arg(long = "cpu-setpoint", value_name = "CORES")]
+    pub cpu_setpoint: Option<f64>,
+
+    /// Priority of a domain for --shed-policy priority: NAME is a process name (comm) or, with
+    /// --shed-domain cgroup, a cgroup path or path component; LEVEL 1..1000 (others: 1). Repeatable.
+    #[arg(long = "shed-priority", value_name = "NAME=LEVEL")]
+    pub shed_priority: Vec<String>,
+
+    /// Accounting domain of the shedder: process (tgid) or cgroup (cgroup v2 id).
+    #[arg(long = "shed-domain", value_name = "DOMAIN", default_value = "process")]
+    pub shed_domain: String,
+
+    /// Length of a load-shedding control interval.
+    #[arg(long = "shed-interval-ms", default_value_t = 1000)]
+    pub shed_interval_ms: u64,
+
+    /// Power capping from the budgets graph-service publishes: off (no consumer), dry-run
+    /// (consume, compute and report the limits, write nothing) or on (write the RAPL package
+    /// limits under --powercap-root).
+    #[arg(long = "power-cap", value_enum, value_name = "MODE", default_value_t = crate::budget::PowerCapMode::Off)]
+    pub power_cap: crate::budget::PowerCapMode,
+
+    /// Compacted Kafka topic of PowerBudget records (key = host id), read from the beginning.
+    #[arg(long = "power-budget-topic", default_value = "wattgraph.power-budgets")]
+    pub power_budget_topic: String,
+
+    /// Never cap the host below this many watts (split over the package zones like the budget).
+    #[arg(long = "power-floor-watts", value_name = "W", default_value_t = 0.0)]
+    pub power_floor_watts: f64,
+
+    /// Restore the original limits when no valid budget arrived for longer than this.
+    #[arg(long = "budget-timeout-s", value_name = "S", default_value_t = 90)]
+    pub budget_timeout_s: u64,
 }
 
 impl Config {
@@ -152,6 +218,8 @@ impl Config {
             ("--topic", &self.topic),
             ("--resource-topic", &self.resource_topic),
             ("--transaction-topic", &self.transaction_topic),
+            ("--cgroup-topic", &self.cgroup_topic),
+            ("--power-budget-topic", &self.power_budget_topic),
         ] {
             if t.is_empty() || t.len() > 249 || !t.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) || t == "." || t == ".." {
                 return Err(format!("{flag} '{t}' is not a valid Kafka topic name ([a-zA-Z0-9._-], 1..249 chars)"));
@@ -187,6 +255,21 @@ impl Config {
                 self.max_watts_per_cpu, self.idle_watts_per_cpu
             ));
         }
+        if !w_ok(self.power_floor_watts) {
+            return Err(format!("--power-floor-watts '{}' must be between 0 and 10000", self.power_floor_watts));
+        }
+        if !(1..=86_400).contains(&self.budget_timeout_s) {
+            return Err(format!("--budget-timeout-s '{}' must be between 1 and 86400", self.budget_timeout_s));
+        }
+        if self.cgroup_sample_interval_ms != 0 && !(10..=1000).contains(&self.cgroup_sample_interval_ms) {
+            return Err(format!(
+                "--cgroup-sample-interval-ms '{}' must be 0 (off) or between 10 and 1000",
+                self.cgroup_sample_interval_ms
+            ));
+        }
+        if self.cgroup_sample_interval_ms != 0 && !self.cgroup_root_v1.is_dir() {
+            return Err(format!("--cgroup-root-v1 '{}' is not a directory", self.cgroup_root_v1.display()));
+        }
         if let Some(p) = &self.cgroup_root {
             if !p.is_dir() {
                 return Err(format!("--cgroup-root '{}' is not a directory", p.display()));
@@ -210,6 +293,7 @@ impl Config {
         if self.stats_interval_s == 0 {
             return Err("--stats-interval-s '0' must be at least 1".into());
         }
+        self.shed_options()?;
         for p in &self.netns {
             if !p.exists() {
                 return Err(format!("--netns '{}' does not exist", p.display()));
@@ -243,6 +327,38 @@ mod tests {
         assert!(c.metrics_addr.is_none() && !c.once && !c.no_resources);
         assert_eq!((c.transaction_topic.as_str(), c.transaction_interval_ms, c.transaction_hist_entries), ("wattgraph.transactions", 1000, 65536));
         assert!(!c.no_transactions);
+    }
+
+    #[test]
+    fn cgroup_sampler_flags() {
+        let c = parse(&[]).unwrap();
+        assert_eq!((c.cgroup_sample_interval_ms, c.cgroup_topic.as_str()), (100, "wattgraph.cgroups"));
+        assert!(!c.cgroup_sampler_realtime);
+        assert_eq!(c.cgroup_root_v1, PathBuf::from("/sys/fs/cgroup"));
+        let c = parse(&["--cgroup-sample-interval-ms", "0", "--cgroup-root-v1", "/nonexistent"]).unwrap();
+        assert_eq!(c.cgroup_sample_interval_ms, 0, "0 disables the sampler (and its root is not needed)");
+        let c = parse(&["--cgroup-sample-interval-ms", "10", "--cgroup-topic", "c", "--cgroup-sampler-realtime", "--cgroup-root-v1", "/tmp"]).unwrap();
+        assert_eq!((c.cgroup_sample_interval_ms, c.cgroup_topic.as_str(), c.cgroup_sampler_realtime), (10, "c", true));
+        for (args, needle) in [
+            (&["--cgroup-sample-interval-ms", "9"][..], "--cgroup-sample-interval-ms '9'"),
+            (&["--cgroup-sample-interval-ms", "1001"][..], "--cgroup-sample-interval-ms '1001'"),
+            (&["--cgroup-topic", "a b"][..], "--cgroup-topic 'a b'"),
+            (&["--cgroup-root-v1", "/nonexistent/v1"][..], "--cgroup-root-v1 '/nonexistent/v1'"),
+        ] {
+            let err = parse(args).unwrap_err();
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn power_cap_flags() {
+        use crate::budget::PowerCapMode;
+        let c = parse(&[]).unwrap();
+        assert_eq!((c.power_cap, c.power_budget_topic.as_str()), (PowerCapMode::Off, "wattgraph.power-budgets"));
+        assert_eq!((c.power_floor_watts, c.budget_timeout_s), (0.0, 90));
+        let c = parse(&["--power-cap", "dry-run", "--power-floor-watts", "80.5", "--budget-timeout-s", "30", "--power-budget-topic", "b"]).unwrap();
+        assert_eq!((c.power_cap, c.power_floor_watts, c.budget_timeout_s), (PowerCapMode::DryRun, 80.5, 30));
+        assert_eq!(parse(&["--power-cap", "on"]).unwrap().power_cap, PowerCapMode::On);
     }
 
     #[test]
@@ -292,6 +408,11 @@ mod tests {
             (&["--transaction-topic", "a/b"], "--transaction-topic 'a/b'"),
             (&["--transaction-interval-ms", "1"], "--transaction-interval-ms '1'"),
             (&["--transaction-hist-entries", "10"], "--transaction-hist-entries '10'"),
+            (&["--power-cap", "maybe"], "'maybe'"),
+            (&["--power-budget-topic", "a b"], "--power-budget-topic 'a b'"),
+            (&["--power-floor-watts=-5"], "--power-floor-watts '-5'"),
+            (&["--power-floor-watts", "NaN"], "--power-floor-watts 'NaN'"),
+            (&["--budget-timeout-s", "0"], "--budget-timeout-s '0'"),
         ];
         for (args, needle) in cases {
             let err = parse(args).unwrap_err();

@@ -27,7 +27,7 @@ pub struct StatsContext {
 
 /// librdkafka repeats broker-down errors several times a second; log them at most
 /// every 10 s (the stats line counts failures anyway).
-fn rate_limited(last: &AtomicU64) -> bool {
+pub(crate) fn rate_limited(last: &AtomicU64) -> bool {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let prev = last.load(Ordering::Relaxed);
     now < prev + 10 || last.compare_exchange(prev, now, Ordering::Relaxed, Ordering::Relaxed).is_err()

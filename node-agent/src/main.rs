@@ -7,7 +7,12 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
+use wattgraph_agent::budget::BudgetMetrics;
+use wattgraph_agent::budget_consumer;
 use wattgraph_agent::capture::{self, CaptureError, CaptureOptions, CaptureStats};
+use wattgraph_agent::cgroup_avro::{CgroupStatsEncoder, OwnedCgroupStats};
+use wattgraph_agent::cgroup_report::{self, CgroupThread};
+use wattgraph_agent::cgroup_sampler::Hierarchy;
 use wattgraph_agent::config::Config;
 use wattgraph_agent::kafka::{EventProducer, KafkaStats};
 use wattgraph_agent::metrics::{self, Renderer, ResourceMetrics, Sources};
@@ -43,6 +48,10 @@ fn run() -> i32 {
         }
     }
 
+    if let Err(code) = preflight_checks(&cfg) {
+        return code;
+    }
+
     if cfg.once {
         return run_once(&cfg);
     }
@@ -63,6 +72,7 @@ fn run() -> i32 {
         ignore_self: !cfg.include_self,
         transaction_interval: (!cfg.no_transactions).then(|| Duration::from_millis(cfg.transaction_interval_ms)),
         txn_hist_entries: cfg.transaction_hist_entries,
+        shed: cfg.shed_options().unwrap_or(None),
         ..Default::default()
     };
     let txn_encoder = match TxnEncoder::new() {
@@ -135,12 +145,45 @@ fn run() -> i32 {
             cfg.resource_topic
         );
     }
+    // High-frequency cgroup samples (--cgroup-sample-interval-ms): its own thread, no BPF.
+    let mut cgroup_thread = None;
+    if let Some(cg) = cgroup_config(&cfg, None) {
+        let enc = match CgroupStatsEncoder::new() {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("wattgraph-agent: error: {e:#}");
+                return 1;
+            }
+        };
+        let (prod, topic, key) = (producer.clone(), cfg.cgroup_topic.clone(), cfg.host_id.clone());
+        let mut buf = Vec::with_capacity(512);
+        let sink = Box::new(move |r: &wattgraph_agent::cgroup_avro::CgroupStatsRecord<'_>| {
+            enc.encode(r, &mut buf);
+            prod.send_to(&topic, key.as_bytes(), &buf);
+        });
+        log::info!(
+            "cgroup sampler: {} hierarchy, tick every {} ms, CgroupStats every {} ms to topic {}",
+            cgroup_report::hierarchy_label(&cg.hierarchy),
+            cfg.cgroup_sample_interval_ms,
+            cfg.sample_interval_ms,
+            cfg.cgroup_topic
+        );
+        match cgroup_report::spawn(cg, sink, res_metrics.clone(), stop.clone()) {
+            Ok(t) => cgroup_thread = Some(t),
+            Err(e) => {
+                eprintln!("wattgraph-agent: error: cannot start the cgroup sampler thread: {e}");
+                return 1;
+            }
+        }
+    }
+    let budget_metrics = Arc::new(BudgetMetrics::new(cfg.power_cap));
     if let Some(addr) = cfg.metrics_addr {
         let r = Arc::new(Renderer::new(Sources {
             capture: Some(handle.stats().clone()),
             kafka: Some(producer.stats().clone()),
             resources: res_metrics.clone(),
             socket_map_capacity: cfg.map_entries as u64,
+            budget: Some(budget_metrics.clone()),
         }));
         match metrics::serve(addr, r, stop.clone()) {
             Ok(a) => log::info!("Prometheus metrics on http://{a}/metrics"),
@@ -157,6 +200,14 @@ fn run() -> i32 {
             return 1;
         }
     }
+    // Power cap (--power-cap): started last, so no early exit leaves limits written.
+    let budget_thread = match budget_consumer::start(&cfg, budget_metrics.clone(), stop.clone()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("wattgraph-agent: error: {e:#}");
+            return 1;
+        }
+    };
     log::info!("producing to topic {} on {} as host {}", cfg.topic, brokers, cfg.host_id);
     if !cfg.no_transactions {
         log::info!("TransactionStats every {} ms to topic {}", cfg.transaction_interval_ms, cfg.transaction_topic);
@@ -194,6 +245,12 @@ fn run() -> i32 {
     if let Some(t) = res_thread {
         let _ = t.join();
     }
+    if let Some(t) = cgroup_thread {
+        let _ = t.join(); // at most ~1 s: it checks `stop` between chunks of ticks
+    }
+    if let Some(t) = budget_thread {
+        let _ = t.join(); // restores the original power limits before it ends
+    }
     let stats = handle.stats().clone();
     let (events, txns) = handle.stop_and_drain_all();
     for ev in events {
@@ -212,6 +269,22 @@ fn run() -> i32 {
         let _ = std::fs::remove_file(path);
     }
     code
+}
+
+/// The cgroup sampler thread's options, None when --cgroup-sample-interval-ms is 0.
+fn cgroup_config(cfg: &Config, max_intervals: Option<u64>) -> Option<CgroupThread> {
+    if cfg.cgroup_sample_interval_ms == 0 {
+        return None;
+    }
+    let v2 = cfg.cgroup_root.clone().unwrap_or_else(wattgraph_agent::cgroup::default_v2_root);
+    Some(CgroupThread {
+        host_id: cfg.host_id.clone(),
+        hierarchy: Hierarchy::detect(&v2, &cfg.cgroup_root_v1),
+        tick_interval_ns: cfg.cgroup_sample_interval_ms * 1_000_000,
+        report_interval_ns: cfg.sample_interval_ms * 1_000_000,
+        realtime: cfg.cgroup_sampler_realtime,
+        max_intervals,
+    })
 }
 
 fn sampler_config(cfg: &Config, max_intervals: Option<u64>) -> SamplerThread {
@@ -238,6 +311,7 @@ fn run_once(cfg: &Config) -> i32 {
         map_entries: cfg.map_entries,
         ignore_self: !cfg.include_self,
         snapshot_interval: Duration::from_millis(cfg.sample_interval_ms.max(100)),
+        shed: cfg.shed_options().unwrap_or(None),
         ..Default::default()
     };
     let handle = match spawn_capture(opts) {
@@ -260,8 +334,25 @@ fn run_once(cfg: &Config) -> i32 {
             return 1;
         }
     };
+    // The cgroup sampler over the same interval, in parallel (its first tick is the baseline).
+    let (cg_tx, cg_rx) = std::sync::mpsc::channel::<OwnedCgroupStats>();
+    let cg = cgroup_config(cfg, Some(1)).map(|c| {
+        let label = cgroup_report::hierarchy_label(&c.hierarchy);
+        let metrics = Arc::new(ResourceMetrics::default());
+        let sink = Box::new(move |r: &wattgraph_agent::cgroup_avro::CgroupStatsRecord<'_>| {
+            let _ = cg_tx.send(r.to_owned());
+        });
+        let t = cgroup_report::spawn(c, sink, metrics.clone(), Arc::new(AtomicBool::new(false)));
+        (label, metrics, t)
+    });
     let recs = rx.recv().unwrap_or_default();
     let _ = t.join();
+    let cg = cg.map(|(label, m, t)| {
+        if let Ok(t) = t {
+            let _ = t.join();
+        }
+        (label, m, cg_rx.try_iter().collect::<Vec<_>>())
+    });
     let events = handle.stop_and_drain();
     let mut out = String::new();
     use std::fmt::Write as _;
@@ -330,6 +421,37 @@ fn run_once(cfg: &Config) -> i32 {
             g.pod_uid.as_deref().map(|p| format!("  pod {p}")).unwrap_or_default()
         );
     }
+    if let Some((label, m, cgs)) = &cg {
+        let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "cgroups ({label}): {} containers, {} ticks every {} ms, largest gap {:.3} ms",
+            g(&m.cgroups_sampled),
+            g(&m.cgroup_ticks),
+            cfg.cgroup_sample_interval_ms,
+            g(&m.cgroup_max_tick_gap_ns) as f64 / 1e6
+        );
+        for c in cgs.iter().take(10) {
+            let _ = writeln!(
+                out,
+                "  {:<16} {:<10} mean {:>6.3} peak {:>6.3} cores  throttled {} ({:.3} ms)  mem {} (peak {}) B  io r {} w {} B  pids {}",
+                if c.group_id.len() > 12 { &c.group_id[..12] } else { &c.group_id },
+                c.runtime,
+                c.cpu_mean_cores,
+                c.cpu_peak_cores,
+                c.throttled_periods,
+                c.throttled_ns as f64 / 1e6,
+                c.memory_bytes,
+                c.memory_peak_bytes,
+                c.io_read_bytes,
+                c.io_write_bytes,
+                c.pids
+            );
+        }
+        if cgs.len() > 10 {
+            let _ = writeln!(out, "  ... {} more", cgs.len() - 10);
+        }
+    }
     print!("{out}");
     0
 }
@@ -346,6 +468,25 @@ impl TxnOut {
         t.fill_record(&cfg.host_id, boot_to_unix, &mut self.rec, &mut self.key);
         enc.encode(&self.rec, &mut self.buf);
         producer.send_to(&cfg.transaction_topic, self.key.as_bytes(), &self.buf);
+    }
+}
+
+/// The kernel has BTF and every tracepoint this configuration attaches to; else one message
+/// naming what is missing and exit code 4.
+fn preflight_checks(cfg: &Config) -> Result<(), i32> {
+    let mut required: Vec<&str> = capture::TRACEPOINTS.to_vec();
+    if !cfg.no_resources {
+        required.extend(wattgraph_agent::sched::TRACEPOINTS);
+    }
+    match wattgraph_agent::preflight::check(&required, &[]) {
+        Ok(p) => {
+            log::debug!("kernel {}: BTF and the tracepoints {} are present", p.release, required.join(", "));
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("wattgraph-agent: error: {e}");
+            Err(4)
+        }
     }
 }
 

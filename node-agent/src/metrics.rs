@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::capture::CaptureStats;
+use crate::budget::BudgetMetrics;
 use crate::kafka::KafkaStats;
 
 /// Figures the resource thread publishes (f64 values stored as bits).
@@ -23,6 +24,12 @@ pub struct ResourceMetrics {
     pub host_power_watts_bits: AtomicU64,
     pub power_measured: AtomicU64,
     pub hw_counters: AtomicU64,
+    /// High-frequency cgroup sampler (cgroup_report.rs): containers followed, ticks, the
+    /// largest gap between ticks in the last reporting interval (ns), CgroupStats produced.
+    pub cgroups_sampled: AtomicU64,
+    pub cgroup_ticks: AtomicU64,
+    pub cgroup_max_tick_gap_ns: AtomicU64,
+    pub cgroup_records: AtomicU64,
 }
 
 pub struct Sources {
@@ -30,6 +37,8 @@ pub struct Sources {
     pub kafka: Option<Arc<KafkaStats>>,
     pub resources: Arc<ResourceMetrics>,
     pub socket_map_capacity: u64,
+    /// Power cap (budget consumer and actuator); None leaves its metrics out.
+    pub budget: Option<Arc<BudgetMetrics>>,
 }
 
 /// CPU seconds (user + system) this process used so far.
@@ -123,6 +132,13 @@ impl Renderer {
                 &[("map=\"histogram\"", g(&c.txn_hist_full) as f64), ("map=\"connection\"", g(&c.txn_conn_full) as f64)],
             );
             metric("wattgraph_agent_socket_map_capacity", "gauge", "Sockets the in-kernel LRU map holds.", &[("", self.src.socket_map_capacity as f64)]);
+            metric(
+                "wattgraph_agent_bpf_recursion_misses_total",
+                "counter",
+                "Socket-program calls the kernel skipped (same program already running on that CPU): state changes not seen.",
+                &[("program=\"connections\"", g(&c.prog_misses) as f64)],
+            );
+            crate::shedding::render_metrics(&c.shed, &mut metric);
         }
         let r = &self.src.resources;
         let entries = g(&r.thread_map_entries) as f64;
@@ -148,6 +164,15 @@ impl Renderer {
             )],
         );
         metric("wattgraph_agent_hw_counters", "gauge", "1 when hardware cycle counters weight the attribution.", &[("", g(&r.hw_counters) as f64)]);
+        metric("wattgraph_agent_cgroups_sampled", "gauge", "Container cgroups the high-frequency sampler follows.", &[("", g(&r.cgroups_sampled) as f64)]);
+        metric("wattgraph_agent_cgroup_ticks_total", "counter", "High-frequency cgroup sampler ticks.", &[("", g(&r.cgroup_ticks) as f64)]);
+        metric(
+            "wattgraph_agent_cgroup_max_tick_gap_seconds",
+            "gauge",
+            "Largest gap between two cgroup sampler ticks in the last reporting interval.",
+            &[("", g(&r.cgroup_max_tick_gap_ns) as f64 / 1e9)],
+        );
+        metric("wattgraph_agent_cgroup_records_total", "counter", "CgroupStats records produced.", &[("", g(&r.cgroup_records) as f64)]);
         if let Some(k) = &self.src.kafka {
             metric("wattgraph_agent_kafka_delivered_total", "counter", "Kafka messages acknowledged.", &[("", g(&k.delivered) as f64)]);
             metric("wattgraph_agent_kafka_delivery_errors_total", "counter", "Kafka messages that failed delivery.", &[("", g(&k.delivery_errors) as f64)]);
@@ -155,6 +180,9 @@ impl Renderer {
         }
         metric("wattgraph_agent_cpu_seconds_total", "counter", "CPU time (user + system) the agent used.", &[("", self_cpu_seconds())]);
         metric("wattgraph_agent_resident_memory_bytes", "gauge", "Agent resident set size.", &[("", self_rss_bytes() as f64)]);
+        if let Some(b) = &self.src.budget {
+            b.render(&mut o);
+        }
         o
     }
 }
@@ -205,6 +233,7 @@ mod tests {
             kafka: Some(Arc::new(KafkaStats::default())),
             resources: res,
             socket_map_capacity: 65536,
+            budget: Some(Arc::new(BudgetMetrics::new(crate::budget::PowerCapMode::DryRun))),
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let addr = serve("127.0.0.1:0".parse().unwrap(), r, stop.clone()).unwrap();
@@ -221,6 +250,8 @@ mod tests {
             "wattgraph_agent_kafka_delivery_errors_total 0",
             "wattgraph_agent_ringbuf_lost_total{program=\"sched\"} 0",
             "# TYPE wattgraph_agent_cpu_seconds_total counter",
+            "wattgraph_agent_power_cap_mode{mode=\"dry-run\"} 1",
+            "wattgraph_agent_power_budgets_ignored_total{reason=\"stale\"} 0",
         ] {
             assert!(text.contains(needle), "missing {needle}:\n{text}");
         }

@@ -110,6 +110,11 @@ impl PowerCapActuator {
         self.zones.len()
     }
 
+    /// (socket, limit in µW) of every package zone as found at start (what `restore` writes).
+    pub fn originals(&self) -> Vec<(u32, u64)> {
+        self.zones.iter().map(|z| (z.socket, z.original_uw)).collect()
+    }
+
     /// Applies a host budget, split evenly over the sockets; each share is clamped to the
     /// per-socket floor and to the hardware's range, and read back after writing.
     pub fn apply(&mut self, host_budget_w: f64, now: Instant) -> Result<Vec<Applied>, ActuatorError> {
@@ -180,14 +185,15 @@ impl Drop for PowerCapActuator {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// A powercap tree laid out like /sys/class/powercap on a two-socket Intel server.
-    struct Fixture(PathBuf);
+    /// A powercap tree laid out like /sys/class/powercap on a two-socket Intel server (also
+    /// used by the budget controller's tests).
+    pub(crate) struct Fixture(pub(crate) PathBuf);
 
     impl Fixture {
-        fn new(tag: &str, with_constraint_max: bool) -> Fixture {
+        pub(crate) fn new(tag: &str, with_constraint_max: bool) -> Fixture {
             let root = std::env::temp_dir().join(format!("wattgraph-capfix-{tag}-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&root);
             for s in 0..2 {
@@ -212,7 +218,7 @@ mod tests {
             Fixture(root)
         }
 
-        fn limit(&self, s: u32) -> u64 {
+        pub(crate) fn limit(&self, s: u32) -> u64 {
             read_uw(&self.0.join(format!("intel-rapl:{s}")).join(LIMIT)).unwrap()
         }
     }

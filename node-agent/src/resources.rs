@@ -64,7 +64,7 @@ pub struct ResourceSampler {
     pub last_power: Option<HostPower>,
 }
 
-fn mono_to_unix_offset() -> i64 {
+pub(crate) fn mono_to_unix_offset() -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
     let r = ts.tv_sec * 1_000_000_000 + ts.tv_nsec;

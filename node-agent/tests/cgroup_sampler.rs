@@ -143,3 +143,84 @@ fn busy_container_cgroup_reads_what_the_kernel_reports() {
     assert_eq!(seen, 20);
     assert_eq!(iv.count(), 19);
 }
+
+/// A container cgroup removed and created again under the same path: `rediscover` drops the
+/// target whose files no longer read and opens the new one (counters from 0), and the aggregator
+/// keeps its baseline, so the growth it reports is what the first cgroup grew, never negative.
+#[test]
+fn recreated_cgroup_is_reopened_and_growth_stays_non_negative() {
+    use wattgraph_agent::cgroup_report::CgroupAggregator;
+    if !root_or_skip() {
+        return;
+    }
+    let h = Hierarchy::detect(&default_v2_root(), Path::new("/sys/fs/cgroup"));
+    let parent = format!("wattgraph-test-re-{}", std::process::id());
+    // Its own container id: discovery keeps one cgroup per id, and the other test runs at once.
+    let rel = format!("{parent}/docker-{}.scope", "be".repeat(32));
+    let mut guard = Cgroups { dirs: Vec::new(), child: None };
+    if let Hierarchy::V2(root) = &h {
+        let _ = std::fs::write(root.join("cgroup.subtree_control"), "+cpu +memory +pids +io");
+    }
+    for d in controller_dirs(&h, &parent) {
+        std::fs::create_dir_all(&d).unwrap();
+        guard.dirs.push(d.clone());
+        if let Hierarchy::V2(_) = &h {
+            let _ = std::fs::write(d.join("cgroup.subtree_control"), "+cpu +memory +pids +io");
+        }
+    }
+    for d in controller_dirs(&h, &rel) {
+        std::fs::create_dir_all(&d).unwrap();
+        guard.dirs.push(d);
+    }
+    let mut s = CgroupSampler::new(h.clone());
+    let idx = s.targets.iter().position(|t| t.path == format!("/{rel}")).expect("discovered");
+    let mut agg = CgroupAggregator::new("h", &h, 10_000_000, 0);
+    agg.sync(&s.targets);
+    let base = s.sample()[idx];
+    let st = s.sample().to_vec();
+    agg.on_tick(0, &s.targets, &st);
+
+    // Some CPU in the first incarnation, then the child exits and the cgroup is removed.
+    let child = Command::new("/bin/sh").args(["-c", "sleep 0.2; exec /bin/sh -c 'while :; do :; done'"]).spawn().unwrap();
+    let pid = child.id();
+    guard.child = Some(child);
+    for d in controller_dirs(&h, &rel) {
+        std::fs::write(d.join("cgroup.procs"), pid.to_string()).unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while s.sample()[idx].cpu_usage_ns <= base.cpu_usage_ns + 1_000_000 {
+        assert!(std::time::Instant::now() < deadline, "the child never ran in the cgroup");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut c = guard.child.take().unwrap();
+    c.kill().unwrap();
+    c.wait().unwrap();
+    let before = s.sample()[idx];
+    let st = s.sample().to_vec();
+    agg.on_tick(10_000_000, &s.targets, &st);
+    for d in controller_dirs(&h, &rel) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while let Err(e) = std::fs::remove_dir(&d) {
+            assert!(std::time::Instant::now() < deadline, "rmdir {}: {e}", d.display());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    for d in controller_dirs(&h, &rel) {
+        std::fs::create_dir_all(&d).unwrap();
+    }
+
+    s.rediscover();
+    agg.sync(&s.targets);
+    let idx = s.targets.iter().position(|t| t.path == format!("/{rel}")).expect("rediscovered");
+    let fresh = s.sample()[idx];
+    assert!(fresh.cpu_usage_ns < before.cpu_usage_ns, "the new cgroup's counters, not the old reading: {before:?} -> {fresh:?}");
+    assert_eq!(fresh.pids, 0);
+    let st = s.sample().to_vec();
+    agg.on_tick(20_000_000, &s.targets, &st);
+    let mut recs = Vec::new();
+    agg.finish(|r| recs.push(r.to_owned()));
+    let r = recs.iter().find(|r| r.cgroup_path == format!("/{rel}")).expect("a record");
+    // Growth = the first cgroup's growth + the new cgroup's counter (reset: its value counts).
+    assert_eq!(r.cpu_ns as u64, (before.cpu_usage_ns - base.cpu_usage_ns) + st[idx].cpu_usage_ns, "{r:?}");
+    assert_eq!(r.ticks, 2);
+}

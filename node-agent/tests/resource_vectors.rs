@@ -1,16 +1,12 @@
 //! Shared ResourceSample vectors (schemas/test-vectors/resource-sample/*.json), also used by
 //! the Java suite: encode `event` -> exactly `singleObjectHex`, decode back -> `event`.
 //! WG_WRITE_VECTORS=1 fills empty `singleObjectHex` fields (then check the Java suite agrees).
-use std::path::PathBuf;
+mod common;
 
 use serde_json::Value;
 use wattgraph_agent::cgroup::Runtime;
 use wattgraph_agent::power::PowerSource;
 use wattgraph_agent::resource_avro::{decode_single_object, ResourceEncoder, ResourceRecord, Scope, WeightKind};
-
-fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas/test-vectors/resource-sample")
-}
 
 fn to_record(e: &Value) -> ResourceRecord {
     let s = |k: &str| e[k].as_str().unwrap_or_else(|| panic!("{k} not a string")).to_string();
@@ -52,37 +48,12 @@ fn to_record(e: &Value) -> ResourceRecord {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
-}
-
 #[test]
 fn shared_resource_vectors_encode_and_decode() {
-    let mut files: Vec<_> = std::fs::read_dir(dir())
-        .unwrap_or_else(|e| panic!("vectors missing at {}: {e}", dir().display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 4, "expected the shared vectors in {}", dir().display());
     let enc = ResourceEncoder::new().unwrap();
     let mut buf = Vec::new();
-    for f in &files {
-        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
-        let rec = to_record(&v["event"]);
-        enc.encode(&rec, &mut buf);
-        if std::env::var("WG_WRITE_VECTORS").as_deref() == Ok("1") && v["singleObjectHex"].as_str() == Some("") {
-            v["singleObjectHex"] = Value::String(hex(&buf));
-            std::fs::write(f, serde_json::to_string_pretty(&v).unwrap() + "\n").unwrap();
-        }
-        let want = v["singleObjectHex"].as_str().unwrap().to_ascii_lowercase();
-        assert_eq!(hex(&buf), want, "encode {}", f.display());
-        let back = decode_single_object(&unhex(&want)).unwrap_or_else(|e| panic!("decode {}: {e:#}", f.display()));
-        assert_eq!(back, rec, "decode {}", f.display());
-    }
-    println!("checked {} resource vector files", files.len());
+    common::check_vectors("resource-sample", 4, to_record, |r| {
+        enc.encode(r, &mut buf);
+        buf.clone()
+    }, decode_single_object);
 }

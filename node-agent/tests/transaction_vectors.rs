@@ -1,15 +1,13 @@
 //! Shared TransactionStats vectors (schemas/test-vectors/transaction-stats/*.json), also used by
 //! the Java suite: encode `event` -> exactly `singleObjectHex`, decode back -> `event`.
 //! WG_WRITE_VECTORS=1 fills empty `singleObjectHex` fields (then check the Java suite agrees).
+mod common;
+
 use std::path::PathBuf;
 
 use serde_json::Value;
 use wattgraph_agent::event::addr16_from_ip;
 use wattgraph_agent::transactions::{decode_single_object, Histogram, TxnEncoder, TxnRecord, TxnRole};
-
-fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas/test-vectors/transaction-stats")
-}
 
 fn to_record(e: &Value) -> TxnRecord {
     let s = |k: &str| e[k].as_str().unwrap_or_else(|| panic!("{k} not a string")).to_string();
@@ -42,39 +40,14 @@ fn to_record(e: &Value) -> TxnRecord {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
-}
-
 #[test]
 fn shared_transaction_vectors_encode_and_decode() {
-    let mut files: Vec<_> = std::fs::read_dir(dir())
-        .unwrap_or_else(|e| panic!("vectors missing at {}: {e}", dir().display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 4, "expected the shared vectors in {}", dir().display());
     let enc = TxnEncoder::new().unwrap();
     let mut buf = Vec::new();
-    for f in &files {
-        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
-        let rec = to_record(&v["event"]);
-        enc.encode(&rec, &mut buf);
-        if std::env::var("WG_WRITE_VECTORS").as_deref() == Ok("1") && v["singleObjectHex"].as_str() == Some("") {
-            v["singleObjectHex"] = Value::String(hex(&buf));
-            std::fs::write(f, serde_json::to_string_pretty(&v).unwrap() + "\n").unwrap();
-        }
-        let want = v["singleObjectHex"].as_str().unwrap().to_ascii_lowercase();
-        assert_eq!(hex(&buf), want, "encode {}", f.display());
-        let back = decode_single_object(&unhex(&want)).unwrap_or_else(|e| panic!("decode {}: {e:#}", f.display()));
-        assert_eq!(back, rec, "decode {}", f.display());
-    }
-    println!("checked {} transaction vector files", files.len());
+    common::check_vectors("transaction-stats", 4, to_record, |r| {
+        enc.encode(r, &mut buf);
+        buf.clone()
+    }, decode_single_object);
 }
 
 /// The kernel's `txn_bucket` (src/bpf/connections.h) compiled natively with the host C

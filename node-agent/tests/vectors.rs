@@ -1,14 +1,10 @@
 //! Shared test vectors (schemas/test-vectors/connection-event/*.json), also used by
 //! the Java suite: encode `event` -> exactly `singleObjectHex`, decode back -> `event`.
-use std::path::PathBuf;
+mod common;
 
 use serde_json::Value;
 use wattgraph_agent::avro::{decode_single_object, Encoder, OwnedEventRecord};
 use wattgraph_agent::event::{addr16_from_ip, Kind, Role};
-
-fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas/test-vectors/connection-event")
-}
 
 fn to_record(ev: &Value) -> OwnedEventRecord {
     let s = |k: &str| ev[k].as_str().unwrap_or_else(|| panic!("{k} not a string")).to_string();
@@ -43,32 +39,12 @@ fn to_record(ev: &Value) -> OwnedEventRecord {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
-}
-
 #[test]
 fn shared_vectors_encode_and_decode() {
-    let mut files: Vec<_> = match std::fs::read_dir(dir()) {
-        Ok(rd) => rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")).collect(),
-        Err(e) => panic!("test vectors missing at {}: {e}", dir().display()),
-    };
-    files.sort();
-    assert!(!files.is_empty(), "no test vectors in {}", dir().display());
     let enc = Encoder::new().unwrap();
     let mut buf = Vec::new();
-    for f in &files {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
-        let want = v["singleObjectHex"].as_str().unwrap().to_ascii_lowercase();
-        let rec = to_record(&v["event"]);
-        enc.encode(&rec.as_ref(), &mut buf);
-        assert_eq!(hex(&buf), want, "encode {}", f.display());
-        let back = decode_single_object(&unhex(&want)).unwrap_or_else(|e| panic!("decode {}: {e:#}", f.display()));
-        assert_eq!(back, rec, "decode {}", f.display());
-    }
-    println!("checked {} vector files", files.len());
+    common::check_vectors("connection-event", 1, to_record, |r| {
+        enc.encode(&r.as_ref(), &mut buf);
+        buf.clone()
+    }, decode_single_object);
 }

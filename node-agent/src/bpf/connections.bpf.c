@@ -28,6 +28,8 @@ const volatile __u64 snapshot_interval_ns = 5000000000ULL;
 const volatile __u32 self_tgid = 0;      // 0 = do not ignore any process
 const volatile __u8 filter_netns = 0;    // 1 = only namespaces in netns_filter
 const volatile __u8 track_txn = 1;       // 0 = no transaction tracking (nobody drains)
+const volatile __u8 shed_mode = SHED_OFF; // enum shed_mode; SHED_OFF compiles the shedder out
+const volatile __u8 shed_by_cgroup = 0;  // accounting domain: 0 = process (tgid), 1 = cgroup id
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -72,6 +74,23 @@ struct {
 	__type(value, __u64);               // cumulative count
 } txn_hist SEC(".maps");
 
+// Load shedding: keep fraction per domain (SHED_KEEP_ONE fixed point), written by user space
+// every interval; SHED_DOMAIN_DEFAULT holds the fraction of domains without an entry.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SHED_DOMAINS);
+	__type(key, __u64);
+	__type(value, __u32);
+} shed_keep SEC(".maps");
+
+// Kept / shed connections per domain, cumulative (user space takes differences).
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, SHED_DOMAINS);
+	__type(key, __u64);
+	__type(value, struct shed_count);
+} shed_counts SEC(".maps");
+
 // Scratch for building a new entry (too big for the 512-byte stack with the event).
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -79,6 +98,22 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sock_info);
 } scratch SEC(".maps");
+
+// When the sendmsg now running on this CPU began (tcp_sendmsg_locked, before any byte is
+// pushed): sock_send_length fires only after the send returned, and on loopback that is after
+// the peer was woken and may already have answered. A new sendmsg is told from the same one by
+// the bytes still to copy, which only shrink within one call.
+struct send_begin {
+	__u64 sk;
+	__u64 left;
+	__u64 ts;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct send_begin);
+} send_begins SEC(".maps");
 
 static __always_inline void stat_inc(__u32 idx)
 {
@@ -175,6 +210,76 @@ static __always_inline void emit(struct sock_info *si, __u8 kind, __u64 now)
 	si->last_report_ns = now;
 }
 
+static __always_inline __u64 shed_domain(const struct sock_info *si)
+{
+	if (shed_mode == SHED_KERNEL_DROP)
+		return SHED_DOMAIN_OTHER; // the baseline is blind to domains
+	return shed_by_cgroup ? si->cgroup_id : (__u64)si->tgid;
+}
+
+static __always_inline struct shed_count *shed_counter(__u64 dom)
+{
+	struct shed_count *c = bpf_map_lookup_elem(&shed_counts, &dom);
+	if (c)
+		return c;
+	struct shed_count zero = {};
+	bpf_map_update_elem(&shed_counts, &dom, &zero, BPF_NOEXIST);
+	c = bpf_map_lookup_elem(&shed_counts, &dom);
+	if (c)
+		return c;
+	__u64 other = SHED_DOMAIN_OTHER; // map full: created by user space at load
+	return bpf_map_lookup_elem(&shed_counts, &other);
+}
+
+// Decides whether the lifecycle events of a connection are reported; counts the decision.
+static __attribute__((noinline)) int shed_decide(struct sock_info *si, __u64 now)
+{
+	__u64 dom = shed_domain(si);
+	__u64 def = SHED_DOMAIN_DEFAULT;
+	__u32 *keep = NULL;
+	if (shed_mode == SHED_KERNEL)
+		keep = bpf_map_lookup_elem(&shed_keep, &dom);
+	if (!keep)
+		keep = bpf_map_lookup_elem(&shed_keep, &def);
+	__u32 k = keep ? *keep : SHED_KEEP_ONE;
+	int admit = k >= SHED_KEEP_ONE || (k && (bpf_get_prandom_u32() & (SHED_KEEP_ONE - 1)) < k);
+	struct shed_count *c = shed_counter(dom);
+	if (c) {
+		if (admit)
+			__sync_fetch_and_add(&c->kept, 1);
+		else
+			__sync_fetch_and_add(&c->shed, 1);
+	}
+	if (!admit) {
+		si->shed = SHED_UNREPORTED;
+		// As if reported now: the time rule of SNAPSHOT starts from here, not from 0.
+		si->reported_sent = si->bytes_sent;
+		si->reported_recv = si->bytes_recv;
+		si->last_report_ns = now;
+	}
+	return admit;
+}
+
+// Where OPENED would be emitted. With shedding off (the default) this is a constant true and
+// the verifier removes the rest.
+static __always_inline void open_conn(struct sock_info *si, __u64 now)
+{
+	si->opened = 1;
+	if (shed_mode != SHED_OFF && !shed_decide(si, now))
+		return;
+	emit(si, EV_OPENED, now);
+}
+
+// At TCP_CLOSE of a shed connection never reported: its bytes go to its domain's counters.
+static __attribute__((noinline)) void shed_closed_unreported(struct sock_info *si)
+{
+	struct shed_count *c = shed_counter(shed_domain(si));
+	if (c) {
+		__sync_fetch_and_add(&c->shed_bytes_sent, si->bytes_sent);
+		__sync_fetch_and_add(&c->shed_bytes_recv, si->bytes_recv);
+	}
+}
+
 // One completed transaction: histogram cell +1 (the only map operation), totals in
 // the socket's own entry. Runs once per transaction (at a change of direction).
 static __attribute__((noinline)) void txn_done(struct sock_info *si, __u8 kind, __u64 dt, __u64 req, __u64 resp)
@@ -208,6 +313,7 @@ static __attribute__((noinline)) void txn_done(struct sock_info *si, __u8 kind, 
 // response byte received. Server: the first send after a receive is the first
 // response byte; server time = that minus the last request byte received.
 // Called before the bytes of this event are added to the socket's counters.
+// `now` is when the send began for a send (see send_begins), when it returned for a receive.
 static __always_inline void txn_on_bytes(struct sock_info *si, bool is_send, __u64 now)
 {
 	__u8 phase = si->txn_phase;
@@ -225,7 +331,8 @@ static __always_inline void txn_on_bytes(struct sock_info *si, bool is_send, __u
 				 si->bytes_sent, si->bytes_recv);
 		si->txn_start_ns = now;
 	} else if (si->role == ROLE_SERVER && phase == TXN_RECEIVED) {
-		txn_done(si, TXN_SERVER_TIME, now - si->txn_last_ns, si->bytes_recv, si->bytes_sent);
+		txn_done(si, TXN_SERVER_TIME, now > si->txn_last_ns ? now - si->txn_last_ns : 0,
+			 si->bytes_recv, si->bytes_sent);
 	}
 }
 
@@ -310,10 +417,8 @@ int BPF_PROG(handle_set_state, const struct sock *sk, int oldstate, int newstate
 				return 0; // not ours (filtered, or agent started mid-handshake)
 			// Source port is 0 at SYN_SENT: take the 4-tuple again.
 			fill_tuple(si, sk);
-			if (si->has_identity && !si->opened) {
-				si->opened = 1;
-				emit(si, EV_OPENED, now);
-			}
+			if (si->has_identity && !si->opened)
+				open_conn(si, now);
 			return 0;
 		}
 		if (oldstate == TCP_SYN_RECV && !si) {
@@ -335,16 +440,29 @@ int BPF_PROG(handle_set_state, const struct sock *sk, int oldstate, int newstate
 			if (track_txn)
 				txn_on_close(si);
 			// An accepted socket closed without any payload: still a connection.
-			if (!si->opened && si->role == ROLE_SERVER) {
-				si->opened = 1;
-				emit(si, EV_OPENED, now);
-			}
-			if (si->opened)
+			if (!si->opened && si->role == ROLE_SERVER)
+				open_conn(si, now);
+			if (shed_mode != SHED_OFF && si->shed == SHED_UNREPORTED)
+				shed_closed_unreported(si);
+			else if (si->opened)
 				emit(si, EV_CLOSED, now);
 		}
 		bpf_map_delete_elem(&socks, &cookie);
 	}
 	return 0;
+}
+
+// The begin time of the send that just returned on this CPU, or `now` when it was not seen
+// (the send slept and moved to another CPU, or began before the agent). Consumes the slot.
+static __always_inline __u64 send_began(struct sock *sk, __u64 now)
+{
+	__u32 zero = 0;
+	struct send_begin *b = bpf_map_lookup_elem(&send_begins, &zero);
+	if (!b || b->sk != (__u64)sk || !b->ts || b->ts > now)
+		return now;
+	__u64 ts = b->ts;
+	b->sk = 0;
+	return ts;
 }
 
 static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
@@ -358,6 +476,11 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 	if (!si) {
 		// Handshake not seen (socket older than the agent, or client socket
 		// evicted): role UNKNOWN, identity from the current task.
+		// Not for a socket already closed (e.g. data read after the peer's reset): its
+		// TCP_CLOSE was seen, and an entry now would never be removed (it filled the LRU map
+		// under connection floods, evicting live sockets and slowing the sweep).
+		if (BPF_CORE_READ(sk, __sk_common.skc_state) == TCP_CLOSE)
+			return 0;
 		__u32 ns = sk_netns(sk);
 		if (!netns_allowed(ns))
 			return 0;
@@ -378,12 +501,11 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 	}
 	if (!si->opened) {
 		fill_tuple(si, sk);
-		si->opened = 1;
-		emit(si, EV_OPENED, now);
+		open_conn(si, now);
 	}
 
 	if (track_txn)
-		txn_on_bytes(si, is_send, now);
+		txn_on_bytes(si, is_send, is_send ? send_began(sk, now) : now);
 
 	if (is_send)
 		__sync_fetch_and_add(&si->bytes_sent, (__u64)ret);
@@ -392,8 +514,30 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 
 	__u64 unreported = (si->bytes_sent - si->reported_sent) + (si->bytes_recv - si->reported_recv);
 	if (unreported >= snapshot_bytes ||
-	    (unreported > 0 && now - si->last_report_ns >= snapshot_interval_ns))
+	    (unreported > 0 && now - si->last_report_ns >= snapshot_interval_ns)) {
 		emit(si, EV_SNAPSHOT, now);
+		// A shed connection that got long or heavy is reported from now on (bytes are never shed).
+		if (shed_mode != SHED_OFF && si->shed == SHED_UNREPORTED)
+			si->shed = SHED_REPORTED;
+	}
+	return 0;
+}
+
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(handle_sendmsg_begin, struct sock *sk, struct msghdr *msg, struct sk_buff *skb, int size_goal)
+{
+	if (!track_txn)
+		return 0;
+	__u32 zero = 0;
+	struct send_begin *b = bpf_map_lookup_elem(&send_begins, &zero);
+	if (!b)
+		return 0;
+	__u64 left = BPF_CORE_READ(msg, msg_iter.count);
+	if (b->sk != (__u64)sk || left >= b->left) {
+		b->sk = (__u64)sk;
+		b->ts = bpf_ktime_get_boot_ns();
+	}
+	b->left = left;
 	return 0;
 }
 

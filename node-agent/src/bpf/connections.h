@@ -37,7 +37,8 @@ struct sock_info {
 	__u8 opened;
 	__u8 ignored;
 	__u8 txn_phase;    /* enum txn_phase */
-	__u8 _pad[3];
+	__u8 shed;         /* enum shed_state: lifecycle events shed by the load shedder */
+	__u8 _pad[2];
 	/* Transaction state: client: first byte of the current request sent;
 	 * server: unused (0). */
 	__u64 txn_start_ns;
@@ -78,6 +79,27 @@ struct txn_hist_key {
 	__u16 bucket;
 	__u8 kind;
 	__u8 _pad[5];
+};
+
+/* Load shedding of connection lifecycle events (src/shedding/controller.rs).
+ * A connection is decided once, where its OPENED would be emitted: kept (as before) or shed
+ * (no OPENED; no CLOSED unless a byte-threshold SNAPSHOT reported it meanwhile). */
+enum shed_mode { SHED_OFF = 0, SHED_KERNEL = 1, SHED_KERNEL_DROP = 2 };
+enum shed_state { SHED_NO = 0, SHED_UNREPORTED = 1, SHED_REPORTED = 2 };
+/* Keep fractions are fixed point: SHED_KEEP_ONE = keep everything, 0 = keep nothing. */
+#define SHED_KEEP_ONE (1U << 24)
+#define SHED_DOMAINS 4096
+/* shed_keep: the fraction for every domain without its own entry. */
+#define SHED_DOMAIN_DEFAULT 0xffffffffffffffffULL
+/* shed_counts: domains that found the map full, and every domain in kernel-drop mode. */
+#define SHED_DOMAIN_OTHER 0xfffffffffffffffeULL
+
+/* Cumulative per domain (per CPU, summed in user space). */
+struct shed_count {
+	__u64 kept;             /* connections whose lifecycle events are reported */
+	__u64 shed;             /* connections shed */
+	__u64 shed_bytes_sent;  /* payload of shed connections that closed unreported */
+	__u64 shed_bytes_recv;
 };
 
 struct conn_event {

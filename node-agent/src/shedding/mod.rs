@@ -6,13 +6,21 @@
 //! Aggregates computed in the kernel (bytes per socket, CPU time, histograms) are never shed:
 //! only per-event streams go through here.
 
+mod cli;
+mod controller;
 mod filter;
 mod kernel_drop;
 mod load_manager;
+mod metrics;
 mod policy;
 
+pub use controller::{
+    priority_of, Control, DomainRow, KeepUpdate, PolicyKind, ShedController, ShedCount, ShedMode, ShedOptions, ShedStats,
+    UserShed, DOMAIN_DEFAULT, DOMAIN_OTHER, KEEP_ONE, KERNEL_DOMAINS, TOP_DOMAINS,
+};
 pub use filter::{DomainCounts, ShedFilter};
 pub use kernel_drop::KernelDropBaseline;
+pub use metrics::render_metrics;
 pub use load_manager::{IntervalStats, LoadManager};
 pub use policy::{FairPolicy, PriorityPolicy, SheddingPolicy, ShedPlan};
 

@@ -10,13 +10,23 @@ use std::collections::HashMap;
 pub struct ShedPlan {
     keep: HashMap<Domain, f64>,
     scratch: Vec<(Domain, f64, f64)>,
+    /// Keep probability of domains not listed; None = 1 (keep everything).
+    fallback: Option<f64>,
 }
 
 impl ShedPlan {
     /// Probability that an event of `domain` is kept; domains the plan does not know (new
     /// processes) keep everything, so they are visible from their first event.
     pub fn keep_probability(&self, domain: Domain) -> f64 {
-        self.keep.get(&domain).copied().unwrap_or(1.0)
+        self.keep.get(&domain).copied().unwrap_or(self.fallback.unwrap_or(1.0))
+    }
+
+    /// A plan from explicit fractions, e.g. those the controller wrote to the kernel, with
+    /// `fallback` for every domain not listed.
+    pub fn set_fractions(&mut self, fractions: impl IntoIterator<Item = (Domain, f64)>, fallback: f64) {
+        self.keep.clear();
+        self.keep.extend(fractions.into_iter().map(|(d, p)| (d, p.clamp(0.0, 1.0))));
+        self.fallback = Some(fallback.clamp(0.0, 1.0));
     }
 
     /// P(X_i), the probability that an event of `domain` is dropped.
@@ -77,6 +87,7 @@ impl SheddingPolicy for PriorityPolicy {
 /// proportion to the remaining weights. With equal weights this is exactly the fair policy.
 fn water_fill(budget: f64, rates: &[(Domain, f64)], weight: impl Fn(Domain) -> f64, plan: &mut ShedPlan) {
     plan.keep.clear();
+    plan.fallback = None;
     plan.scratch.clear();
     plan.scratch.extend(rates.iter().map(|&(d, mu)| (d, mu.max(0.0), weight(d))));
     plan.scratch.sort_by(|a, b| (a.1 / a.2).total_cmp(&(b.1 / b.2)));

@@ -13,6 +13,12 @@ final class AgentProcess implements AutoCloseable {
   private final Path log;
 
   AgentProcess(Path binary, String hostId, Path netns, String kafka, Path workDir) throws Exception {
+    this(binary, hostId, netns, kafka, workDir, List.of());
+  }
+
+  /** As above, with further agent flags (e.g. the power-cap ones). */
+  AgentProcess(Path binary, String hostId, Path netns, String kafka, Path workDir, List<String> extraArgs)
+      throws Exception {
     Files.createDirectories(workDir);
     Path ready = workDir.resolve(hostId + ".ready");
     Files.deleteIfExists(ready);
@@ -20,6 +26,7 @@ final class AgentProcess implements AutoCloseable {
     List<String> cmd = new ArrayList<>(List.of(binary.toString(),
         "--host-id", hostId, "--kafka-brokers", kafka, "--netns", netns.toString(),
         "--ready-file", ready.toString()));
+    cmd.addAll(extraArgs);
     process = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     while (!Files.exists(ready)) {
@@ -41,11 +48,20 @@ final class AgentProcess implements AutoCloseable {
     }
   }
 
-  @Override
-  public void close() throws Exception {
-    process.destroy(); // SIGTERM: the agent flushes to Kafka and detaches
+  /** SIGTERM, then the exit code (the agent flushes to Kafka, detaches, restores what it changed). */
+  int stop() throws Exception {
+    process.destroy();
     if (!process.waitFor(30, TimeUnit.SECONDS)) {
       process.destroyForcibly();
+      process.waitFor();
+    }
+    return process.exitValue();
+  }
+
+  @Override
+  public void close() throws Exception {
+    if (process.isAlive()) {
+      stop();
     }
   }
 }

@@ -1,0 +1,126 @@
+//! `--shed-*` and `--cpu-setpoint` flags (declared in config.rs) turned into `ShedOptions`.
+
+use std::time::Duration;
+
+use super::{Control, PolicyKind, ShedMode, ShedOptions};
+use crate::config::Config;
+
+impl Config {
+    /// The load-shedding options, None when `--shed-mode off`; each error names the flag and
+    /// the offending value.
+    pub fn shed_options(&self) -> Result<Option<ShedOptions>, String> {
+        let mode = ShedMode::parse(&self.shed_mode)
+            .ok_or_else(|| format!("--shed-mode '{}' must be one of off, kernel-drop, user, kernel", self.shed_mode))?;
+        let policy = match self.shed_policy.as_str() {
+            "fair" => PolicyKind::Fair,
+            "priority" => PolicyKind::Priority,
+            p => return Err(format!("--shed-policy '{p}' must be fair or priority")),
+        };
+        let by_cgroup = match self.shed_domain.as_str() {
+            "process" => false,
+            "cgroup" => true,
+            d => return Err(format!("--shed-domain '{d}' must be process or cgroup")),
+        };
+        if !(100..=60_000).contains(&self.shed_interval_ms) {
+            return Err(format!("--shed-interval-ms '{}' must be between 100 and 60000", self.shed_interval_ms));
+        }
+        let mut priorities = Vec::new();
+        for p in &self.shed_priority {
+            let (name, level) = p.rsplit_once('=').ok_or_else(|| format!("--shed-priority '{p}' is not NAME=LEVEL"))?;
+            let level: u32 = level
+                .parse()
+                .ok()
+                .filter(|l| (1..=1000).contains(l))
+                .ok_or_else(|| format!("--shed-priority '{p}': LEVEL must be an integer between 1 and 1000"))?;
+            if name.is_empty() || (!by_cgroup && name.len() > 15) {
+                return Err(format!("--shed-priority '{p}': NAME must be a process name of 1..15 bytes (comm)"));
+            }
+            priorities.push((name.to_string(), level));
+        }
+        if !priorities.is_empty() && policy != PolicyKind::Priority {
+            return Err(format!("--shed-priority '{}' needs --shed-policy priority", self.shed_priority[0]));
+        }
+        if mode == ShedMode::Off {
+            return Ok(None);
+        }
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+        let setpoint = self.cpu_setpoint.ok_or_else(|| format!("--shed-mode {} needs --cpu-setpoint", self.shed_mode))?;
+        if !setpoint.is_finite() || setpoint <= 0.0 || setpoint > cores {
+            return Err(format!("--cpu-setpoint '{setpoint}' must be above 0 and at most {cores} (cores of this host)"));
+        }
+        if policy == PolicyKind::Priority && mode == ShedMode::KernelDrop {
+            return Err("--shed-policy priority does not apply to --shed-mode kernel-drop (domain-blind)".into());
+        }
+        Ok(Some(ShedOptions {
+            mode,
+            control: Control::Auto { setpoint, policy, priorities },
+            by_cgroup,
+            interval: Duration::from_millis(self.shed_interval_ms),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn parse(extra: &[&str]) -> Result<Option<ShedOptions>, String> {
+        let mut args = vec!["wattgraph-agent", "--host-id", "h1", "--kafka-brokers", "127.0.0.1:9092"];
+        args.extend_from_slice(extra);
+        let c = Config::try_parse_from(args).map_err(|e| e.to_string())?;
+        c.validate()?;
+        c.shed_options()
+    }
+
+    #[test]
+    fn off_by_default() {
+        assert_eq!(parse(&[]).unwrap(), None);
+    }
+
+    #[test]
+    fn kernel_priority_with_levels() {
+        let o = parse(&[
+            "--shed-mode", "kernel", "--shed-policy", "priority", "--cpu-setpoint", "0.05", "--shed-priority", "nginx=5",
+            "--shed-priority", "redis-server=2", "--shed-interval-ms", "500",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(o.mode, ShedMode::Kernel);
+        assert!(!o.by_cgroup);
+        assert_eq!(o.interval, Duration::from_millis(500));
+        assert_eq!(
+            o.control,
+            Control::Auto {
+                setpoint: 0.05,
+                policy: PolicyKind::Priority,
+                priorities: vec![("nginx".into(), 5), ("redis-server".into(), 2)]
+            }
+        );
+        let u = parse(&["--shed-mode", "user", "--cpu-setpoint", "0.1", "--shed-domain", "cgroup"]).unwrap().unwrap();
+        assert!(u.by_cgroup && u.mode == ShedMode::User);
+        assert_eq!(parse(&["--shed-mode", "kernel-drop", "--cpu-setpoint", "0.1"]).unwrap().unwrap().mode, ShedMode::KernelDrop);
+    }
+
+    #[test]
+    fn errors_name_the_value() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--shed-mode", "fast"], "--shed-mode 'fast'"),
+            (&["--shed-mode", "kernel"], "needs --cpu-setpoint"),
+            (&["--shed-mode", "kernel", "--cpu-setpoint", "0"], "--cpu-setpoint '0'"),
+            (&["--shed-mode", "kernel", "--cpu-setpoint", "10000"], "--cpu-setpoint '10000'"),
+            (&["--shed-policy", "random"], "--shed-policy 'random'"),
+            (&["--shed-domain", "pod"], "--shed-domain 'pod'"),
+            (&["--shed-interval-ms", "5"], "--shed-interval-ms '5'"),
+            (&["--shed-policy", "priority", "--shed-priority", "nginx"], "--shed-priority 'nginx'"),
+            (&["--shed-policy", "priority", "--shed-priority", "nginx=0"], "--shed-priority 'nginx=0'"),
+            (&["--shed-priority", "nginx=3"], "needs --shed-policy priority"),
+            (&["--shed-mode", "kernel-drop", "--shed-policy", "priority", "--cpu-setpoint", "0.1"], "kernel-drop"),
+        ];
+        for (args, needle) in cases {
+            let err = parse(args).unwrap_err();
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+    }
+}

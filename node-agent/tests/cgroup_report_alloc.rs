@@ -1,0 +1,85 @@
+//! The cgroup sampler's steady state allocates nothing: reading the targets, aggregating a tick,
+//! ending an interval and encoding its records (a counting global allocator, per thread).
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use wattgraph_agent::cgroup_avro::CgroupStatsEncoder;
+use wattgraph_agent::cgroup_report::CgroupAggregator;
+use wattgraph_agent::cgroup_sampler::{CgroupSampler, CgroupStats, Hierarchy};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        System.dealloc(p, l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        System.realloc(p, l, n)
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+fn allocs() -> u64 {
+    ALLOCS.with(|c| c.get())
+}
+
+#[test]
+fn ticks_intervals_and_encoding_allocate_nothing() {
+    let root = std::env::temp_dir().join(format!("wg-cgr-alloc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("cgroup.controllers"), "cpu io memory pids\n").unwrap();
+    for (i, pod) in [(0, None), (1, Some("11111111-2222-3333-4444-555555555555"))] {
+        let id = format!("{i}").repeat(64);
+        let d = match pod {
+            None => root.join(format!("system.slice/docker-{id}.scope")),
+            Some(p) => root.join(format!("kubepods/burstable/pod{p}/{id}")),
+        };
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("cpu.stat"), "usage_usec 1500\nnr_periods 10\nnr_throttled 3\nthrottled_usec 250\n").unwrap();
+        std::fs::write(d.join("memory.current"), "73728\n").unwrap();
+        std::fs::write(d.join("io.stat"), "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2\n").unwrap();
+        std::fs::write(d.join("pids.current"), "4\n").unwrap();
+    }
+    let h = Hierarchy::detect(&root, &root.join("no-v1"));
+    let mut sampler = CgroupSampler::new(h.clone());
+    assert_eq!(sampler.targets.len(), 2);
+    let mut agg = CgroupAggregator::new("h", &h, 10_000_000, 0);
+    agg.sync(&sampler.targets);
+    let enc = CgroupStatsEncoder::new().unwrap();
+    let mut buf = Vec::with_capacity(1024);
+    let mut sent = 0usize;
+    let mut run = |agg: &mut CgroupAggregator, sampler: &mut CgroupSampler, from: u64| {
+        for k in 0..10u64 {
+            let mut st = [CgroupStats::default(); 2];
+            st.copy_from_slice(sampler.sample());
+            agg.on_tick((from + k) * 10_000_000, &sampler.targets, &st);
+        }
+        agg.finish(|r| {
+            enc.encode(r, &mut buf);
+            sent += buf.len();
+        })
+    };
+    assert_eq!(run(&mut agg, &mut sampler, 0), 2, "warm-up");
+    let before = allocs();
+    for i in 1..5 {
+        assert_eq!(run(&mut agg, &mut sampler, i * 10), 2);
+    }
+    assert_eq!(allocs() - before, 0, "steady state allocated");
+    let b = allocs();
+    drop(std::hint::black_box(vec![1u8; 10]));
+    assert_eq!(allocs() - b, 1, "the counter counts");
+    assert!(sent > 0);
+    let _ = std::fs::remove_dir_all(&root);
+}

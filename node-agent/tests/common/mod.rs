@@ -1,0 +1,60 @@
+//! Shared by the vector tests: the byte-level vectors of schemas/test-vectors/<folder>/*.json,
+//! each `{ "description", "event": {...}, "singleObjectHex": "..." }`, also checked by the Java suite.
+#![allow(dead_code)] // each test crate uses its part
+
+pub mod agent;
+
+use std::fmt::Debug;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+pub fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+}
+
+/// The vector files of `folder`, sorted; at least `min` of them.
+pub fn vector_files(folder: &str, min: usize) -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas/test-vectors").join(folder);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("test vectors missing at {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= min, "expected at least {min} vectors in {}, found {}", dir.display(), files.len());
+    files
+}
+
+/// For every vector of `folder`: `encode(to_record(event))` gives exactly the vector's bytes and
+/// `decode(bytes)` gives the record back. With WG_WRITE_VECTORS=1 an empty `singleObjectHex` is
+/// filled from the encoder first (then run the Java suite to check it agrees). Returns the count.
+pub fn check_vectors<R: PartialEq + Debug>(
+    folder: &str,
+    min: usize,
+    to_record: impl Fn(&Value) -> R,
+    mut encode: impl FnMut(&R) -> Vec<u8>,
+    decode: impl Fn(&[u8]) -> anyhow::Result<R>,
+) -> usize {
+    let files = vector_files(folder, min);
+    for f in &files {
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let rec = to_record(&v["event"]);
+        let bytes = encode(&rec);
+        if std::env::var("WG_WRITE_VECTORS").as_deref() == Ok("1") && v["singleObjectHex"].as_str() == Some("") {
+            v["singleObjectHex"] = Value::String(hex(&bytes));
+            std::fs::write(f, serde_json::to_string_pretty(&v).unwrap() + "\n").unwrap();
+        }
+        let want = v["singleObjectHex"].as_str().unwrap().to_ascii_lowercase();
+        assert!(!want.is_empty(), "{}: singleObjectHex is empty", f.display());
+        assert_eq!(hex(&bytes), want, "encode {}", f.display());
+        let back = decode(&unhex(&want)).unwrap_or_else(|e| panic!("decode {}: {e:#}", f.display()));
+        assert_eq!(back, rec, "decode {}", f.display());
+    }
+    println!("checked {} {folder} vector files", files.len());
+    files.len()
+}
