@@ -1,7 +1,7 @@
 /*
  * Wattgraph service map: plain JavaScript and SVG, no external resources. Reads /api/v1/service-graph,
- * /api/v1/projections/host, /api/v1/analysis/critical-path and /api/v1/hosts; posts /api/v1/placement and
- * /api/v1/power/budgets. A bearer token typed into the page is sent with every call (kept in sessionStorage).
+ * /api/v1/projections/host, /api/v1/analysis/critical-path, /api/v1/hosts and /api/v1/power/budgets/current
+ * (the budget loop's published budgets); posts /api/v1/placement and /api/v1/power/budgets. A bearer token typed into the page is sent with every call (kept in sessionStorage).
  * Every value from the API is inserted as text (textContent / attributes), never as HTML.
  */
 (function () {
@@ -384,6 +384,7 @@
       drawMap();
       drawHeatmap(matrix);
       drawCritical(cp);
+      await budgetLoop();
       status('updated ' + new Date().toLocaleTimeString());
       document.body.setAttribute('data-loaded', 'true');
     } catch (e) {
@@ -468,6 +469,64 @@
     } catch (e) {
       out.textContent = e.message;
     }
+  }
+
+  // ---------------------------------------------------------------- published budgets (the budget loop)
+
+  /** Age of a Unix-ns instant, e.g. "4 s", "3 min" (ns beyond 2^53 lose sub-µs precision: irrelevant here). */
+  function age(ns) {
+    if (ns == null) return '–';
+    const s = Math.max(0, (Date.now() - ns / 1e6) / 1000);
+    return s < 120 ? s.toFixed(0) + ' s' : s < 7200 ? (s / 60).toFixed(0) + ' min' : (s / 3600).toFixed(1) + ' h';
+  }
+
+  async function budgetLoop() {
+    const out = $('loopResult');
+    let st;
+    try {
+      st = await api('/api/v1/power/budgets/current');
+    } catch (e) {
+      out.textContent = '';
+      out.appendChild(el('div', { class: 'error', text: e.message }));
+      return;
+    }
+    out.textContent = '';
+    if (!st.enabled) {
+      $('loopSummary').textContent = 'loop off';
+      out.appendChild(el('div', { id: 'budgetLoopOff', class: 'off', text: 'The budget loop is off '
+        + '(wattgraph.power.budgets.enabled=false): no budgets are published to the agents. '
+        + 'The panel above computes budgets on request only.' }));
+      return;
+    }
+    $('loopSummary').textContent = st.policy + ' every ' + fmt((st.periodMs || 0) / 1000, 0) + ' s to ' + st.topic;
+    out.appendChild(el('div', { class: 'meta', text: 'last cycle ' + age(st.lastCycleAtNs) + ' ago'
+      + (st.manual && Object.keys(st.manual).length ? '; MANUAL on ' + Object.keys(st.manual).sort().join(', ') : '') }));
+    if (st.lastError) {
+      out.appendChild(el('div', { id: 'budgetLoopError', class: 'error', text: 'last error (' + age(st.lastErrorAtNs)
+        + ' ago): ' + st.lastError }));
+    }
+    const budgets = (st.budgets || []).slice().sort((a, b) => a.hostId.localeCompare(b.hostId));
+    if (budgets.length === 0) {
+      out.appendChild(el('div', { class: 'off', text: 'No budget published yet.' }));
+      return;
+    }
+    const now = Date.now() * 1e6;
+    const t = el('table', { id: 'loopBudgets' }, el('tr', {}, ...['host', 'budget W', 'bounds W', 'policy', 'previous W',
+      'reason', 'age'].map((h) => el('th', { text: h }))));
+    for (const b of budgets) {
+      const expired = b.validUntilNs != null && now > b.validUntilNs;
+      t.appendChild(el('tr', { class: expired ? 'stale' : null, 'data-budget-host': b.hostId,
+        'data-budget-watts': b.budgetWatts, 'data-budget-policy': b.policy },
+      el('td', { text: b.hostId }),
+      el('td', { class: 'num', text: fmt(b.budgetWatts) }),
+      el('td', { class: 'num', 'data-bounds': fmt(b.minWatts) + '–' + fmt(b.maxWatts),
+        text: fmt(b.minWatts) + '–' + fmt(b.maxWatts) }),
+      el('td', { text: b.policy }),
+      el('td', { class: 'num', text: b.previousWatts == null ? '–' : fmt(b.previousWatts) }),
+      el('td', { text: b.reason || '' }),
+      el('td', { class: 'num', text: age(b.computedAtNs) + (expired ? ' (expired)' : '') })));
+    }
+    out.appendChild(t);
   }
 
   // ---------------------------------------------------------------- wiring

@@ -11,6 +11,7 @@ import org.neo4j.driver.Driver;
 import org.neo4j.driver.Record;
 import org.neo4j.driver.Session;
 import org.neo4j.driver.SessionConfig;
+import org.neo4j.driver.TransactionContext;
 import org.springframework.stereotype.Component;
 
 /**
@@ -26,6 +27,7 @@ public class Neo4jReader {
     static final String TIMER_NAME = "wattgraph.neo4j.query";
 
     private static final SessionConfig READ = SessionConfig.builder().withDefaultAccessMode(AccessMode.READ).build();
+
 
     private final Driver driver;
     private final MeterRegistry registry;
@@ -45,6 +47,20 @@ public class Neo4jReader {
         return timed(queryName, () -> {
             try (Session session = driver.session(READ)) {
                 return session.executeRead(tx -> tx.run(cypher, parameters).list(mapper::apply));
+            }
+        });
+    }
+
+    /**
+     * Several queries in one managed read transaction (one consistent snapshot, retried as a whole like
+     * {@link #read}); {@code work} must consume every result it runs. The driver's default fetch size (batches of
+     * 1000, the next one pulled while this one is decoded) is kept: fetching everything at once measured slower
+     * (GraphServiceBenchmark's query profile).
+     */
+    public <T> T readAll(String queryName, Function<TransactionContext, T> work) {
+        return timed(queryName, () -> {
+            try (Session session = driver.session(READ)) {
+                return session.executeRead(work::apply);
             }
         });
     }

@@ -1,18 +1,16 @@
 package io.wattgraph.graph;
 
-import io.wattgraph.graph.analysis.Level;
-import io.wattgraph.graph.model.ServiceGraph;
-import io.wattgraph.graph.model.ServiceNode;
-import io.wattgraph.graph.power.Budget;
-import io.wattgraph.graph.power.HostPower;
-import io.wattgraph.graph.power.Hyppo;
+import io.wattgraph.graph.power.BudgetPublisher;
+import io.wattgraph.graph.power.PowerBudgetService;
 import io.wattgraph.graph.power.PowerRequest;
-import io.wattgraph.graph.power.Presto;
 import io.wattgraph.graph.power.PrestoSimulation;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.DeleteMapping;
 import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
@@ -21,66 +19,79 @@ import org.springframework.web.bind.annotation.RestController;
 
 /**
  * {@code POST /api/v1/power/budgets}: per-host power budgets for the next period, HyPPO (CPU-request driven)
- * or PRESTO (latency-SLA driven). A computation only: nothing is published yet.
+ * or PRESTO (latency-SLA driven), computed on request. {@code GET /budgets/current}: the budgets the periodic
+ * publisher ({@link BudgetPublisher}) last published to Kafka; {@code POST /budgets/manual} and
+ * {@code DELETE /budgets/manual/{host}}: an administrator's MANUAL budget for a host (admin token when auth is on).
  */
 @RestController
 @RequestMapping("/api/v1/power")
 public class PowerController {
 
-    static final double DEFAULT_P = 10.0;
-
     private final ServiceGraphService service;
+    private final PowerBudgetService budgets;
+    private final BudgetPublisher publisher;
 
-    public PowerController(ServiceGraphService service) {
+    public PowerController(ServiceGraphService service, PowerBudgetService budgets, BudgetPublisher publisher) {
         this.service = service;
+        this.budgets = budgets;
+        this.publisher = publisher;
     }
 
     @PostMapping("/budgets")
     public Object budgets(@RequestBody(required = false) PowerRequest r) {
-        if (r == null) {
-            throw new InvalidParameterException("body", "must be a JSON object with at least 'policy' and 'hosts'");
+        return budgets.compute(r).response();
+    }
+
+    /** The latest published budget per host, the last computed ones, MANUAL overrides and the last error. */
+    @GetMapping("/budgets/current")
+    public BudgetPublisher.Status current() {
+        return publisher.status();
+    }
+
+    /** Body of {@code POST /budgets/manual}. */
+    public record ManualRequest(String host, Double watts, String reason) {
+    }
+
+    /**
+     * Sets a MANUAL budget for a host and publishes it at once (200 when Kafka acknowledged it, 202 when it
+     * could not be published now: the loop renews it every period); it holds until deleted.
+     */
+    @PostMapping("/budgets/manual")
+    public ResponseEntity<?> setManual(@RequestBody(required = false) ManualRequest r) {
+        if (!publisher.enabled()) {
+            return disabled();
         }
-        String policy = RequestParams.oneOf("policy", r.policy(), null, "hyppo", "presto");
-        if (policy == null) {
-            throw new InvalidParameterException("policy", "is required: hyppo or presto");
+        if (r == null || r.host() == null || r.host().isBlank()) {
+            throw new InvalidParameterException("host", "is required");
         }
-        List<HostPower> hosts = r.hosts();
-        if (hosts == null || hosts.isEmpty()) {
-            throw new InvalidParameterException("hosts", "must list the hosts with their power bounds");
+        if (r.watts() == null || !Double.isFinite(r.watts())) {
+            throw new InvalidParameterException("watts", "must be a number of watts");
         }
-        for (HostPower h : hosts) {
-            if (h.host() == null || !(h.minW() >= 0) || !(h.maxW() >= h.minW())) {
-                throw new InvalidParameterException("hosts", "every host needs an id and 0 <= minW <= maxW");
-            }
+        BudgetPublisher.Outcome outcome;
+        try {
+            outcome = publisher.setManual(r.host(), r.watts(), r.reason());
+        } catch (IllegalArgumentException e) {
+            throw new InvalidParameterException(e.getMessage().startsWith("host") ? "host" : "watts", e.getMessage());
         }
-        String namespace = r.namespace();
-        if (policy.equals("presto")) {
-            if (r.slaMs() == null || !(r.slaMs() > 0)) {
-                throw new InvalidParameterException("slaMs", "must be a positive latency target in ms");
-            }
-            ServiceGraph graph = service.graph(RequestParams.filter(null, namespace, null, null),
-                    RequestParams.level(r.level(), Level.POD));
-            try {
-                return service.timed("power_presto", () -> Presto.compute(graph, r.entryPoint(), r.slaMs(), hosts));
-            } catch (IllegalArgumentException e) {
-                throw new InvalidParameterException("entryPoint", e.getMessage());
-            }
+        return ResponseEntity.status(outcome.published() ? HttpStatus.OK : HttpStatus.ACCEPTED).body(outcome);
+    }
+
+    /** Ends a host's MANUAL budget: from the next period it follows the policy again. */
+    @DeleteMapping("/budgets/manual/{host}")
+    public ResponseEntity<?> clearManual(@PathVariable("host") String host) {
+        if (!publisher.enabled()) {
+            return disabled();
         }
-        double p = r.proportionalWattsPerCore() == null ? DEFAULT_P : r.proportionalWattsPerCore();
-        List<Hyppo.ContainerPower> containers = r.containers();
-        if (containers == null) {
-            ServiceGraph graph = service.graph(RequestParams.filter(null, namespace, null, null), Level.CONTAINER);
-            containers = new ArrayList<>();
-            for (ServiceNode n : graph.nodes()) {
-                if (!n.external() && n.hostId() != null && n.metrics().powerW() != null) {
-                    containers.add(new Hyppo.ContainerPower(n.hostId(), n.id(), n.metrics().powerW(),
-                            n.metrics().cpuUsage(), n.metrics().cpuRequest()));
-                }
-            }
+        if (!publisher.clearManual(host)) {
+            return ResponseEntity.status(HttpStatus.NOT_FOUND)
+                    .body(new ApiError("host " + host + " has no manual budget", 404, "host"));
         }
-        List<Hyppo.ContainerPower> input = containers;
-        List<Budget> budgets = service.timed("power_hyppo", () -> Hyppo.budgets(hosts, input, p));
-        return Map.of("policy", "hyppo", "proportionalWattsPerCore", p, "budgets", budgets);
+        return ResponseEntity.noContent().build();
+    }
+
+    private static ResponseEntity<ApiError> disabled() {
+        return ResponseEntity.status(HttpStatus.CONFLICT).body(new ApiError(
+                "the budget publisher is disabled (wattgraph.power.budgets.enabled=false)", 409));
     }
 
     /**

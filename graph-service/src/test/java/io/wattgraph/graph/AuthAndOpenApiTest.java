@@ -62,6 +62,18 @@ class AuthAndOpenApiTest {
     }
 
     @Test
+    void withTheBudgetLoopOffTheViewIsEmptyAndManualBudgetsAreRefused() throws Exception {
+        ResponseEntity<String> current = call(HttpMethod.GET, "/api/v1/power/budgets/current", "reader-1", null);
+        assertThat(current.getStatusCode()).isEqualTo(HttpStatus.OK);
+        assertThat(json.readTree(current.getBody()).get("enabled").asBoolean()).isFalse();
+        assertThat(json.readTree(current.getBody()).get("budgets")).isEmpty();
+        ResponseEntity<String> manual = call(HttpMethod.POST, "/api/v1/power/budgets/manual", "admin-1",
+                Map.of("host", "host-a", "watts", 50));
+        assertThat(manual.getStatusCode()).isEqualTo(HttpStatus.CONFLICT);
+        assertThat(json.readTree(manual.getBody()).get("error").asText()).contains("disabled");
+    }
+
+    @Test
     void healthPrometheusAndOpenApiStayOpen() throws Exception {
         assertThat(rest.getForEntity("/actuator/health/liveness", String.class).getStatusCode())
                 .isEqualTo(HttpStatus.OK);
@@ -71,7 +83,8 @@ class AuthAndOpenApiTest {
         assertThat(api.get("openapi").asText()).startsWith("3.");
         for (String path : new String[] {"/api/v1/graph", "/api/v1/hosts", "/api/v1/service-graph",
                 "/api/v1/projections/host", "/api/v1/projections/process-type", "/api/v1/analysis/operational",
-                "/api/v1/analysis/critical-path", "/api/v1/cypher", "/api/v1/placement", "/api/v1/power/budgets"}) {
+                "/api/v1/analysis/critical-path", "/api/v1/cypher", "/api/v1/placement", "/api/v1/power/budgets",
+                "/api/v1/power/budgets/current", "/api/v1/power/budgets/manual"}) {
             assertThat(api.get("paths").has(path)).as(path).isTrue();
         }
         assertThat(api.at("/components/securitySchemes/bearer/scheme").asText()).isEqualTo("bearer");

@@ -10,7 +10,8 @@ package io.wattgraph.graph;
  *   host-b: host-b/0/0 ("?"), no traffic
  * Metric properties (not exposed by /api/v1/graph): host cores, ctr-1's pod/namespace/service and cpuUsage,
  * nginx's cpuUsage/threads/requestRate/latencyAvgMs/powerW, the visitor edge's requestRate and latencyP99Ms,
- * and a wrongly typed cpuUsage on curl (read as absent).
+ * nginx -> postgres' latencyP99Ms (the one internal edge with a latency: the critical path), and a wrongly
+ * typed cpuUsage on curl (read as absent).
  * </pre>
  */
 final class GraphFixture {
@@ -34,7 +35,7 @@ final class GraphFixture {
             CREATE (curl)-[:TALKS_TO {bytesClientToServer: 100, bytesServerToClient: 2000, connections: 2,
                     firstSeenNs: 10, lastSeenNs: 20}]->(nginx)
             CREATE (nginx)-[:TALKS_TO {bytesClientToServer: 500, bytesServerToClient: 7000, connections: 1,
-                    firstSeenNs: 30, lastSeenNs: 40}]->(pg)
+                    firstSeenNs: 30, lastSeenNs: 40, latencyP99Ms: 8.0}]->(pg)
             CREATE (pg)-[:TALKS_TO {bytesClientToServer: 10, bytesServerToClient: 20, connections: 3,
                     firstSeenNs: 50, lastSeenNs: 60}]->(web)
             CREATE (visitor)-[:TALKS_TO {bytesClientToServer: 40, bytesServerToClient: 4000, connections: 1,

@@ -52,7 +52,9 @@ import org.neo4j.harness.Neo4jBuilders;
  * 20 containers per host (4 cores, 16 GB), 3 outgoing edges per container (2 of 3 to a higher index, so mostly
  * acyclic, with requestRate, avg/p99 latencies and bytes), 5 external clients calling the first containers.
  * Each figure is the median of 5 timed runs after 2 warm-up runs (1 + 3 for placement at 1,000; one cold run
- * for placement at 10,000, only with {@code --placement-10k}).
+ * for placement at 10,000, only with {@code --placement-10k}). With Neo4j, also the load with both loaders
+ * (row per edge vs compact) and the analysis endpoints over HTTP end to end on three instances of the service
+ * (first loader; compact loader, cache off; compact loader, cache hit); {@code --rest-only} runs only that part.
  */
 public final class GraphServiceBenchmark {
 
@@ -61,9 +63,10 @@ public final class GraphServiceBenchmark {
     public static void main(String[] args) throws Exception {
         boolean neo4j = !Arrays.asList(args).contains("--no-neo4j");
         boolean placement10k = Arrays.asList(args).contains("--placement-10k");
+        boolean restOnly = Arrays.asList(args).contains("--rest-only");
         int[] sizes = {100, 1_000, 10_000};
         Map<String, Map<Integer, String>> table = new LinkedHashMap<>();
-        for (int n : sizes) {
+        for (int n : restOnly ? new int[0] : sizes) {
             ServiceGraph g = synthetic(n, 42);
             ServiceGraph pod = Aggregator.aggregate(g, Level.POD, Map.of());
             List<HostPower> hosts = hosts(n);
@@ -113,9 +116,13 @@ public final class GraphServiceBenchmark {
             sb.append(" |\n");
         });
         System.out.println(sb);
+        if (restOnly) {
+            System.exit(0); // the Spring contexts and Neo4j's threads would keep the JVM alive
+        }
         System.out.println("PRESTO simulation, seed 42:");
         System.out.print(PrestoSimulation.format(PrestoSimulation.table(42, false)));
         System.out.print(PrestoSimulation.format(PrestoSimulation.table(42, true)));
+        System.exit(0);
     }
 
     static void put(Map<String, Map<Integer, String>> table, String op, int n, String cell) {
@@ -211,6 +218,100 @@ public final class GraphServiceBenchmark {
         return new PlacementProblem(w, nodes, t, null);
     }
 
+    /** The REST calls timed end to end (HTTP GET → whole JSON body received), as the page makes them. */
+    static final String[][] REST = {
+            {"operational analysis (pod)", "/api/v1/analysis/operational"},
+            {"critical path widest p99 (pod)", "/api/v1/analysis/critical-path?mode=widest&percentile=p99"},
+            {"critical path longest p99 (pod)", "/api/v1/analysis/critical-path?mode=longest&percentile=p99"},
+            {"host x host projection", "/api/v1/projections/host"},
+            {"process-type projection", "/api/v1/projections/process-type"},
+            {"service graph (pod)", "/api/v1/service-graph?level=pod"}};
+
+    /**
+     * The service on a random port over the benchmark's Neo4j: {@code rowPerEdge} swaps in the first loader
+     * (ServiceGraphLoader#loadRowPerEdge) as the primary bean, {@code cacheTtl} is wattgraph.graph.cache-ttl.
+     */
+    static final class App {
+        final String name;
+        final org.springframework.context.ConfigurableApplicationContext context;
+        final java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        final String base;
+
+        App(String name, String boltUri, boolean rowPerEdge, String cacheTtl) {
+            this.name = name;
+            org.springframework.boot.builder.SpringApplicationBuilder b =
+                    new org.springframework.boot.builder.SpringApplicationBuilder(GraphServiceApplication.class)
+                            .properties("spring.main.banner-mode=off");
+            if (rowPerEdge) {
+                b.initializers(ctx -> ((org.springframework.context.support.GenericApplicationContext) ctx)
+                        .registerBean("rowPerEdgeLoader", ServiceGraphLoader.class,
+                                () -> new ServiceGraphLoader(ctx.getBean(Neo4jReader.class)) {
+                                    @Override
+                                    public Loaded load(GraphFilter filter) {
+                                        return loadRowPerEdge(filter);
+                                    }
+                                }, bd -> bd.setPrimary(true)));
+            }
+            // Command-line arguments: they win over application.properties (server.port=8080).
+            context = b.run("--server.port=0", "--wattgraph.neo4j.uri=" + boltUri,
+                    "--wattgraph.graph.cache-ttl=" + cacheTtl, "--logging.level.root=WARN");
+            base = "http://127.0.0.1:" + context.getEnvironment().getProperty("local.server.port");
+        }
+
+        void invalidate() {
+            context.getBean(ServiceGraphService.class).invalidate();
+        }
+
+        String get(String path) {
+            try {
+                java.net.http.HttpResponse<String> r = http.send(java.net.http.HttpRequest.newBuilder(
+                        java.net.URI.create(base + path)).GET().build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+                if (r.statusCode() != 200) {
+                    throw new IllegalStateException(path + ": " + r.statusCode() + " " + r.body());
+                }
+                return r.body();
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    /**
+     * Where the load's time goes at one size: each query alone, in its own read transaction, records listed (and
+     * for the edges, the Neo4j-side cost alone with {@code count(*)}, and the driver's default fetch size).
+     */
+    static void profileQueries(Map<String, Map<Integer, String>> table, Driver driver, int n) {
+        Map<String, Object> noFilter = new HashMap<>();
+        noFilter.put("host", null);
+        noFilter.put("fromNs", null);
+        noFilter.put("toNs", null);
+        org.neo4j.driver.SessionConfig all = org.neo4j.driver.SessionConfig.builder().withFetchSize(-1).build();
+        org.neo4j.driver.SessionConfig paged = org.neo4j.driver.SessionConfig.defaultConfig();
+        String edgesCount = ServiceGraphLoader.EDGES_COMPACT.substring(0,
+                ServiceGraphLoader.EDGES_COMPACT.indexOf("RETURN")) + "RETURN count(*)";
+        Object[][] queries = {
+                {"profile: edges, count(*) only (Neo4j side)", edgesCount, all},
+                {"profile: edges, compact rows, fetch all", ServiceGraphLoader.EDGES_COMPACT, all},
+                {"profile: edges, compact rows, fetch 1000/batch", ServiceGraphLoader.EDGES_COMPACT, paged},
+                {"profile: edges, whole nodes per row (before), fetch all", ServiceGraphLoader.EDGES, all},
+                {"profile: edges, whole nodes per row (before), fetch 1000/batch", ServiceGraphLoader.EDGES, paged},
+                {"profile: processes, compact", ServiceGraphLoader.PROCESSES_COMPACT, all},
+                {"profile: containers, compact", ServiceGraphLoader.CONTAINERS_COMPACT, all},
+                {"profile: hosts, compact", ServiceGraphLoader.HOSTS_COMPACT, all}};
+        for (Object[] q : queries) {
+            int[] rows = new int[1];
+            String cell = time(() -> {
+                try (Session s = driver.session((org.neo4j.driver.SessionConfig) q[2])) {
+                    rows[0] = s.executeRead(tx -> tx.run((String) q[1], noFilter).list().size());
+                    return rows[0];
+                }
+            }, 2, 5);
+            put(table, (String) q[0], n, cell + " (" + rows[0] + " rows)");
+        }
+    }
+
     /** Writes each synthetic graph into an in-process Neo4j and times ServiceGraphLoader.load (all, unfiltered). */
     static void neo4jLoad(Map<String, Map<Integer, String>> table, int[] sizes) throws Exception {
         Path dir = Files.createDirectories(Path.of("target", "bench-neo4j"));
@@ -218,6 +319,9 @@ public final class GraphServiceBenchmark {
                 .withConfig(GraphDatabaseSettings.preallocate_logical_logs, false).build();
              Driver driver = GraphDatabase.driver(db.boltURI(), AuthTokens.none())) {
             ServiceGraphLoader loader = new ServiceGraphLoader(new Neo4jReader(driver, new SimpleMeterRegistry()));
+            List<App> apps = List.of(new App("before", db.boltURI().toString(), true, "0s"),
+                    new App("after", db.boltURI().toString(), false, "0s"),
+                    new App("after, cache hit", db.boltURI().toString(), false, "30s"));
             for (int n : sizes) {
                 ServiceGraph g = synthetic(n, 42);
                 try (Session s = driver.session()) {
@@ -276,17 +380,30 @@ public final class GraphServiceBenchmark {
                                    latencyP99Ms: r.p99}]->(b)
                             """, Map.of("rows", rels)).consume();
                 }
+                apps.forEach(App::invalidate);
                 int[] size = new int[2];
                 String cell = time(() -> {
-                    ServiceGraphLoader.Loaded l = loader.load(GraphFilter.NONE);
+                    ServiceGraphLoader.Loaded l = loader.loadRowPerEdge(GraphFilter.NONE);
                     size[0] = l.graph().nodes().size();
                     size[1] = l.graph().edges().size();
                     return l;
-                }, 1, 3);
-                put(table, "load from Neo4j (process level)", n, cell + " (" + size[0] + " nodes, " + size[1]
+                }, 2, 5);
+                put(table, "load from Neo4j, row per edge (before)", n, cell + " (" + size[0] + " nodes, " + size[1]
                         + " edges)");
+                put(table, "load from Neo4j, compact (after)", n, time(() -> loader.load(GraphFilter.NONE), 2, 5)
+                        + (loader.load(GraphFilter.NONE).equals(loader.loadRowPerEdge(GraphFilter.NONE))
+                        ? " (same graph)" : " (DIFFERENT GRAPH)"));
+                if (n == 10_000) {
+                    profileQueries(table, driver, n);
+                }
+                for (App app : apps) {
+                    for (String[] endpoint : REST) {
+                        put(table, "REST " + endpoint[0] + ", " + app.name, n, time(() -> app.get(endpoint[1]), 2, 5));
+                    }
+                }
                 System.err.println("neo4j done " + n);
             }
+            apps.forEach(a -> a.context.close());
         }
     }
 }

@@ -113,6 +113,20 @@ class ServiceGraphApiTest {
     }
 
     @Test
+    void answersReportTheAgeOfTheGraphTheyWereComputedFrom() {
+        for (String path : List.of("/api/v1/analysis/operational", "/api/v1/analysis/critical-path",
+                "/api/v1/projections/host", "/api/v1/service-graph")) {
+            ResponseEntity<String> r = rest.getForEntity(path, String.class);
+            assertThat(r.getStatusCode()).isEqualTo(HttpStatus.OK);
+            String age = r.getHeaders().getFirst(ServiceGraphService.AGE_HEADER);
+            assertThat(age).as(path).isNotNull().matches("[0-9]+");
+        }
+        // Not on answers that do not read the graph.
+        assertThat(rest.getForEntity("/api/v1/hosts", String.class).getHeaders()
+                .containsKey(ServiceGraphService.AGE_HEADER)).isFalse();
+    }
+
+    @Test
     void operationalAnalysisAndCriticalPath() throws Exception {
         JsonNode a = get("/api/v1/analysis/operational");
         // λ = 50 R/s from the visitor; pod web-0 (nginx): U = 0.4 / min(4 cores, 2 threads) = 0.2.
@@ -123,9 +137,11 @@ class ServiceGraphApiTest {
         assertThat(get("/api/v1/analysis/operational?arrivalRate=100").get("saturationArrivalRate").asDouble())
                 .isEqualTo(500.0);
 
+        // Edges from externals are pruned: the one internal edge with a p99 is nginx -> postgres (8 ms).
         JsonNode c = get("/api/v1/analysis/critical-path?percentile=p99&mode=longest");
-        assertThat(c.get("entryPoints").toString()).isEqualTo("[]"); // the only latency is on the visitor's edge
-        assertThat(c.get("path")).isEmpty();
+        assertThat(c.get("path").toString()).isEqualTo("[\"pod:shop/web-0\",\"host-b/300/3000\"]");
+        assertThat(c.get("totalLatencyMs").asDouble()).isEqualTo(8.0);
+        assertThat(get("/api/v1/analysis/critical-path?percentile=p50").get("path")).isEmpty(); // no p50 anywhere
     }
 
     @Test

@@ -26,7 +26,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * The service-map page (src/main/resources/static) rendered by headless Chromium against the app on a random
  * port over the shared harness Neo4j ({@link GraphFixture}). Needs Debian's {@code chromium} at
  * {@code /usr/bin/chromium}: skipped when it is absent, except under {@code CI=true} where that is a failure.
- * The screenshot is kept under {@code target/screenshots/}.
+ * The screenshot is kept under {@code target/screenshots/}. With the budget loop on: {@link ServiceMapBudgetLoopBrowserTest}.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class ServiceMapBrowserTest {
@@ -40,6 +40,11 @@ class ServiceMapBrowserTest {
 
     @BeforeAll
     static void requireChromium() {
+        requireChromiumOrSkip();
+    }
+
+    /** Skips the calling test class without Chromium, or fails it under {@code CI=true}. */
+    static void requireChromiumOrSkip() {
         if (!Files.isExecutable(CHROMIUM)) {
             if ("true".equalsIgnoreCase(System.getenv("CI"))) {
                 fail(CHROMIUM + " is missing: the browser test needs Debian's 'chromium' package "
@@ -97,9 +102,22 @@ class ServiceMapBrowserTest {
         // The panels ran (?run=placement,power): a power budget table for the fixture's hosts.
         assertThat(dom).contains("id=\"powerBudgets\"");
         assertThat(dom).contains("data-panels=\"done\"");
+        // The critical path (widest over p99: nginx -> postgres, the one internal edge with a p99) is highlighted
+        // on the map, that edge only, and listed.
+        assertThat(dom).contains("class=\"edge critical\" data-edge-source=\"host-a/100/1000\" "
+                + "data-edge-target=\"host-b/300/3000\" data-bytes=\"7500\" data-latency-ms=\"8\"");
+        assertThat(count(dom, "class=\"edge critical\"")).isEqualTo(1);
+        assertThat(dom).contains("class=\"node critical\" data-node-id=\"host-a/100/1000\"")
+                .contains("class=\"node critical\" data-node-id=\"host-b/300/3000\"");
+        assertThat(count(dom, "class=\"node critical\"")).isEqualTo(2);
+        assertThat(dom).contains("<li data-path-node=\"host-a/100/1000\">")
+                .contains("<li data-path-node=\"host-b/300/3000\">");
+        // The published-budgets panel says the loop is off (the default), with no budget table.
+        assertThat(dom).contains("id=\"budgetLoopOff\"").contains("The budget loop is off")
+                .doesNotContain("id=\"loopBudgets\"");
     }
 
-    private static int count(String s, String needle) {
+    static int count(String s, String needle) {
         int n = 0;
         for (int i = s.indexOf(needle); i >= 0; i = s.indexOf(needle, i + 1)) {
             n++;
@@ -108,7 +126,7 @@ class ServiceMapBrowserTest {
     }
 
     /** Runs headless Chromium with a fresh profile and returns its standard output. */
-    private static String chromium(List<String> args) throws IOException, InterruptedException {
+    static String chromium(List<String> args) throws IOException, InterruptedException {
         Path profile = Files.createTempDirectory("chromium-profile");
         List<String> cmd = new ArrayList<>(List.of(CHROMIUM.toString(), "--headless", "--no-sandbox", "--disable-gpu",
                 "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",

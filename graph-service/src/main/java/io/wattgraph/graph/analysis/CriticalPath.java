@@ -73,7 +73,10 @@ public record CriticalPath(String mode, String percentile, List<String> entryPoi
     }
 
     private static CriticalPath widest(Graph<String, DefaultWeightedEdge> g, List<String> entries, String p) {
-        List<String> best = List.of();
+        String bestEntry = null;
+        String bestEnd = null;
+        Map<String, String> bestParent = Map.of();
+        int bestSize = 0;
         double bestWidth = -1;
         double bestTotal = -1;
         for (String entry : entries) {
@@ -84,10 +87,22 @@ public record CriticalPath(String mode, String percentile, List<String> entryPoi
                     new PriorityQueue<>((a, b) -> Double.compare(b.getValue(), a.getValue()));
             queue.add(Map.entry(entry, Double.POSITIVE_INFINITY));
             Set<String> done = new java.util.HashSet<>();
+            // Total latency and hops from the entry along the final parent tree: a node is finalised after its
+            // parent, so one pass in finalisation order computes them (instead of walking back every path).
+            Map<String, Double> totals = new HashMap<>();
+            Map<String, Integer> hops = new HashMap<>();
             while (!queue.isEmpty()) {
                 String u = queue.poll().getKey();
                 if (!done.add(u)) {
                     continue;
+                }
+                String pu = parent.get(u);
+                if (pu == null) {
+                    totals.put(u, 0.0);
+                    hops.put(u, 0);
+                } else {
+                    totals.put(u, totals.get(pu) + g.getEdgeWeight(g.getEdge(pu, u)));
+                    hops.put(u, hops.get(pu) + 1);
                 }
                 for (DefaultWeightedEdge e : g.outgoingEdgesOf(u)) {
                     String v = g.getEdgeTarget(e);
@@ -103,17 +118,21 @@ public record CriticalPath(String mode, String percentile, List<String> entryPoi
                 if (v.equals(entry)) {
                     continue;
                 }
-                List<String> path = walkBack(parent, entry, v);
-                double total = total(g, path);
+                double total = totals.get(v);
+                int size = hops.get(v) + 1;
                 double w = width.get(v);
                 if (w > bestWidth || (w == bestWidth && (total > bestTotal
-                        || (total == bestTotal && path.size() > best.size())))) {
-                    best = path;
+                        || (total == bestTotal && size > bestSize)))) {
+                    bestEntry = entry;
+                    bestEnd = v;
+                    bestParent = parent;
+                    bestSize = size;
                     bestWidth = w;
                     bestTotal = total;
                 }
             }
         }
+        List<String> best = bestEnd == null ? List.of() : walkBack(bestParent, bestEntry, bestEnd);
         return result("widest", p, entries, g, best, null);
     }
 

@@ -1,0 +1,82 @@
+package io.wattgraph.graph.power;
+
+import java.time.Duration;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * The periodic budget publisher ({@code wattgraph.power.budgets.*}, off by default).
+ *
+ * @param enabled start the loop (needs Kafka at {@code bootstrapServers})
+ * @param period how often budgets are recomputed and published; a budget is valid for 3 periods
+ * @param policy hyppo or presto
+ * @param slaMs PRESTO's latency target L̄, ms (required for presto)
+ * @param entryPoint PRESTO's entry pod (default: the pod receiving most external requests)
+ * @param level PRESTO's aggregation level (default pod)
+ * @param namespace only this namespace's part of the graph (default: all)
+ * @param proportionalWattsPerCore HyPPO's P, W per core (default 10)
+ * @param defaultMinWatts lower bound of a host found in the graph without its own entry in {@code hosts}
+ * @param defaultMaxWatts upper bound likewise; without both defaults only the hosts listed are budgeted
+ * @param hosts per-host bounds (and optional idle power), keyed by host id:
+ *     {@code wattgraph.power.budgets.hosts[host-a].min-watts=40}
+ * @param bootstrapServers Kafka bootstrap servers
+ * @param topic the compacted topic the budgets go to (created when absent)
+ * @param partitions partitions when the topic is created
+ * @param replicationFactor replication factor when the topic is created
+ * @param kafkaTimeout bound on every Kafka wait (metadata, request, topic creation); delivery gives up after
+ *     twice this, so a cycle never waits for Kafka much longer than that
+ * @param producer extra Kafka producer properties (e.g. security settings), passed through as given
+ */
+@ConfigurationProperties("wattgraph.power.budgets")
+public record BudgetPublisherProperties(
+        @DefaultValue("false") boolean enabled,
+        @DefaultValue("30s") Duration period,
+        @DefaultValue("hyppo") String policy,
+        Double slaMs,
+        String entryPoint,
+        String level,
+        String namespace,
+        Double proportionalWattsPerCore,
+        Double defaultMinWatts,
+        Double defaultMaxWatts,
+        @DefaultValue Map<String, HostBounds> hosts,
+        @DefaultValue("127.0.0.1:9092") String bootstrapServers,
+        @DefaultValue("wattgraph.power-budgets") String topic,
+        @DefaultValue("1") int partitions,
+        @DefaultValue("1") short replicationFactor,
+        @DefaultValue("5s") Duration kafkaTimeout,
+        @DefaultValue Map<String, String> producer) {
+
+    /** A host's bounds, W; {@code idleWatts} overrides HyPPO's idle term derived from the graph. */
+    public record HostBounds(double minWatts, double maxWatts, Double idleWatts) {
+    }
+
+    /** Checks the configuration once at start; a wrong value fails start-up rather than every cycle. */
+    public void validate() {
+        if (period.isNegative() || period.isZero()) {
+            throw new IllegalStateException("wattgraph.power.budgets.period must be positive");
+        }
+        if (!policy.equals("hyppo") && !policy.equals("presto")) {
+            throw new IllegalStateException("wattgraph.power.budgets.policy must be hyppo or presto, not " + policy);
+        }
+        if (policy.equals("presto") && (slaMs == null || !(slaMs > 0))) {
+            throw new IllegalStateException("wattgraph.power.budgets.sla-ms must be a positive latency for presto");
+        }
+        if ((defaultMinWatts == null) != (defaultMaxWatts == null)) {
+            throw new IllegalStateException("set both wattgraph.power.budgets.default-min-watts and default-max-watts");
+        }
+        if (defaultMinWatts != null && !(defaultMinWatts >= 0 && defaultMaxWatts >= defaultMinWatts)) {
+            throw new IllegalStateException("wattgraph.power.budgets: 0 <= default-min-watts <= default-max-watts");
+        }
+        hosts.forEach((id, b) -> {
+            if (!(b.minWatts() >= 0 && b.maxWatts() >= b.minWatts())) {
+                throw new IllegalStateException("wattgraph.power.budgets.hosts[" + id + "]: 0 <= min-watts <= max-watts");
+            }
+        });
+        if (hosts.isEmpty() && defaultMinWatts == null) {
+            throw new IllegalStateException("wattgraph.power.budgets: configure hosts[<id>].min-watts/max-watts "
+                    + "or default-min-watts/default-max-watts, else no host can be budgeted");
+        }
+    }
+}

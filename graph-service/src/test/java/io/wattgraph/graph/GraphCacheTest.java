@@ -1,0 +1,81 @@
+package io.wattgraph.graph;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.wattgraph.graph.model.GraphFilter;
+import io.wattgraph.graph.model.ServiceGraph;
+import io.wattgraph.graph.model.ServiceGraphLoader;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import org.junit.jupiter.api.Test;
+
+/** The graph cache on a hand-driven clock: freshness bound, per-filter keys, failures not kept, off at 0. */
+class GraphCacheTest {
+
+    private final AtomicLong clock = new AtomicLong(1_000_000_000L);
+    private final AtomicInteger reads = new AtomicInteger();
+    private final Function<GraphFilter, ServiceGraphLoader.Loaded> load = f -> {
+        reads.incrementAndGet();
+        return new ServiceGraphLoader.Loaded(new ServiceGraph(List.of(), List.of()), Map.of());
+    };
+
+    @Test
+    void servesTheSameReadUntilTheTtlHasPassedSinceTheReadStarted() {
+        GraphCache cache = new GraphCache(Duration.ofSeconds(2), clock::get);
+        GraphCache.Hit first = cache.get(GraphFilter.NONE, load);
+        assertThat(first.readStartNs()).isEqualTo(1_000_000_000L);
+        clock.addAndGet(Duration.ofMillis(1999).toNanos());
+        GraphCache.Hit second = cache.get(GraphFilter.NONE, load);
+        assertThat(second.loaded()).isSameAs(first.loaded());
+        assertThat(reads).hasValue(1);
+        clock.addAndGet(Duration.ofMillis(1).toNanos()); // exactly 2 s old: stale
+        GraphCache.Hit third = cache.get(GraphFilter.NONE, load);
+        assertThat(third.loaded()).isNotSameAs(first.loaded());
+        assertThat(third.readStartNs()).isEqualTo(3_000_000_000L);
+        assertThat(reads).hasValue(2);
+    }
+
+    @Test
+    void keysByFilterAndEvictsExpiredEntries() {
+        GraphCache cache = new GraphCache(Duration.ofSeconds(2), clock::get);
+        cache.get(GraphFilter.NONE, load);
+        cache.get(new GraphFilter("host-a", null, null, null), load);
+        cache.get(new GraphFilter("host-a", null, null, null), load);
+        assertThat(reads).hasValue(2);
+        assertThat(cache.size()).isEqualTo(2);
+        clock.addAndGet(Duration.ofSeconds(5).toNanos());
+        cache.get(new GraphFilter(null, "shop", null, null), load); // a new read evicts the two expired ones
+        assertThat(cache.size()).isEqualTo(1);
+        cache.invalidate();
+        cache.get(new GraphFilter(null, "shop", null, null), load);
+        assertThat(reads).hasValue(4);
+    }
+
+    @Test
+    void aFailedReadIsNotKept() {
+        GraphCache cache = new GraphCache(Duration.ofSeconds(2), clock::get);
+        assertThatThrownBy(() -> cache.get(GraphFilter.NONE, f -> {
+            throw new IllegalStateException("neo4j down");
+        })).isInstanceOf(IllegalStateException.class).hasMessage("neo4j down");
+        assertThat(cache.size()).isZero();
+        cache.get(GraphFilter.NONE, load);
+        assertThat(reads).hasValue(1);
+    }
+
+    @Test
+    void zeroTtlReadsEveryTime() {
+        GraphCache cache = new GraphCache(Duration.ZERO, clock::get);
+        assertThat(cache.enabled()).isFalse();
+        cache.get(GraphFilter.NONE, load);
+        cache.get(GraphFilter.NONE, load);
+        assertThat(reads).hasValue(2);
+        assertThat(cache.size()).isZero();
+        assertThatThrownBy(() -> new GraphCache(Duration.ofSeconds(-1), clock::get))
+                .isInstanceOf(IllegalArgumentException.class);
+    }
+}

@@ -1,0 +1,86 @@
+package io.wattgraph.graph;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.wattgraph.graph.model.GraphFilter;
+import io.wattgraph.graph.model.ServiceEdge;
+import io.wattgraph.graph.model.ServiceGraphLoader;
+import io.wattgraph.graph.model.ServiceNode;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.neo4j.driver.AuthTokens;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.GraphDatabase;
+
+/**
+ * The compact loader ({@link ServiceGraphLoader#load}: projected columns, one transaction) against the first,
+ * row-per-edge one ({@link ServiceGraphLoader#loadRowPerEdge}) on the shared harness Neo4j ({@link GraphFixture}):
+ * the same graph and group metrics for every kind of filter, and the fixture's values where they are known.
+ */
+class ServiceGraphLoaderTest {
+
+    private static Driver driver;
+    private static ServiceGraphLoader loader;
+    private static SimpleMeterRegistry registry;
+
+    @BeforeAll
+    static void connect() {
+        driver = GraphDatabase.driver(TestNeo4j.boltUri(), AuthTokens.none());
+        registry = new SimpleMeterRegistry();
+        loader = new ServiceGraphLoader(new Neo4jReader(driver, registry));
+    }
+
+    @AfterAll
+    static void close() {
+        driver.close();
+    }
+
+    @Test
+    void compactLoadEqualsRowPerEdgeLoadForEveryFilter() {
+        for (GraphFilter f : List.of(GraphFilter.NONE, new GraphFilter("host-a", null, null, null),
+                new GraphFilter("host-b", null, null, null), new GraphFilter(null, "shop", null, null),
+                new GraphFilter(null, null, 35L, 55L), new GraphFilter(null, null, null, 15L),
+                new GraphFilter("host-b", "shop", 0L, 100L), new GraphFilter("no-such-host", null, null, null))) {
+            ServiceGraphLoader.Loaded compact = loader.load(f);
+            ServiceGraphLoader.Loaded rowPerEdge = loader.loadRowPerEdge(f);
+            assertThat(compact.graph()).as(f.toString()).isEqualTo(rowPerEdge.graph());
+            assertThat(compact.groupMetrics()).as(f.toString()).isEqualTo(rowPerEdge.groupMetrics());
+        }
+        assertThat(loader.load(new GraphFilter("no-such-host", null, null, null)).graph().edges()).isEmpty();
+    }
+
+    @Test
+    void compactLoadReadsTheFixture() {
+        ServiceGraphLoader.Loaded l = loader.load(GraphFilter.NONE);
+        Map<String, ServiceNode> nodes = l.graph().nodesById();
+        assertThat(nodes.keySet()).containsExactly("198.51.100.9", "203.0.113.7:443", "host-a/100/1000",
+                "host-a/200/2000", "host-b/300/3000");
+        ServiceNode nginx = nodes.get("host-a/100/1000");
+        assertThat(nginx.kind()).isEqualTo("process");
+        assertThat(nginx.processType()).isEqualTo("nginx");
+        assertThat(nginx.pod()).isEqualTo("web-0");
+        assertThat(nginx.namespace()).isEqualTo("shop");
+        assertThat(nginx.service()).isEqualTo("web");
+        assertThat(nginx.cores()).isEqualTo(4.0);
+        assertThat(nginx.metrics().cpuUsage()).isEqualTo(0.4);
+        assertThat(nginx.metrics().threads()).isEqualTo(2.0);
+        assertThat(nginx.metrics().powerW()).isEqualTo(3.5);
+        assertThat(nodes.get("host-a/200/2000").metrics().cpuUsage()).isNull(); // 'high': wrong type, absent
+        assertThat(nodes.get("198.51.100.9").external()).isTrue();
+        assertThat(nodes.get("203.0.113.7:443").external()).isTrue();
+        ServiceEdge visitor = l.graph().edges().get(0);
+        assertThat(visitor.source()).isEqualTo("198.51.100.9");
+        assertThat(visitor.bytes()).isEqualTo(4040);
+        assertThat(visitor.requestRate()).isEqualTo(50.0);
+        assertThat(visitor.latencyP99Ms()).isEqualTo(20.0);
+        assertThat(visitor.firstSeenNs()).isEqualTo(70L);
+        assertThat(l.groupMetrics().get("container:ctr-1").cpuUsage()).isEqualTo(0.5);
+        assertThat(l.groupMetrics()).containsKeys("host:host-a", "host:host-b");
+        // One timed transaction for the whole graph.
+        assertThat(registry.get(Neo4jReader.TIMER_NAME).tag("query", "service_graph").timer().count()).isPositive();
+    }
+}
