@@ -7,7 +7,7 @@ mkdir -p "$ROOT/target"
 export WATTGRAPH_RUN_DIR=$(mktemp -d "$ROOT/target/run-smoke.XXXXXX")
 export WATTGRAPH_KAFKA_PORT=19092 WATTGRAPH_KAFKA_CONTROLLER_PORT=19093 WATTGRAPH_BOLT_PORT=17687
 export WATTGRAPH_SERVICE_PORT=18080 WATTGRAPH_FLINK_PORT=18081 WATTGRAPH_HOST_ID=smoke-host
-export WATTGRAPH_AGENT_METRICS_PORT=19400
+export WATTGRAPH_AGENT_METRICS_PORT=19400 WATTGRAPH_POWER_PERIOD=3s
 LOG=$WATTGRAPH_RUN_DIR/run.log
 API=http://127.0.0.1:$WATTGRAPH_SERVICE_PORT
 
@@ -50,6 +50,22 @@ echo "run-smoke: edge visible in the REST graph ${delay_ms} ms after the exchang
 echo "run-smoke: (health body was ${#BODY} bytes)"
 metrics=$(curl -fsS "http://127.0.0.1:$WATTGRAPH_AGENT_METRICS_PORT/metrics") || fail "agent metrics endpoint did not answer"
 grep -q '^wattgraph_agent' <<<"$metrics" || fail "agent metrics have no wattgraph_agent series"
+
+# The power-budget loop: graph-service publishes this host's budget to Kafka, the agent (dry-run)
+# receives it; both say so.
+budget=""
+until [ -n "$budget" ]; do
+  budget=$(curl -fsS "$API/api/v1/power/budgets/current" | jq -c '[.budgets[]? | select(.hostId == "smoke-host")] | first // empty') || true
+  [ -n "$budget" ] && break
+  [ $(( ($(date +%s%N) - sent_at) / 1000000000 )) -lt 120 ] || fail "no published power budget for smoke-host"
+  sleep 1
+done
+echo "run-smoke: graph-service published a budget: $budget"
+until curl -fsS "http://127.0.0.1:$WATTGRAPH_AGENT_METRICS_PORT/metrics" | grep -Eq '^wattgraph_agent_power_budget_sequence [1-9]'; do
+  [ $(( ($(date +%s%N) - sent_at) / 1000000000 )) -lt 180 ] || fail "the agent never took a power budget (wattgraph_agent_power_budget_sequence)"
+  sleep 1
+done
+echo "run-smoke: the agent took the budget: $(curl -fsS "http://127.0.0.1:$WATTGRAPH_AGENT_METRICS_PORT/metrics" | grep -E '^wattgraph_agent_power_budget_(sequence|watts) ' | tr '\n' ' ')"
 
 kill -TERM $RUN_PID
 wait $RUN_PID || true
