@@ -62,6 +62,15 @@ public final class KafkaBroker implements AutoCloseable {
     props.put("group.initial.rebalance.delay.ms", "0");
     props.put("num.partitions", "2");
     props.put("auto.create.topics.enable", "true");
+    // No retention by time. Time-based retention uses the records' own timestamps, and the
+    // stream jobs stamp their results with the window end, the agents' event time. Tests (and
+    // replays of old agent data) use event times years in the past: with the default 7 days, the
+    // broker's first retention check (30 s after start, then every 5 min) deleted every closed
+    // segment (e.g. a committed transaction's WindowMetrics, closed by its commit marker, whose
+    // timestamp is the present) as soon as it was written. A size limit keeps a long-running local
+    // stack bounded instead.
+    props.put("log.retention.ms", "-1");
+    props.put("log.retention.bytes", Long.toString(1L << 30));
     KafkaConfig config = KafkaConfig.fromProps(props, false);
 
     Formatter formatter = new Formatter()
