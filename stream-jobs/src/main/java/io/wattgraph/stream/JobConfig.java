@@ -19,13 +19,15 @@ public class JobConfig implements Serializable {
       "                       [--closed-retention-ms 2*horizon] [--idle-timeout-ms 3600000]",
       "                       [--resources-topic wattgraph.resources] [--metrics-topic wattgraph.metrics]",
       "                       [--window-ms 10000] [--allowed-lateness-ms 30000]",
-      "                       [--max-out-of-orderness-ms 5000] [--idleness-ms 15000]");
+      "                       [--max-out-of-orderness-ms 5000] [--idleness-ms 15000]",
+      "                       [--transactions-topic wattgraph.transactions]",
+      "                       [--edge-metrics-topic wattgraph.edge-metrics]");
 
   private static final List<String> FLAGS = List.of("--kafka-brokers", "--topic", "--group-id", "--neo4j-uri",
       "--neo4j-user", "--neo4j-password", "--pairing-horizon-ms", "--checkpoint-interval-ms",
       "--checkpoint-dir", "--parallelism", "--dlq-topic", "--service-mappings-topic", "--closed-retention-ms",
       "--idle-timeout-ms", "--resources-topic", "--metrics-topic", "--window-ms", "--allowed-lateness-ms",
-      "--max-out-of-orderness-ms", "--idleness-ms");
+      "--max-out-of-orderness-ms", "--idleness-ms", "--transactions-topic", "--edge-metrics-topic");
 
   public String kafkaBrokers;
   public String topic = "wattgraph.connections";
@@ -51,6 +53,10 @@ public class JobConfig implements Serializable {
   public String resourcesTopic = "wattgraph.resources";
   /** Window results (WindowMetrics), written transactionally. */
   public String metricsTopic = "wattgraph.metrics";
+  /** Agents' TransactionStats (keyed by connection). */
+  public String transactionsTopic = "wattgraph.transactions";
+  /** Edge window results (EdgeMetrics), written transactionally. */
+  public String edgeMetricsTopic = "wattgraph.edge-metrics";
   /** Size of the event-time tumbling windows. */
   public long windowMs = 10_000;
   /** A sample this late (after its window's end, by the watermark) still updates the window's result. */
@@ -112,14 +118,17 @@ public class JobConfig implements Serializable {
     c.idleTimeoutMs = positive(flags, "--idle-timeout-ms", c.idleTimeoutMs);
     c.resourcesTopic = text(flags, "--resources-topic", c.resourcesTopic);
     c.metricsTopic = text(flags, "--metrics-topic", c.metricsTopic);
+    c.transactionsTopic = text(flags, "--transactions-topic", c.transactionsTopic);
+    c.edgeMetricsTopic = text(flags, "--edge-metrics-topic", c.edgeMetricsTopic);
     c.windowMs = positive(flags, "--window-ms", c.windowMs);
     c.allowedLatenessMs = nonNegative(flags, "--allowed-lateness-ms", c.allowedLatenessMs);
     c.maxOutOfOrdernessMs = nonNegative(flags, "--max-out-of-orderness-ms", c.maxOutOfOrdernessMs);
     c.idlenessMs = positive(flags, "--idleness-ms", c.idlenessMs);
-    for (String[] same : new String[][] {{"--resources-topic", c.resourcesTopic}, {"--metrics-topic", c.metricsTopic},
-        {"--dlq-topic", c.dlqTopic}, {"--topic", c.topic}}) {
-      for (String[] other : new String[][] {{"--resources-topic", c.resourcesTopic}, {"--metrics-topic", c.metricsTopic},
-          {"--dlq-topic", c.dlqTopic}, {"--topic", c.topic}}) {
+    String[][] topics = {{"--resources-topic", c.resourcesTopic}, {"--metrics-topic", c.metricsTopic},
+        {"--dlq-topic", c.dlqTopic}, {"--topic", c.topic}, {"--transactions-topic", c.transactionsTopic},
+        {"--edge-metrics-topic", c.edgeMetricsTopic}};
+    for (String[] same : topics) {
+      for (String[] other : topics) {
         if (!same[0].equals(other[0]) && same[1].equals(other[1])) {
           throw new IllegalArgumentException(same[0] + " and " + other[0] + " must name different topics, both are '"
               + same[1] + "'");

@@ -1,6 +1,7 @@
 package io.wattgraph.stream;
 
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.flink.api.common.functions.FilterFunction;
 import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.connector.sink2.SinkWriter;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
@@ -10,25 +11,47 @@ import org.slf4j.LoggerFactory;
 
 /**
  * End of the windows' late side output: window inputs that arrived after their window's end plus
- * the allowed lateness. They are counted (metric {@code lateSamplesDropped}; POD inputs, which
- * duplicate a GROUP input, are not counted) and logged, not written anywhere.
+ * the allowed lateness. They are counted (metric {@code lateSamplesDropped}) and logged, not written
+ * anywhere. Each dropped source record is counted once: {@link #windowInputs()} skips POD inputs
+ * (they duplicate a GROUP input) and a TransactionStats record's GROUP/POD/HOST inputs (they
+ * duplicate its PROCESS input); {@link #edgeInputs()} counts every edge input (one per record).
  */
-public class LateSampleCounter implements Sink<MetricInput> {
+public class LateSampleCounter<T> implements Sink<T> {
   private static final long serialVersionUID = 1L;
   private static final Logger LOG = LoggerFactory.getLogger(LateSampleCounter.class);
   /** Over every subtask of this JVM (tests read it). */
   static final AtomicLong DROPPED = new AtomicLong();
 
+  private final FilterFunction<T> counted;
+
+  private LateSampleCounter(FilterFunction<T> counted) {
+    this.counted = counted;
+  }
+
+  static LateSampleCounter<MetricInput> windowInputs() {
+    return new LateSampleCounter<>(in -> in.transaction == null
+        ? !MetricInput.POD.equals(in.level)
+        : MetricInput.PROCESS.equals(in.level));
+  }
+
+  static LateSampleCounter<EdgeInput> edgeInputs() {
+    return new LateSampleCounter<>(in -> true);
+  }
+
   @Override
-  public SinkWriter<MetricInput> createWriter(WriterInitContext context) {
+  public SinkWriter<T> createWriter(WriterInitContext context) {
     Counter counter = context.metricGroup().counter("lateSamplesDropped");
     return new SinkWriter<>() {
       private long logged;
 
       @Override
-      public void write(MetricInput in, Context ctx) {
-        if (MetricInput.POD.equals(in.level)) {
-          return;
+      public void write(T in, Context ctx) throws java.io.IOException {
+        try {
+          if (!counted.filter(in)) {
+            return;
+          }
+        } catch (Exception e) {
+          throw new java.io.IOException(e);
         }
         counter.inc();
         DROPPED.incrementAndGet();

@@ -2,7 +2,9 @@ package io.wattgraph.stream;
 
 /**
  * One sample as input of one window key: a PROCESS record feeds its process, a GROUP record its
- * group and (with a pod UID) its pod, a HOST record its host.
+ * group and (with a pod UID) its pod, a HOST record its host. Or one TransactionStats record
+ * ({@link #transaction} set, the resource fields zero) as input of its process, its group and pod
+ * (when {@link ProcessGroups} knows them) and its host.
  */
 public class MetricInput {
   public static final String PROCESS = "PROCESS";
@@ -26,6 +28,8 @@ public class MetricInput {
   public boolean measured;
   public int threads;
   public int processes;
+  /** Set for a TransactionStats input (then no ResourceSample fields count); null for a sample. */
+  public Transaction transaction;
 
   public MetricInput() {}
 
@@ -40,7 +44,9 @@ public class MetricInput {
     m.hostId = s.hostId;
     m.entityId = entityId;
     m.groupId = level.equals(PROCESS) || level.equals(GROUP) ? s.groupId : null;
-    m.podUid = level.equals(GROUP) || level.equals(POD) ? s.podUid : null;
+    // PROCESS inputs carry their pod too: ProcessGroups learns the process's pod from them (the
+    // PROCESS result does not show it, see MetricsWindowFunction).
+    m.podUid = level.equals(HOST) ? null : s.podUid;
     m.comm = level.equals(PROCESS) ? s.comm : null;
     m.intervalEndNs = s.intervalEndNs;
     m.intervalNs = s.intervalNs();
@@ -53,8 +59,24 @@ public class MetricInput {
     return m;
   }
 
+  /** A TransactionStats record as input of one window key (group and pod as far as known). */
+  static MetricInput ofTransaction(Transaction t, String level, String entityId, String groupId, String podUid) {
+    MetricInput m = new MetricInput();
+    m.level = level;
+    m.hostId = t.hostId;
+    m.entityId = entityId;
+    m.groupId = level.equals(PROCESS) || level.equals(GROUP) ? groupId : null;
+    m.podUid = level.equals(GROUP) || level.equals(POD) ? podUid : null;
+    m.comm = level.equals(PROCESS) ? t.comm : null;
+    m.intervalEndNs = t.intervalEndNs;
+    m.intervalNs = t.intervalEndNs - t.intervalStartNs;
+    m.transaction = t;
+    return m;
+  }
+
   @Override
   public String toString() {
-    return "MetricInput{" + key() + " @" + intervalEndNs + " cpu=" + cpuTimeNs + " e=" + energyJoules + "}";
+    return "MetricInput{" + key() + " @" + intervalEndNs
+        + (transaction != null ? " " + transaction : " cpu=" + cpuTimeNs + " e=" + energyJoules) + "}";
   }
 }

@@ -27,6 +27,8 @@ public class MetricsAccumulator {
   public long[] intervalEnds = new long[0];
   public int[] threadsPerInterval = new int[0];
   public int[] processesPerInterval = new int[0];
+  /** The window's TransactionStats (records = 0: none). */
+  public TransactionTotals tx = new TransactionTotals();
 
   public MetricsAccumulator() {}
 
@@ -35,6 +37,15 @@ public class MetricsAccumulator {
       level = in.level;
       hostId = in.hostId;
       entityId = in.entityId;
+    }
+    if (in.transaction != null) {
+      // Identity comes from the ResourceSamples (latest wins); a transaction only fills a gap.
+      groupId = groupId != null ? groupId : in.groupId;
+      podUid = podUid != null ? podUid : in.podUid;
+      comm = comm != null ? comm : in.comm;
+      Transaction t = in.transaction;
+      tx.add(t.isClient(), t.transactions, t.requestBytes, t.responseBytes, t.subBucketBits, t.buckets, t.counts);
+      return;
     }
     if (in.intervalEndNs >= latestIntervalEndNs) {
       latestIntervalEndNs = in.intervalEndNs;
@@ -72,9 +83,10 @@ public class MetricsAccumulator {
   }
 
   void merge(MetricsAccumulator o) {
-    if (o.samples == 0) {
+    if (o.samples == 0 && o.tx.records == 0) {
       return;
     }
+    tx.merge(o.tx);
     if (level == null) {
       level = o.level;
       hostId = o.hostId;

@@ -21,6 +21,9 @@ import org.neo4j.driver.TransactionContext;
  *   {@code RUNS_ON} host, as GraphWriter does); the host group ("host") has no node.</li>
  *   <li>HOST rows onto {@code Host {id}} (MERGE).</li>
  * </ul>
+ * Since WindowMetrics v2 the same row also carries the window's TransactionStats figures (served
+ * request rate, latency percentiles) and the operational analysis (utilization, service demand,
+ * saturation rate); null values remove the property (the latest window had none).
  * Idempotent and monotonic: a row is applied only if its (windowEndNs, revision) is not older than
  * the node's ({@code metricsWindowEndNs}, {@code metricsRevision}), compared in the Cypher, so a
  * replay or a stale batch never overwrites a newer window.
@@ -35,7 +38,15 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
   private static final String COMMON = """
       SET n.cpuUsage = r.cpuUsage, n.powerW = r.powerW, n.energyJ = r.energyJ, n.powerSource = r.powerSource,
           n.threads = r.threads, n.metricsWindowStartNs = r.windowStartNs, n.metricsWindowEndNs = r.windowEndNs,
-          n.metricsRevision = r.revision
+          n.metricsRevision = r.revision,
+          n.requestRate = r.requestRate, n.clientRequestRate = r.clientRequestRate,
+          n.serverTimeMeanNs = r.serverTimeMeanNs, n.serverTimeP50Ns = r.serverTimeP50Ns,
+          n.serverTimeP75Ns = r.serverTimeP75Ns, n.serverTimeP90Ns = r.serverTimeP90Ns,
+          n.serverTimeP99Ns = r.serverTimeP99Ns,
+          n.clientRttMeanNs = r.clientRttMeanNs, n.clientRttP50Ns = r.clientRttP50Ns,
+          n.clientRttP75Ns = r.clientRttP75Ns, n.clientRttP90Ns = r.clientRttP90Ns,
+          n.clientRttP99Ns = r.clientRttP99Ns,
+          n.utilization = r.utilization, n.serviceDemandS = r.serviceDemandS, n.saturationRate = r.saturationRate
       """;
 
   private static final String PROCESSES = """
@@ -131,6 +142,30 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
       m.put("podUid", r.podUid);
       m.put("idlePowerW", r.idlePowerWatts);
       m.put("cores", r.hostCores);
+      if (r.samples == 0) {
+        // Only TransactionStats in this window: no CPU or power figures (null removes the old ones).
+        for (String k : List.of("cpuUsage", "powerW", "energyJ", "powerSource", "threads", "processes", "idlePowerW")) {
+          m.put(k, null);
+        }
+      }
+      double windowSeconds = (r.windowEndNs - r.windowStartNs) / 1e9;
+      m.put("requestRate", r.tx == null ? null : r.tx.serverTransactions / windowSeconds);
+      m.put("clientRequestRate", r.tx == null ? null : r.tx.clientTransactions / windowSeconds);
+      LatencyStats server = r.serverTime != null ? r.serverTime : new LatencyStats();
+      LatencyStats client = r.clientRtt != null ? r.clientRtt : new LatencyStats();
+      m.put("serverTimeMeanNs", server.meanNs);
+      m.put("serverTimeP50Ns", server.p50Ns);
+      m.put("serverTimeP75Ns", server.p75Ns);
+      m.put("serverTimeP90Ns", server.p90Ns);
+      m.put("serverTimeP99Ns", server.p99Ns);
+      m.put("clientRttMeanNs", client.meanNs);
+      m.put("clientRttP50Ns", client.p50Ns);
+      m.put("clientRttP75Ns", client.p75Ns);
+      m.put("clientRttP90Ns", client.p90Ns);
+      m.put("clientRttP99Ns", client.p99Ns);
+      m.put("utilization", r.utilization);
+      m.put("serviceDemandS", r.serviceDemandSeconds);
+      m.put("saturationRate", r.saturationRate);
       switch (r.level) {
         case MetricInput.PROCESS -> processes.add(m);
         case MetricInput.GROUP -> containers.add(m);

@@ -24,6 +24,15 @@ public class MetricsRow {
   public String powerSource;
   public int threads;
   public int processes;
+  /** The window's TransactionStats totals and histograms; null when it had none (v1 fields only). */
+  public TransactionTotals tx;
+  /** Read off tx's histograms; null with tx. */
+  public LatencyStats clientRtt;
+  public LatencyStats serverTime;
+  /** Eq. 3.3-3.5 (see MetricsWindowFunction#operationalAnalysis); null where not computable. */
+  public Double utilization;
+  public Double serviceDemandSeconds;
+  public Double saturationRate;
 
   public MetricsRow() {}
 
@@ -36,6 +45,9 @@ public class MetricsRow {
   public String toString() {
     return "MetricsRow{" + key() + " [" + windowStartNs + "," + windowEndNs + ") rev " + revision + " samples "
         + samples + " cpuCores " + cpuCores + " powerW " + powerWatts + " energyJ " + energyJoules + " "
-        + powerSource + " threads " + threads + " processes " + processes + "}";
+        + powerSource + " threads " + threads + " processes " + processes
+        + (tx == null ? "" : " client " + tx.clientTransactions + " server " + tx.serverTransactions
+            + " rttP50 " + clientRtt.p50Ns + " serverP50 " + serverTime.p50Ns + " U " + utilization
+            + " D " + serviceDemandSeconds) + "}";
   }
 }

@@ -1,40 +1,28 @@
 package io.wattgraph.stream;
 
-import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
-import org.apache.flink.util.Collector;
 
 /**
- * Turns a window's accumulator into a {@link MetricsRow}. Runs at the window's end and again for
- * every late sample within the allowed lateness; a per-window counter gives each emission its
- * revision (0 first, then 1, 2, ...), so consumers keep the highest.
+ * Turns an entity window's accumulator into a {@link MetricsRow} (revisions: {@link
+ * RevisionWindowFunction}): CPU and power from the ResourceSamples, the transaction metrics from
+ * the TransactionStats, and where both are present the operational analysis (Eq. 3.3-3.5).
  */
-public class MetricsWindowFunction extends ProcessWindowFunction<MetricsAccumulator, MetricsRow, String, TimeWindow> {
+public class MetricsWindowFunction extends RevisionWindowFunction<MetricsAccumulator, MetricsRow> {
   private static final long serialVersionUID = 1L;
 
-  static final ValueStateDescriptor<Integer> FIRINGS = new ValueStateDescriptor<>("firings", Types.INT);
-
   @Override
-  public void process(String key, Context ctx, Iterable<MetricsAccumulator> results, Collector<MetricsRow> out)
-      throws Exception {
-    MetricsAccumulator acc = results.iterator().next();
-    ValueState<Integer> firings = ctx.windowState().getState(FIRINGS);
-    int revision = firings.value() == null ? 0 : firings.value();
-    firings.update(revision + 1);
-    out.collect(toRow(acc, ctx.window(), revision));
+  MetricsRow toRow(MetricsAccumulator acc, TimeWindow w, int revision) {
+    return row(acc, w, revision);
   }
 
-  static MetricsRow toRow(MetricsAccumulator acc, TimeWindow w, int revision) {
+  static MetricsRow row(MetricsAccumulator acc, TimeWindow w, int revision) {
     double windowSeconds = (w.getEnd() - w.getStart()) / 1e3;
     MetricsRow r = new MetricsRow();
     r.level = acc.level;
     r.hostId = acc.hostId;
     r.entityId = acc.entityId;
     r.groupId = acc.groupId;
-    r.podUid = acc.podUid;
+    r.podUid = MetricInput.PROCESS.equals(acc.level) ? null : acc.podUid;
     r.comm = acc.comm;
     r.windowStartNs = w.getStart() * 1_000_000L;
     r.windowEndNs = w.getEnd() * 1_000_000L;
@@ -52,11 +40,39 @@ public class MetricsWindowFunction extends ProcessWindowFunction<MetricsAccumula
     r.powerSource = acc.powerSource();
     r.threads = acc.maxThreads();
     r.processes = acc.maxProcesses();
+    if (acc.tx.records > 0) {
+      r.tx = acc.tx;
+      r.clientRtt = acc.tx.clientRtt.stats(acc.tx.subBucketBits);
+      r.serverTime = acc.tx.serverTime.stats(acc.tx.subBucketBits);
+    }
+    operationalAnalysis(r, windowSeconds);
     return r;
   }
 
-  @Override
-  public void clear(Context ctx) throws Exception {
-    ctx.windowState().getState(FIRINGS).clear();
+  /**
+   * Thesis Eq. 3.3-3.5 for one entity and window. U = CPU usage (cores) / min(#cores, #threads)
+   * (Eq. 3.3; the host's core count is not known yet, so min(#cores, #threads) = #threads, the
+   * highest per-interval thread count of the window); D = U / lambda with lambda the served
+   * transactions per second (Eq. 3.4); the entity's saturation arrival rate 1 / D (an application's
+   * lambda_sat of Eq. 3.5 is 1 / D_max, i.e. the smallest of its entities'). Needs the CPU seconds of
+   * the same entity and window: both inputs are in this one window state, so no join is needed.
+   */
+  static void operationalAnalysis(MetricsRow r, double windowSeconds) {
+    if (r.samples == 0) {
+      return;
+    }
+    int parallelism = r.hostCores != null ? Math.min(r.hostCores, r.threads) : r.threads;
+    if (parallelism <= 0) {
+      return;
+    }
+    r.utilization = r.cpuCores / parallelism;
+    if (r.tx == null || r.tx.serverTransactions == 0) {
+      return;
+    }
+    double lambda = r.tx.serverTransactions / windowSeconds;
+    r.serviceDemandSeconds = r.utilization / lambda;
+    if (r.serviceDemandSeconds > 0) {
+      r.saturationRate = 1 / r.serviceDemandSeconds;
+    }
   }
 }

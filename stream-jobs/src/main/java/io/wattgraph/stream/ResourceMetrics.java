@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.function.UnaryOperator;
 import java.util.regex.Pattern;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.FilterFunction;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
@@ -19,8 +20,9 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 import org.apache.kafka.clients.producer.ProducerConfig;
 
 /**
- * Windowed metrics: ResourceSamples from Kafka, event-time tumbling windows per process, group,
- * pod and host, results to the metrics topic (exactly-once) and onto the graph's nodes.
+ * Windowed metrics: ResourceSamples (and, through {@link TransactionMetrics}, TransactionStats) from
+ * Kafka, event-time tumbling windows per process, group, pod and host, results to the metrics topic
+ * (exactly-once) and onto the graph's nodes.
  */
 public final class ResourceMetrics {
   private ResourceMetrics() {}
@@ -53,9 +55,14 @@ public final class ResourceMetrics {
         .uid("split-resource-samples")
         .name("split resource samples");
 
-    SingleOutputStreamOperator<MetricsRow> rows = windows(tap.apply(inputs), config);
+    DataStream<MetricInput> samples = tap.apply(inputs);
+    // TransactionStats feed the same windows (one state per entity and window holds its CPU seconds
+    // and its transactions: Eq. 3.3-3.5 need no join); the PROCESS samples tell their groups.
+    TransactionMetrics.Streams transactions = TransactionMetrics.build(env, config,
+        samples.filter(new IsProcess()).uid("process-samples").name("process samples"));
+    SingleOutputStreamOperator<MetricsRow> rows = windows(samples.union(transactions.windowInputs), config);
     rows.getSideOutput(LATE)
-        .sinkTo(new LateSampleCounter())
+        .sinkTo(LateSampleCounter.windowInputs())
         .uid("late-samples")
         .name("count late samples");
     rows.sinkTo(metricsSink(config))
@@ -65,7 +72,7 @@ public final class ResourceMetrics {
         .uid("metrics-neo4j-sink")
         .name("neo4j: window metrics")
         .setParallelism(1);
-    return inputs.getSideOutput(SplitDeadLetters.DEAD_LETTERS);
+    return inputs.getSideOutput(SplitDeadLetters.DEAD_LETTERS).union(transactions.deadLetters);
   }
 
   /**
@@ -74,9 +81,28 @@ public final class ResourceMetrics {
    * hosts are gone, stops holding the watermark back).
    */
   public static WatermarkStrategy<DecodedSample> watermarks(JobConfig config) {
-    return WatermarkStrategy.<DecodedSample>forBoundedOutOfOrderness(Duration.ofMillis(config.maxOutOfOrdernessMs))
-        .withTimestampAssigner((d, previous) -> d.eventTimeMs())
+    return watermarks(config, DecodedSample::eventTimeMs);
+  }
+
+  /** The same strategy for any source, given its event time in ms. */
+  static <T> WatermarkStrategy<T> watermarks(JobConfig config, EventTime<T> eventTimeMs) {
+    return WatermarkStrategy.<T>forBoundedOutOfOrderness(Duration.ofMillis(config.maxOutOfOrdernessMs))
+        .withTimestampAssigner((d, previous) -> eventTimeMs.of(d))
         .withIdleness(Duration.ofMillis(config.idlenessMs));
+  }
+
+  /** Event time of a decoded source record, ms (serializable: it travels with the job graph). */
+  interface EventTime<T> extends java.io.Serializable {
+    long of(T record);
+  }
+
+  static final class IsProcess implements FilterFunction<MetricInput> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public boolean filter(MetricInput in) {
+      return MetricInput.PROCESS.equals(in.level);
+    }
   }
 
   /** The windows, incremental (AggregateFunction) with a ProcessWindowFunction for the result. */

@@ -8,6 +8,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.List;
 import org.apache.avro.message.BinaryMessageEncoder;
 import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -44,7 +46,7 @@ public class WindowMetricsSerializer implements KafkaRecordSerializationSchema<M
   }
 
   public static WindowMetrics toAvro(MetricsRow r) {
-    return WindowMetrics.newBuilder()
+    WindowMetrics.Builder b = WindowMetrics.newBuilder()
         .setLevel(MetricsLevel.valueOf(r.level))
         .setHostId(r.hostId)
         .setEntityId(r.entityId)
@@ -66,6 +68,45 @@ public class WindowMetricsSerializer implements KafkaRecordSerializationSchema<M
         .setPowerSource(MetricsPowerSource.valueOf(r.powerSource))
         .setThreads(r.threads)
         .setProcesses(r.processes)
+        .setUtilization(r.utilization)
+        .setServiceDemandSeconds(r.serviceDemandSeconds)
+        .setSaturationRate(r.saturationRate);
+    TransactionTotals t = r.tx;
+    if (t == null) {
+      return b.build();
+    }
+    double windowSeconds = (r.windowEndNs - r.windowStartNs) / 1e9;
+    return b.setClientTransactions(t.clientTransactions)
+        .setServerTransactions(t.serverTransactions)
+        .setClientRequestRate(t.clientTransactions / windowSeconds)
+        .setServerRequestRate(t.serverTransactions / windowSeconds)
+        .setClientRequestBytes(t.clientRequestBytes)
+        .setClientResponseBytes(t.clientResponseBytes)
+        .setServerRequestBytes(t.serverRequestBytes)
+        .setServerResponseBytes(t.serverResponseBytes)
+        .setLatencySubBucketBits(t.subBucketBits)
+        .setClientRttMeanNs(r.clientRtt.meanNs)
+        .setClientRttP50Ns(r.clientRtt.p50Ns)
+        .setClientRttP75Ns(r.clientRtt.p75Ns)
+        .setClientRttP90Ns(r.clientRtt.p90Ns)
+        .setClientRttP99Ns(r.clientRtt.p99Ns)
+        .setServerTimeMeanNs(r.serverTime.meanNs)
+        .setServerTimeP50Ns(r.serverTime.p50Ns)
+        .setServerTimeP75Ns(r.serverTime.p75Ns)
+        .setServerTimeP90Ns(r.serverTime.p90Ns)
+        .setServerTimeP99Ns(r.serverTime.p99Ns)
+        .setClientRttBuckets(ints(t.clientRtt.buckets))
+        .setClientRttCounts(longs(t.clientRtt.counts))
+        .setServerTimeBuckets(ints(t.serverTime.buckets))
+        .setServerTimeCounts(longs(t.serverTime.counts))
         .build();
+  }
+
+  static List<Integer> ints(int[] a) {
+    return Arrays.stream(a).boxed().toList();
+  }
+
+  static List<Long> longs(long[] a) {
+    return Arrays.stream(a).boxed().toList();
   }
 }

@@ -106,4 +106,22 @@ class JobConfigTest {
     }
     assertTrue(JobConfig.USAGE.contains("--idleness-ms"));
   }
+
+  @Test
+  void transactionTopics() {
+    JobConfig d = JobConfig.parse(new String[] {"--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2"});
+    assertEquals("wattgraph.transactions", d.transactionsTopic);
+    assertEquals("wattgraph.edge-metrics", d.edgeMetricsTopic);
+    JobConfig c = JobConfig.parse(new String[] {"--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2",
+        "--transactions-topic", "t", "--edge-metrics-topic", "e"});
+    assertEquals("t", c.transactionsTopic);
+    assertEquals("e", c.edgeMetricsTopic);
+    for (String[] bad : new String[][] {{"--transactions-topic", "wattgraph.resources"},
+        {"--edge-metrics-topic", "wattgraph.metrics"}, {"--edge-metrics-topic", ""}}) {
+      String message = assertThrows(IllegalArgumentException.class, () -> JobConfig.parse(new String[] {
+          "--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2", bad[0], bad[1]})).getMessage();
+      assertTrue(message.contains(bad[0]), message);
+    }
+    assertTrue(JobConfig.USAGE.contains("--edge-metrics-topic"));
+  }
 }

@@ -1,0 +1,26 @@
+package io.wattgraph.stream;
+
+/** What the TransactionStats deserializer yields per Kafka record: a valid record, or a dead letter. */
+public class DecodedTransaction {
+  public Transaction transaction;
+  public DeadLetter deadLetter;
+
+  public DecodedTransaction() {}
+
+  static DecodedTransaction ok(Transaction t) {
+    DecodedTransaction d = new DecodedTransaction();
+    d.transaction = t;
+    return d;
+  }
+
+  static DecodedTransaction dead(DeadLetter l) {
+    DecodedTransaction d = new DecodedTransaction();
+    d.deadLetter = l;
+    return d;
+  }
+
+  /** Event time in ms, for the watermark strategy (dead letters do not move it). */
+  long eventTimeMs() {
+    return transaction == null ? Long.MIN_VALUE : transaction.eventTimeMs();
+  }
+}

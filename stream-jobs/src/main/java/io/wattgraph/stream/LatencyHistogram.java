@@ -1,0 +1,82 @@
+package io.wattgraph.stream;
+
+import io.wattgraph.schema.TransactionHistograms;
+import java.util.Arrays;
+
+/**
+ * A latency histogram in a window's state: the TransactionStats bucket scheme
+ * ({@link TransactionHistograms}), bucket indexes strictly ascending with their counts (a Flink
+ * POJO: two primitive arrays). Merging adds the counts of equal buckets, so the merge of any
+ * records, in any order and grouping, is exactly the histogram of all their transactions.
+ */
+public class LatencyHistogram {
+  public int[] buckets = new int[0];
+  public long[] counts = new long[0];
+
+  public LatencyHistogram() {}
+
+  static LatencyHistogram of(int[] buckets, long[] counts) {
+    LatencyHistogram h = new LatencyHistogram();
+    h.add(buckets, counts);
+    return h;
+  }
+
+  /** Adds a sorted bucket/count array pair: a linear merge of the two sorted lists. */
+  void add(int[] b, long[] c) {
+    if (b.length != c.length) {
+      throw new IllegalArgumentException("bucket and count arrays differ in length");
+    }
+    if (b.length == 0) {
+      return;
+    }
+    int[] mb = new int[buckets.length + b.length];
+    long[] mc = new long[mb.length];
+    int i = 0;
+    int j = 0;
+    int n = 0;
+    while (i < buckets.length || j < b.length) {
+      if (j >= b.length || (i < buckets.length && buckets[i] < b[j])) {
+        mb[n] = buckets[i];
+        mc[n++] = counts[i++];
+      } else if (i >= buckets.length || b[j] < buckets[i]) {
+        mb[n] = b[j];
+        mc[n++] = c[j++];
+      } else {
+        mb[n] = buckets[i];
+        mc[n++] = counts[i++] + c[j++];
+      }
+    }
+    buckets = Arrays.copyOf(mb, n);
+    counts = Arrays.copyOf(mc, n);
+  }
+
+  void add(LatencyHistogram o) {
+    add(o.buckets, o.counts);
+  }
+
+  long total() {
+    return Arrays.stream(counts).sum();
+  }
+
+  /** Summary statistics read off the merged histogram; all null when it is empty. */
+  LatencyStats stats(int subBucketBits) {
+    LatencyStats s = new LatencyStats();
+    long total = total();
+    if (total == 0) {
+      return s;
+    }
+    // The percentile rule and the bucket bounds are the schema module's, shared with the agent's docs.
+    TransactionHistograms.Histogram h = new TransactionHistograms.Histogram(subBucketBits)
+        .add(Arrays.stream(buckets).boxed().toList(), Arrays.stream(counts).boxed().toList());
+    double sum = 0;
+    for (int i = 0; i < buckets.length; i++) {
+      sum += (double) counts[i] * TransactionHistograms.midpoint(buckets[i], subBucketBits);
+    }
+    s.meanNs = sum / total;
+    s.p50Ns = h.percentile(0.50);
+    s.p75Ns = h.percentile(0.75);
+    s.p90Ns = h.percentile(0.90);
+    s.p99Ns = h.percentile(0.99);
+    return s;
+  }
+}

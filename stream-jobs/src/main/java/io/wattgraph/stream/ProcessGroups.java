@@ -1,0 +1,99 @@
+package io.wattgraph.stream;
+
+import java.time.Duration;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.state.StateTtlConfig;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
+import org.apache.flink.util.Collector;
+
+/**
+ * Process -> group (container) and pod, learnt from the ResourceSample PROCESS records (their
+ * {@code groupId} and {@code podUid}), applied to the process's TransactionStats. Keyed by the
+ * graph's Process id {@code hostId/tgid/processStartTimeNs}, which both records carry.
+ *
+ * <p>A transaction record of a process whose group is known goes on at once, as window input of
+ * its PROCESS, GROUP, POD (when the group is in a pod) and HOST. One of a process not known yet
+ * waits until the watermark reaches the end of its window ({@link PendingRelease}): the
+ * process's ResourceSamples of that window have arrived by then. If there is still none (a process that
+ * never ran on a CPU in a sampling interval, or the catch-all {@code hostId/0/0}), the record counts
+ * for its PROCESS and HOST only, not for any group. The mapping is kept while the process reports
+ * (state TTL {@code idleTimeoutMs} of processing time, refreshed by every sample).
+ */
+public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, Transaction, MetricInput> {
+  private static final long serialVersionUID = 1L;
+
+  private final long retentionMs;
+  private final long windowMs;
+  private transient ValueState<String> group;
+  /** "" for a group outside any pod. */
+  private transient ValueState<String> pod;
+  private transient ListState<Transaction> pending;
+
+  public ProcessGroups(long retentionMs, long windowMs) {
+    this.retentionMs = retentionMs;
+    this.windowMs = windowMs;
+  }
+
+  @Override
+  public void open(OpenContext openContext) {
+    StateTtlConfig ttl = StateTtlConfig.newBuilder(Duration.ofMillis(retentionMs)).updateTtlOnReadAndWrite().build();
+    ValueStateDescriptor<String> g = new ValueStateDescriptor<>("group", Types.STRING);
+    g.enableTimeToLive(ttl);
+    ValueStateDescriptor<String> p = new ValueStateDescriptor<>("pod", Types.STRING);
+    p.enableTimeToLive(ttl);
+    group = getRuntimeContext().getState(g);
+    pod = getRuntimeContext().getState(p);
+    pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.class));
+  }
+
+  /** A PROCESS window input (ResourceSample): remember its group and pod. */
+  @Override
+  public void processElement1(MetricInput sample, Context ctx, Collector<MetricInput> out) throws Exception {
+    if (sample.groupId == null || sample.groupId.isBlank()) {
+      return;
+    }
+    String podUid = sample.podUid == null ? "" : sample.podUid;
+    if (!sample.groupId.equals(group.value()) || !podUid.equals(pod.value())) {
+      group.update(sample.groupId);
+      pod.update(podUid);
+    }
+  }
+
+  @Override
+  public void processElement2(Transaction t, Context ctx, Collector<MetricInput> out) throws Exception {
+    long release = PendingRelease.releaseTime(ctx.timestamp(), windowMs);
+    if (group.value() != null || release <= ctx.timerService().currentWatermark()) {
+      // Known, or its window has fired already (waiting would not help): on at once, with its own
+      // timestamp.
+      emit(t, out);
+      return;
+    }
+    pending.add(t);
+    ctx.timerService().registerEventTimeTimer(release);
+  }
+
+  @Override
+  public void onTimer(long timestamp, OnTimerContext ctx, Collector<MetricInput> out) throws Exception {
+    for (Transaction t : PendingRelease.due(pending, timestamp, windowMs)) {
+      emit(t, out);
+    }
+  }
+
+  private void emit(Transaction t, Collector<MetricInput> out) throws Exception {
+    String g = group.value();
+    String p = g == null || pod.value() == null || pod.value().isEmpty() ? null : pod.value();
+    out.collect(MetricInput.ofTransaction(t, MetricInput.PROCESS, t.processId(), g, p));
+    if (g != null) {
+      out.collect(MetricInput.ofTransaction(t, MetricInput.GROUP, g, g, p));
+      if (p != null) {
+        out.collect(MetricInput.ofTransaction(t, MetricInput.POD, p, g, p));
+      }
+    }
+    out.collect(MetricInput.ofTransaction(t, MetricInput.HOST, t.hostId, g, p));
+  }
+}

@@ -1,0 +1,169 @@
+package io.wattgraph.stream;
+
+import java.time.Duration;
+import java.util.regex.Pattern;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.connector.kafka.sink.KafkaSink;
+import org.apache.flink.connector.kafka.source.KafkaSource;
+import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
+import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
+import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
+import org.apache.flink.util.Collector;
+import org.apache.flink.util.OutputTag;
+import org.apache.kafka.clients.consumer.OffsetResetStrategy;
+import org.apache.kafka.clients.producer.ProducerConfig;
+
+/**
+ * Request/response metrics from the agents' TransactionStats (issue 5 items 5-6): the source, the
+ * per-entity window inputs (joined with the process -> group mapping of the ResourceSamples, then
+ * windowed together with the ResourceSamples in {@link ResourceMetrics#windows}), and the per-edge
+ * windows with their own Kafka topic and Neo4j sink.
+ */
+public final class TransactionMetrics {
+  private TransactionMetrics() {}
+
+  /** Edge window inputs that came after their window's end plus the allowed lateness. */
+  public static final OutputTag<EdgeInput> LATE_EDGES = new OutputTag<>("late-edge-inputs") {};
+
+  /** What the entity windows and the shared DLQ sink get from here. */
+  static final class Streams {
+    final DataStream<MetricInput> windowInputs;
+    final DataStream<DeadLetter> deadLetters;
+
+    Streams(DataStream<MetricInput> windowInputs, DataStream<DeadLetter> deadLetters) {
+      this.windowInputs = windowInputs;
+      this.deadLetters = deadLetters;
+    }
+  }
+
+  /**
+   * Adds the source, the process -> group join (fed by {@code processSamples}, the PROCESS window
+   * inputs of the ResourceSamples), the edge windows and their sinks.
+   */
+  static Streams build(StreamExecutionEnvironment env, JobConfig config, DataStream<MetricInput> processSamples) {
+    KafkaSourceBuilder<DecodedTransaction> source = KafkaSource.<DecodedTransaction>builder()
+        .setBootstrapServers(config.kafkaBrokers)
+        .setGroupId(config.groupId + "-transactions")
+        .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
+        .setDeserializer(new TransactionStatsDeserializer());
+    if (config.bounded) {
+      CorrelationJob.ensureTopic(config.kafkaBrokers, config.transactionsTopic);
+      source.setTopics(config.transactionsTopic).setBounded(OffsetsInitializer.latest());
+    } else {
+      // The job may start before any agent created the topic.
+      source.setTopicPattern(Pattern.compile(Pattern.quote(config.transactionsTopic)))
+          .setProperty("partition.discovery.interval.ms", "10000");
+    }
+    // The same event-time settings as the ResourceSamples (per partition, out-of-orderness, idleness).
+    SingleOutputStreamOperator<Transaction> transactions = env
+        .fromSource(source.build(), ResourceMetrics.watermarks(config, DecodedTransaction::eventTimeMs),
+            "kafka: " + config.transactionsTopic)
+        .uid("kafka-transaction-stats")
+        .process(new SplitTransactions())
+        .uid("split-transaction-stats")
+        .name("split transaction stats");
+
+    DataStream<MetricInput> windowInputs = processSamples
+        .keyBy(new ByEntity())
+        .connect(transactions.keyBy(new ByProcess()))
+        .process(new ProcessGroups(config.idleTimeoutMs, config.windowMs))
+        .uid("process-groups")
+        .name("process groups of transactions");
+
+    SingleOutputStreamOperator<EdgeMetricsRow> edges = edgeWindows(transactions
+        .keyBy(new ByConnection())
+        .process(new TransactionEdges(config.idleTimeoutMs, config.windowMs))
+        .uid("transaction-edges")
+        .name("pair transaction ends"), config);
+    edges.getSideOutput(LATE_EDGES)
+        .sinkTo(LateSampleCounter.edgeInputs())
+        .uid("late-edge-inputs")
+        .name("count late edge inputs");
+    edges.sinkTo(edgeMetricsSink(config))
+        .uid("edge-metrics-kafka-sink")
+        .name("kafka: " + config.edgeMetricsTopic);
+    edges.sinkTo(new Neo4jSink<>(config.neo4j(), EdgeMetricsGraphWriter::new))
+        .uid("edge-metrics-neo4j-sink")
+        .name("neo4j: edge metrics")
+        .setParallelism(1);
+    return new Streams(windowInputs, transactions.getSideOutput(SplitDeadLetters.DEAD_LETTERS));
+  }
+
+  /** Edge windows: the same size, lateness and revisions as the entity windows. */
+  public static SingleOutputStreamOperator<EdgeMetricsRow> edgeWindows(DataStream<EdgeInput> inputs, JobConfig config) {
+    return inputs
+        .keyBy(new ByEdge())
+        .window(TumblingEventTimeWindows.of(Duration.ofMillis(config.windowMs)))
+        .allowedLateness(Duration.ofMillis(config.allowedLatenessMs))
+        .sideOutputLateData(LATE_EDGES)
+        .aggregate(new EdgeAggregate(), new EdgeWindowFunction())
+        .uid("edge-windows")
+        .name("edge windows");
+  }
+
+  static KafkaSink<EdgeMetricsRow> edgeMetricsSink(JobConfig config) {
+    return KafkaSink.<EdgeMetricsRow>builder()
+        .setBootstrapServers(config.kafkaBrokers)
+        .setRecordSerializer(new EdgeMetricsSerializer(config.edgeMetricsTopic))
+        .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .setTransactionalIdPrefix(config.groupId + "-edge-metrics")
+        .setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "600000")
+        .build();
+  }
+
+  /** Valid records go on; dead letters to {@link SplitDeadLetters#DEAD_LETTERS}. Timestamps pass through. */
+  static final class SplitTransactions extends ProcessFunction<DecodedTransaction, Transaction> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public void processElement(DecodedTransaction d, Context ctx, Collector<Transaction> out) {
+      if (d.transaction != null) {
+        out.collect(d.transaction);
+      } else {
+        ctx.output(SplitDeadLetters.DEAD_LETTERS, d.deadLetter);
+      }
+    }
+  }
+
+  static final class ByEntity implements KeySelector<MetricInput, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(MetricInput in) {
+      return in.entityId;
+    }
+  }
+
+  static final class ByProcess implements KeySelector<Transaction, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(Transaction t) {
+      return t.processId();
+    }
+  }
+
+  static final class ByConnection implements KeySelector<Transaction, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(Transaction t) {
+      return t.connectionKey();
+    }
+  }
+
+  static final class ByEdge implements KeySelector<EdgeInput, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(EdgeInput in) {
+      return in.key();
+    }
+  }
+}

@@ -1,0 +1,144 @@
+package io.wattgraph.stream;
+
+import io.wattgraph.schema.IpAddress;
+import io.wattgraph.schema.IpAddresses;
+import io.wattgraph.schema.TransactionRole;
+import io.wattgraph.schema.TransactionStats;
+import io.wattgraph.schema.WattgraphSchemas;
+import java.util.List;
+import org.apache.avro.message.BinaryMessageDecoder;
+import org.apache.flink.api.common.serialization.DeserializationSchema;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.util.Collector;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Kafka value ({@code TransactionStats}, Avro single-object encoding) to {@link Transaction},
+ * validated. What does not decode or is invalid becomes a {@link DeadLetter} (the shared DLQ).
+ */
+public class TransactionStatsDeserializer implements KafkaRecordDeserializationSchema<DecodedTransaction> {
+  private static final long serialVersionUID = 1L;
+  private static final Logger LOG = LoggerFactory.getLogger(TransactionStatsDeserializer.class);
+
+  /** The only bucket scheme merged (the agent's, and the schema's default): others cannot be added. */
+  static final int SUB_BUCKET_BITS = 7;
+
+  private transient BinaryMessageDecoder<TransactionStats> decoder;
+  private transient Counter deadLetters;
+
+  @Override
+  public void open(DeserializationSchema.InitializationContext context) {
+    decoder = WattgraphSchemas.transactionStatsDecoder();
+    deadLetters = context.getMetricGroup().counter("transactionDeadLetters");
+  }
+
+  @Override
+  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<DecodedTransaction> out) {
+    if (decoder == null) {
+      decoder = WattgraphSchemas.transactionStatsDecoder();
+    }
+    String reason;
+    Transaction t = null;
+    try {
+      if (record.value() == null) {
+        reason = "undecodable: null value";
+      } else {
+        TransactionStats r = decoder.decode(record.value());
+        reason = invalidReason(r);
+        if (reason == null) {
+          t = toTransaction(r);
+        }
+      }
+    } catch (Exception e) {
+      reason = "undecodable: " + e;
+    }
+    if (t != null) {
+      // Outside the try: an exception of a chained downstream operator must fail the task.
+      out.collect(DecodedTransaction.ok(t));
+      return;
+    }
+    if (deadLetters != null) {
+      deadLetters.inc();
+    }
+    LOG.warn("Dead letter {}-{}@{}: {}", record.topic(), record.partition(), record.offset(), reason);
+    out.collect(DecodedTransaction.dead(DeadLetter.of(record, reason)));
+  }
+
+  /** Why a decoded record cannot be used, or null when it can. */
+  static String invalidReason(TransactionStats r) {
+    if (r.getHostId() == null || r.getHostId().isBlank()) {
+      return "invalid: empty hostId";
+    }
+    if (r.getIntervalStartNs() < 0 || r.getIntervalEndNs() <= r.getIntervalStartNs()) {
+      return "invalid: interval " + r.getIntervalStartNs() + ".." + r.getIntervalEndNs() + " is empty or negative";
+    }
+    if (r.getLocalPort() < 0 || r.getLocalPort() > 65535 || r.getRemotePort() < 0 || r.getRemotePort() > 65535) {
+      return "invalid: port outside 0..65535 (local " + r.getLocalPort() + ", remote " + r.getRemotePort() + ")";
+    }
+    if (r.getTgid() < 0 || r.getProcessStartTimeNs() < 0) {
+      return "invalid: negative tgid or process start time";
+    }
+    if (r.getTransactions() < 0 || r.getRequestBytes() < 0 || r.getResponseBytes() < 0) {
+      return "invalid: negative count (transactions " + r.getTransactions() + ", requestBytes " + r.getRequestBytes()
+          + ", responseBytes " + r.getResponseBytes() + ")";
+    }
+    if (r.getSubBucketBits() != SUB_BUCKET_BITS) {
+      return "invalid: subBucketBits " + r.getSubBucketBits() + " (only " + SUB_BUCKET_BITS + " can be merged)";
+    }
+    boolean client = r.getRole() == TransactionRole.CLIENT;
+    String own = client ? "clientRtt" : "serverTime";
+    String other = client ? "serverTime" : "clientRtt";
+    List<Integer> buckets = client ? r.getClientRttBuckets() : r.getServerTimeBuckets();
+    List<Long> counts = client ? r.getClientRttCounts() : r.getServerTimeCounts();
+    if (!(client ? r.getServerTimeBuckets() : r.getClientRttBuckets()).isEmpty()) {
+      return "invalid: " + r.getRole() + " record with a " + other + " histogram";
+    }
+    if (buckets.size() != counts.size()) {
+      return "invalid: " + own + " buckets (" + buckets.size() + ") and counts (" + counts.size() + ") differ in length";
+    }
+    for (int i = 0; i < buckets.size(); i++) {
+      if (buckets.get(i) < 0 || (i > 0 && buckets.get(i) <= buckets.get(i - 1))) {
+        return "invalid: " + own + " buckets not strictly ascending and non-negative at index " + i;
+      }
+      if (counts.get(i) <= 0) {
+        return "invalid: " + own + " count " + counts.get(i) + " at index " + i;
+      }
+    }
+    return null;
+  }
+
+  public static Transaction toTransaction(TransactionStats r) {
+    Transaction t = new Transaction();
+    t.hostId = r.getHostId();
+    t.intervalStartNs = r.getIntervalStartNs();
+    t.intervalEndNs = r.getIntervalEndNs();
+    t.role = r.getRole().name();
+    t.localIp = IpAddresses.format(new IpAddress(r.getLocalAddress().bytes()));
+    t.localPort = r.getLocalPort();
+    t.remoteIp = IpAddresses.format(new IpAddress(r.getRemoteAddress().bytes()));
+    t.remotePort = r.getRemotePort();
+    t.tgid = r.getTgid();
+    t.processStartTimeNs = r.getProcessStartTimeNs();
+    t.comm = r.getComm();
+    t.closed = r.getClosed();
+    t.transactions = r.getTransactions();
+    t.requestBytes = r.getRequestBytes();
+    t.responseBytes = r.getResponseBytes();
+    t.subBucketBits = r.getSubBucketBits();
+    boolean client = r.getRole() == TransactionRole.CLIENT;
+    List<Integer> buckets = client ? r.getClientRttBuckets() : r.getServerTimeBuckets();
+    List<Long> counts = client ? r.getClientRttCounts() : r.getServerTimeCounts();
+    t.buckets = buckets.stream().mapToInt(Integer::intValue).toArray();
+    t.counts = counts.stream().mapToLong(Long::longValue).toArray();
+    return t;
+  }
+
+  @Override
+  public TypeInformation<DecodedTransaction> getProducedType() {
+    return TypeInformation.of(DecodedTransaction.class);
+  }
+}

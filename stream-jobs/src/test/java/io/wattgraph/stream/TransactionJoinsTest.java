@@ -1,0 +1,174 @@
+package io.wattgraph.stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.streaming.api.operators.co.KeyedCoProcessOperator;
+import org.apache.flink.streaming.api.watermark.Watermark;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
+import org.apache.flink.streaming.util.KeyedTwoInputStreamOperatorTestHarness;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link ProcessGroups} and {@link TransactionEdges} in Flink's harness, watermarks by hand, window
+ * 10 s: a record waits for its mapping or peer until the watermark reaches its window's last ms
+ * (9999 for a record at 1000), then goes on stamped with that ms (still in its window); known
+ * records, and records whose window has fired, go on at once.
+ */
+class TransactionJoinsTest {
+  static final String P = "host-b/200/6000";
+
+  @Test
+  void aTransactionWaitsForItsProcessGroupUntilTheWatermarkPassesIt() throws Exception {
+    var h = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
+        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000)), new TransactionMetrics.ByEntity(),
+        new TransactionMetrics.ByProcess(), Types.STRING);
+    h.open();
+    // A transaction at 1000 ms before the process's sample: held back.
+    h.processElement2(new StreamRecord<>(server(1000), 1000));
+    assertEquals(0, records(h.getOutput()).size());
+    // The watermark passing the record's own time (disorder within the window) does not release it.
+    h.processWatermark1(new Watermark(5000));
+    h.processWatermark2(new Watermark(5000));
+    assertEquals(0, records(h.getOutput()).size());
+    // The sample (group C, pod X, as disordered as that) arrives, then the watermark reaches 9999:
+    // released with timestamp 9999, in the window [0, 10000).
+    h.processElement1(new StreamRecord<>(processSample("c", "pod-x"), 1000));
+    h.processWatermark1(new Watermark(9999));
+    h.processWatermark2(new Watermark(9999));
+    List<StreamRecord<MetricInput>> out = records(h.getOutput());
+    assertEquals(List.of("PROCESS|host-b|" + P, "GROUP|host-b|c", "POD|host-b|pod-x", "HOST|host-b|host-b"),
+        out.stream().map(r -> r.getValue().key()).toList());
+    assertTrue(out.stream().allMatch(r -> r.getTimestamp() == 9999));
+    assertEquals("c", out.get(0).getValue().groupId);
+    h.getOutput().clear();
+    // Known now: the next goes on at once.
+    h.processElement2(new StreamRecord<>(server(1500), 1500));
+    assertEquals(4, records(h.getOutput()).size());
+    h.close();
+
+    // A process that never reports a sample: PROCESS and HOST only, once the watermark passes.
+    var h2 = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
+        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000)), new TransactionMetrics.ByEntity(),
+        new TransactionMetrics.ByProcess(), Types.STRING);
+    h2.open();
+    h2.processElement2(new StreamRecord<>(server(1000), 1000));
+    h2.processWatermark1(new Watermark(9998));
+    h2.processWatermark2(new Watermark(9998));
+    assertEquals(0, records(h2.getOutput()).size(), "not before the watermark reaches the window's end");
+    h2.processWatermark1(new Watermark(12_000));
+    h2.processWatermark2(new Watermark(12_000));
+    assertEquals(List.of("PROCESS|host-b|" + P, "HOST|host-b|host-b"),
+        TransactionJoinsTest.<MetricInput>records(h2.getOutput()).stream().map(r -> r.getValue().key()).toList());
+    h2.getOutput().clear();
+    // A late record (behind the watermark) goes on at once, with its own timestamp.
+    h2.processElement2(new StreamRecord<>(server(500), 500));
+    List<StreamRecord<MetricInput>> late = records(h2.getOutput());
+    assertEquals(2, late.size());
+    assertEquals(500, late.get(0).getTimestamp());
+    h2.close();
+  }
+
+  @Test
+  void bothEndsMakeTheProcessEdgeAndALoneEndAnExternalOne() throws Exception {
+    var h = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
+        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000)), new TransactionMetrics.ByConnection(),
+        Types.STRING);
+    h.open();
+    h.processElement(new StreamRecord<>(server(1000), 1000));
+    assertEquals(0, records(h.getOutput()).size(), "waits for the client end");
+    // The client end's record of the same window comes after the watermark passed the server's
+    // record's own time (disorder within the window): still paired.
+    h.processWatermark(new Watermark(5000));
+    assertEquals(0, records(h.getOutput()).size());
+    h.processElement(new StreamRecord<>(client(1000), 1000));
+    List<StreamRecord<EdgeInput>> out = records(h.getOutput());
+    assertEquals(1, out.size(), "the client's record goes on at once: its peer is known");
+    assertEquals(1000, out.get(0).getTimestamp());
+    h.processWatermark(new Watermark(9999));
+    out = records(h.getOutput());
+    assertEquals(2, out.size());
+    for (StreamRecord<EdgeInput> r : out) {
+      assertEquals("P:host-a/100/5000>P:" + P, r.getValue().key());
+    }
+    assertEquals(9999, out.get(1).getTimestamp(), "the server's record, released at its window's end");
+    h.close();
+
+    var lone = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
+        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000)), new TransactionMetrics.ByConnection(),
+        Types.STRING);
+    lone.open();
+    lone.processElement(new StreamRecord<>(client(1000), 1000));
+    lone.processWatermark(new Watermark(9999));
+    assertEquals(List.of("P:host-a/100/5000>E:10.0.0.2:8080"),
+        TransactionJoinsTest.<EdgeInput>records(lone.getOutput()).stream().map(r -> r.getValue().key()).toList(), "External server ip:port");
+    lone.close();
+
+    var loneServer = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
+        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000)), new TransactionMetrics.ByConnection(),
+        Types.STRING);
+    loneServer.open();
+    loneServer.processElement(new StreamRecord<>(server(1000), 1000));
+    loneServer.processWatermark(new Watermark(9999));
+    assertEquals(List.of("E:10.0.0.1>P:" + P),
+        TransactionJoinsTest.<EdgeInput>records(loneServer.getOutput()).stream().map(r -> r.getValue().key()).toList(), "External client ip");
+    loneServer.close();
+  }
+
+  static MetricInput processSample(String group, String pod) {
+    Sample s = new Sample();
+    s.scope = "PROCESS";
+    s.hostId = "host-b";
+    s.tgid = 200;
+    s.processStartTimeNs = 6000;
+    s.groupId = group;
+    s.podUid = pod;
+    s.intervalEndNs = 1_000_000_000L;
+    s.intervalStartNs = 0;
+    return MetricInput.of(s, MetricInput.PROCESS, P);
+  }
+
+  static Transaction server(long ms) {
+    return tx("SERVER", "host-b", "10.0.0.2", 8080, "10.0.0.1", 40000, 200, 6000, ms);
+  }
+
+  static Transaction client(long ms) {
+    return tx("CLIENT", "host-a", "10.0.0.1", 40000, "10.0.0.2", 8080, 100, 5000, ms);
+  }
+
+  static Transaction tx(String role, String host, String lip, int lport, String rip, int rport, int tgid, long start,
+      long ms) {
+    Transaction t = new Transaction();
+    t.role = role;
+    t.hostId = host;
+    t.localIp = lip;
+    t.localPort = lport;
+    t.remoteIp = rip;
+    t.remotePort = rport;
+    t.tgid = tgid;
+    t.processStartTimeNs = start;
+    t.intervalEndNs = ms * 1_000_000L + 1;
+    t.intervalStartNs = t.intervalEndNs - 1_000_000L;
+    t.transactions = 1;
+    t.subBucketBits = 7;
+    t.buckets = new int[] {5};
+    t.counts = new long[] {1};
+    return t;
+  }
+
+  @SuppressWarnings("unchecked")
+  static <T> List<StreamRecord<T>> records(Iterable<Object> output) {
+    List<StreamRecord<T>> out = new ArrayList<>();
+    for (Object o : output) {
+      if (o instanceof StreamRecord<?> r) {
+        out.add((StreamRecord<T>) r);
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,502 @@
+package io.wattgraph.stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.wattgraph.localstack.KafkaBroker;
+import io.wattgraph.localstack.Neo4jServer;
+import io.wattgraph.schema.EdgeEndKind;
+import io.wattgraph.schema.EdgeMetrics;
+import io.wattgraph.schema.IpAddresses;
+import io.wattgraph.schema.ResourceSample;
+import io.wattgraph.schema.ResourceScope;
+import io.wattgraph.schema.TransactionAddress;
+import io.wattgraph.schema.TransactionHistograms;
+import io.wattgraph.schema.TransactionRole;
+import io.wattgraph.schema.TransactionStats;
+import io.wattgraph.schema.WattgraphSchemas;
+import io.wattgraph.schema.WindowMetrics;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.stream.Stream;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.neo4j.driver.AuthTokens;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.GraphDatabase;
+import org.neo4j.driver.Session;
+import org.neo4j.driver.Value;
+
+/**
+ * Transaction metrics through the whole job against local-stack's real Kafka and Neo4j: the
+ * TransactionStats of both ends of one connection (client process P1 on host-a, server process P2
+ * in container C2 of pod pod-s on host-b), produced out of order, with the ResourceSamples of the
+ * same processes; then one late server record that updates the window (revision 1). Every figure
+ * is checked in Kafka (read_committed) and in Neo4j against values computed by hand (comments).
+ * Window 10 s.
+ */
+class TransactionMetricsIT {
+  static final long T0 = ResourceMetricsIT.T0;
+  static final long S = ResourceMetricsIT.S;
+  static final long US = 1_000L;
+  static final long MS = 1_000_000L;
+  static final String C2 = "c2".repeat(32);
+  static final String P1 = "host-a/100/5000";
+  static final String P2 = "host-b/200/6000";
+  static final String EDGE = "P:" + P1 + ">P:" + P2;
+
+  static KafkaBroker kafka;
+  static Neo4jServer neo4j;
+  static Driver driver;
+
+  @BeforeAll
+  static void startStack() throws Exception {
+    Path root = Paths.get("target", "it-data", "transactions-" + System.currentTimeMillis()).toAbsolutePath();
+    Files.createDirectories(root);
+    kafka = KafkaBroker.start(root.resolve("kafka"), 0, 0);
+    neo4j = Neo4jServer.start(root.resolve("neo4j"), 0);
+    driver = GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none());
+  }
+
+  @AfterAll
+  static void stopStack() {
+    if (driver != null) {
+      driver.close();
+    }
+    if (neo4j != null) {
+      neo4j.close();
+    }
+    if (kafka != null) {
+      kafka.close();
+    }
+  }
+
+  @Test
+  void bothEndsOutOfOrderAndALateRecordToKafkaAndTheGraph() throws Exception {
+    for (String t : List.of("tx", "res", "conn", "metrics", "edges", "dlq")) {
+      kafka.createTopic(t, 1);
+    }
+    // The graph as the connection sink leaves it: P1 -> P2, P2 in container C2.
+    write("MERGE (a:Host {id: 'host-a'}) MERGE (b:Host {id: 'host-b'}) "
+        + "MERGE (p1:Process {id: $p1}) SET p1.hostId = 'host-a', p1.pid = 100, p1.comm = 'curl' "
+        + "MERGE (p2:Process {id: $p2}) SET p2.hostId = 'host-b', p2.pid = 200, p2.comm = 'nginx' "
+        + "MERGE (p1)-[:RUNS_ON]->(a) MERGE (p2)-[:RUNS_ON]->(b) "
+        + "MERGE (c:Container {id: $c}) ON CREATE SET c.hostId = 'host-b' MERGE (p2)-[:IN_CONTAINER]->(c) "
+        + "MERGE (c)-[:RUNS_ON]->(b) "
+        + "MERGE (p1)-[t:TALKS_TO]->(p2) SET t.connections = 1, t.bytesClientToServer = 4000, "
+        + "t.bytesServerToClient = 40000", Map.of("p1", P1, "p2", P2, "c", C2));
+
+    JobConfig c = new JobConfig();
+    c.kafkaBrokers = kafka.bootstrapServers();
+    c.neo4jUri = neo4j.boltUri();
+    c.groupId = "tx-it";
+    c.topic = "conn";
+    c.resourcesTopic = "res";
+    c.transactionsTopic = "tx";
+    c.metricsTopic = "metrics";
+    c.edgeMetricsTopic = "edges";
+    c.dlqTopic = "dlq";
+    // One subtask per source and one partition per topic, and no idleness within the test: the
+    // watermark passes W0 only when both sources have delivered their W1 records, whatever the
+    // order in which the two sources are read (with idleness, a source read later would be idle
+    // meanwhile and its W0 records late).
+    c.parallelism = 1;
+    c.checkpointIntervalMs = 500;
+    c.maxOutOfOrdernessMs = 1000;
+    c.idlenessMs = 3_600_000;
+    c.allowedLatenessMs = 60_000;
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(new Configuration());
+    CorrelationJob.build(env, c);
+    long lateBefore = LateSampleCounter.DROPPED.get();
+    JobClient job = env.executeAsync("transactions-it");
+    try {
+      // Window W0 = [T0, T0 + 10 s). Client records (host-a, P1) and server records (host-b, P2),
+      // the interval ending at 9 s before the one ending at 5 s (out of order), the server end first.
+      List<ProducerRecord<String, byte[]>> tx = new ArrayList<>();
+      tx.add(txRecord(server(T0 + 9 * S, 10, 1000, 10_000, new long[] {4 * MS}, new long[] {10})));
+      tx.add(txRecord(server(T0 + 5 * S, 30, 3000, 30_000, new long[] {100 * US, 1500 * US}, new long[] {20, 10})));
+      tx.add(txRecord(client(T0 + 9 * S, 10, 1000, 10_000, new long[] {5 * MS}, new long[] {10})));
+      tx.add(txRecord(client(T0 + 5 * S, 30, 3000, 30_000, new long[] {300 * US, 2 * MS}, new long[] {20, 10})));
+      // Window W1: moves the watermark past W0's end (16 s - 1 s out-of-orderness > 10 s).
+      tx.add(txRecord(client(T0 + 16 * S, 1, 100, 1000, new long[] {300 * US}, new long[] {1})));
+      // Dead letters: garbage and a histogram of another bucket scheme.
+      tx.add(new ProducerRecord<>("tx", 0, "k", new byte[] {(byte) 0xC3, 0x01, 7}));
+      TransactionStats otherScheme = server(T0 + 5 * S, 1, 1, 1, new long[] {100}, new long[] {1});
+      otherScheme.setSubBucketBits(5);
+      tx.add(txRecord(otherScheme));
+
+      // ResourceSamples of both processes, their groups and hosts (5 s intervals ending at 5 s and 9 s).
+      List<ProducerRecord<String, byte[]>> res = new ArrayList<>();
+      for (long end : new long[] {T0 + 9 * S, T0 + 5 * S, T0 + 16 * S}) {
+        ResourceSample p2 = ResourceMetricsIT.sample(ResourceScope.PROCESS, "host-b", end, S, 5.0, true, 4, 1);
+        p2.setTgid(200);
+        p2.setProcessStartTimeNs(6000);
+        p2.setComm("nginx");
+        p2.setGroupId(C2);
+        p2.setPodUid("pod-s");
+        ResourceSample g2 = ResourceMetricsIT.sample(ResourceScope.GROUP, "host-b", end, 3 * S / 2, 7.0, true, 6, 2);
+        g2.setGroupId(C2);
+        g2.setPodUid("pod-s");
+        ResourceSample p1 = ResourceMetricsIT.sample(ResourceScope.PROCESS, "host-a", end, S / 2, 2.0, true, 1, 1);
+        p1.setTgid(100);
+        p1.setProcessStartTimeNs(5000);
+        p1.setComm("curl");
+        for (ResourceSample s : List.of(p2, g2, p1)) {
+          res.add(new ProducerRecord<>("res", 0, s.getHostId(), ResourceMetricsIT.encode(s)));
+        }
+      }
+      produce(tx);
+      produce(res);
+
+      long w0 = T0 + 10 * S;
+      await(() -> edges().containsKey(EDGE + "@" + w0) && metrics().containsKey("PROCESS|host-b|" + P2 + "@" + w0)
+          && metrics().containsKey("HOST|host-a|host-a@" + w0), "W0 results");
+
+      // The edge, revision 0: 40 transactions each end -> 4/s; bytes max(4000, 4000), 40000.
+      // Client RTTs 20 x 300 us, 10 x 2 ms, 10 x 5 ms: p50 (rank 20) 300 us, p75 (rank 30) 2 ms,
+      // p90 (rank 36) and p99 (rank 40) 5 ms; true mean 1.9 ms. Server times 20 x 100 us,
+      // 10 x 1.5 ms, 10 x 4 ms: p50 100 us, p75 1.5 ms, p90 and p99 4 ms; true mean 1.425 ms.
+      // Network time = 1.9 - 1.425 ms = 475 us (within the midpoint error of both means).
+      EdgeMetrics e0 = edges().get(EDGE + "@" + w0);
+      assertEquals(0, e0.getRevision());
+      assertEquals(EdgeEndKind.PROCESS, e0.getClientKind());
+      assertEquals(P1, e0.getClientId());
+      assertEquals(P2, e0.getServerId());
+      assertEquals(T0, e0.getWindowStartNs());
+      assertEquals(40, e0.getClientTransactions());
+      assertEquals(40, e0.getServerTransactions());
+      assertEquals(4.0, e0.getRequestRate(), 1e-12);
+      assertEquals(4000, e0.getRequestBytes());
+      assertEquals(40_000, e0.getResponseBytes());
+      within(300 * US, e0.getClientRttP50Ns());
+      within(2 * MS, e0.getClientRttP75Ns());
+      within(5 * MS, e0.getClientRttP90Ns());
+      within(5 * MS, e0.getClientRttP99Ns());
+      within(100 * US, e0.getServerTimeP50Ns());
+      within(1500 * US, e0.getServerTimeP75Ns());
+      within(4 * MS, e0.getServerTimeP90Ns());
+      within(4 * MS, e0.getServerTimeP99Ns());
+      near(475_000, e0.getNetworkTimeMeanNs(), (1_900_000 + 1_425_000) / 256.0);
+      assertEquals(List.of(bucket(300 * US), bucket(2 * MS), bucket(5 * MS)), e0.getClientRttBuckets());
+      assertEquals(List.of(20L, 10L, 10L), e0.getClientRttCounts());
+
+      // The server process P2, revision 0: 2 CPU s (1 s per sample) -> 0.2 cores, 4 threads:
+      // U = 0.05; 40 served / 10 s = 4/s; D = 0.05 / 4 = 0.0125 s; saturation 1 / D = 80/s.
+      Map<String, WindowMetrics> m = metrics();
+      WindowMetrics p2 = m.get("PROCESS|host-b|" + P2 + "@" + w0);
+      assertEquals(0, p2.getRevision());
+      assertEquals(2, p2.getSamples());
+      assertEquals(0.2, p2.getCpuCores(), 1e-12);
+      assertEquals(40L, p2.getServerTransactions());
+      assertEquals(0L, p2.getClientTransactions());
+      assertEquals(4.0, p2.getServerRequestRate(), 1e-12);
+      assertEquals(4000L, p2.getServerRequestBytes());
+      assertEquals(40_000L, p2.getServerResponseBytes());
+      assertEquals(0.05, p2.getUtilization(), 1e-12);
+      assertEquals(0.0125, p2.getServiceDemandSeconds(), 1e-12);
+      assertEquals(80.0, p2.getSaturationRate(), 1e-9);
+      within(100 * US, p2.getServerTimeP50Ns());
+      within(4 * MS, p2.getServerTimeP99Ns());
+      assertNull(p2.getClientRttP50Ns());
+      // Its group and pod (the mapping from P2's PROCESS samples) and host carry the same transactions.
+      // C2: 3 CPU s -> 0.3 cores over at most 6 threads: U = 0.05, D = 0.0125 s, again 80/s.
+      WindowMetrics g2 = m.get("GROUP|host-b|" + C2 + "@" + w0);
+      assertEquals(40L, g2.getServerTransactions());
+      assertEquals(0.05, g2.getUtilization(), 1e-12);
+      assertEquals(80.0, g2.getSaturationRate(), 1e-9);
+      assertEquals(40L, m.get("POD|host-b|pod-s@" + w0).getServerTransactions());
+      WindowMetrics hostB = m.get("HOST|host-b|host-b@" + w0);
+      assertEquals(40L, hostB.getServerTransactions());
+      assertEquals(0, hostB.getSamples(), "no HOST ResourceSample in this test: transactions only");
+      assertNull(hostB.getUtilization());
+      // The client process P1 (group "host"): 40 issued, RTT percentiles, nothing served (no D).
+      WindowMetrics p1 = m.get("PROCESS|host-a|" + P1 + "@" + w0);
+      assertEquals(40L, p1.getClientTransactions());
+      assertEquals(0L, p1.getServerTransactions());
+      assertEquals(4000L, p1.getClientRequestBytes());
+      within(2 * MS, p1.getClientRttP75Ns());
+      assertNull(p1.getServiceDemandSeconds());
+      assertEquals(40L, m.get("GROUP|host-a|host@" + w0).getClientTransactions());
+
+      // The graph: W0 revision 0 on the nodes and the edge.
+      await(() -> count("MATCH ()-[t:TALKS_TO]->() WHERE t.latencyWindowEndNs = " + w0 + " RETURN count(t)") == 1
+          && count("MATCH (n:Process {id: '" + P2 + "'}) WHERE n.requestRate IS NOT NULL RETURN count(n)") == 1,
+          "W0 in Neo4j");
+
+      // One late server record of W0 (interval ending at 8 s, arriving after W0 fired, within the
+      // lateness): 2 transactions of 200 us. Revision 1: server 42 -> 4.2/s. Server times 20 x 100 us,
+      // 2 x 200 us, 10 x 1.5 ms, 10 x 4 ms: p50 (rank 21) 200 us, p75 (rank 32) 1.5 ms, p90 (rank 38)
+      // and p99 (rank 42) 4 ms; mean (57 + 0.4) ms / 42 = 1366666.7 ns; network 1.9 ms - that = 533333 ns.
+      // P2: D = 0.05 / 4.2 = 0.0119048 s, saturation 84/s.
+      produce(List.of(txRecord(server(T0 + 8 * S, 2, 200, 2000, new long[] {200 * US}, new long[] {2}))));
+      await(() -> edges().get(EDGE + "@" + w0).getRevision() == 1
+          && metrics().get("PROCESS|host-b|" + P2 + "@" + w0).getRevision() == 1, "W0 revision 1");
+      EdgeMetrics e1 = edges().get(EDGE + "@" + w0);
+      assertEquals(40, e1.getClientTransactions());
+      assertEquals(42, e1.getServerTransactions());
+      assertEquals(4.2, e1.getRequestRate(), 1e-12);
+      assertEquals(4200, e1.getRequestBytes());
+      assertEquals(42_000, e1.getResponseBytes());
+      within(200 * US, e1.getServerTimeP50Ns());
+      within(1500 * US, e1.getServerTimeP75Ns());
+      within(4 * MS, e1.getServerTimeP90Ns());
+      within(4 * MS, e1.getServerTimeP99Ns());
+      within(300 * US, e1.getClientRttP50Ns());
+      near(1_900_000 - 57_400_000 / 42.0, e1.getNetworkTimeMeanNs(), (1_900_000 + 57_400_000 / 42.0) / 256.0);
+      WindowMetrics p2r1 = metrics().get("PROCESS|host-b|" + P2 + "@" + w0);
+      assertEquals(42L, p2r1.getServerTransactions());
+      assertEquals(0.05 / 4.2, p2r1.getServiceDemandSeconds(), 1e-12);
+      assertEquals(84.0, p2r1.getSaturationRate(), 1e-9);
+      assertEquals(2, p2r1.getSamples(), "the late transaction record is not a sample");
+      assertEquals(0, LateSampleCounter.DROPPED.get() - lateBefore, "nothing beyond the lateness");
+
+      // Neo4j: revision 1 on the edge and on P2, with the same figures.
+      await(() -> count("MATCH ()-[t:TALKS_TO]->() WHERE t.latencyRevision = 1 RETURN count(t)") == 1
+          && count("MATCH (n:Process {id: '" + P2 + "'}) WHERE n.metricsRevision = 1 RETURN count(n)") == 1,
+          "W0 revision 1 in Neo4j");
+      Value t = single("MATCH (:Process {id: $a})-[t:TALKS_TO]->(:Process {id: $b}) RETURN t", Map.of("a", P1, "b", P2));
+      assertEquals(4.2, t.get("requestRate").asDouble(), 1e-12);
+      assertEquals(4200, t.get("windowRequestBytes").asLong());
+      assertEquals(e1.getServerTimeP50Ns(), t.get("serverTimeP50Ns").asLong());
+      assertEquals(e1.getClientRttP99Ns(), t.get("clientRttP99Ns").asLong());
+      assertEquals(e1.getNetworkTimeMeanNs(), t.get("networkTimeMeanNs").asDouble(), 1e-6);
+      assertEquals(w0, t.get("latencyWindowEndNs").asLong());
+      assertEquals(4000, t.get("bytesClientToServer").asLong(), "the connection sink's totals stay");
+      Value n2 = single("MATCH (n:Process {id: $id}) RETURN n", Map.of("id", P2));
+      assertEquals(4.2, n2.get("requestRate").asDouble(), 1e-12);
+      assertEquals(0.05, n2.get("utilization").asDouble(), 1e-12);
+      assertEquals(84.0, n2.get("saturationRate").asDouble(), 1e-9);
+      assertEquals(0.2, n2.get("cpuUsage").asDouble(), 1e-12);
+      assertEquals(p2r1.getServerTimeP90Ns(), n2.get("serverTimeP90Ns").asLong());
+      Value cont = single("MATCH (n:Container {id: $id}) RETURN n", Map.of("id", C2));
+      assertEquals(4.2, cont.get("requestRate").asDouble(), 1e-12);
+      Value n1 = single("MATCH (n:Process {id: $id}) RETURN n", Map.of("id", P1));
+      assertEquals(4.0, n1.get("clientRequestRate").asDouble(), 1e-12);
+      assertEquals(p1.getClientRttP50Ns(), n1.get("clientRttP50Ns").asLong());
+      assertTrue(n1.get("serviceDemandS").isNull());
+
+      // Dead letters: the garbage and the other bucket scheme, with the transactions topic.
+      await(() -> readAll("dlq").size() >= 2, "2 dead letters");
+      List<ConsumerRecord<byte[], byte[]>> dead = new ArrayList<>(readAll("dlq"));
+      assertEquals(2, dead.size());
+      dead.sort(Comparator.comparingLong(r -> Long.parseLong(header(r, DeadLetterSerializer.OFFSET))));
+      assertTrue(header(dead.get(0), DeadLetterSerializer.REASON).startsWith("undecodable: "));
+      assertEquals("invalid: subBucketBits 5 (only 7 can be merged)", header(dead.get(1), DeadLetterSerializer.REASON));
+      assertEquals("tx", header(dead.get(1), DeadLetterSerializer.TOPIC));
+    } finally {
+      job.cancel().get(1, TimeUnit.MINUTES);
+    }
+  }
+
+  static TransactionStats client(long endNs, long n, long req, long resp, long[] rttNs, long[] counts) {
+    return stats(TransactionRole.CLIENT, "host-a", "10.0.0.1", 40000, "10.0.0.2", 8080, 100, 5000, endNs, n, req,
+        resp, rttNs, counts);
+  }
+
+  static TransactionStats server(long endNs, long n, long req, long resp, long[] timesNs, long[] counts) {
+    return stats(TransactionRole.SERVER, "host-b", "10.0.0.2", 8080, "10.0.0.1", 40000, 200, 6000, endNs, n, req,
+        resp, timesNs, counts);
+  }
+
+  static TransactionStats stats(TransactionRole role, String host, String localIp, int localPort, String remoteIp,
+      int remotePort, int tgid, long start, long endNs, long n, long req, long resp, long[] valuesNs, long[] counts) {
+    List<Integer> buckets = new ArrayList<>();
+    List<Long> cs = new ArrayList<>();
+    for (int i = 0; i < valuesNs.length; i++) {
+      buckets.add(bucket(valuesNs[i]));
+      cs.add(counts[i]);
+    }
+    TransactionStats.Builder b = TransactionStats.newBuilder().setHostId(host).setIntervalStartNs(endNs - S)
+        .setIntervalEndNs(endNs).setRole(role)
+        .setLocalAddress(new TransactionAddress(IpAddresses.parse(localIp).bytes())).setLocalPort(localPort)
+        .setRemoteAddress(new TransactionAddress(IpAddresses.parse(remoteIp).bytes())).setRemotePort(remotePort)
+        .setTgid(tgid).setProcessStartTimeNs(start).setComm(role == TransactionRole.CLIENT ? "curl" : "nginx")
+        .setCgroupId(1).setNetnsInode(2).setSocketCookie(3).setClosed(false)
+        .setTransactions(n).setRequestBytes(req).setResponseBytes(resp);
+    if (role == TransactionRole.CLIENT) {
+      b.setClientRttBuckets(buckets).setClientRttCounts(cs);
+    } else {
+      b.setServerTimeBuckets(buckets).setServerTimeCounts(cs);
+    }
+    return b.build();
+  }
+
+  static int bucket(long ns) {
+    return TransactionHistograms.bucketOf(ns, 7);
+  }
+
+  /** Keyed by the canonical connection, as the agent keys them. */
+  static ProducerRecord<String, byte[]> txRecord(TransactionStats s) throws Exception {
+    ByteBuffer b = TransactionStats.getEncoder().encode(s);
+    byte[] bytes = new byte[b.remaining()];
+    b.get(bytes);
+    return new ProducerRecord<>("tx", 0, "10.0.0.1:40000>10.0.0.2:8080", bytes);
+  }
+
+  /** The reported percentile is in the true value's bucket, so within 2^-8 of it. */
+  static void within(long trueNs, Long reported) {
+    assertEquals(bucket(trueNs), bucket(reported), "bucket of " + reported + " vs " + trueNs);
+    assertTrue(Math.abs(reported - trueNs) <= trueNs / 256.0, reported + " vs " + trueNs);
+  }
+
+  static void near(double expected, Double actual, double bound) {
+    assertTrue(actual != null && Math.abs(actual - expected) <= bound, actual + " vs " + expected + " +- " + bound);
+  }
+
+  static Map<String, WindowMetrics> metrics() {
+    Map<String, WindowMetrics> m = new TreeMap<>();
+    for (ConsumerRecord<byte[], byte[]> r : readAll("metrics")) {
+      WindowMetrics w;
+      try {
+        w = WattgraphSchemas.windowMetricsDecoder().decode(r.value());
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+      String key = new String(r.key(), StandardCharsets.UTF_8);
+      assertEquals(w.getLevel() + "|" + w.getHostId() + "|" + w.getEntityId(), key);
+      m.merge(key + "@" + w.getWindowEndNs(), w, (a, b) -> b.getRevision() >= a.getRevision() ? b : a);
+    }
+    return m;
+  }
+
+  static Map<String, EdgeMetrics> edges() {
+    Map<String, EdgeMetrics> m = new TreeMap<>();
+    for (ConsumerRecord<byte[], byte[]> r : readAll("edges")) {
+      EdgeMetrics e;
+      try {
+        e = WattgraphSchemas.edgeMetricsDecoder().decode(r.value());
+      } catch (Exception ex) {
+        throw new AssertionError(ex);
+      }
+      String key = new String(r.key(), StandardCharsets.UTF_8);
+      assertEquals("P:" + e.getClientId() + ">P:" + e.getServerId(), key);
+      assertEquals(e.getWindowEndNs() / 1_000_000L, r.timestamp());
+      m.merge(key + "@" + e.getWindowEndNs(), e, (a, b) -> b.getRevision() >= a.getRevision() ? b : a);
+    }
+    return m;
+  }
+
+  static void produce(List<ProducerRecord<String, byte[]>> records) throws Exception {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    try (KafkaProducer<String, byte[]> producer =
+        new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
+      for (ProducerRecord<String, byte[]> r : records) {
+        producer.send(r).get();
+      }
+    }
+  }
+
+  static List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
+    try (KafkaConsumer<byte[], byte[]> c =
+        new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+      List<TopicPartition> parts = c.partitionsFor(topic).stream()
+          .map(i -> new TopicPartition(topic, i.partition())).toList();
+      c.assign(parts);
+      c.seekToBeginning(parts);
+      Map<TopicPartition, Long> end = c.endOffsets(parts);
+      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
+        c.poll(Duration.ofMillis(200)).forEach(out::add);
+      }
+    }
+    return out;
+  }
+
+  static String header(ConsumerRecord<byte[], byte[]> r, String name) {
+    return new String(r.headers().lastHeader(name).value(), StandardCharsets.UTF_8);
+  }
+
+  /** Waits for a condition (not a timing threshold: the deadline only turns a hang into a failure). */
+  static void await(BooleanSupplier condition, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out waiting for: " + what + "\n" + offsets() + "\nmetrics " + metrics().keySet() + "\nedges "
+            + edges().keySet() + "\n" + String.join("\n", dump()));
+      }
+      Thread.sleep(200);
+    }
+  }
+
+  /** Per output topic: end offset and last stable offset (an open transaction holds the latter back). */
+  static String offsets() {
+    StringBuilder b = new StringBuilder();
+    for (String topic : List.of("metrics", "edges", "dlq")) {
+      for (String isolation : List.of("read_uncommitted", "read_committed")) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        try (KafkaConsumer<byte[], byte[]> c =
+            new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+          b.append(topic).append(' ').append(isolation).append(" end ")
+              .append(c.endOffsets(List.of(new TopicPartition(topic, 0))).values()).append("; ");
+        }
+      }
+    }
+    return b.toString();
+  }
+
+  static void write(String cypher, Map<String, Object> params) {
+    try (Session s = driver.session()) {
+      s.executeWrite(tx -> tx.run(cypher, params).consume());
+    }
+  }
+
+  static Value single(String cypher, Map<String, Object> params) {
+    try (Session s = driver.session()) {
+      return s.executeRead(tx -> tx.run(cypher, params).single().get(0));
+    }
+  }
+
+  static long count(String cypher) {
+    try (Session s = driver.session()) {
+      return s.executeRead(tx -> tx.run(cypher).single().get(0).asLong());
+    }
+  }
+
+  static List<String> dump() {
+    try (Session s = driver.session()) {
+      return s.executeRead(tx -> {
+        Stream<String> nodes = tx.run("MATCH (n) RETURN labels(n) AS l, properties(n) AS p").list().stream()
+            .map(r -> "node " + r.get("l").asList() + " " + new TreeMap<>(r.get("p").asMap()));
+        Stream<String> rels = tx.run("MATCH (a)-[r]->(b) RETURN a.id AS a, type(r) AS t, b.id AS b, properties(r) AS p")
+            .list().stream()
+            .map(r -> "rel " + r.get("a").asString() + " -" + r.get("t").asString() + "-> " + r.get("b").asString()
+                + " " + new TreeMap<>(r.get("p").asMap()));
+        return Stream.concat(nodes, rels).sorted(Comparator.naturalOrder()).toList();
+      });
+    }
+  }
+}
