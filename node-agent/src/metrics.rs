@@ -141,9 +141,11 @@ impl Renderer {
             crate::shedding::render_metrics(&c.shed, &mut metric);
         }
         let r = &self.src.resources;
+        // First, with Acquire: the interval's figures (stored before it was counted) are then current.
+        let intervals = r.intervals.load(Ordering::Acquire) as f64;
         let entries = g(&r.thread_map_entries) as f64;
         let cap = g(&r.thread_map_capacity) as f64;
-        metric("wattgraph_agent_sample_intervals_total", "counter", "Resource sampling intervals completed.", &[("", g(&r.intervals) as f64)]);
+        metric("wattgraph_agent_sample_intervals_total", "counter", "Resource sampling intervals completed.", &[("", intervals)]);
         metric("wattgraph_agent_resource_records_total", "counter", "ResourceSample records produced.", &[("", g(&r.records) as f64)]);
         metric("wattgraph_agent_sched_switches_total", "counter", "sched_switch events handled in the kernel.", &[("", g(&r.sched_switches) as f64)]);
         metric("wattgraph_agent_thread_exits_total", "counter", "Thread exits flushed by the kernel.", &[("", g(&r.thread_exits) as f64)]);

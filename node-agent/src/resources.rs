@@ -332,7 +332,6 @@ pub fn spawn_sampler(
                     break;
                 }
                 let recs = s.sample();
-                metrics.intervals.fetch_add(1, Ordering::Relaxed);
                 metrics.records.fetch_add(recs.len() as u64, Ordering::Relaxed);
                 if let Some(h) = recs.first() {
                     metrics.host_power_watts_bits.store(h.power_watts.to_bits(), Ordering::Relaxed);
@@ -345,6 +344,8 @@ pub fn spawn_sampler(
                 metrics.sched_ringbuf_drops.store(st.ringbuf_drops, Ordering::Relaxed);
                 metrics.thread_map_entries.store(fill, Ordering::Relaxed);
                 metrics.thread_map_capacity.store(cap, Ordering::Relaxed);
+                // Last, with Release: a scrape that sees the interval counted sees its figures.
+                metrics.intervals.fetch_add(1, Ordering::Release);
                 if cfg.max_intervals.is_some_and(|m| k >= m) {
                     break;
                 }
