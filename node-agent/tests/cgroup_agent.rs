@@ -86,10 +86,7 @@ fn cgroup_stats_from_a_fixture_tree_reach_kafka() {
     consume_until(&consumer, &mut recs, "one more record", |r| r.len() > n);
 
     let text = agent::scrape(port);
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    let err = agent::sigterm(child);
     assert!(err.contains("cgroup sampler: v2 hierarchy, tick every 10 ms"), "{err}");
     // Realtime granted (root) or refused (said once): either way the sampler ran.
     assert!(err.contains("SCHED_FIFO priority 10"), "{err}");

@@ -36,9 +36,27 @@ pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// A running agent, killed and reaped when dropped, so a failing assertion leaves none behind.
+pub struct Agent(Option<Child>);
+
+impl Agent {
+    pub fn id(&self) -> u32 {
+        self.0.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// Starts the agent as `host` (own netns only, no CPU sampling) with `args` and waits for its
 /// ready file. None when BPF permission is missing outside CI (skipped, said); in CI that fails.
-pub fn start(host: &str, args: &[&str], dir: &Path) -> Option<Child> {
+pub fn start(host: &str, args: &[&str], dir: &Path) -> Option<Agent> {
     let ready = dir.join("ready");
     let mut child = Command::new(BIN)
         .args(["--host-id", host, "--ready-file", ready.to_str().unwrap(), "--netns", "/proc/self/ns/net", "--no-resources"])
@@ -59,14 +77,19 @@ pub fn start(host: &str, args: &[&str], dir: &Path) -> Option<Child> {
             }
             panic!("agent exited early: {err}");
         }
-        assert!(Instant::now() < deadline, "ready file not written");
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("ready file not written");
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
-    Some(child)
+    Some(Agent(Some(child)))
 }
 
 /// SIGTERM; the agent must exit 0. Returns its stderr.
-pub fn sigterm(child: Child) -> String {
+pub fn sigterm(mut agent: Agent) -> String {
+    let child = agent.0.take().expect("agent running");
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
