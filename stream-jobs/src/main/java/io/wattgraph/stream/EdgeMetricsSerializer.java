@@ -3,43 +3,38 @@ package io.wattgraph.stream;
 import io.wattgraph.schema.EdgeEndKind;
 import io.wattgraph.schema.EdgeMetrics;
 import io.wattgraph.schema.WattgraphSchemas;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import org.apache.avro.message.BinaryMessageEncoder;
-import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
-import org.apache.kafka.clients.producer.ProducerRecord;
 
 /**
  * An edge window result as a record of the edge metrics topic: key UTF-8 {@code P:client>P:server}
  * (kind-qualified graph ids; every window and revision of an edge on one partition, in order), value
  * {@code EdgeMetrics} in Avro single-object encoding, timestamp the window end (ms).
  */
-public class EdgeMetricsSerializer implements KafkaRecordSerializationSchema<EdgeMetricsRow> {
+public class EdgeMetricsSerializer extends WindowResultSerializer<EdgeMetricsRow, EdgeMetrics> {
   private static final long serialVersionUID = 1L;
 
-  private final String topic;
-  private transient BinaryMessageEncoder<EdgeMetrics> encoder;
-
   public EdgeMetricsSerializer(String topic) {
-    this.topic = topic;
+    super(topic);
   }
 
   @Override
-  public ProducerRecord<byte[], byte[]> serialize(EdgeMetricsRow r, KafkaSinkContext context, Long timestamp) {
-    if (encoder == null) {
-      encoder = WattgraphSchemas.edgeMetricsEncoder();
-    }
-    try {
-      ByteBuffer b = encoder.encode(toAvro(r));
-      byte[] value = new byte[b.remaining()];
-      b.get(value);
-      return new ProducerRecord<>(topic, null, r.windowEndNs / 1_000_000L,
-          r.key().getBytes(StandardCharsets.UTF_8), value);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+  BinaryMessageEncoder<EdgeMetrics> newEncoder() {
+    return WattgraphSchemas.edgeMetricsEncoder();
+  }
+
+  @Override
+  EdgeMetrics toRecord(EdgeMetricsRow r) {
+    return toAvro(r);
+  }
+
+  @Override
+  String key(EdgeMetricsRow r) {
+    return r.key();
+  }
+
+  @Override
+  long windowEndNs(EdgeMetricsRow r) {
+    return r.windowEndNs;
   }
 
   public static EdgeMetrics toAvro(EdgeMetricsRow r) {

@@ -4,45 +4,40 @@ import io.wattgraph.schema.MetricsLevel;
 import io.wattgraph.schema.MetricsPowerSource;
 import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.schema.WindowMetrics;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.avro.message.BinaryMessageEncoder;
-import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
-import org.apache.kafka.clients.producer.ProducerRecord;
 
 /**
  * A window result as a record of the metrics topic: key UTF-8 {@code LEVEL|hostId|entityId}
  * (all windows and revisions of an entity on one partition, in order), value {@code WindowMetrics}
  * in Avro single-object encoding, timestamp the window end (ms).
  */
-public class WindowMetricsSerializer implements KafkaRecordSerializationSchema<MetricsRow> {
+public class WindowMetricsSerializer extends WindowResultSerializer<MetricsRow, WindowMetrics> {
   private static final long serialVersionUID = 1L;
 
-  private final String topic;
-  private transient BinaryMessageEncoder<WindowMetrics> encoder;
-
   public WindowMetricsSerializer(String topic) {
-    this.topic = topic;
+    super(topic);
   }
 
   @Override
-  public ProducerRecord<byte[], byte[]> serialize(MetricsRow r, KafkaSinkContext context, Long timestamp) {
-    if (encoder == null) {
-      encoder = WattgraphSchemas.windowMetricsEncoder();
-    }
-    try {
-      ByteBuffer b = encoder.encode(toAvro(r));
-      byte[] value = new byte[b.remaining()];
-      b.get(value);
-      return new ProducerRecord<>(topic, null, r.windowEndNs / 1_000_000L,
-          r.key().getBytes(StandardCharsets.UTF_8), value);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+  BinaryMessageEncoder<WindowMetrics> newEncoder() {
+    return WattgraphSchemas.windowMetricsEncoder();
+  }
+
+  @Override
+  WindowMetrics toRecord(MetricsRow r) {
+    return toAvro(r);
+  }
+
+  @Override
+  String key(MetricsRow r) {
+    return r.key();
+  }
+
+  @Override
+  long windowEndNs(MetricsRow r) {
+    return r.windowEndNs;
   }
 
   public static WindowMetrics toAvro(MetricsRow r) {
