@@ -1,11 +1,18 @@
-//! Command line (contracts.md "Agent command line") and its validation.
-use std::path::PathBuf;
+//! Command line (contracts.md "Agent command line"), the `--config` file, and their validation.
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
-use clap::Parser;
+use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "wattgraph-agent", version, about = "Wattgraph node agent: TCP connections via eBPF -> Avro -> Kafka")]
 pub struct Config {
+    /// TOML file whose keys are the long flag names (`host-id = "a"`, `netns = ["/run/netns/x"]`,
+    /// `include-self = true`); flags given on the command line override its keys.
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
     /// Configured identity of this host (hostId in every event).
     #[arg(long = "host-id", value_name = "ID")]
     pub host_id: String,
@@ -186,9 +193,203 @@ pub struct Config {
     /// Restore the original limits when no valid budget arrived for longer than this.
     #[arg(long = "budget-timeout-s", value_name = "S", default_value_t = 90)]
     pub budget_timeout_s: u64,
+
+    /// Memory tier of the spool: messages librdkafka holds while Kafka is slow or unreachable
+    /// (they never time out). Beyond it records go to --spool-dir, else they are dropped and counted.
+    #[arg(long = "spool-memory-messages", value_name = "N", default_value_t = 200_000)]
+    pub spool_memory_messages: u64,
+
+    /// Disk tier of the spool: directory for segment files (created if missing). Without it,
+    /// records beyond the memory tier are dropped (counted).
+    #[arg(long = "spool-dir", value_name = "PATH")]
+    pub spool_dir: Option<PathBuf>,
+
+    /// Bound of the disk spool (segment files together); records beyond it are dropped (counted).
+    #[arg(long = "spool-max-bytes", value_name = "BYTES", default_value_t = 1 << 30)]
+    pub spool_max_bytes: u64,
+}
+
+/// Why the configuration was refused.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// From clap (also `--help` / `--version`): `exit()` prints it with clap's exit code.
+    Clap(clap::Error),
+    /// A bad value or key; the message names it (and the file and key when it came from one).
+    Invalid(String),
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Clap(e) => write!(f, "{}", e.to_string().trim_end()),
+            ConfigError::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Long names given on the command line (`--name` or `--name=value`), up to a `--`.
+/// Exact because no flag takes a value starting with `--` as a separate token.
+fn cli_names(argv: &[OsString]) -> HashSet<String> {
+    let mut names = HashSet::new();
+    for a in argv.iter().skip(1) {
+        let Some(a) = a.to_str() else { continue };
+        if a == "--" {
+            break;
+        }
+        if let Some(n) = a.strip_prefix("--") {
+            names.insert(n.split_once('=').map_or(n, |(k, _)| k).to_string());
+        }
+    }
+    names
+}
+
+/// The `--config` value of the command line, if any.
+fn config_path(argv: &[OsString]) -> Option<PathBuf> {
+    let mut it = argv.iter().skip(1);
+    while let Some(a) = it.next() {
+        if a == "--" {
+            break;
+        }
+        if a == "--config" {
+            return it.next().map(PathBuf::from);
+        }
+        if let Some(p) = a.to_str().and_then(|a| a.strip_prefix("--config=")) {
+            return Some(PathBuf::from(p));
+        }
+    }
+    None
+}
+
+/// The TOML type a flag takes in the file.
+#[derive(Clone, Copy, PartialEq)]
+enum Want {
+    Switch,
+    List,
+    Integer,
+    Number,
+    Text,
+}
+
+fn want(arg: &clap::Arg) -> Want {
+    use std::any::TypeId;
+    match arg.get_action() {
+        ArgAction::SetTrue => Want::Switch,
+        ArgAction::Append => Want::List,
+        _ => {
+            let t = arg.get_value_parser().type_id();
+            if [TypeId::of::<u64>(), TypeId::of::<u32>(), TypeId::of::<u16>(), TypeId::of::<i64>()].iter().any(|x| t == *x) {
+                Want::Integer
+            } else if t == TypeId::of::<f64>() {
+                Want::Number
+            } else {
+                Want::Text
+            }
+        }
+    }
+}
+
+/// The file's keys as `--key=value` arguments (each checked for its TOML type), with the keys
+/// they came from. Keys named in `skip` (given on the command line) are left out, so a
+/// command-line list replaces the file's list instead of adding to it.
+fn file_args(path: &Path, skip: &HashSet<String>) -> Result<(Vec<OsString>, Vec<String>), String> {
+    let where_ = format!("config file '{}'", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{where_}: cannot read it: {e}"))?;
+    let doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| format!("{where_}: not valid TOML: {}", e.to_string().trim_end()))?;
+    let cmd = Config::command();
+    let mut args = Vec::new();
+    let mut keys = Vec::new();
+    for (key, item) in doc.as_table().iter() {
+        let arg = cmd
+            .get_arguments()
+            .find(|a| a.get_long() == Some(key) && !["config", "help", "version"].contains(&key))
+            .ok_or_else(|| format!("{where_}: unknown key '{key}' (keys are the long flag names without '--'; see --help)"))?;
+        let w = want(arg);
+        let bad = |expected: &str| {
+            let got = match item {
+                toml_edit::Item::Value(v) => v.type_name(),
+                _ => "table",
+            };
+            format!("{where_}: key '{key}' must be {expected}, not {got}")
+        };
+        let value = item.as_value();
+        let mut values: Vec<String> = Vec::new();
+        match w {
+            Want::Switch => match value.and_then(|v| v.as_bool()) {
+                Some(true) => values.push(String::new()),
+                Some(false) => {}
+                None => return Err(bad("a boolean (true or false)")),
+            },
+            Want::List => {
+                let a = value.and_then(|v| v.as_array()).ok_or_else(|| bad("an array of strings"))?;
+                for v in a.iter() {
+                    values.push(v.as_str().ok_or_else(|| bad("an array of strings"))?.to_string());
+                }
+            }
+            Want::Integer => values.push(value.and_then(|v| v.as_integer()).ok_or_else(|| bad("an integer"))?.to_string()),
+            Want::Number => {
+                let v = value.and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64))).ok_or_else(|| bad("a number"))?;
+                values.push(v.to_string());
+            }
+            Want::Text => values.push(value.and_then(|v| v.as_str()).ok_or_else(|| bad("a string"))?.to_string()),
+        }
+        if skip.contains(key) {
+            continue;
+        }
+        for v in values {
+            // `--key=value` in one token, so a value starting with '-' stays a value.
+            args.push(OsString::from(if w == Want::Switch { format!("--{key}") } else { format!("--{key}={v}") }));
+        }
+        keys.push(key.to_string());
+    }
+    // The file's values alone through clap's own value parsers, to blame the file for them
+    // (flags required of the whole configuration may come from the command line).
+    let mut only_file = vec![OsString::from("wattgraph-agent")];
+    only_file.extend(args.iter().cloned());
+    if let Err(e) = Config::command().try_get_matches_from(only_file) {
+        if e.kind() != clap::error::ErrorKind::MissingRequiredArgument {
+            let arg = e.get(clap::error::ContextKind::InvalidArg).map(|a| a.to_string()).unwrap_or_default();
+            let key = arg.trim_start_matches("--").split([' ', '=']).next().unwrap_or("").to_string();
+            let msg = e.to_string();
+            let first = msg.lines().next().unwrap_or("").trim_start_matches("error: ");
+            return Err(format!("{where_}: key '{key}': {first}"));
+        }
+    }
+    Ok((args, keys))
 }
 
 impl Config {
+    /// Parses the command line (`argv[0]` = program name) and the `--config` file it names,
+    /// command-line flags overriding the file's keys, then `validate`s the result. Every message
+    /// names the flag; a value taken from the file also names the file and its key.
+    pub fn load<I, T>(argv: I) -> Result<Config, ConfigError>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let argv: Vec<OsString> = argv.into_iter().map(Into::into).collect();
+        let mut full: Vec<OsString> = argv.iter().take(1).cloned().collect();
+        let mut from_file = (None, Vec::new());
+        if let Some(path) = config_path(&argv) {
+            let (args, keys) = file_args(&path, &cli_names(&argv)).map_err(ConfigError::Invalid)?;
+            full.extend(args);
+            from_file = (Some(path), keys);
+        }
+        full.extend(argv.iter().skip(1).cloned());
+        let matches = Config::command().try_get_matches_from(full).map_err(ConfigError::Clap)?;
+        let cfg = Config::from_arg_matches(&matches).map_err(ConfigError::Clap)?;
+        cfg.validate().map_err(|msg| {
+            // validate() messages start with the offending flag.
+            let flag = msg.strip_prefix("--").and_then(|m| m.split([' ', '\'']).next()).unwrap_or("");
+            match &from_file {
+                (Some(path), keys) if keys.iter().any(|k| k == flag) => {
+                    ConfigError::Invalid(format!("config file '{}': key '{flag}': {msg}", path.display()))
+                }
+                _ => ConfigError::Invalid(msg),
+            }
+        })?;
+        Ok(cfg)
+    }
+
     /// Checks values clap cannot; each message names the offending value.
     pub fn validate(&self) -> Result<(), String> {
         if self.host_id.trim().is_empty() {
@@ -293,6 +494,17 @@ impl Config {
         if self.stats_interval_s == 0 {
             return Err("--stats-interval-s '0' must be at least 1".into());
         }
+        if !(1..=10_000_000).contains(&self.spool_memory_messages) {
+            return Err(format!("--spool-memory-messages '{}' must be between 1 and 10000000", self.spool_memory_messages));
+        }
+        if !(65_536..=1 << 50).contains(&self.spool_max_bytes) {
+            return Err(format!("--spool-max-bytes '{}' must be between 65536 and 2^50", self.spool_max_bytes));
+        }
+        if let Some(d) = &self.spool_dir {
+            if d.exists() && !d.is_dir() {
+                return Err(format!("--spool-dir '{}' is not a directory", d.display()));
+            }
+        }
         self.shed_options()?;
         for p in &self.netns {
             if !p.exists() {
@@ -386,6 +598,130 @@ mod tests {
         assert_eq!(c.netns.len(), 2);
         assert_eq!(c.snapshot_bytes, 4096);
         assert_eq!(c.ready_file.unwrap().to_str(), Some("/tmp/r"));
+    }
+
+    /// A config file with `text` in a scratch directory of this test process.
+    fn file(name: &str, text: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("wg-config-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn load(f: &Path, extra: &[&str]) -> Result<Config, String> {
+        let mut args = vec!["wattgraph-agent".to_string(), "--config".into(), f.display().to_string()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Config::load(args).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn config_file_values_and_precedence() {
+        let f = file(
+            "prec.toml",
+            "host-id = \"from-file\"\nkafka-brokers = \"k1:9092,k2:9093\"\ntopic = \"t.file\"\n\
+             netns = [\"/proc/self/ns/net\", \"/proc/thread-self/ns/net\"]\nsnapshot-bytes = 4096\n\
+             ht-ratio = 1\nidle-watts-per-cpu = 2.5\ninclude-self = true\nno-resources = false\n\
+             power-cap = \"dry-run\"\nmetrics-addr = \"127.0.0.1:9400\"\n",
+        );
+        let c = load(&f, &[]).unwrap();
+        assert_eq!((c.host_id.as_str(), c.kafka_brokers.as_deref(), c.topic.as_str()), ("from-file", Some("k1:9092,k2:9093"), "t.file"));
+        assert_eq!(c.netns, vec![PathBuf::from("/proc/self/ns/net"), PathBuf::from("/proc/thread-self/ns/net")]);
+        assert_eq!((c.snapshot_bytes, c.ht_ratio, c.idle_watts_per_cpu), (4096, 1.0, 2.5));
+        assert!(c.include_self && !c.no_resources);
+        assert_eq!(c.power_cap, crate::budget::PowerCapMode::DryRun);
+        assert_eq!(c.metrics_addr.unwrap().port(), 9400);
+        assert_eq!(c.config.as_deref(), Some(f.as_path()));
+        assert_eq!(c.map_entries, 65536, "keys absent from the file keep their defaults");
+
+        // Flags override keys, before or after --config; a list flag replaces the file's list.
+        let mut args = vec!["x", "--topic", "t.cli", "--config"];
+        let fs = f.display().to_string();
+        args.push(&fs);
+        args.extend(["--snapshot-bytes=8192", "--netns", "/proc/self/ns/net", "--host-id", "from-cli"]);
+        let c = Config::load(args).unwrap();
+        assert_eq!((c.host_id.as_str(), c.topic.as_str(), c.snapshot_bytes), ("from-cli", "t.cli", 8192));
+        assert_eq!(c.netns, vec![PathBuf::from("/proc/self/ns/net")]);
+        assert_eq!(c.kafka_brokers.as_deref(), Some("k1:9092,k2:9093"));
+
+        // A required flag may come from either side.
+        let f2 = file("partial.toml", "kafka-brokers = \"k:1\"\n");
+        assert_eq!(load(&f2, &["--host-id", "h"]).unwrap().host_id, "h");
+        assert!(load(&f2, &[]).unwrap_err().contains("--host-id"));
+    }
+
+    #[test]
+    fn config_file_errors_name_key_and_file() {
+        let base = "host-id = \"h\"\nkafka-brokers = \"k:1\"\n";
+        let cases: &[(&str, &[&str])] = &[
+            ("snapshot-byte = 5\n", &["unknown key 'snapshot-byte'"]),
+            ("config = \"other.toml\"\n", &["unknown key 'config'"]),
+            ("[kafka]\nbrokers = \"k:1\"\n", &["unknown key 'kafka'"]),
+            ("snapshot-bytes = \"lots\"\n", &["key 'snapshot-bytes' must be an integer, not string"]),
+            ("include-self = \"yes\"\n", &["key 'include-self' must be a boolean", "not string"]),
+            ("netns = \"/proc/self/ns/net\"\n", &["key 'netns' must be an array of strings"]),
+            ("netns = [1]\n", &["key 'netns' must be an array of strings"]),
+            ("topic = 5\n", &["key 'topic' must be a string, not integer"]),
+            ("ht-ratio = true\n", &["key 'ht-ratio' must be a number, not boolean"]),
+            ("snapshot-bytes = 0\n", &["key 'snapshot-bytes': --snapshot-bytes '0' must be at least 1"]),
+            ("map-entries = -1\n", &["key 'map-entries'", "'-1'"]),
+            ("power-cap = \"maybe\"\n", &["key 'power-cap'", "'maybe'"]),
+            ("metrics-addr = \"nowhere\"\n", &["key 'metrics-addr'", "'nowhere'"]),
+            ("netns = [\"/nonexistent/ns\"]\n", &["key 'netns': --netns '/nonexistent/ns' does not exist"]),
+            ("spool-max-bytes = 10\n", &["key 'spool-max-bytes': --spool-max-bytes '10'"]),
+            ("log-level = \"loud\"\n", &["key 'log-level': --log-level 'loud'"]),
+            ("topic = \"unterminated\n", &["not valid TOML"]),
+        ];
+        for (i, (extra, needles)) in cases.iter().enumerate() {
+            let f = file(&format!("bad{i}.toml"), &format!("{base}{extra}"));
+            let err = load(&f, &[]).unwrap_err();
+            let fname = format!("config file '{}'", f.display());
+            assert!(err.contains(&fname), "{extra:?}: {err}");
+            for n in needles.iter() {
+                assert!(err.contains(n), "{extra:?}: missing {n:?} in {err}");
+            }
+        }
+        // A wrong value on the command line is the flag's own error, not the file's.
+        let f = file("good.toml", base);
+        let err = load(&f, &["--snapshot-bytes", "0"]).unwrap_err();
+        assert!(err.contains("--snapshot-bytes '0'") && !err.contains("config file"), "{err}");
+        // The command line overrides a bad value of the file (it is never used).
+        let f = file("overridden.toml", &format!("{base}snapshot-bytes = 0\n"));
+        assert_eq!(load(&f, &["--snapshot-bytes", "7"]).unwrap().snapshot_bytes, 7);
+        let missing = std::env::temp_dir().join("wg-config-no-such-file.toml");
+        let err = load(&missing, &[]).unwrap_err();
+        assert!(err.contains("wg-config-no-such-file.toml") && err.contains("cannot read"), "{err}");
+    }
+
+    #[test]
+    fn example_file_is_valid_and_lists_every_flag() {
+        let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("wattgraph-agent.example.toml");
+        let c = load(&example, &[]).unwrap();
+        assert_eq!((c.host_id.as_str(), c.kafka_brokers.as_deref()), ("node-1", Some("127.0.0.1:9092")));
+        // Every commented-out key is valid too: uncomment them all (except the exclusive once).
+        let text = std::fs::read_to_string(&example).unwrap();
+        let mut all = String::new();
+        let mut keys = HashSet::new();
+        for line in text.lines() {
+            let l = line.strip_prefix("# ").unwrap_or(line);
+            if let Some((k, _)) = l.split_once(" = ") {
+                if !k.contains(' ') {
+                    keys.insert(k.to_string());
+                    if !["once", "netns", "cgroup-root", "ready-file", "shed-priority", "shed-mode", "cpu-setpoint", "spool-dir"].contains(&k) {
+                        all.push_str(l);
+                        all.push('\n');
+                    }
+                }
+            }
+        }
+        for a in Config::command().get_arguments() {
+            let Some(long) = a.get_long() else { continue };
+            if !["config", "help", "version"].contains(&long) {
+                assert!(keys.contains(long), "example file lacks key '{long}'");
+            }
+        }
+        let f = file("example-all.toml", &all);
+        load(&f, &[]).unwrap_or_else(|e| panic!("{e}\n{all}"));
     }
 
     #[test]

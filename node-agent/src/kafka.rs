@@ -1,8 +1,17 @@
-//! Kafka producer for encoded ConnectionEvents (librdkafka built from the crate's
-//! bundled source). Batching, lz4, idempotent, acks=all.
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+//! Kafka producer for encoded records (librdkafka built from the crate's bundled source).
+//! Batching, lz4, idempotent, acks=all.
+//!
+//! **Spool** while Kafka is unreachable or slow: librdkafka's queue is the memory tier
+//! (`--spool-memory-messages`, no message timeout; the idempotent producer keeps the order per
+//! partition across retries). When it is full, records go to the disk tier (`spool::DiskSpool`
+//! under `--spool-dir`), and once anything is on disk every new record goes there too until the
+//! drainer thread has moved them all back into librdkafka, so a sender's records stay in order.
+//! Beyond `--spool-max-bytes` (or without a spool directory) records are dropped and counted.
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use rdkafka::config::ClientConfig;
@@ -12,19 +21,74 @@ use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::producer::PurgeConfig;
 use rdkafka::ClientContext;
 
+use crate::spool::DiskSpool;
+
+/// A disk segment is closed at this size (or a quarter of the bound, if smaller).
+const SEGMENT_BYTES: u64 = 64 << 20;
+const DRAIN_EVERY: Duration = Duration::from_millis(20);
+
+#[derive(Clone, Debug)]
+pub struct SpoolOptions {
+    /// librdkafka's queue (messages).
+    pub memory_messages: u64,
+    /// Disk tier; None = records beyond the memory tier are dropped.
+    pub dir: Option<PathBuf>,
+    pub max_bytes: u64,
+}
+
+impl Default for SpoolOptions {
+    fn default() -> Self {
+        SpoolOptions { memory_messages: 200_000, dir: None, max_bytes: 1 << 30 }
+    }
+}
+
 #[derive(Default, Debug)]
 pub struct KafkaStats {
     pub delivered: AtomicU64,
+    /// Failed for good (e.g. too large), or purged at shutdown after the bounded flush.
     pub delivery_errors: AtomicU64,
-    /// Not enqueued (local queue full for too long, or another produce error).
+    /// Refused: beyond the spool's bound, a disk error, or another produce error.
     pub dropped: AtomicU64,
+    /// Handed to librdkafka (directly or from disk), and of those delivered or failed.
+    pub enqueued: AtomicU64,
+    pub enqueued_bytes: AtomicU64,
+    pub completed: AtomicU64,
+    pub completed_bytes: AtomicU64,
+    /// Records written to the disk tier.
+    pub spilled: AtomicU64,
+    /// Disk tier now: records not yet moved back into librdkafka, bytes of its segment files.
+    pub disk_records: AtomicU64,
+    pub disk_bytes: AtomicU64,
+    pub disk_errors: AtomicU64,
+    /// Bytes cut off torn segment tails when the spool was opened.
+    pub disk_torn_bytes: AtomicU64,
     last_error_log: AtomicU64,
+}
+
+impl KafkaStats {
+    /// Records in the memory tier (librdkafka's queue and in flight).
+    pub fn memory_records(&self) -> u64 {
+        self.enqueued.load(Ordering::Relaxed).saturating_sub(self.completed.load(Ordering::Relaxed))
+    }
+
+    /// Key and payload bytes in the memory tier.
+    pub fn memory_bytes(&self) -> u64 {
+        self.enqueued_bytes.load(Ordering::Relaxed).saturating_sub(self.completed_bytes.load(Ordering::Relaxed))
+    }
+}
+
+/// Where `send_to` put a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    Memory,
+    Disk,
+    Dropped,
 }
 
 pub struct StatsContext {
     stats: Arc<KafkaStats>,
+    spool: Option<Arc<Mutex<DiskSpool>>>,
 }
-
 /// librdkafka repeats broker-down errors several times a second; log them at most
 /// every 10 s (the stats line counts failures anyway).
 pub(crate) fn rate_limited(last: &AtomicU64) -> bool {
@@ -51,27 +115,167 @@ impl ClientContext for StatsContext {
 }
 
 impl ProducerContext for StatsContext {
-    type DeliveryOpaque = ();
-    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
-        match result {
-            Ok(_) => self.stats.delivered.fetch_add(1, Ordering::Relaxed),
-            Err((e, _)) => {
+    /// 0, or 1 + the disk segment a spooled record came from.
+    type DeliveryOpaque = usize;
+    fn delivery(&self, result: &DeliveryResult<'_>, segment: usize) {
+        let mut keep_on_disk = false;
+        let m = match result {
+            Ok(m) => {
+                self.stats.delivered.fetch_add(1, Ordering::Relaxed);
+                m
+            }
+            Err((e, m)) => {
+                // Purged at shutdown: a record from disk stays there for the next start.
+                keep_on_disk = matches!(
+                    e.rdkafka_error_code(),
+                    Some(RDKafkaErrorCode::PurgeQueue | RDKafkaErrorCode::PurgeInflight)
+                );
                 log::debug!("kafka delivery failed: {e}");
-                self.stats.delivery_errors.fetch_add(1, Ordering::Relaxed)
+                self.stats.delivery_errors.fetch_add(1, Ordering::Relaxed);
+                m
             }
         };
+        self.stats.completed_bytes.fetch_add((m.key_len() + m.payload_len()) as u64, Ordering::Relaxed);
+        self.stats.completed.fetch_add(1, Ordering::Relaxed);
+        if let (Some(spool), true) = (&self.spool, segment > 0 && !keep_on_disk) {
+            let mut s = spool.lock().unwrap();
+            if let Err(e) = s.delivered(segment as u64 - 1) {
+                self.stats.disk_errors.fetch_add(1, Ordering::Relaxed);
+                log::warn!("spool: cannot delete a delivered segment: {e}");
+            }
+            self.stats.disk_bytes.store(s.bytes(), Ordering::Relaxed);
+        }
+    }
+}
+
+struct Inner {
+    producer: ThreadedProducer<StatsContext>,
+    spool: Option<Arc<Mutex<DiskSpool>>>,
+    /// Something is on disk: new records go there too (order).
+    disk_active: AtomicBool,
+    stats: Arc<KafkaStats>,
+}
+
+impl Inner {
+    fn enqueue(&self, topic: &str, key: &[u8], payload: &[u8], segment: usize) -> Result<(), KafkaError> {
+        let record = BaseRecord::with_opaque_to(topic, segment).key(key).payload(payload);
+        self.producer.send(record).map_err(|(e, _)| e)?;
+        self.stats.enqueued_bytes.fetch_add((key.len() + payload.len()) as u64, Ordering::Relaxed);
+        self.stats.enqueued.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn drop_one(&self, why: &dyn std::fmt::Display) -> Sent {
+        self.stats.dropped.fetch_add(1, Ordering::Relaxed);
+        if !rate_limited(&self.stats.last_error_log) {
+            log::warn!("kafka: record dropped: {why} (counted in wattgraph_agent_kafka_dropped_total; repeats suppressed for 10 s)");
+        }
+        Sent::Dropped
+    }
+
+    fn publish_disk(&self, s: &DiskSpool) {
+        self.stats.disk_records.store(s.records(), Ordering::Relaxed);
+        self.stats.disk_bytes.store(s.bytes(), Ordering::Relaxed);
+    }
+
+    fn send(&self, topic: &str, key: &[u8], payload: &[u8]) -> Sent {
+        if !self.disk_active.load(Ordering::Acquire) {
+            match self.enqueue(topic, key, payload, 0) {
+                Ok(()) => return Sent::Memory,
+                Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => {}
+                Err(e) => return self.drop_one(&e),
+            }
+        }
+        let Some(spool) = &self.spool else { return self.drop_one(&"the memory spool is full and there is no --spool-dir") };
+        let mut s = spool.lock().unwrap();
+        if s.is_empty() {
+            // Drained since the check above: memory first again.
+            match self.enqueue(topic, key, payload, 0) {
+                Ok(()) => return Sent::Memory,
+                Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => {}
+                Err(e) => return self.drop_one(&e),
+            }
+        }
+        let r = match s.append(topic, key, payload) {
+            Ok(true) => {
+                self.stats.spilled.fetch_add(1, Ordering::Relaxed);
+                self.disk_active.store(true, Ordering::Release);
+                Sent::Disk
+            }
+            Ok(false) => self.drop_one(&"the spool is full (memory and --spool-max-bytes)"),
+            Err(e) => {
+                self.stats.disk_errors.fetch_add(1, Ordering::Relaxed);
+                self.drop_one(&format_args!("spool write failed: {e}"))
+            }
+        };
+        self.publish_disk(&s);
+        r
+    }
+
+    /// Moves records from disk into librdkafka while it has room.
+    fn drain(&self, spool: &Mutex<DiskSpool>) {
+        let mut s = spool.lock().unwrap();
+        loop {
+            let r = match s.peek() {
+                Ok(Some(r)) => self.enqueue(r.topic, r.key, r.payload, r.segment as usize + 1),
+                Ok(None) => break,
+                Err(e) => {
+                    // Unreadable rest of the disk spool: count it, start over with what is left.
+                    self.stats.disk_errors.fetch_add(1, Ordering::Relaxed);
+                    log::error!("spool: {e}; the unread records of the disk spool are lost");
+                    let lost = s.discard_unread();
+                    self.stats.dropped.fetch_add(lost, Ordering::Relaxed);
+                    break;
+                }
+            };
+            match r {
+                Ok(()) => s.advance(),
+                Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => break,
+                Err(e) => {
+                    // Refused for good (e.g. too large): it would block the spool forever.
+                    let seg = s.peek().ok().flatten().map(|r| r.segment);
+                    s.advance();
+                    if let Some(seg) = seg {
+                        let _ = s.delivered(seg);
+                    }
+                    self.drop_one(&e);
+                }
+            }
+        }
+        if s.is_empty() {
+            self.disk_active.store(false, Ordering::Release);
+        }
+        self.publish_disk(&s);
     }
 }
 
 pub struct EventProducer {
-    producer: ThreadedProducer<StatsContext>,
+    inner: Arc<Inner>,
     topic: String,
-    stats: Arc<KafkaStats>,
+    drainer: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
 }
 
 impl EventProducer {
+    /// Memory tier only, with the default bound.
     pub fn new(brokers: &str, topic: &str, client_id: &str) -> Result<EventProducer> {
+        Self::with_spool(brokers, topic, client_id, &SpoolOptions::default())
+    }
+
+    /// Opens the disk spool (records of a previous run are sent first) and starts its drainer.
+    pub fn with_spool(brokers: &str, topic: &str, client_id: &str, opts: &SpoolOptions) -> Result<EventProducer> {
         let stats = Arc::new(KafkaStats::default());
+        let spool = match &opts.dir {
+            Some(d) => {
+                let s = DiskSpool::open(d, opts.max_bytes, SEGMENT_BYTES.min(opts.max_bytes / 4).max(4096))
+                    .with_context(|| format!("--spool-dir '{}'", d.display()))?;
+                stats.disk_torn_bytes.store(s.truncated_bytes, Ordering::Relaxed);
+                if !s.is_empty() {
+                    log::info!("spool: {} records ({} bytes) left on disk by a previous run are sent first", s.records(), s.bytes());
+                }
+                Some(Arc::new(Mutex::new(s)))
+            }
+            None => None,
+        };
         let producer = ClientConfig::new()
             .set("bootstrap.servers", brokers)
             .set("client.id", client_id)
@@ -80,51 +284,79 @@ impl EventProducer {
             .set("compression.type", "lz4")
             .set("linger.ms", "50")
             .set("batch.num.messages", "10000")
-            .set("queue.buffering.max.messages", "200000")
-            .set("message.timeout.ms", "120000")
-            .create_with_context(StatsContext { stats: stats.clone() })
+            .set("queue.buffering.max.messages", opts.memory_messages.to_string())
+            // Never expire a queued message: an outage is bounded by the spool, not by time.
+            .set("message.timeout.ms", "0")
+            .create_with_context(StatsContext { stats: stats.clone(), spool: spool.clone() })
             .context("create Kafka producer")?;
-        Ok(EventProducer { producer, topic: topic.to_string(), stats })
+        let inner = Arc::new(Inner { producer, spool, disk_active: AtomicBool::new(false), stats });
+        let mut drainer = None;
+        if let Some(spool) = inner.spool.clone() {
+            {
+                let s = spool.lock().unwrap();
+                inner.disk_active.store(!s.is_empty(), Ordering::Release);
+                inner.publish_disk(&s);
+            }
+            let stop = Arc::new(AtomicBool::new(false));
+            let (i, st) = (inner.clone(), stop.clone());
+            let t = std::thread::Builder::new()
+                .name("wg-spool".into())
+                .spawn(move || {
+                    while !st.load(Ordering::Relaxed) {
+                        if i.disk_active.load(Ordering::Acquire) {
+                            i.drain(&spool);
+                        }
+                        std::thread::sleep(DRAIN_EVERY);
+                    }
+                })
+                .context("start the spool drainer thread")?;
+            drainer = Some((stop, t));
+        }
+        Ok(EventProducer { inner, topic: topic.to_string(), drainer: Mutex::new(drainer) })
     }
 
     pub fn stats(&self) -> &Arc<KafkaStats> {
-        &self.stats
+        &self.inner.stats
     }
 
-    /// Enqueues one message (librdkafka copies key and payload). If the local queue
-    /// is full, waits up to 1 s for room, then counts the message as dropped.
-    pub fn send(&self, key: &[u8], payload: &[u8]) {
-        self.send_to(&self.topic, key, payload)
+    /// Enqueues one message (librdkafka copies key and payload); when the memory tier is full,
+    /// to disk; beyond the bound, dropped and counted. Never blocks on the broker.
+    pub fn send(&self, key: &[u8], payload: &[u8]) -> Sent {
+        self.inner.send(&self.topic, key, payload)
     }
 
     /// As `send`, to another topic (ResourceSample records).
-    pub fn send_to(&self, topic: &str, key: &[u8], payload: &[u8]) {
-        let deadline = Instant::now() + Duration::from_secs(1);
-        let mut record = BaseRecord::to(topic).key(key).payload(payload);
-        loop {
-            match self.producer.send(record) {
-                Ok(()) => return,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) if Instant::now() < deadline => {
-                    record = back;
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err((e, _)) => {
-                    log::debug!("kafka produce failed: {e}");
-                    self.stats.dropped.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-            }
-        }
+    pub fn send_to(&self, topic: &str, key: &[u8], payload: &[u8]) -> Sent {
+        self.inner.send(topic, key, payload)
     }
 
-    /// Bounded wait for outstanding messages; returns how many were still in flight.
+    /// Bounded wait for the memory tier (the disk tier stays for the next start); returns how
+    /// many messages were still in memory, which are purged (counted as delivery errors).
     pub fn flush(&self, timeout: Duration) -> i32 {
-        let _ = self.producer.flush(timeout);
-        let left = self.producer.in_flight_count();
+        self.stop_drainer();
+        let producer = &self.inner.producer;
+        let _ = producer.flush(timeout);
+        let left = producer.in_flight_count();
         if left > 0 {
             // Give up on the rest so dropping the producer does not block.
-            self.producer.purge(PurgeConfig::default().queue().inflight());
+            producer.purge(PurgeConfig::default().queue().inflight());
+            let _ = producer.flush(Duration::from_secs(1)); // delivers the purge reports
         }
         left
+    }
+}
+
+impl EventProducer {
+    fn stop_drainer(&self) {
+        if let Some((stop, t)) = self.drainer.lock().unwrap().take() {
+            stop.store(true, Ordering::Relaxed);
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for EventProducer {
+    fn drop(&mut self) {
+        self.stop_drainer();
     }
 }

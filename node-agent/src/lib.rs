@@ -5,6 +5,7 @@ pub mod capture;
 pub mod config;
 pub mod event;
 pub mod kafka;
+pub mod spool;
 pub mod pipeline;
 pub mod proc_info;
 pub mod sched;

@@ -5,16 +5,14 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
-
 use wattgraph_agent::budget::BudgetMetrics;
 use wattgraph_agent::budget_consumer;
 use wattgraph_agent::capture::{self, CaptureError, CaptureOptions, CaptureStats};
 use wattgraph_agent::cgroup_avro::{CgroupStatsEncoder, OwnedCgroupStats};
 use wattgraph_agent::cgroup_report::{self, CgroupThread};
 use wattgraph_agent::cgroup_sampler::Hierarchy;
-use wattgraph_agent::config::Config;
-use wattgraph_agent::kafka::{EventProducer, KafkaStats};
+use wattgraph_agent::config::{Config, ConfigError};
+use wattgraph_agent::kafka::{EventProducer, KafkaStats, SpoolOptions};
 use wattgraph_agent::metrics::{self, Renderer, ResourceMetrics, Sources};
 use wattgraph_agent::pipeline::Pipeline;
 use wattgraph_agent::power::ModelParams;
@@ -31,11 +29,14 @@ fn main() {
 }
 
 fn run() -> i32 {
-    let cfg = Config::parse();
-    if let Err(msg) = cfg.validate() {
-        eprintln!("wattgraph-agent: error: {msg}");
-        return 2;
-    }
+    let cfg = match Config::load(std::env::args_os()) {
+        Ok(c) => c,
+        Err(ConfigError::Clap(e)) => e.exit(), // exit 2 (0 for --help / --version)
+        Err(ConfigError::Invalid(msg)) => {
+            eprintln!("wattgraph-agent: error: {msg}");
+            return 2;
+        }
+    };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(&cfg.log_level))
         .target(env_logger::Target::Stderr)
         .init();
@@ -101,7 +102,8 @@ fn run() -> i32 {
     );
 
     let brokers = cfg.kafka_brokers.clone().unwrap_or_default();
-    let producer = match EventProducer::new(&brokers, &cfg.topic, &format!("wattgraph-agent-{}", cfg.host_id)) {
+    let spool = SpoolOptions { memory_messages: cfg.spool_memory_messages, dir: cfg.spool_dir.clone(), max_bytes: cfg.spool_max_bytes };
+    let producer = match EventProducer::with_spool(&brokers, &cfg.topic, &format!("wattgraph-agent-{}", cfg.host_id), &spool) {
         Ok(p) => Arc::new(p),
         Err(e) => {
             eprintln!("wattgraph-agent: error: {e:#}");
@@ -517,7 +519,7 @@ fn write_ready(path: &std::path::Path) -> std::io::Result<()> {
 fn log_stats(c: &CaptureStats, k: &KafkaStats) {
     let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     log::info!(
-        "stats: opened={} snapshot={} (swept={}) closed={} ringbuf_lost={} txn_records={} txn_map_full={} kafka_delivered={} kafka_errors={} kafka_dropped={}",
+        "stats: opened={} snapshot={} (swept={}) closed={} ringbuf_lost={} txn_records={} txn_map_full={} kafka_delivered={} kafka_errors={} kafka_dropped={} spool_memory={}/{}B spool_disk={}/{}B spilled={}",
         g(&c.opened),
         g(&c.snapshots),
         g(&c.sweep_snapshots),
@@ -527,6 +529,11 @@ fn log_stats(c: &CaptureStats, k: &KafkaStats) {
         g(&c.txn_hist_full) + g(&c.txn_conn_full),
         g(&k.delivered),
         g(&k.delivery_errors),
-        g(&k.dropped)
+        g(&k.dropped),
+        k.memory_records(),
+        k.memory_bytes(),
+        g(&k.disk_records),
+        g(&k.disk_bytes),
+        g(&k.spilled)
     );
 }

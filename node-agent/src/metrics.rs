@@ -178,7 +178,32 @@ impl Renderer {
         if let Some(k) = &self.src.kafka {
             metric("wattgraph_agent_kafka_delivered_total", "counter", "Kafka messages acknowledged.", &[("", g(&k.delivered) as f64)]);
             metric("wattgraph_agent_kafka_delivery_errors_total", "counter", "Kafka messages that failed delivery.", &[("", g(&k.delivery_errors) as f64)]);
-            metric("wattgraph_agent_kafka_dropped_total", "counter", "Kafka messages not enqueued (queue full).", &[("", g(&k.dropped) as f64)]);
+            metric(
+                "wattgraph_agent_kafka_dropped_total",
+                "counter",
+                "Records dropped: beyond the spool's bound (memory and --spool-max-bytes), a spool disk error, or refused by the producer.",
+                &[("", g(&k.dropped) as f64)],
+            );
+            metric(
+                "wattgraph_agent_spool_records",
+                "gauge",
+                "Records waiting for Kafka, by tier (memory: librdkafka's queue and in flight; disk: --spool-dir).",
+                &[("tier=\"memory\"", k.memory_records() as f64), ("tier=\"disk\"", g(&k.disk_records) as f64)],
+            );
+            metric(
+                "wattgraph_agent_spool_bytes",
+                "gauge",
+                "Bytes waiting for Kafka, by tier (memory: keys and payloads; disk: segment files).",
+                &[("tier=\"memory\"", k.memory_bytes() as f64), ("tier=\"disk\"", g(&k.disk_bytes) as f64)],
+            );
+            metric("wattgraph_agent_spool_spilled_total", "counter", "Records written to the disk spool (memory tier full).", &[("", g(&k.spilled) as f64)]);
+            metric("wattgraph_agent_spool_disk_errors_total", "counter", "Disk spool read/write/delete errors.", &[("", g(&k.disk_errors) as f64)]);
+            metric(
+                "wattgraph_agent_spool_torn_bytes",
+                "gauge",
+                "Bytes cut off torn or corrupt disk spool segments at start.",
+                &[("", g(&k.disk_torn_bytes) as f64)],
+            );
         }
         metric("wattgraph_agent_cpu_seconds_total", "counter", "CPU time (user + system) the agent used.", &[("", self_cpu_seconds())]);
         metric("wattgraph_agent_resident_memory_bytes", "gauge", "Agent resident set size.", &[("", self_rss_bytes() as f64)]);
@@ -250,6 +275,8 @@ mod tests {
             "wattgraph_agent_thread_map_fill_ratio 0.25",
             "wattgraph_agent_host_power_watts{source=\"ESTIMATED\"} 12.5",
             "wattgraph_agent_kafka_delivery_errors_total 0",
+            "wattgraph_agent_spool_records{tier=\"disk\"} 0",
+            "wattgraph_agent_spool_bytes{tier=\"memory\"} 0",
             "wattgraph_agent_ringbuf_lost_total{program=\"sched\"} 0",
             "# TYPE wattgraph_agent_cpu_seconds_total counter",
             "wattgraph_agent_power_cap_mode{mode=\"dry-run\"} 1",

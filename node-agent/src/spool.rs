@@ -1,0 +1,480 @@
+//! Disk tier of the Kafka spool: append-only segment files of (topic, key, payload) records,
+//! read back in order by the drainer (kafka.rs) and deleted once every record of a segment was
+//! delivered. Bounded by `max_bytes` (all segment files together); a record beyond it is
+//! refused and counted by the caller.
+//!
+//! Record: `u32 body length | u32 CRC-32 of body | body`, body = `u16 topic length | topic |
+//! u32 key length | key | payload`, little-endian. Segments `<id>.seg` (20-digit id, ascending).
+//! At open every segment is checked record by record; a segment ending in a torn or corrupt
+//! record (a crash in the middle of a write) is truncated there. Records already handed to
+//! librdkafka when the agent stopped are sent again after a restart (at least once).
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+const HEADER: usize = 8;
+/// A record body larger than this is corrupt (Kafka messages are far smaller).
+const MAX_BODY: u32 = 64 << 20;
+
+const fn crc_table() -> [u32; 256] {
+    let mut t = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            k += 1;
+        }
+        t[i] = c;
+        i += 1;
+    }
+    t
+}
+static CRC_TABLE: [u32; 256] = crc_table();
+
+/// CRC-32 (IEEE, as zlib).
+pub fn crc32(data: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in data {
+        c = CRC_TABLE[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
+    }
+    !c
+}
+
+/// One record read back; slices valid until the next call on the spool.
+pub struct Record<'a> {
+    pub topic: &'a str,
+    pub key: &'a [u8],
+    pub payload: &'a [u8],
+    /// Segment it came from (give it back to `delivered`).
+    pub segment: u64,
+}
+
+struct Segment {
+    bytes: u64,
+    /// Records not yet handed out by `advance`.
+    unread: u64,
+    /// Handed out, delivery not yet confirmed.
+    outstanding: u64,
+}
+
+pub struct DiskSpool {
+    dir: PathBuf,
+    max_bytes: u64,
+    segment_bytes: u64,
+    segments: BTreeMap<u64, Segment>,
+    /// Segment appended to, None until the next append opens a new one.
+    writer: Option<(u64, File)>,
+    reader: Option<(u64, File)>,
+    /// Body of the record at the read position, when peeked.
+    peeked: Option<usize>,
+    total_bytes: u64,
+    /// Ids only grow, so a late delivery report never names a newer segment.
+    next_id: u64,
+    wbuf: Vec<u8>,
+    rbuf: Vec<u8>,
+    /// Bytes cut off torn or corrupt segment tails at open.
+    pub truncated_bytes: u64,
+}
+
+fn seg_path(dir: &Path, id: u64) -> PathBuf {
+    dir.join(format!("{id:020}.seg"))
+}
+
+/// Reads one record (header + body into `buf`); Ok(None) at a clean end, Err(()) when the
+/// rest of the file is torn or corrupt.
+fn read_record(f: &mut impl Read, buf: &mut Vec<u8>) -> Result<Option<usize>, ()> {
+    let mut h = [0u8; HEADER];
+    let mut got = 0;
+    while got < HEADER {
+        match f.read(&mut h[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(()),
+        }
+    }
+    let len = u32::from_le_bytes(h[0..4].try_into().unwrap());
+    let crc = u32::from_le_bytes(h[4..8].try_into().unwrap());
+    if len > MAX_BODY || len < 6 {
+        return Err(());
+    }
+    buf.resize(len as usize, 0);
+    f.read_exact(buf).map_err(|_| ())?;
+    if crc32(buf) != crc || parse(buf, 0).is_none() {
+        return Err(());
+    }
+    Ok(Some(len as usize))
+}
+
+fn parse(body: &[u8], segment: u64) -> Option<Record<'_>> {
+    let tl = u16::from_le_bytes(body.get(0..2)?.try_into().ok()?) as usize;
+    let topic = std::str::from_utf8(body.get(2..2 + tl)?).ok()?;
+    let kl = u32::from_le_bytes(body.get(2 + tl..6 + tl)?.try_into().ok()?) as usize;
+    let key = body.get(6 + tl..6 + tl + kl)?;
+    let payload = body.get(6 + tl + kl..)?;
+    Some(Record { topic, key, payload, segment })
+}
+
+impl DiskSpool {
+    /// Opens (creating) `dir`, checks the segments there and truncates a torn tail.
+    /// `segment_bytes`: a segment is closed once it reaches this size.
+    pub fn open(dir: &Path, max_bytes: u64, segment_bytes: u64) -> io::Result<DiskSpool> {
+        std::fs::create_dir_all(dir)?;
+        let mut ids: Vec<u64> = std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".seg")?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        let mut s = DiskSpool {
+            dir: dir.to_path_buf(),
+            max_bytes,
+            segment_bytes: segment_bytes.max(1),
+            segments: BTreeMap::new(),
+            writer: None,
+            reader: None,
+            peeked: None,
+            total_bytes: 0,
+            next_id: ids.last().map_or(0, |l| l + 1),
+            wbuf: Vec::new(),
+            rbuf: Vec::new(),
+            truncated_bytes: 0,
+        };
+        for id in ids {
+            let path = seg_path(dir, id);
+            let mut f = io::BufReader::new(File::open(&path)?);
+            let (mut good, mut records) = (0u64, 0u64);
+            while let Ok(Some(n)) = read_record(&mut f, &mut s.rbuf) {
+                good += (HEADER + n) as u64;
+                records += 1;
+            }
+            let len = std::fs::metadata(&path)?.len();
+            if good < len {
+                log::warn!("spool: {} ends in a torn or corrupt record: truncated {} bytes", path.display(), len - good);
+                OpenOptions::new().write(true).open(&path)?.set_len(good)?;
+                s.truncated_bytes += len - good;
+            }
+            if records == 0 {
+                std::fs::remove_file(&path)?;
+                continue;
+            }
+            s.total_bytes += good;
+            s.segments.insert(id, Segment { bytes: good, unread: records, outstanding: 0 });
+        }
+        Ok(s)
+    }
+
+    /// Records not yet handed out.
+    pub fn records(&self) -> u64 {
+        self.segments.values().map(|s| s.unread).sum()
+    }
+
+    /// Bytes of the segment files (including records handed out, not yet delivered).
+    pub fn bytes(&self) -> u64 {
+        self.total_bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.segments.values().all(|s| s.unread == 0)
+    }
+
+    /// Appends one record. Ok(false): refused, the bound would be exceeded.
+    pub fn append(&mut self, topic: &str, key: &[u8], payload: &[u8]) -> io::Result<bool> {
+        let body = 2 + topic.len() + 4 + key.len() + payload.len();
+        let need = (HEADER + body) as u64;
+        if self.total_bytes + need > self.max_bytes || body as u64 > MAX_BODY as u64 || topic.len() > u16::MAX as usize {
+            return Ok(false);
+        }
+        let b = &mut self.wbuf;
+        b.clear();
+        b.extend_from_slice(&(body as u32).to_le_bytes());
+        b.extend_from_slice(&[0; 4]);
+        b.extend_from_slice(&(topic.len() as u16).to_le_bytes());
+        b.extend_from_slice(topic.as_bytes());
+        b.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        b.extend_from_slice(key);
+        b.extend_from_slice(payload);
+        let crc = crc32(&b[HEADER..]);
+        b[4..8].copy_from_slice(&crc.to_le_bytes());
+        if self.writer.is_none() {
+            let id = self.next_id;
+            self.next_id += 1;
+            let f = OpenOptions::new().create_new(true).append(true).open(seg_path(&self.dir, id))?;
+            self.segments.insert(id, Segment { bytes: 0, unread: 0, outstanding: 0 });
+            self.writer = Some((id, f));
+        }
+        let (id, f) = self.writer.as_mut().unwrap();
+        let id = *id;
+        // One write per record: a crash leaves at most this record torn.
+        f.write_all(&self.wbuf)?;
+        let seg = self.segments.get_mut(&id).unwrap();
+        seg.bytes += need;
+        seg.unread += 1;
+        self.total_bytes += need;
+        if seg.bytes >= self.segment_bytes {
+            self.writer = None;
+        }
+        Ok(true)
+    }
+
+    /// The oldest record not yet handed out.
+    pub fn peek(&mut self) -> io::Result<Option<Record<'_>>> {
+        loop {
+            if let Some(n) = self.peeked {
+                let seg = self.reader.as_ref().unwrap().0;
+                return Ok(parse(&self.rbuf[..n], seg));
+            }
+            let Some((&id, _)) = self.segments.iter().find(|(_, s)| s.unread > 0) else { return Ok(None) };
+            if self.reader.as_ref().map(|r| r.0) != Some(id) {
+                let mut f = File::open(seg_path(&self.dir, id))?;
+                // Records handed out before are skipped (a segment is read front to back once).
+                let seg = &self.segments[&id];
+                let mut skip = seg.outstanding;
+                while skip > 0 {
+                    read_record(&mut f, &mut self.rbuf).map_err(|_| io::Error::other("spool segment changed under the reader"))?;
+                    skip -= 1;
+                }
+                self.reader = Some((id, f));
+            }
+            let (_, f) = self.reader.as_mut().unwrap();
+            match read_record(f, &mut self.rbuf) {
+                Ok(Some(n)) => self.peeked = Some(n),
+                Ok(None) | Err(()) => {
+                    // Only the record being written can be short; anything else is lost data.
+                    return Err(io::Error::other(format!("spool segment {id}: fewer records than written")));
+                }
+            }
+        }
+    }
+
+    /// Hands out the peeked record (it must be `delivered` later). Closes the write segment
+    /// when the reader reaches its end, so it can be deleted once delivered.
+    pub fn advance(&mut self) {
+        if self.peeked.take().is_none() {
+            return;
+        }
+        let id = self.reader.as_ref().unwrap().0;
+        let seg = self.segments.get_mut(&id).unwrap();
+        seg.unread -= 1;
+        seg.outstanding += 1;
+        if seg.unread == 0 {
+            self.reader = None;
+            if self.writer.as_ref().map(|w| w.0) == Some(id) {
+                self.writer = None;
+            }
+        }
+    }
+
+    /// A handed-out record of `segment` was delivered (or failed for good); a segment with
+    /// nothing unread and nothing outstanding is deleted.
+    pub fn delivered(&mut self, segment: u64) -> io::Result<()> {
+        let Some(seg) = self.segments.get_mut(&segment) else { return Ok(()) };
+        seg.outstanding = seg.outstanding.saturating_sub(1);
+        let open_for_writing = self.writer.as_ref().map(|w| w.0) == Some(segment);
+        if seg.unread == 0 && seg.outstanding == 0 && !open_for_writing {
+            self.total_bytes -= seg.bytes;
+            self.segments.remove(&segment);
+            std::fs::remove_file(seg_path(&self.dir, segment))?;
+        }
+        Ok(())
+    }
+
+    /// Gives up the records not yet handed out (after a read error); segments with nothing
+    /// outstanding are deleted. Returns how many were given up.
+    pub fn discard_unread(&mut self) -> u64 {
+        self.peeked = None;
+        self.reader = None;
+        self.writer = None;
+        let mut lost = 0;
+        let ids: Vec<u64> = self.segments.keys().copied().collect();
+        for id in ids {
+            let seg = self.segments.get_mut(&id).unwrap();
+            lost += seg.unread;
+            seg.unread = 0;
+            if seg.outstanding == 0 {
+                self.total_bytes -= seg.bytes;
+                self.segments.remove(&id);
+                let _ = std::fs::remove_file(seg_path(&self.dir, id));
+            }
+        }
+        lost
+    }
+
+    /// Segment files on disk (tests).
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("wg-spool-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    fn payload(i: u32) -> Vec<u8> {
+        format!("payload-{i}-{}", "x".repeat((i % 7) as usize)).into_bytes()
+    }
+
+    /// Reads everything, delivering each record at once; returns (topic, key, payload).
+    fn drain(s: &mut DiskSpool) -> Vec<(String, Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        while let Some(r) = s.peek().unwrap() {
+            out.push((r.topic.to_string(), r.key.to_vec(), r.payload.to_vec()));
+            let seg = r.segment;
+            s.advance();
+            s.delivered(seg).unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn crc32_matches_zlib() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+    }
+
+    #[test]
+    fn order_rollover_and_deletion() {
+        let d = dir("order");
+        let mut s = DiskSpool::open(&d, 1 << 20, 300).unwrap();
+        for i in 0..100 {
+            assert!(s.append(if i % 2 == 0 { "a" } else { "topic.b" }, format!("k{}", i % 3).as_bytes(), &payload(i)).unwrap());
+        }
+        assert_eq!(s.records(), 100);
+        let segs = s.segment_count();
+        assert!(segs > 5, "rolled over into {segs} segments");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), segs);
+        let on_disk: u64 = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+        assert_eq!(s.bytes(), on_disk);
+        // Interleave reading and writing: order is kept across both.
+        let mut got = Vec::new();
+        for _ in 0..10 {
+            let r = s.peek().unwrap().unwrap();
+            got.push(r.payload.to_vec());
+            let seg = r.segment;
+            s.advance();
+            s.delivered(seg).unwrap();
+        }
+        for i in 100..120 {
+            s.append("a", b"k", &payload(i)).unwrap();
+        }
+        got.extend(drain(&mut s).into_iter().map(|r| r.2));
+        assert_eq!(got, (0..120).map(payload).collect::<Vec<_>>());
+        assert!(s.is_empty() && s.records() == 0 && s.bytes() == 0 && s.segment_count() == 0);
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "delivered segments deleted");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn segment_kept_until_every_record_is_delivered() {
+        let d = dir("outstanding");
+        let mut s = DiskSpool::open(&d, 1 << 20, 1 << 20).unwrap();
+        for i in 0..3 {
+            s.append("t", b"k", &payload(i)).unwrap();
+        }
+        let mut segs = Vec::new();
+        while let Some(r) = s.peek().unwrap() {
+            segs.push(r.segment);
+            s.advance();
+        }
+        assert!(s.is_empty());
+        assert_eq!(s.segment_count(), 1, "handed out, not delivered: still on disk");
+        s.delivered(segs[0]).unwrap();
+        s.delivered(segs[1]).unwrap();
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+        s.delivered(segs[2]).unwrap();
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+        // The next append opens a new segment with a higher id.
+        s.append("t", b"k", b"again").unwrap();
+        assert_eq!(s.peek().unwrap().unwrap().segment, segs[0] + 1);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn bound_refuses_and_frees_after_delivery() {
+        let d = dir("bound");
+        let rec = (HEADER + 2 + 1 + 4 + 1 + 100) as u64; // topic "t", key "k", 100-byte payload
+        let mut s = DiskSpool::open(&d, rec * 10, rec * 4).unwrap();
+        let body = [7u8; 100];
+        let accepted = (0..15).filter(|_| s.append("t", b"k", &body).unwrap()).count();
+        assert_eq!(accepted, 10, "exactly the bound");
+        assert_eq!(s.bytes(), rec * 10);
+        // Deliver the first segment (4 records): room for 4 more.
+        for _ in 0..4 {
+            let seg = s.peek().unwrap().unwrap().segment;
+            s.advance();
+            s.delivered(seg).unwrap();
+        }
+        assert_eq!(s.bytes(), rec * 6);
+        assert_eq!((0..6).filter(|_| s.append("t", b"k", &body).unwrap()).count(), 4);
+        assert_eq!(drain(&mut s).len(), 10);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn restart_reads_existing_segments_in_order() {
+        let d = dir("restart");
+        {
+            let mut s = DiskSpool::open(&d, 1 << 20, 200).unwrap();
+            for i in 0..50 {
+                s.append("t", format!("{i}").as_bytes(), &payload(i)).unwrap();
+            }
+        }
+        let mut s = DiskSpool::open(&d, 1 << 20, 200).unwrap();
+        assert_eq!((s.records(), s.truncated_bytes), (50, 0));
+        for i in 50..60 {
+            s.append("t", format!("{i}").as_bytes(), &payload(i)).unwrap();
+        }
+        let got = drain(&mut s);
+        assert_eq!(got.iter().map(|r| r.2.clone()).collect::<Vec<_>>(), (0..60).map(payload).collect::<Vec<_>>());
+        assert!(got.iter().enumerate().all(|(i, r)| r.1 == format!("{i}").as_bytes() && r.0 == "t"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn torn_tail_is_truncated() {
+        let d = dir("torn");
+        let last;
+        {
+            let mut s = DiskSpool::open(&d, 1 << 20, 1 << 20).unwrap();
+            for i in 0..5 {
+                s.append("t", b"k", &payload(i)).unwrap();
+            }
+            last = seg_path(&d, 0);
+        }
+        let good = std::fs::metadata(&last).unwrap().len();
+        // A crash in the middle of the sixth write: its header and half its body.
+        let mut f = OpenOptions::new().append(true).open(&last).unwrap();
+        f.write_all(&[40, 0, 0, 0, 1, 2, 3, 4, 1, 0, b't']).unwrap();
+        drop(f);
+        let mut s = DiskSpool::open(&d, 1 << 20, 1 << 20).unwrap();
+        assert_eq!((s.records(), s.truncated_bytes), (5, 11));
+        assert_eq!(std::fs::metadata(&last).unwrap().len(), good);
+        // A flipped byte in the last record (a new segment after the restart): its CRC fails,
+        // the record is cut and the segment, now empty, removed.
+        s.append("t", b"k", b"sixth").unwrap();
+        drop(s);
+        let newest = seg_path(&d, 1);
+        let mut bytes = std::fs::read(&newest).unwrap();
+        *bytes.last_mut().unwrap() ^= 0xff;
+        std::fs::write(&newest, &bytes).unwrap();
+        let mut s = DiskSpool::open(&d, 1 << 20, 1 << 20).unwrap();
+        assert_eq!((s.records(), s.segment_count()), (5, 1));
+        assert!(!newest.exists());
+        assert_eq!(drain(&mut s).into_iter().map(|r| r.2).collect::<Vec<_>>(), (0..5).map(payload).collect::<Vec<_>>());
+        // A segment holding only a torn record is removed.
+        std::fs::write(seg_path(&d, 7), [9u8, 0, 0]).unwrap();
+        let s = DiskSpool::open(&d, 1 << 20, 1 << 20).unwrap();
+        assert_eq!((s.records(), s.segment_count()), (0, 0));
+        assert!(!seg_path(&d, 7).exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}

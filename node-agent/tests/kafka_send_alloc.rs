@@ -1,0 +1,75 @@
+//! The spool adds no allocation to a send while the broker is up: `EventProducer::send` (with a
+//! disk spool configured) allocates on the calling thread exactly what a bare rdkafka send of
+//! the same record does (rdkafka 0.39 makes a CString of the topic per send; librdkafka's own
+//! copies use malloc, not counted here). Counting global allocator, per thread.
+mod common;
+use common::agent;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use rdkafka::config::ClientConfig;
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, ThreadedProducer};
+use wattgraph_agent::kafka::{EventProducer, Sent, SpoolOptions};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        System.dealloc(p, l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        System.realloc(p, l, n)
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+fn allocs() -> u64 {
+    ALLOCS.with(|c| c.get())
+}
+
+#[test]
+fn send_with_the_broker_up_allocates_no_more_than_rdkafka_itself() {
+    const N: u64 = 1000;
+    let mock = MockCluster::new(1).unwrap();
+    mock.create_topic("alloc.test", 1, 1).unwrap();
+    let brokers = mock.bootstrap_servers();
+    let dir = agent::tmp("spool", "alloc").join("spool");
+    let opts = SpoolOptions { memory_messages: 100_000, dir: Some(dir.clone()), max_bytes: 1 << 20 };
+    let p = EventProducer::with_spool(&brokers, "alloc.test", "alloc-test", &opts).unwrap();
+    let bare: ThreadedProducer<DefaultProducerContext> = ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
+    let payload = [7u8; 200];
+    for _ in 0..100 {
+        assert_eq!(p.send(b"key", &payload), Sent::Memory);
+        bare.send(BaseRecord::to("alloc.test").key(&b"key"[..]).payload(&payload[..])).map_err(|(e, _)| e).unwrap();
+    }
+    let before = allocs();
+    for _ in 0..N {
+        bare.send(BaseRecord::to("alloc.test").key(&b"key"[..]).payload(&payload[..])).map_err(|(e, _)| e).unwrap();
+    }
+    let bare_allocs = allocs() - before;
+    let before = allocs();
+    for _ in 0..N {
+        assert_eq!(p.send(b"key", &payload), Sent::Memory);
+    }
+    let ours = allocs() - before;
+    eprintln!("allocations per send: rdkafka {} / EventProducer {}", bare_allocs as f64 / N as f64, ours as f64 / N as f64);
+    assert_eq!(ours, bare_allocs, "the spool's path allocates nothing of its own");
+    let b = allocs();
+    drop(std::hint::black_box(vec![1u8; 10]));
+    assert_eq!(allocs() - b, 1, "the counter counts");
+    drop(p);
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
