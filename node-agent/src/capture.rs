@@ -138,6 +138,11 @@ pub struct CaptureStats {
     /// running on that CPU (`recursion_misses`: e.g. a softirq state change interrupting a
     /// process-context one). Such state changes are not seen at all.
     pub prog_misses: AtomicU64,
+    /// Entries in the socket map at the last sweep.
+    pub socket_map_entries: AtomicU64,
+    /// Live sockets the LRU socket map evicted (a lower bound, exact when the map is quiet):
+    /// inserts - deletes - entries found by the sweep.
+    pub socket_map_evictions: AtomicU64,
 }
 
 /// Inode of a network namespace file (= the kernel's ns.inum).
@@ -560,6 +565,9 @@ fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &Capture
     let now = boot_time_ns();
     let mut seen = HashSet::new();
     let map = &skel.maps.socks;
+    // Inserts before the walk, deletes after it: entries that come and go meanwhile make
+    // the difference smaller, never larger.
+    let inserts = read_stat(skel, STAT_SOCK_INSERTS);
     for key in map.keys() {
         let Ok(Some(val)) = map.lookup(&key, MapFlags::ANY) else { continue };
         if val.len() < size_of::<types::sock_info>() {
@@ -584,6 +592,10 @@ fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &Capture
             }
         }
     }
+    let deletes = read_stat(skel, STAT_SOCK_DELETES);
+    let live = seen.len() as u64;
+    stats.socket_map_entries.store(live, Ordering::Relaxed);
+    stats.socket_map_evictions.fetch_max(inserts.saturating_sub(deletes + live), Ordering::Relaxed);
     // Forget sockets the kernel no longer tracks (closed or LRU-evicted).
     let mut d = disp.borrow_mut();
     d.last.retain(|c, _| seen.contains(c));
@@ -591,6 +603,10 @@ fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &Capture
         u.retain_open(|c| seen.contains(&c));
     }
 }
+
+/// `enum stat_idx` of connections.h.
+const STAT_SOCK_INSERTS: u32 = 3;
+const STAT_SOCK_DELETES: u32 = 4;
 
 /// `enum shed_state` of connections.h.
 const SHED_UNREPORTED: u8 = 1;

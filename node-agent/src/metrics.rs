@@ -132,6 +132,13 @@ impl Renderer {
                 &[("map=\"histogram\"", g(&c.txn_hist_full) as f64), ("map=\"connection\"", g(&c.txn_conn_full) as f64)],
             );
             metric("wattgraph_agent_socket_map_capacity", "gauge", "Sockets the in-kernel LRU map holds.", &[("", self.src.socket_map_capacity as f64)]);
+            metric("wattgraph_agent_socket_map_entries", "gauge", "Sockets in the in-kernel map at the last sweep.", &[("", g(&c.socket_map_entries) as f64)]);
+            metric(
+                "wattgraph_agent_socket_map_evictions_total",
+                "counter",
+                "Live sockets the full LRU map evicted (their later bytes start a new entry; lower bound).",
+                &[("", g(&c.socket_map_evictions) as f64)],
+            );
             metric(
                 "wattgraph_agent_bpf_recursion_misses_total",
                 "counter",

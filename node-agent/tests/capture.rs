@@ -279,3 +279,61 @@ fn check_pair_netns(c: &Conn, cl: &[ConnEvent], sv: &[ConnEvent], n: u64, m: u64
     assert_eq!((cc.netns, sc.netns), (ns, ns));
     assert_eq!((cc.pid, sc.pid), (c.client_tid, c.server_tid));
 }
+
+/// Holds `n` loopback connections open at once (2n sockets), each with one byte each way.
+fn hold_connections(n: usize) -> (Vec<TcpStream>, Vec<TcpStream>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (mut clients, mut servers) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        let mut c = TcpStream::connect(addr).unwrap();
+        let (mut s, _) = listener.accept().unwrap();
+        c.write_all(b"q").unwrap();
+        let mut b = [0u8; 1];
+        s.read_exact(&mut b).unwrap();
+        s.write_all(b"r").unwrap();
+        c.read_exact(&mut b).unwrap();
+        clients.push(c);
+        servers.push(s);
+    }
+    (clients, servers)
+}
+
+/// Polls until `cond` holds; the deadline only stops a hung test.
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn socket_map_evictions_are_counted() {
+    use std::sync::atomic::Ordering::Relaxed;
+    const N: usize = 300;
+    const SMALL: u32 = 64;
+    let every = Duration::from_millis(500);
+    // A map far too small for 2N live sockets evicts, and says so: at least the sockets beyond
+    // its capacity (other traffic on the host only adds to both sides).
+    let Some(small) = start(CaptureOptions { snapshot_interval: every, map_entries: SMALL, ..opts() }) else { return };
+    let held = hold_connections(N);
+    let st = small.stats();
+    let want = (2 * N) as u64 - SMALL as u64;
+    wait_until(&format!("{want} evictions counted for {} sockets in {SMALL} entries", 2 * N), || {
+        st.socket_map_evictions.load(Relaxed) >= want
+    });
+    let live = st.socket_map_entries.load(Relaxed);
+    assert!(live <= SMALL as u64, "{live} entries in a map of {SMALL}");
+    drop(held);
+    drop(small);
+
+    // The same load in a map with room: nothing evicted.
+    let Some(roomy) = start(CaptureOptions { snapshot_interval: every, map_entries: 65536, ..opts() }) else { return };
+    let held = hold_connections(N);
+    let st = roomy.stats();
+    // A sweep after all of them were inserted (the count is taken in the same sweep).
+    wait_until("a sweep that sees every live socket", || st.socket_map_entries.load(Relaxed) >= (2 * N) as u64);
+    assert_eq!(st.socket_map_evictions.load(Relaxed), 0, "evictions counted in a map with room");
+    drop(held);
+}

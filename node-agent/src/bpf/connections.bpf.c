@@ -14,6 +14,7 @@
 #define AF_INET6 10
 #define IPPROTO_TCP 6
 #define MSG_PEEK 2
+#define EEXIST 17
 
 #define TCP_ESTABLISHED 1
 #define TCP_SYN_SENT 2
@@ -383,7 +384,11 @@ static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie
 	si->netns = ns;
 	si->role = role;
 	fill_tuple(si, sk);
-	if (bpf_map_update_elem(&socks, &cookie, si, BPF_ANY))
+	// NOEXIST: another CPU may have created it meanwhile; keep that one (and count once).
+	long err = bpf_map_update_elem(&socks, &cookie, si, BPF_NOEXIST);
+	if (!err)
+		stat_inc(STAT_SOCK_INSERTS);
+	else if (err != -EEXIST)
 		return NULL;
 	return bpf_map_lookup_elem(&socks, &cookie);
 }
@@ -447,7 +452,8 @@ int BPF_PROG(handle_set_state, const struct sock *sk, int oldstate, int newstate
 			else if (si->opened)
 				emit(si, EV_CLOSED, now);
 		}
-		bpf_map_delete_elem(&socks, &cookie);
+		if (!bpf_map_delete_elem(&socks, &cookie))
+			stat_inc(STAT_SOCK_DELETES);
 	}
 	return 0;
 }
