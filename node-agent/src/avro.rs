@@ -325,6 +325,14 @@ impl<'a> RecordFields<'a> {
         }
     }
 
+    pub(crate) fn opt_int(&self, name: &str) -> Result<Option<i32>> {
+        match self.optional(name)? {
+            None => Ok(None),
+            Some(Value::Int(x)) => Ok(Some(*x)),
+            Some(o) => bail!("{name}: unexpected union branch {o:?}"),
+        }
+    }
+
     pub(crate) fn opt_double(&self, name: &str) -> Result<Option<f64>> {
         match self.optional(name)? {
             None => Ok(None),

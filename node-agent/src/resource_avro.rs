@@ -13,11 +13,12 @@ use crate::power::PowerSource;
 
 pub const SCHEMA_JSON: &str = include_str!("../../schemas/avro/ResourceSample.avsc");
 
-const FIELD_LAYOUT: [&str; 28] = [
+const FIELD_LAYOUT: [&str; 29] = [
     "scope", "hostId", "intervalStartNs", "intervalEndNs", "tgid", "processStartTimeNs", "comm",
     "cgroupId", "groupId", "runtime", "podUid", "qosClass", "threads", "processes", "cpuTimeNs",
     "cycles", "instructions", "weightedCycles", "weightKind", "weight", "powerSource", "powerWatts",
     "energyJoules", "idlePowerWatts", "unattributedPowerWatts", "packageWatts", "coreWatts", "dramWatts",
+    "hostCores",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -91,6 +92,8 @@ pub struct ResourceRecord {
     pub package_watts: Option<f64>,
     pub core_watts: Option<f64>,
     pub dram_watts: Option<f64>,
+    /// CPUs online on the host in the interval (every scope).
+    pub host_cores: Option<i32>,
 }
 
 pub struct ResourceEncoder {
@@ -158,6 +161,7 @@ impl ResourceEncoder {
         write_opt_double(out, r.package_watts);
         write_opt_double(out, r.core_watts);
         write_opt_double(out, r.dram_watts);
+        write_opt_long(out, r.host_cores.map(i64::from)); // an int is the same varint
     }
 }
 
@@ -193,6 +197,7 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<ResourceRecord> {
         package_watts: f.opt_double("packageWatts")?,
         core_watts: f.opt_double("coreWatts")?,
         dram_watts: f.opt_double("dramWatts")?,
+        host_cores: f.opt_int("hostCores")?,
     })
 }
 
@@ -239,6 +244,13 @@ pub fn to_value(r: &ResourceRecord) -> Value {
         ("packageWatts".into(), od(r.package_watts)),
         ("coreWatts".into(), od(r.core_watts)),
         ("dramWatts".into(), od(r.dram_watts)),
+        (
+            "hostCores".into(),
+            match r.host_cores {
+                None => Value::Union(0, Box::new(Value::Null)),
+                Some(x) => Value::Union(1, Box::new(Value::Int(x))),
+            },
+        ),
     ])
 }
 
@@ -277,6 +289,7 @@ mod tests {
             package_watts: (i % 2 == 1).then_some(40.5),
             core_watts: (i % 4 == 1).then_some(20.0),
             dram_watts: None,
+            host_cores: (i % 3 != 2).then_some(if i == 7 { i32::MAX } else { i as i32 }),
         }
     }
 

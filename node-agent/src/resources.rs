@@ -159,6 +159,7 @@ impl ResourceSampler {
             package_watts: None,
             core_watts: None,
             dram_watts: None,
+            host_cores: online_cpus(),
         };
         let (mut threads, mut cyc, mut ins, mut wc) = (0u64, 0u64, 0u64, 0u64);
         let mut procs = Vec::with_capacity(iv.procs.len());
@@ -363,4 +364,11 @@ pub fn spawn_sampler(
             Err(crate::capture::CaptureError::Other("resource thread died during start-up".into()))
         }
     }
+}/// CPUs online now (hotplug can change it between intervals); None if the kernel won't say.
+fn online_cpus() -> Option<i32> {
+    // SAFETY: sysconf has no memory effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (n > 0).then(|| n as i32)
 }
+
+

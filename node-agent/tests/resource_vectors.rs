@@ -45,6 +45,7 @@ fn to_record(e: &Value) -> ResourceRecord {
         package_watts: od("packageWatts"),
         core_watts: od("coreWatts"),
         dram_watts: od("dramWatts"),
+        host_cores: ol("hostCores").map(|x| i32::try_from(x).expect("hostCores not an int")),
     }
 }
 

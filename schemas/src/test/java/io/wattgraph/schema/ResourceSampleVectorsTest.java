@@ -73,6 +73,7 @@ class ResourceSampleVectorsTest extends SharedVectorsTest<ResourceSample> {
         .setPackageWatts(optDouble(e, "packageWatts"))
         .setCoreWatts(optDouble(e, "coreWatts"))
         .setDramWatts(optDouble(e, "dramWatts"))
+        .setHostCores(e.get("hostCores").isNull() ? null : e.get("hostCores").asInt())
         .build();
   }
 

@@ -28,6 +28,8 @@ public class MetricInput {
   public boolean measured;
   public int threads;
   public int processes;
+  /** CPUs online on the host; 0 = unknown. */
+  public int hostCores;
   /** Set for a TransactionStats input (then no ResourceSample fields count); null for a sample. */
   public Transaction transaction;
 
@@ -56,6 +58,7 @@ public class MetricInput {
     m.measured = s.measured;
     m.threads = s.threads;
     m.processes = s.processes;
+    m.hostCores = s.hostCores;
     return m;
   }
 

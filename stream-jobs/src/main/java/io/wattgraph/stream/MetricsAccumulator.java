@@ -27,6 +27,8 @@ public class MetricsAccumulator {
   public long[] intervalEnds = new long[0];
   public int[] threadsPerInterval = new int[0];
   public int[] processesPerInterval = new int[0];
+  /** The host's CPUs online, the highest reported in the window; 0 = unknown (v1 agents). */
+  public int hostCores;
   /** The window's TransactionStats (records = 0: none). */
   public TransactionTotals tx = new TransactionTotals();
 
@@ -63,6 +65,7 @@ public class MetricsAccumulator {
       estimatedSamples++;
     }
     addCounts(in.intervalEndNs, in.threads, in.processes);
+    hostCores = Math.max(hostCores, in.hostCores);
   }
 
   private void addCounts(long intervalEnd, int threads, int processes) {
@@ -104,6 +107,7 @@ public class MetricsAccumulator {
     idleEnergyJoules += o.idleEnergyJoules;
     measuredSamples += o.measuredSamples;
     estimatedSamples += o.estimatedSamples;
+    hostCores = Math.max(hostCores, o.hostCores);
     for (int i = 0; i < o.intervalEnds.length; i++) {
       addCounts(o.intervalEnds[i], o.threadsPerInterval[i], o.processesPerInterval[i]);
     }

@@ -31,9 +31,9 @@ public class MetricsWindowFunction extends RevisionWindowFunction<MetricsAccumul
     r.intervals = acc.intervalEnds.length;
     r.cpuSeconds = acc.cpuTimeNs / 1e9;
     r.cpuCores = r.cpuSeconds / windowSeconds;
-    // ResourceSample v1 does not carry the host's core count: share of host cores unknown.
-    r.hostCores = null;
-    r.hostCpuShare = null;
+    // Agents before ResourceSample v2 do not report the host's cores: share unknown then.
+    r.hostCores = acc.hostCores > 0 ? acc.hostCores : null;
+    r.hostCpuShare = r.hostCores != null ? r.cpuCores / r.hostCores : null;
     r.energyJoules = acc.energyJoules;
     r.powerWatts = acc.energyJoules / windowSeconds;
     r.idlePowerWatts = MetricInput.HOST.equals(acc.level) ? acc.idleEnergyJoules / windowSeconds : null;
@@ -51,8 +51,9 @@ public class MetricsWindowFunction extends RevisionWindowFunction<MetricsAccumul
 
   /**
    * Thesis Eq. 3.3-3.5 for one entity and window. U = CPU usage (cores) / min(#cores, #threads)
-   * (Eq. 3.3; the host's core count is not known yet, so min(#cores, #threads) = #threads, the
-   * highest per-interval thread count of the window); D = U / lambda with lambda the served
+   * (Eq. 3.3; #threads is the highest per-interval thread count of the window, #cores the host's
+   * CPUs online as the agent reports them; from agents that do not, min(#cores, #threads) =
+   * #threads); D = U / lambda with lambda the served
    * transactions per second (Eq. 3.4); the entity's saturation arrival rate 1 / D (an application's
    * lambda_sat of Eq. 3.5 is 1 / D_max, i.e. the smallest of its entities'). Needs the CPU seconds of
    * the same entity and window: both inputs are in this one window state, so no join is needed.

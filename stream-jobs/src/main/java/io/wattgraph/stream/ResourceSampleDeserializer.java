@@ -112,6 +112,7 @@ public class ResourceSampleDeserializer implements KafkaRecordDeserializationSch
     s.podUid = r.getPodUid();
     s.threads = r.getThreads();
     s.processes = r.getProcesses();
+    s.hostCores = r.getHostCores() == null ? 0 : r.getHostCores();
     s.cpuTimeNs = r.getCpuTimeNs();
     s.measured = r.getPowerSource() == PowerSource.MEASURED;
     s.energyJoules = r.getEnergyJoules();

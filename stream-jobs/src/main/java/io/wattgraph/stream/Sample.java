@@ -14,6 +14,8 @@ public class Sample {
   public String podUid;
   public int threads;
   public int processes;
+  /** CPUs online on the host (ResourceSample v2); 0 = unknown (v1 agents). */
+  public int hostCores;
   public long cpuTimeNs;
   public boolean measured;
   public double energyJoules;

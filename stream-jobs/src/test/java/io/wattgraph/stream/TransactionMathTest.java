@@ -123,6 +123,39 @@ class TransactionMathTest {
     assertEquals(List.of(100, B1000), avro.getServerTimeBuckets());
     assertEquals(List.of(70L, 30L), avro.getServerTimeCounts());
 
+    assertNull(r.hostCores, "no agent reported the host's cores");
+
+    // The same on a 2-core host (ResourceSample v2): U = 0.2 / min(2, 4) = 0.1, D = 0.01 s,
+    // saturation 100/s; the host-core share 0.2 / 2. The highest report of the window counts.
+    MetricsAccumulator onTwo = new MetricsAccumulator();
+    MetricInput cpu2 = new MetricInput();
+    cpu2.level = MetricInput.PROCESS;
+    cpu2.hostId = "h";
+    cpu2.entityId = "h/1/2";
+    cpu2.intervalEndNs = 5;
+    cpu2.cpuTimeNs = 2_000_000_000L;
+    cpu2.threads = 4;
+    cpu2.hostCores = 2;
+    MetricInput older = new MetricInput();
+    older.level = MetricInput.PROCESS;
+    older.hostId = "h";
+    older.entityId = "h/1/2";
+    older.intervalEndNs = 4;
+    older.threads = 1; // a v1 report in the same window: cores unknown there
+    MetricsAccumulator part = new MetricsAccumulator();
+    part.add(older);
+    onTwo.add(cpu2);
+    onTwo.merge(part);
+    onTwo.add(MetricInput.ofTransaction(server, MetricInput.PROCESS, "h/1/2", "host", null));
+    onTwo.add(MetricInput.ofTransaction(server2, MetricInput.PROCESS, "h/1/2", "host", null));
+    MetricsRow r2 = MetricsWindowFunction.row(onTwo, new TimeWindow(0, 10_000), 0);
+    assertEquals(2, r2.hostCores);
+    assertEquals(0.1, r2.hostCpuShare, 1e-12);
+    assertEquals(0.1, r2.utilization, 1e-12);
+    assertEquals(0.01, r2.serviceDemandSeconds, 1e-12);
+    assertEquals(100.0, r2.saturationRate, 1e-9);
+    assertEquals(2, WindowMetricsSerializer.toAvro(r2).getHostCores());
+
     // Without transactions served: no service demand; without samples: no utilization either.
     MetricsAccumulator clientOnly = new MetricsAccumulator();
     clientOnly.add(MetricInput.ofTransaction(client, MetricInput.PROCESS, "h/1/2", null, null));
