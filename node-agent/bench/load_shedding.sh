@@ -26,11 +26,8 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
-CP="$(cat "$ROOT/local-stack/target/runtime-classpath.txt"):$ROOT/local-stack/target/wattgraph-local-stack-0.1.0-SNAPSHOT.jar"
-java -Xmx512m -Djava.io.tmpdir="$WORK" -cp "$CP" io.wattgraph.localstack.LocalStackMain kafka "$WORK/kafka" $KAFKA_PORT 0 wattgraph.connections wattgraph.resources >"$WORK/kafka.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 240); do [ -f "$WORK/kafka/ready" ] && break; sleep 0.5; done
-[ -f "$WORK/kafka/ready" ] || { echo "kafka did not start" >&2; exit 1; }
+source "$ROOT/node-agent/bench/lib.sh"
+start_kafka $KAFKA_PORT wattgraph.connections wattgraph.resources
 python3 "$FLOOD" sink $SINK_PORT & pids+=($!)
 sleep 0.5
 

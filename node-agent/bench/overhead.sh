@@ -23,11 +23,8 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 
 # A real broker, so the agent does its whole job (encode, batch, send).
-CP="$(cat "$ROOT/local-stack/target/runtime-classpath.txt"):$ROOT/local-stack/target/wattgraph-local-stack-0.1.0-SNAPSHOT.jar"
-java -Xmx512m -Djava.io.tmpdir="$WORK" -cp "$CP" io.wattgraph.localstack.LocalStackMain kafka "$WORK/kafka" $KAFKA_PORT 0 wattgraph.connections >"$WORK/kafka.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 240); do [ -f "$WORK/kafka/ready" ] && break; sleep 0.5; done
-[ -f "$WORK/kafka/ready" ] || { echo "kafka did not start" >&2; exit 1; }
+source "$ROOT/node-agent/bench/lib.sh"
+start_kafka $KAFKA_PORT wattgraph.connections
 
 iperf3 -s -B 127.0.0.1 -p $IPERF_PORT >/dev/null 2>&1 &
 pids+=($!)
