@@ -1,7 +1,9 @@
 //! The binary itself: CLI validation, missing BPF permission, ready file and clean
 //! SIGTERM shutdown (Kafka unreachable on purpose: flush is bounded).
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_wattgraph-agent");
 
@@ -44,26 +46,10 @@ fn ready_file_and_sigterm_shutdown() {
     let dir = std::env::temp_dir().join(format!("wg-agent-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ready = dir.join("ready");
-    let mut child = base()
-        .args(["--ready-file", ready.to_str().unwrap(), "--netns", "/proc/self/ns/net", "--snapshot-interval-ms", "100"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ready.exists() {
-        if let Some(st) = child.try_wait().unwrap() {
-            let out = child.wait_with_output().unwrap();
-            let err = String::from_utf8_lossy(&out.stderr).to_string();
-            if std::env::var("CI").as_deref() != Ok("true") && err.contains("BPF permission missing") {
-                eprintln!("SKIPPED: {err}");
-                return;
-            }
-            panic!("agent exited early ({st}): {err}");
-        }
-        assert!(Instant::now() < deadline, "ready file not written");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut cmd = base();
+    cmd.args(["--ready-file", ready.to_str().unwrap(), "--netns", "/proc/self/ns/net", "--snapshot-interval-ms", "100"]);
+    let Some(agent) = common::agent::spawn_ready(cmd, &ready) else { return };
+    let child = agent.into_child();
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let t0 = Instant::now();
     let out = child.wait_with_output().unwrap();
@@ -113,25 +99,10 @@ fn metrics_endpoint_serves_agent_metrics() {
     let dir = std::env::temp_dir().join(format!("wg-agent-metrics-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ready = dir.join("ready");
-    let mut child = base()
-        .args(["--ready-file", ready.to_str().unwrap(), "--metrics-addr", &format!("127.0.0.1:{port}"), "--sample-interval-ms", "100"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut cmd = base();
+    cmd.args(["--ready-file", ready.to_str().unwrap(), "--metrics-addr", &format!("127.0.0.1:{port}"), "--sample-interval-ms", "100"]);
+    let Some(agent) = common::agent::spawn_ready(cmd, &ready) else { return };
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !ready.exists() {
-        if child.try_wait().unwrap().is_some() {
-            let out = child.wait_with_output().unwrap();
-            let err = String::from_utf8_lossy(&out.stderr).to_string();
-            if skip_without_bpf(&err) {
-                return;
-            }
-            panic!("agent exited early: {err}");
-        }
-        assert!(Instant::now() < deadline, "ready file not written");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     // Wait until at least one sampling interval is reflected.
     let mut text = String::new();
     while Instant::now() < deadline {
@@ -144,6 +115,7 @@ fn metrics_endpoint_serves_agent_metrics() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    let child = agent.into_child();
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
     let _ = std::fs::remove_dir_all(&dir);

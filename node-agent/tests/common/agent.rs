@@ -43,6 +43,10 @@ impl Agent {
     pub fn id(&self) -> u32 {
         self.0.as_ref().map(|c| c.id()).unwrap_or(0)
     }
+    /// The process, no longer killed on drop: for a test that stops it and checks how.
+    pub fn into_child(mut self) -> Child {
+        self.0.take().expect("agent running")
+    }
 }
 
 impl Drop for Agent {
@@ -58,14 +62,17 @@ impl Drop for Agent {
 /// ready file. None when BPF permission is missing outside CI (skipped, said); in CI that fails.
 pub fn start(host: &str, args: &[&str], dir: &Path) -> Option<Agent> {
     let ready = dir.join("ready");
-    let mut child = Command::new(BIN)
-        .args(["--host-id", host, "--ready-file", ready.to_str().unwrap(), "--netns", "/proc/self/ns/net", "--no-resources"])
+    let mut cmd = Command::new(BIN);
+    cmd.args(["--host-id", host, "--ready-file", ready.to_str().unwrap(), "--netns", "/proc/self/ns/net", "--no-resources"])
         .args(args)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .env("RUST_LOG", "info");
+    spawn_ready(cmd, &ready)
+}
+
+/// Spawns `cmd` (an agent command line that writes `ready`) and waits for the ready file, as
+/// `start` does.
+pub fn spawn_ready(mut cmd: Command, ready: &Path) -> Option<Agent> {
+    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !ready.exists() {
         if child.try_wait().unwrap().is_some() {
