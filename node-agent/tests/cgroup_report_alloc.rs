@@ -1,38 +1,14 @@
 //! The cgroup sampler's steady state allocates nothing: reading the targets, aggregating a tick,
 //! ending an interval and encoding its records (a counting global allocator, per thread).
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+mod common;
+use common::alloc_count::{allocs, Counting};
 
 use wattgraph_agent::cgroup_avro::CgroupStatsEncoder;
 use wattgraph_agent::cgroup_report::CgroupAggregator;
 use wattgraph_agent::cgroup_sampler::{CgroupSampler, CgroupStats, Hierarchy};
 
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        System.alloc(l)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        System.realloc(p, l, n)
-    }
-}
-
 #[global_allocator]
 static A: Counting = Counting;
-
-fn allocs() -> u64 {
-    ALLOCS.with(|c| c.get())
-}
 
 #[test]
 fn ticks_intervals_and_encoding_allocate_nothing() {

@@ -5,40 +5,15 @@
 mod common;
 use common::agent;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use common::alloc_count::{allocs, Counting};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, ThreadedProducer};
 use wattgraph_agent::kafka::{EventProducer, Sent, SpoolOptions};
 
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        System.alloc(l)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        System.realloc(p, l, n)
-    }
-}
-
 #[global_allocator]
 static A: Counting = Counting;
-
-fn allocs() -> u64 {
-    ALLOCS.with(|c| c.get())
-}
 
 #[test]
 fn send_with_the_broker_up_allocates_no_more_than_rdkafka_itself() {

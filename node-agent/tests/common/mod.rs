@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test crate uses its part
 
 pub mod agent;
+pub mod alloc_count;
 
 use std::fmt::Debug;
 use std::path::PathBuf;

@@ -86,17 +86,23 @@ class TransactionMathTest {
    * cpuCores = 0.2; U = 0.2 / min(cores unknown, 4) = 0.05 (Eq. 3.3); lambda = 10/s, D = U / lambda =
    * 0.005 s (Eq. 3.4); saturation rate 1 / D = 200/s (Eq. 3.5 per entity).
    */
+  /** A ResourceSample input of process h/1/2 (hostCores 0: reported by a v1 agent). */
+  private static MetricInput cpuSample(long intervalEndNs, long cpuTimeNs, int threads, int hostCores) {
+    MetricInput m = new MetricInput();
+    m.level = MetricInput.PROCESS;
+    m.hostId = "h";
+    m.entityId = "h/1/2";
+    m.intervalEndNs = intervalEndNs;
+    m.cpuTimeNs = cpuTimeNs;
+    m.threads = threads;
+    m.hostCores = hostCores;
+    return m;
+  }
+
   @Test
   void operationalAnalysisByHand() {
     MetricsAccumulator acc = new MetricsAccumulator();
-    MetricInput cpu = new MetricInput();
-    cpu.level = MetricInput.PROCESS;
-    cpu.hostId = "h";
-    cpu.entityId = "h/1/2";
-    cpu.intervalEndNs = 5;
-    cpu.cpuTimeNs = 2_000_000_000L;
-    cpu.threads = 4;
-    acc.add(cpu);
+    acc.add(cpuSample(5, 2_000_000_000L, 4, 0));
     Transaction server = tx("SERVER", 60, new int[] {100}, new long[] {60});
     Transaction server2 = tx("SERVER", 40, new int[] {100, B1000}, new long[] {10, 30});
     Transaction client = tx("CLIENT", 7, new int[] {B1MS}, new long[] {7});
@@ -128,23 +134,9 @@ class TransactionMathTest {
     // The same on a 2-core host (ResourceSample v2): U = 0.2 / min(2, 4) = 0.1, D = 0.01 s,
     // saturation 100/s; the host-core share 0.2 / 2. The highest report of the window counts.
     MetricsAccumulator onTwo = new MetricsAccumulator();
-    MetricInput cpu2 = new MetricInput();
-    cpu2.level = MetricInput.PROCESS;
-    cpu2.hostId = "h";
-    cpu2.entityId = "h/1/2";
-    cpu2.intervalEndNs = 5;
-    cpu2.cpuTimeNs = 2_000_000_000L;
-    cpu2.threads = 4;
-    cpu2.hostCores = 2;
-    MetricInput older = new MetricInput();
-    older.level = MetricInput.PROCESS;
-    older.hostId = "h";
-    older.entityId = "h/1/2";
-    older.intervalEndNs = 4;
-    older.threads = 1; // a v1 report in the same window: cores unknown there
     MetricsAccumulator part = new MetricsAccumulator();
-    part.add(older);
-    onTwo.add(cpu2);
+    part.add(cpuSample(4, 0, 1, 0)); // a v1 report in the same window: cores unknown there
+    onTwo.add(cpuSample(5, 2_000_000_000L, 4, 2));
     onTwo.merge(part);
     onTwo.add(MetricInput.ofTransaction(server, MetricInput.PROCESS, "h/1/2", "host", null));
     onTwo.add(MetricInput.ofTransaction(server2, MetricInput.PROCESS, "h/1/2", "host", null));
