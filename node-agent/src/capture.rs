@@ -136,8 +136,12 @@ pub struct CaptureStats {
     pub shed: ShedStats,
     /// Calls of the socket programs the kernel skipped because the same program was already
     /// running on that CPU (`recursion_misses`: e.g. a softirq state change interrupting a
-    /// process-context one). Such state changes are not seen at all.
+    /// process-context one) and that nothing handled instead (see `set_state_nested`): such
+    /// events are not seen at all.
     pub prog_misses: AtomicU64,
+    /// State changes the kernel skipped for handle_set_state (nested) and that
+    /// handle_set_state_nested handled instead.
+    pub set_state_nested: AtomicU64,
     /// Entries in the socket map at the last sweep.
     pub socket_map_entries: AtomicU64,
     /// Live sockets the LRU socket map evicted (a lower bound, exact when the map is quiet):
@@ -607,6 +611,7 @@ fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &Capture
 /// `enum stat_idx` of connections.h.
 const STAT_SOCK_INSERTS: u32 = 3;
 const STAT_SOCK_DELETES: u32 = 4;
+const STAT_SET_STATE_NESTED: u32 = 5;
 
 /// `enum shed_state` of connections.h.
 const SHED_UNREPORTED: u8 = 1;
@@ -763,9 +768,12 @@ fn prog_misses(prog: &libbpf_rs::ProgramMut<'_>) -> u64 {
 
 fn read_stats(skel: &ConnectionsSkel<'_>, stats: &CaptureStats) {
     let p = &skel.progs;
-    stats
-        .prog_misses
-        .store(prog_misses(&p.handle_set_state) + prog_misses(&p.handle_send) + prog_misses(&p.handle_recv), Ordering::Relaxed);
+    // handle_set_state_nested's own misses are not counted: it is only skipped when it runs
+    // un-nested, and then handle_set_state does the work.
+    let nested = read_stat(skel, STAT_SET_STATE_NESTED);
+    stats.set_state_nested.store(nested, Ordering::Relaxed);
+    let unseen = prog_misses(&p.handle_set_state).saturating_sub(nested) + prog_misses(&p.handle_send) + prog_misses(&p.handle_recv);
+    stats.prog_misses.store(unseen, Ordering::Relaxed);
     stats.ringbuf_drops.store(read_stat(skel, 0), Ordering::Relaxed);
     stats.txn_hist_full.store(read_stat(skel, 1), Ordering::Relaxed);
     stats.txn_conn_full.store(read_stat(skel, 2), Ordering::Relaxed);

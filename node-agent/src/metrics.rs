@@ -142,8 +142,14 @@ impl Renderer {
             metric(
                 "wattgraph_agent_bpf_recursion_misses_total",
                 "counter",
-                "Socket-program calls the kernel skipped (same program already running on that CPU): state changes not seen.",
+                "Socket-program calls the kernel skipped (same program already running on that CPU) and nothing handled: events not seen.",
                 &[("program=\"connections\"", g(&c.prog_misses) as f64)],
+            );
+            metric(
+                "wattgraph_agent_nested_state_changes_total",
+                "counter",
+                "TCP state changes in a softirq that interrupted the state-change program, handled by its nested twin.",
+                &[("", g(&c.set_state_nested) as f64)],
             );
             crate::shedding::render_metrics(&c.shed, &mut metric);
         }

@@ -92,10 +92,26 @@ struct {
 	__type(value, struct shed_count);
 } shed_counts SEC(".maps");
 
-// Scratch for building a new entry (too big for the 512-byte stack with the event).
+// A softirq can interrupt a socket program running in process context on the same CPU (a
+// state change while a send builds an entry). Per CPU: how deep the socket programs are
+// nested, and whether handle_set_state is among them.
+#define NEST_MAX 3
+struct nest_state {
+	__u32 depth;
+	__u32 in_set_state;
+};
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nest_state);
+} nest SEC(".maps");
+
+// Scratch for building a new entry (too big for the 512-byte stack with the event), one slot
+// per nesting depth so an interrupting program does not overwrite the one it interrupted.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NEST_MAX);
 	__type(key, __u32);
 	__type(value, struct sock_info);
 } scratch SEC(".maps");
@@ -373,10 +389,29 @@ static __attribute__((noinline)) void txn_on_close(struct sock_info *si)
 		stat_inc(STAT_TXN_CONN_FULL);
 }
 
+static __always_inline struct nest_state *nest_enter(void)
+{
+	__u32 zero = 0;
+	struct nest_state *n = bpf_map_lookup_elem(&nest, &zero);
+	if (n)
+		n->depth++;
+	return n;
+}
+
+static __always_inline void nest_exit(struct nest_state *n)
+{
+	if (n && n->depth)
+		n->depth--;
+}
+
 static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie, __u32 ns, __u8 role)
 {
 	__u32 zero = 0;
-	struct sock_info *si = bpf_map_lookup_elem(&scratch, &zero);
+	struct nest_state *n = bpf_map_lookup_elem(&nest, &zero);
+	__u32 slot = n && n->depth ? n->depth - 1 : 0;
+	if (slot >= NEST_MAX)
+		return NULL;
+	struct sock_info *si = bpf_map_lookup_elem(&scratch, &slot);
 	if (!si)
 		return NULL;
 	__builtin_memset(si, 0, sizeof(*si));
@@ -393,8 +428,7 @@ static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie
 	return bpf_map_lookup_elem(&socks, &cookie);
 }
 
-SEC("tp_btf/inet_sock_set_state")
-int BPF_PROG(handle_set_state, const struct sock *sk, int oldstate, int newstate)
+static __always_inline int set_state(const struct sock *sk, int oldstate, int newstate)
 {
 	if (!is_tcp_inet(sk))
 		return 0;
@@ -455,6 +489,36 @@ int BPF_PROG(handle_set_state, const struct sock *sk, int oldstate, int newstate
 		if (!bpf_map_delete_elem(&socks, &cookie))
 			stat_inc(STAT_SOCK_DELETES);
 	}
+	return 0;
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(handle_set_state, const struct sock *sk, int oldstate, int newstate)
+{
+	struct nest_state *n = nest_enter();
+	if (n)
+		n->in_set_state++;
+	set_state(sk, oldstate, newstate);
+	if (n && n->in_set_state)
+		n->in_set_state--;
+	nest_exit(n);
+	return 0;
+}
+
+// The kernel does not run a program inside itself on one CPU: a state change in a softirq that
+// interrupts handle_set_state is skipped for it (its recursion_misses). This second program on
+// the same tracepoint runs for every change too, and does the work only in exactly that case.
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(handle_set_state_nested, const struct sock *sk, int oldstate, int newstate)
+{
+	__u32 zero = 0;
+	struct nest_state *n = bpf_map_lookup_elem(&nest, &zero);
+	if (!n || !n->in_set_state)
+		return 0;
+	stat_inc(STAT_SET_STATE_NESTED);
+	nest_enter();
+	set_state(sk, oldstate, newstate);
+	nest_exit(n);
 	return 0;
 }
 
@@ -550,7 +614,10 @@ int BPF_PROG(handle_sendmsg_begin, struct sock *sk, struct msghdr *msg, struct s
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(handle_send, struct sock *sk, int ret, int flags)
 {
-	return on_bytes(sk, ret, true);
+	struct nest_state *n = nest_enter();
+	on_bytes(sk, ret, true);
+	nest_exit(n);
+	return 0;
 }
 
 SEC("tp_btf/sock_recv_length")
@@ -558,5 +625,8 @@ int BPF_PROG(handle_recv, struct sock *sk, int ret, int flags)
 {
 	if (flags & MSG_PEEK)
 		return 0; // peeked bytes are received again later
-	return on_bytes(sk, ret, false);
+	struct nest_state *n = nest_enter();
+	on_bytes(sk, ret, false);
+	nest_exit(n);
+	return 0;
 }

@@ -7,7 +7,9 @@ enum ev_kind { EV_OPENED = 0, EV_SNAPSHOT = 1, EV_CLOSED = 2 };
 enum conn_role { ROLE_CLIENT = 0, ROLE_SERVER = 1, ROLE_UNKNOWN = 2 };
 /* STAT_SOCK_INSERTS - STAT_SOCK_DELETES - live entries = sockets the LRU map evicted. */
 enum stat_idx { STAT_RINGBUF_DROPS = 0, STAT_TXN_HIST_FULL = 1, STAT_TXN_CONN_FULL = 2,
-		STAT_SOCK_INSERTS = 3, STAT_SOCK_DELETES = 4, STAT_MAX = 5 };
+		STAT_SOCK_INSERTS = 3, STAT_SOCK_DELETES = 4,
+		/* State changes handled by handle_set_state_nested (the kernel skipped the nested call). */
+		STAT_SET_STATE_NESTED = 5, STAT_MAX = 6 };
 /* Transaction phase of a socket: which direction carried the last payload. */
 enum txn_phase { TXN_NONE = 0, TXN_SENT = 1, TXN_RECEIVED = 2 };
 /* Histogram kinds. */
