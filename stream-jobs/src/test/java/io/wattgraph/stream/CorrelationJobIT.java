@@ -4,48 +4,26 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.wattgraph.localstack.KafkaBroker;
-import io.wattgraph.localstack.Neo4jServer;
 import io.wattgraph.schema.ConnectionEvent;
 import io.wattgraph.schema.ConnectionEventKind;
 import io.wattgraph.schema.ConnectionRole;
 import io.wattgraph.schema.IpAddresses;
 import io.wattgraph.schema.WattgraphSchemas;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
-import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.neo4j.driver.AuthTokens;
-import org.neo4j.driver.Driver;
-import org.neo4j.driver.GraphDatabase;
 import org.neo4j.driver.Record;
-import org.neo4j.driver.Session;
 
 /**
  * The whole job against a real Kafka broker and a real Neo4j (local-stack), run in a MiniCluster
@@ -59,31 +37,19 @@ class CorrelationJobIT {
   /** Sockets of host-b never seen in process context (contracts.md). */
   static final String UNKNOWN_B = "host-b/0/0";
 
-  static KafkaBroker kafka;
-  static Neo4jServer neo4j;
-  static Driver driver;
+  static StreamJobHarness stack;
 
   @BeforeAll
   static void startStack() throws Exception {
-    Path root = Paths.get("target", "it-data", "correlation-" + System.currentTimeMillis()).toAbsolutePath();
-    Files.createDirectories(root);
-    kafka = KafkaBroker.start(root.resolve("kafka"), 0, 0);
-    neo4j = Neo4jServer.start(root.resolve("neo4j"), 0);
-    driver = GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none());
-    kafka.createTopic(TOPIC, 2);
-    kafka.createTopic(DLQ, 1);
+    stack = StreamJobHarness.start("correlation");
+    stack.kafka.createTopic(TOPIC, 2);
+    stack.kafka.createTopic(DLQ, 1);
   }
 
   @AfterAll
   static void stopStack() {
-    if (driver != null) {
-      driver.close();
-    }
-    if (neo4j != null) {
-      neo4j.close();
-    }
-    if (kafka != null) {
-      kafka.close();
+    if (stack != null) {
+      stack.close();
     }
   }
 
@@ -147,17 +113,17 @@ class CorrelationJobIT {
     List<ConsumerRecord<byte[], byte[]>> dead = readDeadLetters();
     assertEquals(3, dead.size(), () -> dead.toString());
     List<byte[]> poison = poison();
-    dead.sort(Comparator.comparingLong(r -> Long.parseLong(header(r, DeadLetterSerializer.OFFSET))));
+    dead.sort(Comparator.comparingLong(r -> Long.parseLong(StreamJobHarness.header(r, DeadLetterSerializer.OFFSET))));
     for (int i = 0; i < 3; i++) {
       ConsumerRecord<byte[], byte[]> r = dead.get(i);
       assertArrayEquals(poison.get(i), r.value());
       assertEquals("garbage", new String(r.key(), StandardCharsets.UTF_8));
-      assertEquals(TOPIC, header(r, DeadLetterSerializer.TOPIC));
-      assertTrue(Integer.parseInt(header(r, DeadLetterSerializer.PARTITION)) >= 0);
+      assertEquals(TOPIC, StreamJobHarness.header(r, DeadLetterSerializer.TOPIC));
+      assertTrue(Integer.parseInt(StreamJobHarness.header(r, DeadLetterSerializer.PARTITION)) >= 0);
     }
-    assertTrue(header(dead.get(0), DeadLetterSerializer.REASON).startsWith("undecodable: "));
-    assertTrue(header(dead.get(1), DeadLetterSerializer.REASON).contains("MissingSchemaException"));
-    assertEquals("invalid: remotePort 70000 out of range 0..65535", header(dead.get(2), DeadLetterSerializer.REASON));
+    assertTrue(StreamJobHarness.header(dead.get(0), DeadLetterSerializer.REASON).startsWith("undecodable: "));
+    assertTrue(StreamJobHarness.header(dead.get(1), DeadLetterSerializer.REASON).contains("MissingSchemaException"));
+    assertEquals("invalid: remotePort 70000 out of range 0..65535", StreamJobHarness.header(dead.get(2), DeadLetterSerializer.REASON));
 
     // Replay: a new consumer group reads everything again into the existing graph.
     List<String> before = dump();
@@ -173,16 +139,13 @@ class CorrelationJobIT {
   @Test
   void latePeerMovesTheConnectionInALiveRun() throws Exception {
     String topic = "wattgraph.connections.live";
-    kafka.createTopic(topic, 1);
-    JobConfig c = new JobConfig();
-    c.kafkaBrokers = kafka.bootstrapServers();
+    stack.kafka.createTopic(topic, 1);
+    JobConfig c = stack.config("it-live");
     c.topic = topic;
-    c.neo4jUri = neo4j.boltUri();
-    c.groupId = "it-live";
     c.parallelism = 1;
     c.pairingHorizonMs = 500;
     c.checkpointIntervalMs = 500;
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(new Configuration());
+    StreamExecutionEnvironment env = StreamJobHarness.environment(false);
     CorrelationJob.build(env, c);
     JobClient job = env.executeAsync("correlation-it-live");
     try {
@@ -211,86 +174,61 @@ class CorrelationJobIT {
   }
 
   static void send(String topic, ConnectionEvent e) throws Exception {
-    Properties p = new Properties();
-    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
-    try (KafkaProducer<String, byte[]> producer =
-        new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
-      producer.send(new ProducerRecord<>(topic, kafkaKey(e), encode(e))).get();
-    }
+    stack.produce(List.of(new ProducerRecord<>(topic, kafkaKey(e), encode(e))));
   }
 
-  /** Waits for a condition (no timing assumption beyond a generous upper bound). */
   static void await(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("timed out waiting for: " + what + "\n" + String.join("\n", dump()));
-      }
-      Thread.sleep(100);
-    }
+    stack.await(condition, what);
   }
 
   /** Runs the job in a MiniCluster until the source reached the end offsets of its start. */
   static void runBounded(String groupId) throws Exception {
-    JobConfig c = new JobConfig();
-    c.kafkaBrokers = kafka.bootstrapServers();
-    c.neo4jUri = neo4j.boltUri();
-    c.groupId = groupId;
+    JobConfig c = stack.config(groupId);
     c.parallelism = 2;
     c.checkpointIntervalMs = 500;
-    c.checkpointDir = Paths.get("target", "it-data", "checkpoints").toAbsolutePath().toUri().toString();
+    c.checkpointDir = stack.checkpointDir(groupId);
     c.bounded = true;
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(new Configuration());
+    StreamExecutionEnvironment env = StreamJobHarness.environment(false);
     CorrelationJob.build(env, c);
-    JobClient job = env.executeAsync("correlation-it-" + groupId);
-    try {
-      job.getJobExecutionResult().get(3, TimeUnit.MINUTES);
-    } catch (Exception e) {
-      job.cancel();
-      throw e;
-    }
+    StreamJobHarness.runToEnd(env, "correlation-it-" + groupId);
   }
 
   static void produceScenario() throws Exception {
-    Properties p = new Properties();
-    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
-    p.put(ProducerConfig.ACKS_CONFIG, "all");
-    try (KafkaProducer<String, byte[]> producer =
-        new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
-      List<ConnectionEvent> events = new ArrayList<>();
-      // 1: curl (host-a) -> nginx (host-b), opened, snapshot, closed on both ends.
-      events.add(curl(ConnectionEventKind.OPENED, 40001, 1_000, 0, 0));
-      events.add(nginx(ConnectionEventKind.OPENED, 40001, 1_500, 0, 0));
-      events.add(curl(ConnectionEventKind.SNAPSHOT, 40001, 2_000, 1000, 5000));
-      events.add(nginx(ConnectionEventKind.SNAPSHOT, 40001, 2_500, 4800, 1000));
-      events.add(curl(ConnectionEventKind.CLOSED, 40001, 3_000, 1200, 6000));
-      events.add(nginx(ConnectionEventKind.CLOSED, 40001, 3_500, 6100, 1150));
-      // 2: a second curl -> nginx connection; the server end is reported first.
-      events.add(nginx(ConnectionEventKind.SNAPSHOT, 40002, 8_000, 700, 250));
-      events.add(curl(ConnectionEventKind.SNAPSHOT, 40002, 9_000, 300, 700));
-      // 3: curl -> an address outside the monitored hosts (no peer agent).
-      ConnectionEvent out = curl(ConnectionEventKind.SNAPSHOT, 40003, 4_000, 50, 4000);
-      out.setRemoteAddress(IpAddresses.parse("93.184.216.34"));
-      out.setRemotePort(443);
-      events.add(out);
-      // 4: an outside client of nginx, socket never seen in process context.
-      ConnectionEvent in = event("host-b", 0, "", null, null, ConnectionEventKind.SNAPSHOT, ConnectionRole.SERVER,
-          "10.1.0.2", 8080, "198.51.100.7", 55555, 5_000, 90, 77, 1L << 40);
-      events.add(in);
-      // 5: loopback on host-b: nginx -> redis (in a container).
-      events.add(event("host-b", 2002, "nginx", "nginx -g daemon off;", null, ConnectionEventKind.SNAPSHOT,
-          ConnectionRole.CLIENT, "127.0.0.1", 45000, "127.0.0.1", 6379, 6_000, 64, 100, 501));
-      events.add(event("host-b", 2003, "redis-server", "redis-server *:6379", "c0ffee",
-          ConnectionEventKind.SNAPSHOT, ConnectionRole.SERVER, "127.0.0.1", 6379, "127.0.0.1", 45000, 6_500,
-          128, 60, 502));
-      for (ConnectionEvent ev : events) {
-        producer.send(new ProducerRecord<>(TOPIC, kafkaKey(ev), encode(ev))).get();
-      }
-      // Poison records: each must go to the dead-letter topic, not crash the job.
-      for (byte[] poison : poison()) {
-        producer.send(new ProducerRecord<>(TOPIC, "garbage", poison)).get();
-      }
+    List<ProducerRecord<String, byte[]>> records = new ArrayList<>();
+    List<ConnectionEvent> events = new ArrayList<>();
+    // 1: curl (host-a) -> nginx (host-b), opened, snapshot, closed on both ends.
+    events.add(curl(ConnectionEventKind.OPENED, 40001, 1_000, 0, 0));
+    events.add(nginx(ConnectionEventKind.OPENED, 40001, 1_500, 0, 0));
+    events.add(curl(ConnectionEventKind.SNAPSHOT, 40001, 2_000, 1000, 5000));
+    events.add(nginx(ConnectionEventKind.SNAPSHOT, 40001, 2_500, 4800, 1000));
+    events.add(curl(ConnectionEventKind.CLOSED, 40001, 3_000, 1200, 6000));
+    events.add(nginx(ConnectionEventKind.CLOSED, 40001, 3_500, 6100, 1150));
+    // 2: a second curl -> nginx connection; the server end is reported first.
+    events.add(nginx(ConnectionEventKind.SNAPSHOT, 40002, 8_000, 700, 250));
+    events.add(curl(ConnectionEventKind.SNAPSHOT, 40002, 9_000, 300, 700));
+    // 3: curl -> an address outside the monitored hosts (no peer agent).
+    ConnectionEvent out = curl(ConnectionEventKind.SNAPSHOT, 40003, 4_000, 50, 4000);
+    out.setRemoteAddress(IpAddresses.parse("93.184.216.34"));
+    out.setRemotePort(443);
+    events.add(out);
+    // 4: an outside client of nginx, socket never seen in process context.
+    ConnectionEvent in = event("host-b", 0, "", null, null, ConnectionEventKind.SNAPSHOT, ConnectionRole.SERVER,
+        "10.1.0.2", 8080, "198.51.100.7", 55555, 5_000, 90, 77, 1L << 40);
+    events.add(in);
+    // 5: loopback on host-b: nginx -> redis (in a container).
+    events.add(event("host-b", 2002, "nginx", "nginx -g daemon off;", null, ConnectionEventKind.SNAPSHOT,
+        ConnectionRole.CLIENT, "127.0.0.1", 45000, "127.0.0.1", 6379, 6_000, 64, 100, 501));
+    events.add(event("host-b", 2003, "redis-server", "redis-server *:6379", "c0ffee",
+        ConnectionEventKind.SNAPSHOT, ConnectionRole.SERVER, "127.0.0.1", 6379, "127.0.0.1", 45000, 6_500,
+        128, 60, 502));
+    for (ConnectionEvent ev : events) {
+      records.add(new ProducerRecord<>(TOPIC, kafkaKey(ev), encode(ev)));
     }
+    // Poison records: each must go to the dead-letter topic, not crash the job.
+    for (byte[] poison : poison()) {
+      records.add(new ProducerRecord<>(TOPIC, "garbage", poison));
+    }
+    stack.produce(records);
   }
 
   /** Garbage, an unknown schema fingerprint, a port out of range. */
@@ -304,28 +242,8 @@ class CorrelationJobIT {
 
   static final String DLQ = "wattgraph.dlq";
 
-  /** Every committed record of the dead-letter topic, read up to its end (no waiting on time). */
   static List<ConsumerRecord<byte[], byte[]>> readDeadLetters() {
-    Properties p = new Properties();
-    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
-    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
-    try (KafkaConsumer<byte[], byte[]> c =
-        new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
-      List<TopicPartition> parts = c.partitionsFor(DLQ).stream()
-          .map(i -> new TopicPartition(DLQ, i.partition())).toList();
-      c.assign(parts);
-      c.seekToBeginning(parts);
-      Map<TopicPartition, Long> end = c.endOffsets(parts);
-      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
-        c.poll(Duration.ofMillis(200)).forEach(out::add);
-      }
-    }
-    return out;
-  }
-
-  static String header(ConsumerRecord<byte[], byte[]> r, String name) {
-    return new String(r.headers().lastHeader(name).value(), StandardCharsets.UTF_8);
+    return stack.readAll(DLQ);
   }
 
   static ConnectionEvent curl(ConnectionEventKind kind, int port, long t, long sent, long received) {
@@ -372,10 +290,7 @@ class CorrelationJobIT {
   }
 
   static byte[] encode(ConnectionEvent e) throws Exception {
-    ByteBuffer b = WattgraphSchemas.connectionEventEncoder().encode(e);
-    byte[] bytes = new byte[b.remaining()];
-    b.get(bytes);
-    return bytes;
+    return StreamJobHarness.bytes(WattgraphSchemas.connectionEventEncoder().encode(e));
   }
 
   static Record talksTo(String client, String server) {
@@ -385,9 +300,7 @@ class CorrelationJobIT {
   }
 
   static Record single(String cypher, String a, String b) {
-    try (Session s = driver.session()) {
-      return s.executeRead(tx -> tx.run(cypher, params(a, b)).single());
-    }
+    return stack.single(cypher, params(a, b));
   }
 
   static long count(String cypher, String a, String b) {
@@ -401,18 +314,7 @@ class CorrelationJobIT {
     return m;
   }
 
-  /** The whole graph as sorted text: labels and properties of nodes, and of relationships. */
   static List<String> dump() {
-    try (Session s = driver.session()) {
-      return s.executeRead(tx -> {
-        Stream<String> nodes = tx.run("MATCH (n) RETURN labels(n) AS l, properties(n) AS p").list().stream()
-            .map(r -> "node " + r.get("l").asList() + " " + new TreeMap<>(r.get("p").asMap()));
-        Stream<String> rels = tx.run("MATCH (a)-[r]->(b) RETURN a.id AS a, type(r) AS t, b.id AS b, "
-                + "properties(r) AS p").list().stream()
-            .map(r -> "rel " + r.get("a").asString() + " -" + r.get("t").asString() + "-> "
-                + r.get("b").asString() + " " + new TreeMap<>(r.get("p").asMap()));
-        return Stream.concat(nodes, rels).sorted(Comparator.naturalOrder()).toList();
-      });
-    }
+    return stack.dump();
   }
 }

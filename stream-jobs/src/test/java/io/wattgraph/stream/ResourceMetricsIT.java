@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.wattgraph.localstack.KafkaBroker;
-import io.wattgraph.localstack.Neo4jServer;
 import io.wattgraph.schema.AttributionWeight;
 import io.wattgraph.schema.ContainerRuntime;
 import io.wattgraph.schema.PowerSource;
@@ -13,48 +11,21 @@ import io.wattgraph.schema.ResourceSample;
 import io.wattgraph.schema.ResourceScope;
 import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.schema.WindowMetrics;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.BooleanSupplier;
 import java.util.function.UnaryOperator;
-import org.apache.flink.api.common.functions.MapFunction;
-import org.apache.flink.api.common.state.CheckpointListener;
-import org.apache.flink.configuration.RestartStrategyOptions;
-import java.util.stream.Stream;
-import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.neo4j.driver.AuthTokens;
-import org.neo4j.driver.Driver;
-import org.neo4j.driver.GraphDatabase;
-import org.neo4j.driver.Record;
-import org.neo4j.driver.Session;
 import org.neo4j.driver.Value;
 
 /**
@@ -72,41 +43,27 @@ class ResourceMetricsIT {
   static final String P100 = "host-m1/100/5000";
   static final String P200 = "host-m2/200/6000";
 
-  static KafkaBroker kafka;
-  static Neo4jServer neo4j;
-  static Driver driver;
+  static StreamJobHarness stack;
 
   @BeforeAll
   static void startStack() throws Exception {
-    Path root = Paths.get("target", "it-data", "metrics-" + System.currentTimeMillis()).toAbsolutePath();
-    Files.createDirectories(root);
-    kafka = KafkaBroker.start(root.resolve("kafka"), 0, 0);
-    neo4j = Neo4jServer.start(root.resolve("neo4j"), 0);
-    driver = GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none());
+    stack = StreamJobHarness.start("metrics");
   }
 
   @AfterAll
   static void stopStack() {
-    if (driver != null) {
-      driver.close();
-    }
-    if (neo4j != null) {
-      neo4j.close();
-    }
-    if (kafka != null) {
-      kafka.close();
+    if (stack != null) {
+      stack.close();
     }
   }
 
   @Test
   void twoHostsToTheMetricsTopicAndTheGraphExactly() throws Exception {
     String res = "res.bounded";
-    kafka.createTopic(res, 2);
-    kafka.createTopic("conn.bounded", 1);
-    kafka.createTopic("metrics.bounded", 1);
-    kafka.createTopic("dlq.bounded", 1);
+    stack.kafka.createTopic(res, 2);
+    stack.createTopics(1, "conn.bounded", "metrics.bounded", "dlq.bounded");
     // The graph as the connection sink leaves it: P100 in container C1 on host-m1. P200 has no node.
-    write("MERGE (h:Host {id: 'host-m1'}) MERGE (p:Process {id: $p}) SET p.hostId = 'host-m1', p.pid = 100, "
+    stack.write("MERGE (h:Host {id: 'host-m1'}) MERGE (p:Process {id: $p}) SET p.hostId = 'host-m1', p.pid = 100, "
         + "p.startTimeNs = 5000, p.comm = 'java', p.containerId = $c MERGE (p)-[:RUNS_ON]->(h) "
         + "MERGE (c:Container {id: $c}) ON CREATE SET c.hostId = 'host-m1' MERGE (p)-[:IN_CONTAINER]->(c) "
         + "MERGE (c)-[:RUNS_ON]->(h)", Map.of("p", P100, "c", C1));
@@ -148,7 +105,7 @@ class ResourceMetricsIT {
     ResourceSample noTgid = sample(ResourceScope.PROCESS, "host-m2", T1 + 5 * S, 1, 1.0, false, 1, 1);
     records.add(new ProducerRecord<>(res, 1, "host-m2", encode(noTgid)));
     records.add(new ProducerRecord<>(res, 1, "host-m2", new byte[] {(byte) 0xC3, 0x01, 9}));
-    produce(records);
+    stack.produce(records);
 
     long lateBefore = LateSampleCounter.DROPPED.get();
     runBounded("metrics-run-1", res, "conn.bounded", "metrics.bounded", "dlq.bounded");
@@ -156,8 +113,8 @@ class ResourceMetricsIT {
     // The metrics topic, read_committed: 5 rows per window of host-m1 (host, C1, pod-x, host group,
     // P100), 3 of host-m2 (host, host group, P200).
     // Commit markers reach the partitions shortly after the job's last commit returns: wait for them.
-    await(() -> byKeyAndWindow(readAll("metrics.bounded")).size() >= 13, "13 window rows committed");
-    Map<String, WindowMetrics> m = byKeyAndWindow(readAll("metrics.bounded"));
+    stack.await(() -> byKeyAndWindow(stack.readAll("metrics.bounded")).size() >= 13, "13 window rows committed");
+    Map<String, WindowMetrics> m = byKeyAndWindow(stack.readAll("metrics.bounded"));
     assertEquals(13, m.size(), m.keySet()::toString);
     assertEquals(0, LateSampleCounter.DROPPED.get() - lateBefore, "skew on its own partition is not lateness");
     long w0 = T0 + 10 * S;
@@ -185,13 +142,13 @@ class ResourceMetricsIT {
     assertRow(m.get("PROCESS|host-m2|" + P200 + "@" + v0), 1.5, 0.15, 18.0, 1.8, "ESTIMATED", 2, 1);
 
     // Dead letters: the invalid and the undecodable sample, in the shared DLQ with the resources topic.
-    await(() -> readAll("dlq.bounded").size() >= 2, "2 dead letters committed");
-    List<ConsumerRecord<byte[], byte[]>> dead = new ArrayList<>(readAll("dlq.bounded"));
+    stack.await(() -> stack.readAll("dlq.bounded").size() >= 2, "2 dead letters committed");
+    List<ConsumerRecord<byte[], byte[]>> dead = new ArrayList<>(stack.readAll("dlq.bounded"));
     assertEquals(2, dead.size());
-    dead.sort(Comparator.comparingLong(r -> Long.parseLong(header(r, DeadLetterSerializer.OFFSET))));
-    assertEquals("invalid: PROCESS record with tgid 0", header(dead.get(0), DeadLetterSerializer.REASON));
-    assertTrue(header(dead.get(1), DeadLetterSerializer.REASON).startsWith("undecodable: "));
-    assertEquals(res, header(dead.get(1), DeadLetterSerializer.TOPIC));
+    dead.sort(Comparator.comparingLong(r -> Long.parseLong(StreamJobHarness.header(r, DeadLetterSerializer.OFFSET))));
+    assertEquals("invalid: PROCESS record with tgid 0", StreamJobHarness.header(dead.get(0), DeadLetterSerializer.REASON));
+    assertTrue(StreamJobHarness.header(dead.get(1), DeadLetterSerializer.REASON).startsWith("undecodable: "));
+    assertEquals(res, StreamJobHarness.header(dead.get(1), DeadLetterSerializer.TOPIC));
 
     // The graph: the latest window on the nodes.
     assertNode("MATCH (n:Process {id: $id}) RETURN n", P100, 0.6, 6.0, 60.0, "MEASURED", 3, w1);
@@ -210,8 +167,8 @@ class ResourceMetricsIT {
     assertEquals(1, count("MATCH (n:Container) RETURN count(n)", null), "the host group has no node");
 
     // An older window never overwrites a newer one (compared in the Cypher).
-    List<String> before = dump();
-    Neo4jSettings settings = new Neo4jSettings(neo4j.boltUri(), null, null, 100, 100);
+    List<String> before = stack.dump();
+    Neo4jSettings settings = new Neo4jSettings(stack.boltUri(), null, null, 100, 100);
     try (MetricsGraphWriter w = new MetricsGraphWriter(settings)) {
       MetricsRow stale = new MetricsRow();
       stale.level = "HOST";
@@ -224,11 +181,11 @@ class ResourceMetricsIT {
       stale.powerSource = "MEASURED";
       w.write(List.of(stale));
     }
-    assertEquals(before, dump());
+    assertEquals(before, stack.dump());
 
     // Replay: a new consumer group recomputes the same windows; the graph is unchanged.
     runBounded("metrics-run-2", res, "conn.bounded", "metrics.bounded", "dlq.bounded");
-    assertEquals(before, dump());
+    assertEquals(before, stack.dump());
   }
 
   /**
@@ -239,14 +196,12 @@ class ResourceMetricsIT {
   @Test
   void anIdleHostDoesNotStallTheOthers() throws Exception {
     String res = "res.live";
-    kafka.createTopic(res, 2);
-    kafka.createTopic("conn.live", 1);
-    kafka.createTopic("metrics.live", 1);
-    kafka.createTopic("dlq.live", 1);
+    stack.kafka.createTopic(res, 2);
+    stack.createTopics(1, "conn.live", "metrics.live", "dlq.live");
     JobConfig c = config("metrics-live", res, "conn.live", "metrics.live", "dlq.live");
     c.maxOutOfOrdernessMs = 0;
     c.idlenessMs = 1000;
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(new Configuration());
+    StreamExecutionEnvironment env = StreamJobHarness.environment(false);
     CorrelationJob.build(env, c);
     long lateBefore = LateSampleCounter.DROPPED.get();
     JobClient job = env.executeAsync("metrics-it-live");
@@ -260,45 +215,20 @@ class ResourceMetricsIT {
         records.add(new ProducerRecord<>(res, 0, "host-l1",
             encode(sample(ResourceScope.HOST, "host-l1", T0 + s * S, 2 * S, 20.0, true, 1, 1))));
       }
-      produce(records);
-      await(() -> {
-        Map<String, WindowMetrics> m = byKeyAndWindow(readAll("metrics.live"));
+      stack.produce(records);
+      stack.await(() -> {
+        Map<String, WindowMetrics> m = byKeyAndWindow(stack.readAll("metrics.live"));
         return m.containsKey("HOST|host-l1|host-l1@" + (T0 + 20 * S));
       }, "host-l1's second window");
-      Map<String, WindowMetrics> m = byKeyAndWindow(readAll("metrics.live"));
+      Map<String, WindowMetrics> m = byKeyAndWindow(stack.readAll("metrics.live"));
       assertRow(m.get("HOST|host-l2|host-l2@" + (T1 + 10 * S)), 2.0, 0.2, 20.0, 2.0, "MEASURED", 1, 1);
       assertRow(m.get("HOST|host-l1|host-l1@" + (T0 + 10 * S)), 4.0, 0.4, 40.0, 4.0, "MEASURED", 1, 1);
       assertRow(m.get("HOST|host-l1|host-l1@" + (T0 + 20 * S)), 2.0, 0.2, 20.0, 2.0, "MEASURED", 1, 1);
       assertEquals(0, LateSampleCounter.DROPPED.get() - lateBefore);
-      await(() -> count("MATCH (n:Host {id: 'host-l1'}) WHERE n.metricsWindowEndNs = " + (T0 + 20 * S)
+      stack.await(() -> count("MATCH (n:Host {id: 'host-l1'}) WHERE n.metricsWindowEndNs = " + (T0 + 20 * S)
           + " RETURN count(n)", null) == 1, "host-l1's latest window in Neo4j");
     } finally {
       job.cancel().get(1, TimeUnit.MINUTES);
-    }
-  }
-
-  /** Throws once, on a window input of the second half, after a checkpoint covered the first half. */
-  static final class FailOnce implements MapFunction<MetricInput, MetricInput>, CheckpointListener {
-    private static final long serialVersionUID = 1L;
-    static final AtomicLong SEEN = new AtomicLong();
-    static final AtomicBoolean CHECKPOINTED_FIRST_HALF = new AtomicBoolean();
-    static final AtomicBoolean FAILED = new AtomicBoolean();
-    static volatile long half = Long.MAX_VALUE;
-
-    @Override
-    public MetricInput map(MetricInput in) {
-      long n = SEEN.incrementAndGet();
-      if (n > half && CHECKPOINTED_FIRST_HALF.get() && FAILED.compareAndSet(false, true)) {
-        throw new IllegalStateException("injected task failure after " + n + " window inputs");
-      }
-      return in;
-    }
-
-    @Override
-    public void notifyCheckpointComplete(long checkpointId) {
-      if (SEEN.get() >= half) {
-        CHECKPOINTED_FIRST_HALF.set(true);
-      }
     }
   }
 
@@ -310,32 +240,27 @@ class ResourceMetricsIT {
   @Test
   void taskFailureMidStreamLeavesEveryWindowExactlyOnce() throws Exception {
     String res = "res.recovery";
-    kafka.createTopic(res, 2);
-    kafka.createTopic("conn.recovery", 1);
-    kafka.createTopic("metrics.recovery", 1);
-    kafka.createTopic("dlq.recovery", 1);
+    stack.kafka.createTopic(res, 2);
+    stack.createTopics(1, "conn.recovery", "metrics.recovery", "dlq.recovery");
     JobConfig c = config("metrics-recovery", res, "conn.recovery", "metrics.recovery", "dlq.recovery");
     c.maxOutOfOrdernessMs = 0;
     c.checkpointIntervalMs = 300;
-    c.checkpointDir = Paths.get("target", "it-data", "metrics-checkpoints").toAbsolutePath().toUri().toString();
-    Configuration conf = new Configuration();
-    conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
-    conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 3);
-    conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(200));
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(conf);
-    FailOnce.half = 4 * 15;
-    CorrelationJob.build(env, c, UnaryOperator.identity(), s -> s.map(new FailOnce()).name("fail once"));
+    c.checkpointDir = stack.checkpointDir("metrics-recovery");
+    StreamExecutionEnvironment env = StreamJobHarness.environment(true);
+    StreamJobHarness.FailOnce.Progress failure = StreamJobHarness.FailOnce.arm("metrics", 4 * 15);
+    CorrelationJob.build(env, c, UnaryOperator.identity(),
+        s -> s.map(new StreamJobHarness.FailOnce<MetricInput>("metrics")).name("fail once"));
     long lateBefore = LateSampleCounter.DROPPED.get();
     JobClient job = env.executeAsync("metrics-it-recovery");
     try {
-      produce(recoverySamples(res, 1, 15));
-      await(FailOnce.CHECKPOINTED_FIRST_HALF::get, "a checkpoint after the first half");
+      stack.produce(recoverySamples(res, 1, 15));
+      stack.await(failure.checkpointedFirstHalf::get, "a checkpoint after the first half");
       List<ProducerRecord<String, byte[]>> second = recoverySamples(res, 16, 30);
       second.addAll(recoverySamples(res, 45, 45)); // moves every partition's watermark past 30 s
-      produce(second);
-      await(FailOnce.FAILED::get, "the injected failure");
-      await(() -> readAll("metrics.recovery").size() >= 12, "12 windows committed");
-      List<ConsumerRecord<byte[], byte[]>> records = readAll("metrics.recovery");
+      stack.produce(second);
+      stack.await(failure.failed::get, "the injected failure");
+      stack.await(() -> stack.readAll("metrics.recovery").size() >= 12, "12 windows committed");
+      List<ConsumerRecord<byte[], byte[]>> records = stack.readAll("metrics.recovery");
       assertEquals(12, records.size(), "4 hosts x 3 windows, each exactly once");
       Map<String, WindowMetrics> m = byKeyAndWindow(records);
       for (int h = 1; h <= 4; h++) {
@@ -424,10 +349,7 @@ class ResourceMetricsIT {
   }
 
   static JobConfig config(String group, String res, String conn, String metrics, String dlq) {
-    JobConfig c = new JobConfig();
-    c.kafkaBrokers = kafka.bootstrapServers();
-    c.neo4jUri = neo4j.boltUri();
-    c.groupId = group;
+    JobConfig c = stack.config(group);
     c.topic = conn;
     c.resourcesTopic = res;
     c.metricsTopic = metrics;
@@ -440,34 +362,13 @@ class ResourceMetricsIT {
   static void runBounded(String group, String res, String conn, String metrics, String dlq) throws Exception {
     JobConfig c = config(group, res, conn, metrics, dlq);
     c.bounded = true;
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(new Configuration());
+    StreamExecutionEnvironment env = StreamJobHarness.environment(false);
     CorrelationJob.build(env, c);
-    JobClient job = env.executeAsync("metrics-it-" + group);
-    try {
-      job.getJobExecutionResult().get(3, TimeUnit.MINUTES);
-    } catch (Exception e) {
-      job.cancel();
-      throw e;
-    }
-  }
-
-  static void produce(List<ProducerRecord<String, byte[]>> records) throws Exception {
-    Properties p = new Properties();
-    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
-    p.put(ProducerConfig.ACKS_CONFIG, "all");
-    try (KafkaProducer<String, byte[]> producer =
-        new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
-      for (ProducerRecord<String, byte[]> r : records) {
-        producer.send(r).get();
-      }
-    }
+    StreamJobHarness.runToEnd(env, "metrics-it-" + group);
   }
 
   static byte[] encode(ResourceSample s) throws Exception {
-    ByteBuffer b = ResourceSample.getEncoder().encode(s);
-    byte[] bytes = new byte[b.remaining()];
-    b.get(bytes);
-    return bytes;
+    return StreamJobHarness.bytes(ResourceSample.getEncoder().encode(s));
   }
 
   /** The latest revision of each window, keyed "Kafka key@windowEndNs"; checks key and timestamp. */
@@ -488,69 +389,13 @@ class ResourceMetricsIT {
     return m;
   }
 
-  /** Every committed record of a topic, read up to its end. */
-  static List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
-    Properties p = new Properties();
-    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
-    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
-    try (KafkaConsumer<byte[], byte[]> c =
-        new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
-      List<TopicPartition> parts = c.partitionsFor(topic).stream()
-          .map(i -> new TopicPartition(topic, i.partition())).toList();
-      c.assign(parts);
-      c.seekToBeginning(parts);
-      Map<TopicPartition, Long> end = c.endOffsets(parts);
-      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
-        c.poll(Duration.ofMillis(200)).forEach(out::add);
-      }
-    }
-    return out;
-  }
-
-  static String header(ConsumerRecord<byte[], byte[]> r, String name) {
-    return new String(r.headers().lastHeader(name).value(), StandardCharsets.UTF_8);
-  }
-
-  static void await(BooleanSupplier condition, String what) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("timed out waiting for: " + what + "\n" + String.join("\n", dump()));
-      }
-      Thread.sleep(200);
-    }
-  }
-
-  static void write(String cypher, Map<String, Object> params) {
-    try (Session s = driver.session()) {
-      s.executeWrite(tx -> tx.run(cypher, params).consume());
-    }
-  }
-
   static Value node(String cypher, String id) {
-    try (Session s = driver.session()) {
-      return s.executeRead(tx -> tx.run(cypher, Map.of("id", id)).single().get(0));
-    }
+    return stack.single(cypher, Map.of("id", id)).get(0);
   }
 
   static long count(String cypher, String id) {
     Map<String, Object> params = new TreeMap<>();
     params.put("id", id);
-    try (Session s = driver.session()) {
-      return s.executeRead(tx -> tx.run(cypher, params).single().get(0).asLong());
-    }
-  }
-
-  static List<String> dump() {
-    try (Session s = driver.session()) {
-      return s.executeRead(tx -> {
-        Stream<String> nodes = tx.run("MATCH (n) RETURN labels(n) AS l, properties(n) AS p").list().stream()
-            .map(r -> "node " + r.get("l").asList() + " " + new TreeMap<>(r.get("p").asMap()));
-        Stream<String> rels = tx.run("MATCH (a)-[r]->(b) RETURN a.id AS a, type(r) AS t, b.id AS b").list().stream()
-            .map(r -> "rel " + r.get("a").asString() + " -" + r.get("t").asString() + "-> " + r.get("b").asString());
-        return Stream.concat(nodes, rels).sorted(Comparator.naturalOrder()).toList();
-      });
-    }
+    return stack.count(cypher, params);
   }
 }

@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.wattgraph.localstack.KafkaBroker;
-import io.wattgraph.localstack.Neo4jServer;
 import io.wattgraph.schema.EdgeEndKind;
 import io.wattgraph.schema.EdgeMetrics;
 import io.wattgraph.schema.IpAddresses;
@@ -17,41 +15,21 @@ import io.wattgraph.schema.TransactionRole;
 import io.wattgraph.schema.TransactionStats;
 import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.schema.WindowMetrics;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import java.util.stream.Stream;
-import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.neo4j.driver.AuthTokens;
-import org.neo4j.driver.Driver;
-import org.neo4j.driver.GraphDatabase;
-import org.neo4j.driver.Session;
 import org.neo4j.driver.Value;
 
 /**
@@ -72,37 +50,23 @@ class TransactionMetricsIT {
   static final String P2 = "host-b/200/6000";
   static final String EDGE = "P:" + P1 + ">P:" + P2;
 
-  static KafkaBroker kafka;
-  static Neo4jServer neo4j;
-  static Driver driver;
+  static StreamJobHarness stack;
 
   @BeforeAll
   static void startStack() throws Exception {
-    Path root = Paths.get("target", "it-data", "transactions-" + System.currentTimeMillis()).toAbsolutePath();
-    Files.createDirectories(root);
-    kafka = KafkaBroker.start(root.resolve("kafka"), 0, 0);
-    neo4j = Neo4jServer.start(root.resolve("neo4j"), 0);
-    driver = GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none());
+    stack = StreamJobHarness.start("transactions");
   }
 
   @AfterAll
   static void stopStack() {
-    if (driver != null) {
-      driver.close();
-    }
-    if (neo4j != null) {
-      neo4j.close();
-    }
-    if (kafka != null) {
-      kafka.close();
+    if (stack != null) {
+      stack.close();
     }
   }
 
   @Test
   void bothEndsOutOfOrderAndALateRecordToKafkaAndTheGraph() throws Exception {
-    for (String t : List.of("tx", "res", "conn", "metrics", "edges", "dlq")) {
-      kafka.createTopic(t, 1);
-    }
+    stack.createTopics(1, "tx", "res", "conn", "metrics", "edges", "dlq");
     // The graph as the connection sink leaves it: P1 -> P2, P2 in container C2.
     write("MERGE (a:Host {id: 'host-a'}) MERGE (b:Host {id: 'host-b'}) "
         + "MERGE (p1:Process {id: $p1}) SET p1.hostId = 'host-a', p1.pid = 100, p1.comm = 'curl' "
@@ -113,10 +77,7 @@ class TransactionMetricsIT {
         + "MERGE (p1)-[t:TALKS_TO]->(p2) SET t.connections = 1, t.bytesClientToServer = 4000, "
         + "t.bytesServerToClient = 40000", Map.of("p1", P1, "p2", P2, "c", C2));
 
-    JobConfig c = new JobConfig();
-    c.kafkaBrokers = kafka.bootstrapServers();
-    c.neo4jUri = neo4j.boltUri();
-    c.groupId = "tx-it";
+    JobConfig c = stack.config("tx-it");
     c.topic = "conn";
     c.resourcesTopic = "res";
     c.transactionsTopic = "tx";
@@ -132,7 +93,7 @@ class TransactionMetricsIT {
     c.maxOutOfOrdernessMs = 1000;
     c.idlenessMs = 3_600_000;
     c.allowedLatenessMs = 60_000;
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(new Configuration());
+    StreamExecutionEnvironment env = StreamJobHarness.environment(false);
     CorrelationJob.build(env, c);
     long lateBefore = LateSampleCounter.DROPPED.get();
     JobClient job = env.executeAsync("transactions-it");
@@ -172,8 +133,8 @@ class TransactionMetricsIT {
           res.add(new ProducerRecord<>("res", 0, s.getHostId(), ResourceMetricsIT.encode(s)));
         }
       }
-      produce(tx);
-      produce(res);
+      stack.produce(tx);
+      stack.produce(res);
 
       long w0 = T0 + 10 * S;
       await(() -> edges().containsKey(EDGE + "@" + w0) && metrics().containsKey("PROCESS|host-b|" + P2 + "@" + w0)
@@ -255,7 +216,7 @@ class TransactionMetricsIT {
       // 2 x 200 us, 10 x 1.5 ms, 10 x 4 ms: p50 (rank 21) 200 us, p75 (rank 32) 1.5 ms, p90 (rank 38)
       // and p99 (rank 42) 4 ms; mean (57 + 0.4) ms / 42 = 1366666.7 ns; network 1.9 ms - that = 533333 ns.
       // P2: D = 0.05 / 4.2 = 0.0119048 s, saturation 84/s.
-      produce(List.of(txRecord(server(T0 + 8 * S, 2, 200, 2000, new long[] {200 * US}, new long[] {2}))));
+      stack.produce(List.of(txRecord(server(T0 + 8 * S, 2, 200, 2000, new long[] {200 * US}, new long[] {2}))));
       await(() -> edges().get(EDGE + "@" + w0).getRevision() == 1
           && metrics().get("PROCESS|host-b|" + P2 + "@" + w0).getRevision() == 1, "W0 revision 1");
       EdgeMetrics e1 = edges().get(EDGE + "@" + w0);
@@ -303,13 +264,13 @@ class TransactionMetricsIT {
       assertTrue(n1.get("serviceDemandS").isNull());
 
       // Dead letters: the garbage and the other bucket scheme, with the transactions topic.
-      await(() -> readAll("dlq").size() >= 2, "2 dead letters");
-      List<ConsumerRecord<byte[], byte[]>> dead = new ArrayList<>(readAll("dlq"));
+      await(() -> stack.readAll("dlq").size() >= 2, "2 dead letters");
+      List<ConsumerRecord<byte[], byte[]>> dead = new ArrayList<>(stack.readAll("dlq"));
       assertEquals(2, dead.size());
-      dead.sort(Comparator.comparingLong(r -> Long.parseLong(header(r, DeadLetterSerializer.OFFSET))));
-      assertTrue(header(dead.get(0), DeadLetterSerializer.REASON).startsWith("undecodable: "));
-      assertEquals("invalid: subBucketBits 5 (only 7 can be merged)", header(dead.get(1), DeadLetterSerializer.REASON));
-      assertEquals("tx", header(dead.get(1), DeadLetterSerializer.TOPIC));
+      dead.sort(Comparator.comparingLong(r -> Long.parseLong(StreamJobHarness.header(r, DeadLetterSerializer.OFFSET))));
+      assertTrue(StreamJobHarness.header(dead.get(0), DeadLetterSerializer.REASON).startsWith("undecodable: "));
+      assertEquals("invalid: subBucketBits 5 (only 7 can be merged)", StreamJobHarness.header(dead.get(1), DeadLetterSerializer.REASON));
+      assertEquals("tx", StreamJobHarness.header(dead.get(1), DeadLetterSerializer.TOPIC));
     } finally {
       job.cancel().get(1, TimeUnit.MINUTES);
     }
@@ -354,10 +315,8 @@ class TransactionMetricsIT {
 
   /** Keyed by the canonical connection, as the agent keys them. */
   static ProducerRecord<String, byte[]> txRecord(TransactionStats s) throws Exception {
-    ByteBuffer b = TransactionStats.getEncoder().encode(s);
-    byte[] bytes = new byte[b.remaining()];
-    b.get(bytes);
-    return new ProducerRecord<>("tx", 0, "10.0.0.1:40000>10.0.0.2:8080", bytes);
+    return new ProducerRecord<>("tx", 0, "10.0.0.1:40000>10.0.0.2:8080",
+        StreamJobHarness.bytes(TransactionStats.getEncoder().encode(s)));
   }
 
   /** The reported percentile is in the true value's bucket, so within 2^-8 of it. */
@@ -371,24 +330,17 @@ class TransactionMetricsIT {
   }
 
   static Map<String, WindowMetrics> metrics() {
-    Map<String, WindowMetrics> m = new TreeMap<>();
-    for (ConsumerRecord<byte[], byte[]> r : readAll("metrics")) {
-      WindowMetrics w;
-      try {
-        w = WattgraphSchemas.windowMetricsDecoder().decode(r.value());
-      } catch (Exception e) {
-        throw new AssertionError(e);
-      }
-      String key = new String(r.key(), StandardCharsets.UTF_8);
-      assertEquals(w.getLevel() + "|" + w.getHostId() + "|" + w.getEntityId(), key);
-      m.merge(key + "@" + w.getWindowEndNs(), w, (a, b) -> b.getRevision() >= a.getRevision() ? b : a);
-    }
-    return m;
+    return ResourceMetricsIT.byKeyAndWindow(stack.readAll("metrics"));
   }
 
   static Map<String, EdgeMetrics> edges() {
+    return edgesByKeyAndWindow(stack.readAll("edges"));
+  }
+
+  /** The latest revision of each edge window, keyed "Kafka key@windowEndNs"; checks key and timestamp. */
+  static Map<String, EdgeMetrics> edgesByKeyAndWindow(List<ConsumerRecord<byte[], byte[]>> records) {
     Map<String, EdgeMetrics> m = new TreeMap<>();
-    for (ConsumerRecord<byte[], byte[]> r : readAll("edges")) {
+    for (ConsumerRecord<byte[], byte[]> r : records) {
       EdgeMetrics e;
       try {
         e = WattgraphSchemas.edgeMetricsDecoder().decode(r.value());
@@ -403,100 +355,21 @@ class TransactionMetricsIT {
     return m;
   }
 
-  static void produce(List<ProducerRecord<String, byte[]>> records) throws Exception {
-    Properties p = new Properties();
-    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
-    p.put(ProducerConfig.ACKS_CONFIG, "all");
-    try (KafkaProducer<String, byte[]> producer =
-        new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
-      for (ProducerRecord<String, byte[]> r : records) {
-        producer.send(r).get();
-      }
-    }
-  }
-
-  static List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
-    Properties p = new Properties();
-    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
-    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
-    try (KafkaConsumer<byte[], byte[]> c =
-        new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
-      List<TopicPartition> parts = c.partitionsFor(topic).stream()
-          .map(i -> new TopicPartition(topic, i.partition())).toList();
-      c.assign(parts);
-      c.seekToBeginning(parts);
-      Map<TopicPartition, Long> end = c.endOffsets(parts);
-      while (parts.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
-        c.poll(Duration.ofMillis(200)).forEach(out::add);
-      }
-    }
-    return out;
-  }
-
-  static String header(ConsumerRecord<byte[], byte[]> r, String name) {
-    return new String(r.headers().lastHeader(name).value(), StandardCharsets.UTF_8);
-  }
-
-  /** Waits for a condition (not a timing threshold: the deadline only turns a hang into a failure). */
+  /** Waits for a condition; on timeout the message has the output topics' offsets and windows. */
   static void await(BooleanSupplier condition, String what) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("timed out waiting for: " + what + "\n" + offsets() + "\nmetrics " + metrics().keySet() + "\nedges "
-            + edges().keySet() + "\n" + String.join("\n", dump()));
-      }
-      Thread.sleep(200);
-    }
-  }
-
-  /** Per output topic: end offset and last stable offset (an open transaction holds the latter back). */
-  static String offsets() {
-    StringBuilder b = new StringBuilder();
-    for (String topic : List.of("metrics", "edges", "dlq")) {
-      for (String isolation : List.of("read_uncommitted", "read_committed")) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
-        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
-        try (KafkaConsumer<byte[], byte[]> c =
-            new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
-          b.append(topic).append(' ').append(isolation).append(" end ")
-              .append(c.endOffsets(List.of(new TopicPartition(topic, 0))).values()).append("; ");
-        }
-      }
-    }
-    return b.toString();
+    stack.await(condition, () -> what + "\n" + stack.offsets("metrics", "edges", "dlq") + "\nmetrics "
+        + metrics().keySet() + "\nedges " + edges().keySet());
   }
 
   static void write(String cypher, Map<String, Object> params) {
-    try (Session s = driver.session()) {
-      s.executeWrite(tx -> tx.run(cypher, params).consume());
-    }
+    stack.write(cypher, params);
   }
 
   static Value single(String cypher, Map<String, Object> params) {
-    try (Session s = driver.session()) {
-      return s.executeRead(tx -> tx.run(cypher, params).single().get(0));
-    }
+    return stack.single(cypher, params).get(0);
   }
 
   static long count(String cypher) {
-    try (Session s = driver.session()) {
-      return s.executeRead(tx -> tx.run(cypher).single().get(0).asLong());
-    }
-  }
-
-  static List<String> dump() {
-    try (Session s = driver.session()) {
-      return s.executeRead(tx -> {
-        Stream<String> nodes = tx.run("MATCH (n) RETURN labels(n) AS l, properties(n) AS p").list().stream()
-            .map(r -> "node " + r.get("l").asList() + " " + new TreeMap<>(r.get("p").asMap()));
-        Stream<String> rels = tx.run("MATCH (a)-[r]->(b) RETURN a.id AS a, type(r) AS t, b.id AS b, properties(r) AS p")
-            .list().stream()
-            .map(r -> "rel " + r.get("a").asString() + " -" + r.get("t").asString() + "-> " + r.get("b").asString()
-                + " " + new TreeMap<>(r.get("p").asMap()));
-        return Stream.concat(nodes, rels).sorted(Comparator.naturalOrder()).toList();
-      });
-    }
+    return stack.count(cypher, Map.of());
   }
 }
