@@ -29,14 +29,15 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  * mvn -o -q -pl stream-jobs test-compile dependency:build-classpath -Dmdep.includeScope=test \
  *     -Dmdep.outputFile=target/bench-classpath.txt
  * java -cp stream-jobs/target/test-classes:stream-jobs/target/classes:$(cat stream-jobs/target/bench-classpath.txt) \
- *     io.wattgraph.stream.bench.StreamJobsBenchmark [EVENTS] [NEO4J_ROWS]
+ *     io.wattgraph.stream.bench.StreamJobsBenchmark [EVENTS] [NEO4J_ROWS] [BATCH_SIZES=500,2000,5000]
  * </pre>
  * 1. Correlation: generated agent events through exactly the job's core
  *    ({@link CorrelationJob#correlate}: VIP resolver, correlator, edge aggregator) in a local
  *    MiniCluster at parallelism 1, into a discarding sink. Reports events/s of wall time and events
  *    per CPU-second of the whole process (that is "per core").
- * 2. Neo4j: {@link GraphWriter} batches of 500 edge rows into a local Neo4j over Bolt, first as new
- *    edges (node and relationship creation), then the same edges again (updates).
+ * 2. Neo4j: {@link GraphWriter} batches of edge rows into a local Neo4j over Bolt, first as new
+ *    edges (node and relationship creation), then the same edges again (updates); once per batch
+ *    size, each in a fresh store, so the sizes compare side by side in one run. EVENTS 0 skips 1.
  */
 public final class StreamJobsBenchmark {
   static final int HOSTS = 50;
@@ -47,11 +48,18 @@ public final class StreamJobsBenchmark {
   public static void main(String[] args) throws Exception {
     long events = args.length > 0 ? Long.parseLong(args[0]) : 3_000_000L;
     int rows = args.length > 1 ? Integer.parseInt(args[1]) : 40_000;
+    String batchSizes = args.length > 2 ? args[2] : "500,2000,5000";
     System.out.printf("cores available: %d, JVM %s%n", Runtime.getRuntime().availableProcessors(),
         System.getProperty("java.version"));
-    correlation(Math.min(events, 200_000), "warm-up");
-    correlation(events, "measured");
-    neo4j(rows);
+    if (events > 0) {
+      correlation(Math.min(events, 200_000), "warm-up", false);
+      correlation(events, "measured", false);
+      // Object reuse is not enabled in the job (not every operator is checked to tolerate it): measured only.
+      correlation(events, "reuse", true);
+    }
+    for (String b : batchSizes.split(",")) {
+      neo4j(rows, Integer.parseInt(b.trim()));
+    }
     System.exit(0);
   }
 
@@ -119,9 +127,12 @@ public final class StreamJobsBenchmark {
     }
   }
 
-  static void correlation(long events, String label) throws Exception {
+  static void correlation(long events, String label, boolean objectReuse) throws Exception {
     Configuration conf = new Configuration();
     StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+    if (objectReuse) {
+      env.getConfig().enableObjectReuse();
+    }
     JobConfig config = new JobConfig();
     DataStream<Observation> observations = env.fromSequence(0, events - 1)
         .map(new Generate()).returns(TypeInformation.of(Observation.class)).name("generate");
@@ -147,34 +158,34 @@ public final class StreamJobsBenchmark {
     return u;
   }
 
-  static void neo4j(int rows) throws Exception {
+  static void neo4j(int rows, int batch) throws Exception {
     Path dir = Path.of("target", "bench", "neo4j-" + System.nanoTime()).toAbsolutePath();
     Files.createDirectories(dir);
     try (Neo4jServer server = Neo4jServer.start(dir, 0);
-        GraphWriter graph = new GraphWriter(new Neo4jSettings(server.boltUri(), null, null, 500, 200))) {
+        GraphWriter graph = new GraphWriter(new Neo4jSettings(server.boltUri(), null, null, batch, 200))) {
       graph.createConstraints();
       List<EdgeRow> all = new ArrayList<>();
       for (int i = 0; i < rows; i++) {
         all.add(row(i, 1));
       }
-      write(graph, all.subList(0, Math.min(2000, rows)), "warm-up");
+      write(graph, all.subList(0, Math.min(2000, rows)), "warm-up", batch);
       List<EdgeRow> updated = new ArrayList<>();
       for (int i = 0; i < rows; i++) {
         updated.add(row(i, 2));
       }
-      write(graph, all, "create");
-      write(graph, updated, "update");
+      write(graph, all, "create", batch);
+      write(graph, updated, "update", batch);
     }
   }
 
-  static void write(GraphWriter graph, List<EdgeRow> rows, String label) {
+  static void write(GraphWriter graph, List<EdgeRow> rows, String label, int batch) {
     long t0 = System.nanoTime();
-    for (int i = 0; i < rows.size(); i += 500) {
-      graph.write(rows.subList(i, Math.min(rows.size(), i + 500)));
+    for (int i = 0; i < rows.size(); i += batch) {
+      graph.write(rows.subList(i, Math.min(rows.size(), i + batch)));
     }
     double s = (System.nanoTime() - t0) / 1e9;
-    System.out.printf("neo4j %-8s %,d edge rows in batches of 500: %.1f s -> %,.0f edge upserts/s%n",
-        label, rows.size(), s, rows.size() / s);
+    System.out.printf("neo4j %-8s %,d edge rows in batches of %,d: %.1f s -> %,.0f edge upserts/s%n",
+        label, rows.size(), batch, s, rows.size() / s);
   }
 
   /** Edge i between two of 2,000 processes on 100 hosts (each process has ~40 edges). */

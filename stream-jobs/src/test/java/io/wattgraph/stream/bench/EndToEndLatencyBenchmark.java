@@ -1,0 +1,242 @@
+package io.wattgraph.stream.bench;
+
+import io.wattgraph.localstack.KafkaBroker;
+import io.wattgraph.localstack.Neo4jServer;
+import io.wattgraph.schema.ConnectionEvent;
+import io.wattgraph.schema.ConnectionEventKind;
+import io.wattgraph.schema.ConnectionRole;
+import io.wattgraph.schema.IpAddresses;
+import io.wattgraph.schema.ServiceBackend;
+import io.wattgraph.schema.ServiceMapping;
+import io.wattgraph.schema.WattgraphSchemas;
+import io.wattgraph.stream.CorrelationJob;
+import io.wattgraph.stream.JobConfig;
+import io.wattgraph.stream.Observation;
+import io.wattgraph.stream.Role;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.neo4j.driver.AuthTokens;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.GraphDatabase;
+import org.neo4j.driver.Session;
+
+/**
+ * End-to-end latency, run by hand (not a test): event produced to Kafka → visible in Neo4j.
+ * <pre>
+ * java ... io.wattgraph.stream.bench.EndToEndLatencyBenchmark [RATE=50000] [SECONDS=30] [PARALLELISM=1]
+ * </pre>
+ * local-stack's Kafka broker and Neo4j and the real job ({@link CorrelationJob#build}, defaults,
+ * live/unbounded) in one JVM. A generator produces {@link StreamJobsBenchmark.Generate}'s agent
+ * events (as Avro {@code ConnectionEvent}s, keyed by connection, the VIP mapping published first)
+ * at a fixed rate for a bounded time. Every 50 ms it also sends one probe: the next cumulative
+ * counter of a dedicated connection (both ends, client end first), whose edge's
+ * {@code bytesClientToServer} then equals the probe's number. A poller reads that edge every 10 ms;
+ * a probe's latency is from sending its second end to the first poll that shows its number or more.
+ */
+public final class EndToEndLatencyBenchmark {
+  static final String TOPIC = "wattgraph.connections";
+  static final String PROBE_CLIENT = "probe-c/7/7000";
+  static final String PROBE_SERVER = "probe-s/8/8000";
+
+  private EndToEndLatencyBenchmark() {}
+
+  public static void main(String[] args) throws Exception {
+    int rate = args.length > 0 ? Integer.parseInt(args[0]) : 50_000;
+    int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 30;
+    int parallelism = args.length > 2 ? Integer.parseInt(args[2]) : 1;
+    if (rate <= 0 || seconds <= 0 || parallelism <= 0) {
+      throw new IllegalArgumentException("RATE, SECONDS and PARALLELISM must be > 0, got " + Arrays.toString(args));
+    }
+    System.out.printf("cores available: %d, JVM %s; target %,d events/s for %d s, parallelism %d%n",
+        Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"), rate, seconds, parallelism);
+    Path dir = Path.of("target", "bench", "e2e-" + System.nanoTime()).toAbsolutePath();
+    Files.createDirectories(dir);
+    try (KafkaBroker kafka = KafkaBroker.start(dir.resolve("kafka"), 0, 0);
+        Neo4jServer neo4j = Neo4jServer.start(dir.resolve("neo4j"), 0);
+        Driver driver = GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none());
+        KafkaProducer<String, byte[]> producer = producer(kafka.bootstrapServers())) {
+      kafka.createTopic(TOPIC, 2);
+      JobConfig c = new JobConfig();
+      c.kafkaBrokers = kafka.bootstrapServers();
+      c.neo4jUri = neo4j.boltUri();
+      c.parallelism = parallelism;
+      c.checkpointDir = dir.resolve("checkpoints").toUri().toString();
+      StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(new Configuration());
+      CorrelationJob.build(env, c);
+      producer.send(new ProducerRecord<>(c.serviceMappingsTopic, "10.96.0.10:80", bytes(ServiceMapping.getEncoder()
+          .encode(new ServiceMapping("10.96.0.10", 80, "TCP", null, null, List.of(
+              backend(0), backend(1), backend(2))))))).get();
+      JobClient job = env.executeAsync("e2e-latency");
+      try {
+        Probes probes = new Probes();
+        // Warm-up: the job is running and writing once probe 1 is visible.
+        long seq = probes.send(producer, 1);
+        Thread poller = new Thread(() -> probes.poll(driver), "poller");
+        poller.setDaemon(true);
+        poller.start();
+        while (probes.visible.get() < seq) {
+          Thread.sleep(10);
+        }
+        probes.latenciesNs.clear();
+        System.out.println("job running, first probe visible; generating");
+
+        var generate = new StreamJobsBenchmark.Generate();
+        long total = (long) rate * seconds;
+        long start = System.nanoTime();
+        long nextProbe = start;
+        for (long i = 0; i < total; i++) {
+          long due = start + i * 1_000_000_000L / rate;
+          while (System.nanoTime() < due) {
+            Thread.onSpinWait();
+          }
+          ConnectionEvent e = event(generate.map(i), (int) (i % 6));
+          producer.send(new ProducerRecord<>(TOPIC, key(e), bytes(WattgraphSchemas.connectionEventEncoder().encode(e))));
+          if (System.nanoTime() >= nextProbe) {
+            seq = probes.send(producer, seq + 1);
+            nextProbe += 50_000_000L;
+          }
+        }
+        producer.flush();
+        double sendS = (System.nanoTime() - start) / 1e9;
+        long last = seq;
+        long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (probes.visible.get() < last && System.nanoTime() < waitUntil) {
+          Thread.sleep(10);
+        }
+        long[] l = probes.latenciesNs.values().stream().mapToLong(Long::longValue).sorted().toArray();
+        System.out.printf("sent %,d events in %.1f s -> %,.0f events/s (target %,d/s); probes %d, visible %d%n",
+            total, sendS, total / sendS, rate, last - 1, l.length);
+        if (l.length > 0) {
+          System.out.printf("event -> visible in Neo4j: p50 %.0f ms, p99 %.0f ms, max %.0f ms%n",
+              l[(int) Math.ceil(0.50 * l.length) - 1] / 1e6, l[(int) Math.ceil(0.99 * l.length) - 1] / 1e6,
+              l[l.length - 1] / 1e6);
+        }
+      } finally {
+        job.cancel().get(1, TimeUnit.MINUTES);
+      }
+    }
+    System.exit(0);
+  }
+
+  /** Send times of the probes and their measured latencies, by probe number. */
+  static final class Probes {
+    final Map<Long, Long> sentNs = new ConcurrentHashMap<>();
+    final Map<Long, Long> latenciesNs = new ConcurrentHashMap<>();
+    final AtomicLong visible = new AtomicLong();
+
+    long send(KafkaProducer<String, byte[]> producer, long n) throws java.io.IOException {
+      for (Role role : List.of(Role.CLIENT, Role.SERVER)) {
+        Observation o = new Observation();
+        o.role = role;
+        o.hostId = role == Role.CLIENT ? "probe-c" : "probe-s";
+        o.tgid = role == Role.CLIENT ? 7 : 8;
+        o.processStartTimeNs = o.tgid * 1000L;
+        o.comm = "probe";
+        o.localIp = role == Role.CLIENT ? "10.30.0.1" : "10.30.0.2";
+        o.localPort = role == Role.CLIENT ? 40000 : 7000;
+        o.remoteIp = role == Role.CLIENT ? "10.30.0.2" : "10.30.0.1";
+        o.remotePort = role == Role.CLIENT ? 7000 : 40000;
+        o.socketCookie = o.tgid;
+        o.bytesSent = role == Role.CLIENT ? n : 0;
+        o.bytesReceived = role == Role.CLIENT ? 0 : n;
+        o.eventTimeNs = System.currentTimeMillis() * 1_000_000L;
+        ConnectionEvent e = event(o, 2);
+        producer.send(new ProducerRecord<>(TOPIC, key(e), bytes(WattgraphSchemas.connectionEventEncoder().encode(e))));
+      }
+      sentNs.put(n, System.nanoTime());
+      return n;
+    }
+
+    void poll(Driver driver) {
+      try (Session s = driver.session()) {
+        while (true) {
+          long now;
+          long v = s.executeRead(tx -> {
+            var r = tx.run("MATCH (:Process {id: $c})-[t:TALKS_TO]->(:Process {id: $s}) RETURN t.bytesClientToServer",
+                Map.of("c", PROBE_CLIENT, "s", PROBE_SERVER)).list();
+            return r.isEmpty() ? 0L : r.get(0).get(0).asLong();
+          });
+          now = System.nanoTime();
+          for (long n = visible.get() + 1; n <= v; n++) {
+            Long sent = sentNs.get(n);
+            if (sent != null) {
+              latenciesNs.put(n, now - sent);
+            }
+          }
+          visible.accumulateAndGet(v, Math::max);
+          Thread.sleep(10);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  static ServiceBackend backend(int host) {
+    return new ServiceBackend(StreamJobsBenchmark.Generate.ip(host), 9000, null);
+  }
+
+  /** The agent's record of an observation; step 0-1 OPENED, 2-3 SNAPSHOT, 4-5 CLOSED, as the generator orders them. */
+  static ConnectionEvent event(Observation o, int step) {
+    return ConnectionEvent.newBuilder()
+        .setKind(step < 2 ? ConnectionEventKind.OPENED : step < 4 ? ConnectionEventKind.SNAPSHOT : ConnectionEventKind.CLOSED)
+        .setHostId(o.hostId)
+        .setEventTimeNs(o.eventTimeNs)
+        .setLocalAddress(IpAddresses.parse(o.localIp))
+        .setLocalPort(o.localPort)
+        .setRemoteAddress(IpAddresses.parse(o.remoteIp))
+        .setRemotePort(o.remotePort)
+        .setRole(o.role == Role.CLIENT ? ConnectionRole.CLIENT : ConnectionRole.SERVER)
+        .setPid(o.tgid)
+        .setTgid(o.tgid)
+        .setProcessStartTimeNs(o.processStartTimeNs)
+        .setComm(o.comm)
+        .setCmdline(o.cmdline)
+        .setCgroupId(o.cgroupId)
+        .setContainerId(o.containerId)
+        .setNetnsInode(4026531840L)
+        .setSocketCookie(o.socketCookie)
+        .setBytesSent(o.bytesSent)
+        .setBytesReceived(o.bytesReceived)
+        .build();
+  }
+
+  /** contracts.md: clientIp:clientPort>serverIp:serverPort, as the agent keys its records. */
+  static String key(ConnectionEvent e) {
+    String local = IpAddresses.format(e.getLocalAddress()) + ":" + e.getLocalPort();
+    String remote = IpAddresses.format(e.getRemoteAddress()) + ":" + e.getRemotePort();
+    return e.getRole() == ConnectionRole.SERVER ? remote + ">" + local : local + ">" + remote;
+  }
+
+  static KafkaProducer<String, byte[]> producer(String brokers) {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
+    p.put(ProducerConfig.ACKS_CONFIG, "1");
+    p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+    p.put(ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024);
+    return new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer());
+  }
+
+  static byte[] bytes(ByteBuffer b) {
+    byte[] out = new byte[b.remaining()];
+    b.get(out);
+    return out;
+  }
+}
