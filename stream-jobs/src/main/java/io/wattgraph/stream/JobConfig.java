@@ -21,13 +21,15 @@ public class JobConfig implements Serializable {
       "                       [--window-ms 10000] [--allowed-lateness-ms 30000]",
       "                       [--max-out-of-orderness-ms 5000] [--idleness-ms 15000]",
       "                       [--transactions-topic wattgraph.transactions]",
-      "                       [--edge-metrics-topic wattgraph.edge-metrics]");
+      "                       [--edge-metrics-topic wattgraph.edge-metrics]",
+      "                       [--sink-batch-size 2000] (rows per Neo4j transaction, 1..50000)");
 
   private static final List<String> FLAGS = List.of("--kafka-brokers", "--topic", "--group-id", "--neo4j-uri",
       "--neo4j-user", "--neo4j-password", "--pairing-horizon-ms", "--checkpoint-interval-ms",
       "--checkpoint-dir", "--parallelism", "--dlq-topic", "--service-mappings-topic", "--closed-retention-ms",
       "--idle-timeout-ms", "--resources-topic", "--metrics-topic", "--window-ms", "--allowed-lateness-ms",
-      "--max-out-of-orderness-ms", "--idleness-ms", "--transactions-topic", "--edge-metrics-topic");
+      "--max-out-of-orderness-ms", "--idleness-ms", "--transactions-topic", "--edge-metrics-topic",
+      "--sink-batch-size");
 
   public String kafkaBrokers;
   public String topic = "wattgraph.connections";
@@ -67,7 +69,8 @@ public class JobConfig implements Serializable {
   public long idlenessMs = 15_000;
   /** Stop at the offsets that are latest when the job starts (backfills, tests); not a CLI flag. */
   public boolean bounded;
-  public int sinkBatchSize = 500;
+  /** Rows per Neo4j transaction: 2,000 gave 2.8x the creates/s of 500 (docs/benchmarks/stream-jobs.md). */
+  public int sinkBatchSize = 2000;
   public long sinkFlushIntervalMs = 200;
   /** Driver-level retry time per Neo4j transaction; after it the sink retries on its own, forever. */
   public long neo4jDriverRetryMs = 30_000;
@@ -135,6 +138,11 @@ public class JobConfig implements Serializable {
         }
       }
     }
+    long batch = positive(flags, "--sink-batch-size", c.sinkBatchSize);
+    if (batch > 50_000) {
+      throw new IllegalArgumentException("--sink-batch-size must be at most 50000, got " + batch);
+    }
+    c.sinkBatchSize = (int) batch;
     if (flags.containsKey("--parallelism")) {
       c.parallelism = (int) positive(flags, "--parallelism", 1);
     }

@@ -23,6 +23,9 @@ class JobConfigTest {
     assertEquals("wattgraph.service-mappings", c.serviceMappingsTopic);
     assertEquals(6000, c.closedRetention(), "2 x horizon");
     assertEquals(3_600_000, c.idleTimeoutMs);
+    assertEquals(2000, c.sinkBatchSize);
+    assertEquals(2000, c.neo4j().batchSize);
+    assertEquals(5000, JobConfig.parse(concat("--sink-batch-size", "5000")).neo4j().batchSize);
   }
 
   @Test
@@ -66,6 +69,8 @@ class JobConfigTest {
     assertTrue(error(concat("--pairing-horizon-ms", "soon")).contains("--pairing-horizon-ms"));
     assertTrue(error(concat("--checkpoint-interval-ms", "0")).contains("--checkpoint-interval-ms"));
     assertTrue(error(concat("--parallelism", "-1")).contains("--parallelism"));
+    assertTrue(error(concat("--sink-batch-size", "0")).contains("--sink-batch-size"));
+    assertTrue(error(concat("--sink-batch-size", "50001")).contains("--sink-batch-size must be at most 50000"));
     assertTrue(error(concat("--bogus", "1")).contains("--bogus"));
     assertTrue(error(concat("--neo4j-user", "u")).contains("--neo4j-password"));
     assertTrue(error("--kafka-brokers", "k:1", "--neo4j-uri", "http://x").contains("--neo4j-uri"));
