@@ -72,6 +72,8 @@ public class PowerController {
             outcome = publisher.setManual(r.host(), r.watts(), r.reason());
         } catch (IllegalArgumentException e) {
             throw new InvalidParameterException(e.getMessage().startsWith("host") ? "host" : "watts", e.getMessage());
+        } catch (BudgetPublisher.ManualStoreException e) {
+            return unavailable(e);
         }
         return ResponseEntity.status(outcome.published() ? HttpStatus.OK : HttpStatus.ACCEPTED).body(outcome);
     }
@@ -82,11 +84,21 @@ public class PowerController {
         if (!publisher.enabled()) {
             return disabled();
         }
-        if (!publisher.clearManual(host)) {
+        boolean cleared;
+        try {
+            cleared = publisher.clearManual(host);
+        } catch (BudgetPublisher.ManualStoreException e) {
+            return unavailable(e);
+        }
+        if (!cleared) {
             return ResponseEntity.status(HttpStatus.NOT_FOUND)
                     .body(new ApiError("host " + host + " has no manual budget", 404, "host"));
         }
         return ResponseEntity.noContent().build();
+    }
+
+    private static ResponseEntity<ApiError> unavailable(BudgetPublisher.ManualStoreException e) {
+        return ResponseEntity.status(HttpStatus.SERVICE_UNAVAILABLE).body(new ApiError(e.getMessage(), 503));
     }
 
     private static ResponseEntity<ApiError> disabled() {

@@ -70,6 +70,8 @@ public class BudgetPublisher implements SmartLifecycle {
     private final PowerBudgetService service;
     private final MeterRegistry registry;
     private final BinaryMessageEncoder<PowerBudget> encoder = WattgraphSchemas.powerBudgetEncoder();
+    private final ManualBudgetStore store;
+    private volatile boolean manualRestored; // the stored MANUAL budgets have been read back (retried each cycle)
 
     // Read without the lock by status(), so GET never waits for a cycle that is waiting for Kafka.
     private final Map<String, PowerBudget> published = new ConcurrentSkipListMap<>();
@@ -86,8 +88,10 @@ public class BudgetPublisher implements SmartLifecycle {
     private volatile Long lastErrorAtNs;
     private volatile Long lastCycleAtNs;
 
-    public BudgetPublisher(BudgetPublisherProperties props, PowerBudgetService service, MeterRegistry registry) {
+    public BudgetPublisher(BudgetPublisherProperties props, PowerBudgetService service, MeterRegistry registry,
+                           ManualBudgetStore store) {
         this.props = props;
+        this.store = store;
         this.service = service;
         this.registry = registry;
         if (props.enabled()) {
@@ -152,6 +156,7 @@ public class BudgetPublisher implements SmartLifecycle {
         counter(CYCLES).increment();
         long now = nowNs();
         lastCycleAtNs = now;
+        restoreManual();
         List<PowerBudget> records = new ArrayList<>();
         Map<String, PowerBudgetService.Bounds> bounds = configuredBounds();
         try {
@@ -191,8 +196,15 @@ public class BudgetPublisher implements SmartLifecycle {
             throw new IllegalArgumentException(String.format(Locale.ROOT, "%s W is outside the host's bounds [%s, %s] W",
                     watts, b.minW(), b.maxW()));
         }
+        restoreManual();
         long now = nowNs();
         Manual m = new Manual(watts, reason, now);
+        try {
+            store.save(host, m); // kept before it is applied, so a restart never forgets an acknowledged budget
+        } catch (RuntimeException e) {
+            throw new ManualStoreException("the MANUAL budget was not set: storing it in Neo4j failed: "
+                    + e.getMessage(), e);
+        }
         manual.put(host, m);
         return publish(List.of(record(host, PowerBudgetPolicy.MANUAL, now, watts, b.minW(), b.maxW(),
                 manualReason(m)))).get(0);
@@ -200,7 +212,42 @@ public class BudgetPublisher implements SmartLifecycle {
 
     /** Ends a MANUAL budget: the host's next budget is the policy's again. */
     public synchronized boolean clearManual(String host) {
+        restoreManual();
+        if (!manual.containsKey(host)) {
+            return false;
+        }
+        try {
+            store.delete(host);
+        } catch (RuntimeException e) {
+            throw new ManualStoreException("the MANUAL budget was not cleared: deleting it from Neo4j failed: "
+                    + e.getMessage(), e);
+        }
         return manual.remove(host) != null;
+    }
+
+    /** Neo4j could not store or delete a MANUAL budget (the in-memory state is left as it was). */
+    public static final class ManualStoreException extends RuntimeException {
+        ManualStoreException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /** Reads back the MANUAL budgets stored before a restart, once Neo4j answers; budgets set since win. */
+    private void restoreManual() {
+        if (manualRestored || !props.enabled()) {
+            return;
+        }
+        try {
+            Map<String, Manual> stored = store.all();
+            stored.forEach(manual::putIfAbsent);
+            manualRestored = true;
+            if (!stored.isEmpty()) {
+                log.info("power budgets: MANUAL budgets restored from Neo4j for {}", stored.keySet());
+            }
+        } catch (RuntimeException e) {
+            fail("compute", "reading the stored MANUAL budgets from Neo4j failed (retried next cycle): "
+                    + e.getMessage(), null);
+        }
     }
 
     private static String manualReason(Manual m) {
