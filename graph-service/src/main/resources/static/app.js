@@ -10,7 +10,7 @@
   const $ = (id) => document.getElementById(id);
   const PALETTE = ['#4263eb', '#0ca678', '#ae3ec9', '#f59f00', '#1098ad', '#e64980', '#74b816', '#7048e8',
     '#fd7e14', '#15aabf'];
-  const state = { graph: null, path: null, hosts: [], timer: null };
+  const state = { graph: null, path: null, hosts: [], timer: null, detail: null };
 
   function el(tag, attrs, ...children) {
     const svg = ['svg', 'g', 'circle', 'line', 'path', 'rect', 'text', 'title', 'defs', 'marker', 'polygon']
@@ -78,7 +78,12 @@
 
   // ---------------------------------------------------------------- service map
 
-  const latencyKey = (p) => 'latency' + (p === 'avg' ? 'Avg' : p.toUpperCase()) + 'Ms';
+  // Edge latency shown: client round trip (latency*Ms: the stream job's clientRtt*Ns) or server time (serverTime*Ms).
+  const pctSuffix = (p) => (p === 'avg' ? 'Avg' : p.toUpperCase()) + 'Ms';
+  const latencyKey = (p) => 'latency' + pctSuffix(p);
+  const edgeLatencyKey = (p, of) => (of === 'server' ? 'serverTime' : 'latency') + pctSuffix(p);
+  const LATENCY_OF = { client: 'client RTT', server: 'server time' };
+  const PCTS = ['avg', 'p50', 'p75', 'p90', 'p99'];
 
   /** Deterministic force-directed layout (Fruchterman-Reingold), nodes of a host pulled together. */
   function layout(nodes, edges, w, h) {
@@ -171,7 +176,7 @@
     if (!g) return;
     const W = 900, H = 430;
     const nodes = g.nodes, edges = g.edges.filter((e) => e.source !== e.target);
-    const pct = $('percentile').value, lk = latencyKey(pct);
+    const pct = $('percentile').value, of = $('latencyOf').value, lk = edgeLatencyKey(pct, of);
     // Node size: CPU, else power, else bytes (auto picks the first the graph has).
     const bytesOf = new Map(nodes.map((nd) => [nd.id, 0]));
     for (const e of g.edges) {
@@ -233,16 +238,18 @@
       const dPath = 'M' + a.x.toFixed(1) + ',' + a.y.toFixed(1) + ' Q' + mx.toFixed(1) + ',' + my.toFixed(1) + ' '
         + ex.toFixed(1) + ',' + ey.toFixed(1);
       const g1 = el('g', { class: 'edge' + (onPath ? ' critical' : ''), 'data-edge-source': e.source,
-        'data-edge-target': e.target, 'data-bytes': bytes, 'data-latency-ms': lat });
-      if (onPath) {
-        g1.appendChild(el('path', { d: dPath, fill: 'none', stroke: '#e8590c', 'stroke-opacity': 0.35,
+        'data-edge-target': e.target, 'data-bytes': bytes, 'data-latency-ms': lat, 'data-latency-of': of,
+        'data-colour': colour });
+      g1.addEventListener('click', () => showDetail(e.source + '>' + e.target));
+      if (onPath) { // an orange halo, so the edge itself keeps its latency colour
+        g1.appendChild(el('path', { d: dPath, fill: 'none', stroke: '#e8590c', 'stroke-opacity': 0.5,
           'stroke-width': width + 8, 'stroke-linecap': 'round' }));
       }
-      g1.appendChild(el('path', { d: dPath, fill: 'none', stroke: onPath ? '#e8590c' : colour,
+      g1.appendChild(el('path', { d: dPath, fill: 'none', stroke: colour,
         'stroke-width': width, 'stroke-opacity': 0.85, 'marker-end': onPath ? 'url(#arrowCp)' : 'url(#arrow)' },
       el('title', { text: e.source + ' → ' + e.target + '\n' + fmtBytes(e.bytesClientToServer) + ' c→s, '
         + fmtBytes(e.bytesServerToClient) + ' s→c' + (e.requestRate != null ? '\n' + fmt(e.requestRate, 1) + ' req/s' : '')
-        + (lat != null ? '\n' + pct + ' ' + fmt(lat) + ' ms' : '') })));
+        + (lat != null ? '\n' + pct + ' ' + LATENCY_OF[of] + ' ' + fmt(lat) + ' ms' : '') })));
       edgeLayer.appendChild(g1);
     }
     svg.appendChild(edgeLayer);
@@ -255,6 +262,7 @@
         'traffic ' + fmtBytes(bytesOf.get(nd.id))].filter(Boolean).join('\n');
       const gN = el('g', { class: 'node' + (cpNodes.has(nd.id) ? ' critical' : ''), 'data-node-id': nd.id,
         'data-kind': nd.kind, transform: 'translate(' + p.x.toFixed(1) + ',' + p.y.toFixed(1) + ')' });
+      gN.addEventListener('click', () => showDetail(nd.id));
       gN.appendChild(el('circle', { r: r.toFixed(1), fill: ext ? '#fff' : hostColour.get(nd.hostId) || '#868e96',
         'fill-opacity': ext ? 1 : 0.85, stroke: cpNodes.has(nd.id) ? '#e8590c' : ext ? '#868e96' : '#fff',
         'stroke-width': cpNodes.has(nd.id) ? 4 : 1.5, 'stroke-dasharray': ext ? '3,2' : null },
@@ -271,10 +279,49 @@
     legend.textContent = '';
     for (const [h, c] of hostColour) legend.appendChild(el('span', {}, el('i', { style: 'background:' + c }), h));
     legend.appendChild(el('span', {}, el('i', { style: 'background:#fff;border:1px dashed #868e96' }), 'external'));
-    legend.appendChild(el('span', {}, pct + ' latency ' + (lats.length ? fmt(minLat, 1) + ' ms' : ''),
+    legend.appendChild(el('span', { id: 'latencyLegend' }, 'edge colour: ' + pct + ' ' + LATENCY_OF[of] + ' '
+      + (lats.length ? fmt(minLat, 1) + ' ms' : ''),
       el('span', { class: 'bar' }), lats.length ? fmt(maxLat, 1) + ' ms' : '(none: grey)'));
     legend.appendChild(el('span', {}, 'edge width ∝ √bytes (max ' + fmtBytes(maxBytes) + ')'));
     legend.appendChild(el('span', { style: 'color:#e8590c' }, '— critical path'));
+  }
+
+  /** The selected node's or edge's ('SOURCE>TARGET') properties, latencies per percentile included. */
+  function showDetail(key) {
+    state.detail = key;
+    const box = $('detail');
+    box.textContent = '';
+    const g = state.graph;
+    if (!g || !key) return;
+    const node = g.nodes.find((nd) => nd.id === key);
+    const edge = node ? null : g.edges.find((e) => e.source + '>' + e.target === key);
+    if (!node && !edge) return;
+    const ms = (v) => (v == null ? '–' : fmt(v) + ' ms');
+    const rows = [];
+    if (edge) {
+      box.appendChild(el('h3', { text: edge.source + ' → ' + edge.target }));
+      rows.push(['bytes c→s / s→c', fmtBytes(edge.bytesClientToServer) + ' / ' + fmtBytes(edge.bytesServerToClient)]);
+      rows.push(['requests', edge.requestRate == null ? '–' : fmt(edge.requestRate, 1) + ' /s']);
+      for (const p of PCTS) {
+        rows.push([p + ' client RTT', ms(edge[latencyKey(p)]), 'client-' + p]);
+        rows.push([p + ' server time', ms(edge['serverTime' + pctSuffix(p)]), 'server-' + p]);
+      }
+      rows.push(['network time (mean RTT − server)', ms(edge.networkTimeMs), 'network']);
+    } else {
+      const m = node.metrics || {};
+      box.appendChild(el('h3', { text: node.name && node.name !== node.id ? node.name + ' (' + node.id + ')' : node.id }));
+      rows.push(['kind', node.kind + (node.hostId ? ' on ' + node.hostId : '')]);
+      rows.push(['requests served', m.requestRate == null ? '–' : fmt(m.requestRate, 1) + ' /s', 'requests']);
+      rows.push(['utilisation (Eq. 3.3)', m.utilization == null ? '–' : fmt(100 * m.utilization, 1) + ' %', 'utilization']);
+      rows.push(['CPU', m.cpuUsage == null ? '–' : fmt(m.cpuUsage) + ' cores']);
+      rows.push(['power', m.powerW == null ? '–' : fmt(m.powerW) + ' W']);
+      for (const p of PCTS) rows.push([p + ' server time', ms(m[latencyKey(p)]), 'server-' + p]);
+    }
+    const t = el('table', { id: 'detailTable', 'data-detail': key });
+    for (const [k, v, attr] of rows) {
+      t.appendChild(el('tr', { 'data-row': attr || null }, el('th', { text: k }), el('td', { class: 'num', text: v })));
+    }
+    box.appendChild(t);
   }
 
   // ---------------------------------------------------------------- heat-map
@@ -382,6 +429,7 @@
       state.path = cp;
       updateNamespaces(graph);
       drawMap();
+      showDetail(state.detail);
       drawHeatmap(matrix);
       drawCritical(cp);
       await budgetLoop();
@@ -534,7 +582,8 @@
   function init() {
     const params = new URLSearchParams(location.search);
     $('token').value = sessionStorage.getItem('wattgraph.token') || '';
-    for (const k of ['level', 'percentile', 'mode', 'sizeBy']) if (params.get(k)) $(k).value = params.get(k);
+    for (const k of ['level', 'percentile', 'latencyOf', 'mode', 'sizeBy']) if (params.get(k)) $(k).value = params.get(k);
+    state.detail = params.get('detail'); // a node id or SOURCE>TARGET: opens its detail (used by the browser test)
     $('token').addEventListener('change', () => {
       sessionStorage.setItem('wattgraph.token', $('token').value.trim());
       state.hosts = [];
@@ -543,6 +592,7 @@
     $('controls').addEventListener('submit', (e) => { e.preventDefault(); refresh(); });
     for (const id of ['level', 'host', 'namespace', 'percentile', 'mode']) $(id).addEventListener('change', refresh);
     $('sizeBy').addEventListener('change', drawMap);
+    $('latencyOf').addEventListener('change', drawMap);
     $('live').addEventListener('change', () => {
       clearInterval(state.timer);
       if ($('live').checked) state.timer = setInterval(refresh, 10000);

@@ -11,7 +11,8 @@ package io.wattgraph.graph;
  * Metric properties (not exposed by /api/v1/graph): host cores, ctr-1's pod/namespace/service and cpuUsage,
  * nginx's cpuUsage/threads/requestRate/latencyAvgMs/powerW, the visitor edge's requestRate and latencyP99Ms,
  * nginx -> postgres' latencyP99Ms (the one internal edge with a latency: the critical path), and a wrongly
- * typed cpuUsage on curl (read as absent).
+ * typed cpuUsage on curl (read as absent). The stream job's properties (ns): client RTT, server time and network
+ * time on nginx -> postgres and curl -> nginx (p90 only), server time percentiles and utilization on postgres.
  * </pre>
  */
 final class GraphFixture {
@@ -26,16 +27,19 @@ final class GraphFixture {
             CREATE (curl:Process {id: 'host-a/200/2000', hostId: 'host-a', pid: 200, startTimeNs: 2000,
                     comm: 'curl', cmdline: 'curl http://localhost/', cgroupId: 7, cpuUsage: 'high'})
             CREATE (pg:Process {id: 'host-b/300/3000', hostId: 'host-b', pid: 300, startTimeNs: 3000,
-                    comm: 'postgres', cmdline: 'postgres -D /data', cgroupId: 9})
+                    comm: 'postgres', cmdline: 'postgres -D /data', cgroupId: 9, serverTimeP50Ns: 2000000,
+                    serverTimeP90Ns: 4500000, serverTimeP99Ns: 6500000, utilization: 0.3})
             CREATE (unknown:Process {id: 'host-b/0/0', hostId: 'host-b', pid: 0, startTimeNs: 0, comm: '?'})
             CREATE (nginx)-[:RUNS_ON]->(ha), (curl)-[:RUNS_ON]->(ha), (pg)-[:RUNS_ON]->(hb), (unknown)-[:RUNS_ON]->(hb)
             CREATE (nginx)-[:IN_CONTAINER]->(ctr)
             CREATE (web:External {id: '203.0.113.7:443', address: '203.0.113.7', port: 443})
             CREATE (visitor:External {id: '198.51.100.9', address: '198.51.100.9'})
             CREATE (curl)-[:TALKS_TO {bytesClientToServer: 100, bytesServerToClient: 2000, connections: 2,
-                    firstSeenNs: 10, lastSeenNs: 20}]->(nginx)
+                    firstSeenNs: 10, lastSeenNs: 20, clientRttP90Ns: 1500000, serverTimeP90Ns: 1000000}]->(nginx)
             CREATE (nginx)-[:TALKS_TO {bytesClientToServer: 500, bytesServerToClient: 7000, connections: 1,
-                    firstSeenNs: 30, lastSeenNs: 40, latencyP99Ms: 8.0}]->(pg)
+                    firstSeenNs: 30, lastSeenNs: 40, latencyP99Ms: 8.0, clientRttP50Ns: 3000000,
+                    clientRttP90Ns: 6000000, clientRttP99Ns: 9000000, serverTimeP50Ns: 2500000, serverTimeP90Ns: 5000000,
+                    serverTimeP99Ns: 7000000, networkTimeMeanNs: 400000}]->(pg)
             CREATE (pg)-[:TALKS_TO {bytesClientToServer: 10, bytesServerToClient: 20, connections: 3,
                     firstSeenNs: 50, lastSeenNs: 60}]->(web)
             CREATE (visitor)-[:TALKS_TO {bytesClientToServer: 40, bytesServerToClient: 4000, connections: 1,

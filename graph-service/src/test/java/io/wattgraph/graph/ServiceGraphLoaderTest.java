@@ -78,6 +78,22 @@ class ServiceGraphLoaderTest {
         assertThat(visitor.requestRate()).isEqualTo(50.0);
         assertThat(visitor.latencyP99Ms()).isEqualTo(20.0);
         assertThat(visitor.firstSeenNs()).isEqualTo(70L);
+        // The stream job's ns properties, in ms: client RTT as latency*Ms unless the edge has its own latency*Ms.
+        ServiceEdge toPostgres = l.graph().edges().stream()
+                .filter(e -> e.target().equals("host-b/300/3000")).findFirst().orElseThrow();
+        assertThat(toPostgres.latencyP50Ms()).isEqualTo(3.0);
+        assertThat(toPostgres.latencyP90Ms()).isEqualTo(6.0);
+        assertThat(toPostgres.latencyP99Ms()).isEqualTo(8.0); // latencyP99Ms: 8.0 wins over clientRttP99Ns (9 ms)
+        assertThat(toPostgres.serverTimeP50Ms()).isEqualTo(2.5);
+        assertThat(toPostgres.serverTimeP90Ms()).isEqualTo(5.0);
+        assertThat(toPostgres.serverTimeP99Ms()).isEqualTo(7.0);
+        assertThat(toPostgres.serverTimeAvgMs()).isNull();
+        assertThat(toPostgres.networkTimeMs()).isEqualTo(0.4);
+        ServiceNode postgres = nodes.get("host-b/300/3000");
+        assertThat(postgres.metrics().latencyP90Ms()).isEqualTo(4.5); // serverTimeP90Ns
+        assertThat(postgres.metrics().latencyAvgMs()).isNull();
+        assertThat(postgres.metrics().utilization()).isEqualTo(0.3);
+        assertThat(nginx.metrics().latencyAvgMs()).isEqualTo(12.5); // its own latencyAvgMs
         assertThat(l.groupMetrics().get("container:ctr-1").cpuUsage()).isEqualTo(0.5);
         assertThat(l.groupMetrics()).containsKeys("host:host-a", "host:host-b");
         // One timed transaction for the whole graph.

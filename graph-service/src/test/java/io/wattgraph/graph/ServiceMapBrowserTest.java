@@ -117,6 +117,52 @@ class ServiceMapBrowserTest {
                 .doesNotContain("id=\"loopBudgets\"");
     }
 
+    /**
+     * Edge colours come from the stream job's properties (GraphFixture: clientRtt*Ns, serverTime*Ns on TALKS_TO):
+     * p90 server time colours nginx -> postgres (5 ms, the highest: red) and curl -> nginx (1 ms: green) and leaves
+     * the visitor edge (no server time) grey; client RTT p90 gives 6 and 1.5 ms; the detail panels list them.
+     */
+    @Test
+    void colouresEdgesByTheChosenLatencyOfTheStreamJob() throws Exception {
+        String base = "http://127.0.0.1:" + port + "/?percentile=p90&latencyOf=server&detail=";
+        Path shots = Files.createDirectories(Path.of("target", "screenshots"));
+        Path png = shots.resolve("service-map-latency.png").toAbsolutePath();
+        Files.deleteIfExists(png);
+        String edge = "host-a/100/1000%3Ehost-b/300/3000";
+        chromium(List.of("--screenshot=" + png, "--window-size=1400,1100", "--virtual-time-budget=5000", base + edge));
+        assertThat(png).exists();
+        String dom = chromium(List.of("--window-size=1400,1100", "--virtual-time-budget=5000", "--dump-dom", base + edge));
+        Files.writeString(shots.resolve("service-map-latency.html"), dom);
+        assertThat(dom).contains("data-loaded=\"true\"");
+        assertThat(dom).contains("data-edge-source=\"host-a/100/1000\" data-edge-target=\"host-b/300/3000\" "
+                + "data-bytes=\"7500\" data-latency-ms=\"5\" data-latency-of=\"server\" data-colour=\"rgb(201,42,42)\"");
+        assertThat(dom).contains("data-edge-source=\"host-a/200/2000\" data-edge-target=\"host-a/100/1000\" "
+                + "data-bytes=\"2100\" data-latency-ms=\"1\" data-latency-of=\"server\" data-colour=\"rgb(43,138,62)\"");
+        assertThat(dom).contains("data-edge-source=\"198.51.100.9\" data-edge-target=\"host-a/100/1000\" "
+                + "data-bytes=\"4040\" data-latency-of=\"server\" data-colour=\"#aab4bf\"");
+        assertThat(dom).contains("edge colour: p90 server time 1.0 ms");
+        // The edge's detail: both latencies per percentile and the network time.
+        assertThat(dom).contains("data-detail=\"host-a/100/1000&gt;host-b/300/3000\"")
+                .contains("<tr data-row=\"client-p90\"><th>p90 client RTT</th><td class=\"num\">6.00 ms</td></tr>")
+                .contains("<tr data-row=\"server-p90\"><th>p90 server time</th><td class=\"num\">5.00 ms</td></tr>")
+                .contains("<tr data-row=\"client-p99\"><th>p99 client RTT</th><td class=\"num\">8.00 ms</td></tr>")
+                .contains("<tr data-row=\"network\"><th>network time (mean RTT − server)</th>"
+                        + "<td class=\"num\">0.40 ms</td></tr>");
+
+        // Client RTT p90, and a node's detail (postgres: server time percentiles, utilisation).
+        String client = "http://127.0.0.1:" + port + "/?percentile=p90&latencyOf=client&detail=host-b/300/3000";
+        dom = chromium(List.of("--window-size=1400,1100", "--virtual-time-budget=5000", "--dump-dom", client));
+        Files.writeString(shots.resolve("service-map-latency-client.html"), dom);
+        assertThat(dom).contains("data-edge-target=\"host-b/300/3000\" data-bytes=\"7500\" data-latency-ms=\"6\" "
+                + "data-latency-of=\"client\" data-colour=\"rgb(201,42,42)\"");
+        assertThat(dom).contains("data-edge-target=\"host-a/100/1000\" data-bytes=\"2100\" data-latency-ms=\"1.5\" "
+                + "data-latency-of=\"client\" data-colour=\"rgb(43,138,62)\"");
+        assertThat(dom).contains("edge colour: p90 client RTT 1.5 ms");
+        assertThat(dom).contains("data-detail=\"host-b/300/3000\"")
+                .contains("<tr data-row=\"server-p90\"><th>p90 server time</th><td class=\"num\">4.50 ms</td></tr>")
+                .contains("<tr data-row=\"utilization\"><th>utilisation (Eq. 3.3)</th><td class=\"num\">30.0 %</td></tr>");
+    }
+
     static int count(String s, String needle) {
         int n = 0;
         for (int i = s.indexOf(needle); i >= 0; i = s.indexOf(needle, i + 1)) {

@@ -58,9 +58,7 @@ public final class Aggregator {
         for (ServiceEdge e : graph.edges()) {
             String s = groupOf.get(e.source());
             String t = groupOf.get(e.target());
-            edges.merge(s + "\u0000" + t, new ServiceEdge(s, t, e.bytesClientToServer(), e.bytesServerToClient(),
-                    e.connections(), e.firstSeenNs(), e.lastSeenNs(), e.requestRate(), e.latencyAvgMs(),
-                    e.latencyP50Ms(), e.latencyP75Ms(), e.latencyP90Ms(), e.latencyP99Ms()), Aggregator::mergeEdges);
+            edges.merge(s + "\u0000" + t, e.between(s, t), Aggregator::mergeEdges);
         }
         return new ServiceGraph(nodes, new ArrayList<>(edges.values()));
     }
@@ -100,7 +98,10 @@ public final class Aggregator {
                 min(a.firstSeenNs(), b.firstSeenNs()), max(a.lastSeenNs(), b.lastSeenNs()),
                 sum(a.requestRate(), b.requestRate()), maxD(a.latencyAvgMs(), b.latencyAvgMs()),
                 maxD(a.latencyP50Ms(), b.latencyP50Ms()), maxD(a.latencyP75Ms(), b.latencyP75Ms()),
-                maxD(a.latencyP90Ms(), b.latencyP90Ms()), maxD(a.latencyP99Ms(), b.latencyP99Ms()));
+                maxD(a.latencyP90Ms(), b.latencyP90Ms()), maxD(a.latencyP99Ms(), b.latencyP99Ms()),
+                maxD(a.serverTimeAvgMs(), b.serverTimeAvgMs()), maxD(a.serverTimeP50Ms(), b.serverTimeP50Ms()),
+                maxD(a.serverTimeP75Ms(), b.serverTimeP75Ms()), maxD(a.serverTimeP90Ms(), b.serverTimeP90Ms()),
+                maxD(a.serverTimeP99Ms(), b.serverTimeP99Ms()), maxD(a.networkTimeMs(), b.networkTimeMs()));
     }
 
     // Explicit ifs: a conditional mixing Long and long would unbox a null.

@@ -16,6 +16,7 @@ import com.fasterxml.jackson.annotation.JsonInclude;
  * @param cpuRequest Kubernetes CPU request, cores
  * @param memoryRequestBytes Kubernetes memory request
  * @param serviceTimeMs average service time (own work, without downstream calls), when measured
+ * @param utilization Eq. 3.3 utilisation written by the stream job (0..1); a group takes its busiest member's
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record Metrics(
@@ -31,10 +32,19 @@ public record Metrics(
         Double memoryBytes,
         Double cpuRequest,
         Double memoryRequestBytes,
-        Double serviceTimeMs) {
+        Double serviceTimeMs,
+        Double utilization) {
 
     public static final Metrics NONE = new Metrics(null, null, null, null, null, null, null, null, null, null,
             null, null, null);
+
+    /** Without {@code utilization} (tests, synthetic graphs). */
+    public Metrics(Double cpuUsage, Double threads, Double requestRate, Double latencyAvgMs, Double latencyP50Ms,
+                   Double latencyP75Ms, Double latencyP90Ms, Double latencyP99Ms, Double powerW, Double memoryBytes,
+                   Double cpuRequest, Double memoryRequestBytes, Double serviceTimeMs) {
+        this(cpuUsage, threads, requestRate, latencyAvgMs, latencyP50Ms, latencyP75Ms, latencyP90Ms, latencyP99Ms,
+                powerW, memoryBytes, cpuRequest, memoryRequestBytes, serviceTimeMs, null);
+    }
 
     public Double latencyMs(Percentile p) {
         return switch (p) {
@@ -49,7 +59,7 @@ public record Metrics(
     /** Combines the metrics of several members: additive quantities are summed, latencies take the maximum. */
     public static Metrics combine(Iterable<Metrics> members) {
         Double cpu = null, threads = null, rate = null, avg = null, p50 = null, p75 = null, p90 = null, p99 = null;
-        Double power = null, mem = null, cpuReq = null, memReq = null, svc = null;
+        Double power = null, mem = null, cpuReq = null, memReq = null, svc = null, util = null;
         for (Metrics m : members) {
             cpu = sum(cpu, m.cpuUsage);
             threads = sum(threads, m.threads);
@@ -64,8 +74,9 @@ public record Metrics(
             cpuReq = sum(cpuReq, m.cpuRequest);
             memReq = sum(memReq, m.memoryRequestBytes);
             svc = max(svc, m.serviceTimeMs);
+            util = max(util, m.utilization);
         }
-        return new Metrics(cpu, threads, rate, avg, p50, p75, p90, p99, power, mem, cpuReq, memReq, svc);
+        return new Metrics(cpu, threads, rate, avg, p50, p75, p90, p99, power, mem, cpuReq, memReq, svc, util);
     }
 
     /** This node's own values where set, else {@code fallback}'s (e.g. a Container's own metrics over its processes' sum). */
@@ -76,7 +87,8 @@ public record Metrics(
                 or(latencyP75Ms, fallback.latencyP75Ms), or(latencyP90Ms, fallback.latencyP90Ms),
                 or(latencyP99Ms, fallback.latencyP99Ms), or(powerW, fallback.powerW),
                 or(memoryBytes, fallback.memoryBytes), or(cpuRequest, fallback.cpuRequest),
-                or(memoryRequestBytes, fallback.memoryRequestBytes), or(serviceTimeMs, fallback.serviceTimeMs));
+                or(memoryRequestBytes, fallback.memoryRequestBytes), or(serviceTimeMs, fallback.serviceTimeMs),
+                or(utilization, fallback.utilization));
     }
 
     private static Double or(Double a, Double b) {

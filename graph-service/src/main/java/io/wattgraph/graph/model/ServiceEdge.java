@@ -5,7 +5,9 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 
 /**
  * A directed client-to-server edge of the analysis graph with traffic totals and (when written) request
- * metrics: {@code requestRate} requests/s and client-side latencies in ms.
+ * metrics: {@code requestRate} requests/s, client-side latencies in ms ({@code latency*Ms}: the edge's own
+ * {@code latency*Ms} properties, else the stream job's client round trip {@code clientRtt*Ns}), the server time
+ * of the edge's requests ({@code serverTime*Ns}) and the network time ({@code networkTimeMeanNs}), in ms.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record ServiceEdge(
@@ -21,7 +23,30 @@ public record ServiceEdge(
         Double latencyP50Ms,
         Double latencyP75Ms,
         Double latencyP90Ms,
-        Double latencyP99Ms) {
+        Double latencyP99Ms,
+        Double serverTimeAvgMs,
+        Double serverTimeP50Ms,
+        Double serverTimeP75Ms,
+        Double serverTimeP90Ms,
+        Double serverTimeP99Ms,
+        Double networkTimeMs) {
+
+    /** Without server and network time (tests, synthetic graphs). */
+    public ServiceEdge(String source, String target, long bytesClientToServer, long bytesServerToClient,
+                       long connections, Long firstSeenNs, Long lastSeenNs, Double requestRate, Double latencyAvgMs,
+                       Double latencyP50Ms, Double latencyP75Ms, Double latencyP90Ms, Double latencyP99Ms) {
+        this(source, target, bytesClientToServer, bytesServerToClient, connections, firstSeenNs, lastSeenNs,
+                requestRate, latencyAvgMs, latencyP50Ms, latencyP75Ms, latencyP90Ms, latencyP99Ms, null, null, null,
+                null, null, null);
+    }
+
+    /** This edge with other endpoints (aggregation). */
+    public ServiceEdge between(String newSource, String newTarget) {
+        return new ServiceEdge(newSource, newTarget, bytesClientToServer, bytesServerToClient, connections,
+                firstSeenNs, lastSeenNs, requestRate, latencyAvgMs, latencyP50Ms, latencyP75Ms, latencyP90Ms,
+                latencyP99Ms, serverTimeAvgMs, serverTimeP50Ms, serverTimeP75Ms, serverTimeP90Ms, serverTimeP99Ms,
+                networkTimeMs);
+    }
 
     public static ServiceEdge traffic(String source, String target, long c2s, long s2c) {
         return new ServiceEdge(source, target, c2s, s2c, 1, null, null, null, null, null, null, null, null);

@@ -35,13 +35,20 @@ public class ServiceGraphLoader {
 
     private static final String HOSTS = "MATCH (h:Host) RETURN h";
 
-    /** The metric properties of Process, Container and Host nodes, in {@link #metrics(Record, int)}'s order. */
-    private static final String METRICS = """
-            .cpuUsage, .threads, .requestRate, .latencyAvgMs, .latencyP50Ms, .latencyP75Ms, .latencyP90Ms,
-            .latencyP99Ms, .powerW, .memoryBytes, .cpuRequest, .memoryRequestBytes, .serviceTimeMs""";
+    /**
+     * The metric columns of Process, Container and Host nodes, in {@link #metrics(Record, int)}'s order. Latencies:
+     * the node's own {@code latency*Ms}, else the stream job's server time ({@code serverTime*Ns}) in ms.
+     */
+    private static String metricsOf(String v) {
+        return v + ".cpuUsage, " + v + ".threads, " + v + ".requestRate, "
+                + msOr(v, "latencyAvgMs", "serverTimeMeanNs") + ", " + msOr(v, "latencyP50Ms", "serverTimeP50Ns") + ", "
+                + msOr(v, "latencyP75Ms", "serverTimeP75Ns") + ", " + msOr(v, "latencyP90Ms", "serverTimeP90Ns") + ", "
+                + msOr(v, "latencyP99Ms", "serverTimeP99Ns") + ", " + v + ".powerW, " + v + ".memoryBytes, "
+                + v + ".cpuRequest, " + v + ".memoryRequestBytes, " + v + ".serviceTimeMs, " + v + ".utilization";
+    }
 
-    private static String metricsOf(String variable) {
-        return METRICS.replace(".", variable + ".").replace("\n", " ");
+    private static String msOr(String v, String msProperty, String nsProperty) {
+        return "coalesce(" + v + "." + msProperty + ", " + v + "." + nsProperty + " / 1e6)";
     }
 
     /*
@@ -55,8 +62,13 @@ public class ServiceGraphLoader {
               AND ($host IS NULL OR client.hostId = $host OR server.hostId = $host)
             RETURN coalesce(client.id, elementId(client)), coalesce(server.id, elementId(server)),
                    talk.bytesClientToServer, talk.bytesServerToClient, talk.connections, talk.firstSeenNs,
-                   talk.lastSeenNs, talk.requestRate, talk.latencyAvgMs, talk.latencyP50Ms, talk.latencyP75Ms,
-                   talk.latencyP90Ms, talk.latencyP99Ms
+                   talk.lastSeenNs, talk.requestRate, coalesce(talk.latencyAvgMs, talk.clientRttMeanNs / 1e6),
+                   coalesce(talk.latencyP50Ms, talk.clientRttP50Ns / 1e6),
+                   coalesce(talk.latencyP75Ms, talk.clientRttP75Ns / 1e6),
+                   coalesce(talk.latencyP90Ms, talk.clientRttP90Ns / 1e6),
+                   coalesce(talk.latencyP99Ms, talk.clientRttP99Ns / 1e6), talk.serverTimeMeanNs / 1e6,
+                   talk.serverTimeP50Ns / 1e6, talk.serverTimeP75Ns / 1e6, talk.serverTimeP90Ns / 1e6,
+                   talk.serverTimeP99Ns / 1e6, talk.networkTimeMeanNs / 1e6
             """;
 
     /** Processes: with a host filter only those of the host or talking to one of its processes. */
@@ -121,7 +133,8 @@ public class ServiceGraphLoader {
                 nodes.computeIfAbsent(target, id -> processes.getOrDefault(id, ServiceNode.external(id)));
                 edges.add(new ServiceEdge(source, target, lng(r.get(2)), lng(r.get(3)), lng(r.get(4)),
                         lngOrNull(r.get(5)), lngOrNull(r.get(6)), dbl(r.get(7)), dbl(r.get(8)), dbl(r.get(9)),
-                        dbl(r.get(10)), dbl(r.get(11)), dbl(r.get(12))));
+                        dbl(r.get(10)), dbl(r.get(11)), dbl(r.get(12)), dbl(r.get(13)), dbl(r.get(14)),
+                        dbl(r.get(15)), dbl(r.get(16)), dbl(r.get(17)), dbl(r.get(18))));
             }
             ServiceGraph graph = new ServiceGraph(List.copyOf(nodes.values()), edges);
             if (filter.namespace() != null) {
@@ -166,8 +179,11 @@ public class ServiceGraphLoader {
             Relationship t = r.get("talk").asRelationship();
             edges.add(new ServiceEdge(source, target, lng(t, "bytesClientToServer"), lng(t, "bytesServerToClient"),
                     lng(t, "connections"), lngOrNull(t, "firstSeenNs"), lngOrNull(t, "lastSeenNs"),
-                    dbl(t, "requestRate"), dbl(t, "latencyAvgMs"), dbl(t, "latencyP50Ms"), dbl(t, "latencyP75Ms"),
-                    dbl(t, "latencyP90Ms"), dbl(t, "latencyP99Ms")));
+                    dbl(t, "requestRate"), ms(t, "latencyAvgMs", "clientRttMeanNs"), ms(t, "latencyP50Ms", "clientRttP50Ns"),
+                    ms(t, "latencyP75Ms", "clientRttP75Ns"), ms(t, "latencyP90Ms", "clientRttP90Ns"),
+                    ms(t, "latencyP99Ms", "clientRttP99Ns"), ms(t, null, "serverTimeMeanNs"),
+                    ms(t, null, "serverTimeP50Ns"), ms(t, null, "serverTimeP75Ns"), ms(t, null, "serverTimeP90Ns"),
+                    ms(t, null, "serverTimeP99Ns"), ms(t, null, "networkTimeMeanNs")));
         }
         ServiceGraph graph = new ServiceGraph(List.copyOf(nodes.values()), edges);
         if (filter.namespace() != null) {
@@ -233,19 +249,30 @@ public class ServiceGraphLoader {
     }
 
     static Metrics metrics(MapAccessor e) {
-        return new Metrics(dbl(e, "cpuUsage"), dbl(e, "threads"), dbl(e, "requestRate"), dbl(e, "latencyAvgMs"),
-                dbl(e, "latencyP50Ms"), dbl(e, "latencyP75Ms"), dbl(e, "latencyP90Ms"), dbl(e, "latencyP99Ms"),
-                dbl(e, "powerW"), dbl(e, "memoryBytes"), dbl(e, "cpuRequest"), dbl(e, "memoryRequestBytes"),
-                dbl(e, "serviceTimeMs"));
+        return new Metrics(dbl(e, "cpuUsage"), dbl(e, "threads"), dbl(e, "requestRate"),
+                ms(e, "latencyAvgMs", "serverTimeMeanNs"), ms(e, "latencyP50Ms", "serverTimeP50Ns"),
+                ms(e, "latencyP75Ms", "serverTimeP75Ns"), ms(e, "latencyP90Ms", "serverTimeP90Ns"),
+                ms(e, "latencyP99Ms", "serverTimeP99Ns"), dbl(e, "powerW"), dbl(e, "memoryBytes"),
+                dbl(e, "cpuRequest"), dbl(e, "memoryRequestBytes"), dbl(e, "serviceTimeMs"), dbl(e, "utilization"));
     }
 
-    /** The 13 metric columns starting at {@code first}, in {@link #METRICS}' order. */
+    /** {@code msProperty} when set (whatever its type, as {@code coalesce} in the compact queries), else {@code nsProperty} in ms. */
+    private static Double ms(MapAccessor e, String msProperty, String nsProperty) {
+        if (msProperty != null && !e.get(msProperty).isNull()) {
+            return dbl(e, msProperty);
+        }
+        Double ns = dbl(e, nsProperty);
+        return ns == null ? null : ns / 1e6;
+    }
+
+    /** The 14 metric columns starting at {@code first}, in {@link #metricsOf}' order. */
     static Metrics metrics(Record r, int first) {
-        Double[] v = new Double[13];
+        Double[] v = new Double[14];
         for (int i = 0; i < v.length; i++) {
             v[i] = dbl(r.get(first + i));
         }
-        return new Metrics(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12]);
+        return new Metrics(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12],
+                v[13]);
     }
 
     private static String string(MapAccessor e, String key) {
