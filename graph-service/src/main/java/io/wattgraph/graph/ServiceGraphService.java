@@ -7,17 +7,26 @@ import io.wattgraph.graph.analysis.Level;
 import io.wattgraph.graph.model.GraphFilter;
 import io.wattgraph.graph.model.ServiceGraph;
 import io.wattgraph.graph.model.ServiceGraphLoader;
+import jakarta.annotation.PreDestroy;
 import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.web.context.request.RequestContextHolder;
 import org.springframework.web.context.request.ServletRequestAttributes;
 import org.springframework.stereotype.Service;
 
 /**
- * Loads the graph for a filter (through a {@link GraphCache} of {@code wattgraph.graph.cache-ttl}, default 2 s,
+ * Loads the graph for a filter (through a {@link GraphCache} of {@code wattgraph.graph.cache-ttl}, default 5 s,
  * whose age each HTTP answer reports in {@value #AGE_HEADER}), aggregates it to a level, and times analyses as
  * {@code wattgraph.analysis{analysis=NAME}} (the Neo4j part is timed separately by {@link Neo4jReader}).
+ * With {@code wattgraph.graph.refresh-after} (default 2 s; 0 = off) a background thread keeps the graphs of the
+ * filters requested within {@code wattgraph.graph.refresh-idle} (default 60 s) younger than the TTL, so their
+ * requests do not wait on Neo4j ({@link GraphCache#refreshHot}).
  */
 @Service
 public class ServiceGraphService {
@@ -26,16 +35,54 @@ public class ServiceGraphService {
 
     /** Response header: how old the graph behind the answer is (ms since its read from Neo4j started). */
     public static final String AGE_HEADER = "X-Wattgraph-Graph-Age-Ms";
+    private static final Logger log = LoggerFactory.getLogger(ServiceGraphService.class);
 
     private final ServiceGraphLoader loader;
     private final MeterRegistry registry;
     private final GraphCache cache;
+    private final ScheduledExecutorService refresher;
 
     public ServiceGraphService(ServiceGraphLoader loader, MeterRegistry registry,
-                               @Value("${wattgraph.graph.cache-ttl:2s}") Duration cacheTtl) {
+                               @Value("${wattgraph.graph.cache-ttl:5s}") Duration cacheTtl,
+                               @Value("${wattgraph.graph.refresh-after:2s}") Duration refreshAfter,
+                               @Value("${wattgraph.graph.refresh-idle:60s}") Duration refreshIdle) {
         this.loader = loader;
         this.registry = registry;
         this.cache = new GraphCache(cacheTtl, System::nanoTime);
+        if (refreshAfter.isNegative() || refreshIdle.isNegative()) {
+            throw new IllegalArgumentException("wattgraph.graph.refresh-after and refresh-idle must not be negative: "
+                    + refreshAfter + ", " + refreshIdle);
+        }
+        if (cache.enabled() && !refreshAfter.isZero() && refreshAfter.compareTo(cacheTtl) >= 0) {
+            throw new IllegalArgumentException("wattgraph.graph.refresh-after (" + refreshAfter
+                    + ") must be shorter than wattgraph.graph.cache-ttl (" + cacheTtl + ") or 0s (off)");
+        }
+        if (cache.enabled() && !refreshAfter.isZero() && !refreshIdle.isZero()) {
+            long afterNs = refreshAfter.toNanos(), idleNs = refreshIdle.toNanos();
+            // Polled at a quarter of refresh-after: a graph is re-read at most that late.
+            long pollMs = Math.max(50, refreshAfter.toMillis() / 4);
+            refresher = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "graph-cache-refresher");
+                t.setDaemon(true);
+                return t;
+            });
+            refresher.scheduleWithFixedDelay(() -> {
+                try {
+                    cache.refreshHot(loader::load, afterNs, idleNs);
+                } catch (RuntimeException e) {
+                    log.debug("graph refresh failed", e); // the failed read is not kept; requests read themselves
+                }
+            }, pollMs, pollMs, TimeUnit.MILLISECONDS);
+        } else {
+            refresher = null;
+        }
+    }
+
+    @PreDestroy
+    void stopRefresher() {
+        if (refresher != null) {
+            refresher.shutdownNow();
+        }
     }
 
     public ServiceGraph graph(GraphFilter filter, Level level) {

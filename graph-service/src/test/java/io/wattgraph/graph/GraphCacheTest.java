@@ -78,4 +78,42 @@ class GraphCacheTest {
         assertThatThrownBy(() -> new GraphCache(Duration.ofSeconds(-1), clock::get))
                 .isInstanceOf(IllegalArgumentException.class);
     }
+
+    @Test
+    void refreshHotReplacesUsedGraphsInTheBackgroundAndLetsIdleOnesGo() {
+        GraphCache cache = new GraphCache(Duration.ofSeconds(2), clock::get);
+        long after = Duration.ofSeconds(1).toNanos(), idle = Duration.ofSeconds(10).toNanos();
+        GraphCache.Hit first = cache.get(GraphFilter.NONE, load);
+        clock.addAndGet(Duration.ofMillis(500).toNanos());
+        assertThat(cache.refreshHot(load, after, idle)).isZero(); // younger than refresh-after
+        clock.addAndGet(Duration.ofMillis(600).toNanos());
+        assertThat(cache.refreshHot(load, after, idle)).isEqualTo(1);
+        assertThat(reads).hasValue(2);
+        // Past the first read's ttl a request gets the refreshed graph without reading, with its (honest) age.
+        clock.addAndGet(Duration.ofMillis(1500).toNanos());
+        GraphCache.Hit second = cache.get(GraphFilter.NONE, load);
+        assertThat(second.loaded()).isNotSameAs(first.loaded());
+        assertThat(second.readStartNs()).isEqualTo(first.readStartNs() + Duration.ofMillis(1100).toNanos());
+        assertThat(reads).hasValue(2);
+        // Not requested for refresh-idle: no more background reads; it expires and the next request reads itself.
+        clock.addAndGet(Duration.ofSeconds(10).toNanos());
+        assertThat(cache.refreshHot(load, after, idle)).isZero();
+        assertThat(reads).hasValue(2);
+        cache.get(GraphFilter.NONE, load);
+        assertThat(reads).hasValue(3);
+    }
+
+    @Test
+    void aFailedRefreshKeepsThePreviousGraphUntilItExpires() {
+        GraphCache cache = new GraphCache(Duration.ofSeconds(2), clock::get);
+        GraphCache.Hit first = cache.get(GraphFilter.NONE, load);
+        clock.addAndGet(Duration.ofMillis(1500).toNanos());
+        assertThat(cache.refreshHot(f -> {
+            throw new IllegalStateException("neo4j down");
+        }, Duration.ofSeconds(1).toNanos(), Duration.ofSeconds(10).toNanos())).isZero();
+        assertThat(cache.get(GraphFilter.NONE, load).loaded()).isSameAs(first.loaded());
+        clock.addAndGet(Duration.ofMillis(500).toNanos());
+        assertThat(cache.get(GraphFilter.NONE, load).loaded()).isNotSameAs(first.loaded());
+        assertThat(reads).hasValue(2);
+    }
 }

@@ -63,8 +63,9 @@ public final class GraphServiceBenchmark {
     public static void main(String[] args) throws Exception {
         boolean neo4j = !Arrays.asList(args).contains("--no-neo4j");
         boolean placement10k = Arrays.asList(args).contains("--placement-10k");
-        boolean restOnly = Arrays.asList(args).contains("--rest-only");
-        int[] sizes = {100, 1_000, 10_000};
+        boolean refreshOnly = Arrays.asList(args).contains("--refresh-only");
+        boolean restOnly = refreshOnly || Arrays.asList(args).contains("--rest-only");
+        int[] sizes = refreshOnly ? new int[] {10_000} : new int[] {100, 1_000, 10_000};
         Map<String, Map<Integer, String>> table = new LinkedHashMap<>();
         for (int n : restOnly ? new int[0] : sizes) {
             ServiceGraph g = synthetic(n, 42);
@@ -105,7 +106,7 @@ public final class GraphServiceBenchmark {
             System.err.println("done " + n);
         }
         if (neo4j) {
-            neo4jLoad(table, sizes);
+            neo4jLoad(table, sizes, refreshOnly);
         }
         StringBuilder sb = new StringBuilder("| operation | 100 | 1,000 | 10,000 |\n|---|---:|---:|---:|\n");
         table.forEach((op, cells) -> {
@@ -238,6 +239,10 @@ public final class GraphServiceBenchmark {
         final String base;
 
         App(String name, String boltUri, boolean rowPerEdge, String cacheTtl) {
+            this(name, boltUri, rowPerEdge, cacheTtl, "0s");
+        }
+
+        App(String name, String boltUri, boolean rowPerEdge, String cacheTtl, String refreshAfter) {
             this.name = name;
             org.springframework.boot.builder.SpringApplicationBuilder b =
                     new org.springframework.boot.builder.SpringApplicationBuilder(GraphServiceApplication.class)
@@ -254,7 +259,8 @@ public final class GraphServiceBenchmark {
             }
             // Command-line arguments: they win over application.properties (server.port=8080).
             context = b.run("--server.port=0", "--wattgraph.neo4j.uri=" + boltUri,
-                    "--wattgraph.graph.cache-ttl=" + cacheTtl, "--logging.level.root=WARN");
+                    "--wattgraph.graph.cache-ttl=" + cacheTtl, "--wattgraph.graph.refresh-after=" + refreshAfter,
+                    "--logging.level.root=WARN");
             base = "http://127.0.0.1:" + context.getEnvironment().getProperty("local.server.port");
         }
 
@@ -263,18 +269,50 @@ public final class GraphServiceBenchmark {
         }
 
         String get(String path) {
+            return send(path).body();
+        }
+
+        java.net.http.HttpResponse<String> send(String path) {
             try {
                 java.net.http.HttpResponse<String> r = http.send(java.net.http.HttpRequest.newBuilder(
                         java.net.URI.create(base + path)).GET().build(), java.net.http.HttpResponse.BodyHandlers.ofString());
                 if (r.statusCode() != 200) {
                     throw new IllegalStateException(path + ": " + r.statusCode() + " " + r.body());
                 }
-                return r.body();
+                return r;
             } catch (java.io.IOException e) {
                 throw new java.io.UncheckedIOException(e);
             } catch (InterruptedException e) {
                 throw new IllegalStateException(e);
             }
+        }
+    }
+
+    /**
+     * The default configuration (cache-ttl 5 s, background refresh after 2 s) with requests 5.5 s apart, longer
+     * than the TTL: without the refresher each of them would read Neo4j. Median of 5 after 1, and the largest
+     * X-Wattgraph-Graph-Age-Ms seen.
+     */
+    static void spacedRequests(Map<String, Map<Integer, String>> table, App app, int n) {
+        for (String[] endpoint : REST) {
+            app.get(endpoint[1]);
+            long[] t = new long[5];
+            long maxAge = 0;
+            for (int i = 0; i < t.length; i++) {
+                try {
+                    Thread.sleep(5500);
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+                long s = System.nanoTime();
+                java.net.http.HttpResponse<String> r = app.send(endpoint[1]);
+                t[i] = System.nanoTime() - s;
+                maxAge = Math.max(maxAge, Long.parseLong(r.headers().firstValue(ServiceGraphService.AGE_HEADER)
+                        .orElseThrow()));
+            }
+            Arrays.sort(t);
+            put(table, "REST " + endpoint[0] + ", defaults (5 s TTL + refresh after 2 s), requests 5.5 s apart", n,
+                    String.format(Locale.ROOT, "%.1f ms (max age %d ms)", t[2] / 1e6, maxAge));
         }
     }
 
@@ -313,15 +351,18 @@ public final class GraphServiceBenchmark {
     }
 
     /** Writes each synthetic graph into an in-process Neo4j and times ServiceGraphLoader.load (all, unfiltered). */
-    static void neo4jLoad(Map<String, Map<Integer, String>> table, int[] sizes) throws Exception {
+    static void neo4jLoad(Map<String, Map<Integer, String>> table, int[] sizes, boolean refreshOnly) throws Exception {
         Path dir = Files.createDirectories(Path.of("target", "bench-neo4j"));
         try (Neo4j db = Neo4jBuilders.newInProcessBuilder(dir).withDisabledServer()
                 .withConfig(GraphDatabaseSettings.preallocate_logical_logs, false).build();
              Driver driver = GraphDatabase.driver(db.boltURI(), AuthTokens.none())) {
             ServiceGraphLoader loader = new ServiceGraphLoader(new Neo4jReader(driver, new SimpleMeterRegistry()));
-            List<App> apps = List.of(new App("before", db.boltURI().toString(), true, "0s"),
+            List<App> apps = refreshOnly ? List.of(new App("after", db.boltURI().toString(), false, "0s"))
+                    : List.of(new App("before", db.boltURI().toString(), true, "0s"),
                     new App("after", db.boltURI().toString(), false, "0s"),
                     new App("after, cache hit", db.boltURI().toString(), false, "30s"));
+            // The defaults: cache-ttl 5s, background refresh of used filters after 2s.
+            App refreshing = new App("refresh", db.boltURI().toString(), false, "5s", "2s");
             for (int n : sizes) {
                 ServiceGraph g = synthetic(n, 42);
                 try (Session s = driver.session()) {
@@ -355,7 +396,10 @@ public final class GraphServiceBenchmark {
                                    -[:RUNS_ON]->(h)
                             CREATE (p:Process {id: r.id, hostId: r.host, pid: 1, startTimeNs: 1, comm: 'java',
                                    cmdline: 'java -jar app.jar', containerId: r.ctr, cpuUsage: r.cpu,
-                                   requestRate: r.rate, latencyAvgMs: r.lat, powerW: r.power})-[:RUNS_ON]->(h)
+                                   requestRate: r.rate, powerW: r.power, utilization: r.cpu,
+                                   serverTimeMeanNs: r.lat * 1e6, serverTimeP50Ns: r.lat * 0.8e6,
+                                   serverTimeP75Ns: r.lat * 1.2e6, serverTimeP90Ns: r.lat * 2e6,
+                                   serverTimeP99Ns: r.lat * 4e6})-[:RUNS_ON]->(h)
                             CREATE (p)-[:IN_CONTAINER]->(c)
                             """, Map.of("rows", procs)).consume();
                     List<Map<String, Object>> rels = new ArrayList<>();
@@ -377,7 +421,12 @@ public final class GraphServiceBenchmark {
                             MATCH (b:Process {id: r.t})
                             CREATE (a)-[:TALKS_TO {bytesClientToServer: r.c2s, bytesServerToClient: r.s2c,
                                    connections: 1, firstSeenNs: 0, lastSeenNs: 1, requestRate: r.rate,
-                                   latencyP99Ms: r.p99}]->(b)
+                                   clientRttMeanNs: r.p99 * 0.3e6, clientRttP50Ns: r.p99 * 0.25e6,
+                                   clientRttP75Ns: r.p99 * 0.4e6, clientRttP90Ns: r.p99 * 0.6e6,
+                                   clientRttP99Ns: r.p99 * 1e6, serverTimeMeanNs: r.p99 * 0.2e6,
+                                   serverTimeP50Ns: r.p99 * 0.15e6, serverTimeP75Ns: r.p99 * 0.3e6,
+                                   serverTimeP90Ns: r.p99 * 0.45e6, serverTimeP99Ns: r.p99 * 0.8e6,
+                                   networkTimeMeanNs: r.p99 * 0.1e6}]->(b)
                             """, Map.of("rows", rels)).consume();
                 }
                 apps.forEach(App::invalidate);
@@ -393,7 +442,7 @@ public final class GraphServiceBenchmark {
                 put(table, "load from Neo4j, compact (after)", n, time(() -> loader.load(GraphFilter.NONE), 2, 5)
                         + (loader.load(GraphFilter.NONE).equals(loader.loadRowPerEdge(GraphFilter.NONE))
                         ? " (same graph)" : " (DIFFERENT GRAPH)"));
-                if (n == 10_000) {
+                if (n == 10_000 && !refreshOnly) {
                     profileQueries(table, driver, n);
                 }
                 for (App app : apps) {
@@ -401,9 +450,13 @@ public final class GraphServiceBenchmark {
                         put(table, "REST " + endpoint[0] + ", " + app.name, n, time(() -> app.get(endpoint[1]), 2, 5));
                     }
                 }
+                if (n == 10_000) {
+                    spacedRequests(table, refreshing, n);
+                }
                 System.err.println("neo4j done " + n);
             }
             apps.forEach(a -> a.context.close());
+            refreshing.context.close();
         }
     }
 }

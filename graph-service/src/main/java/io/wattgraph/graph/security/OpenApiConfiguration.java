@@ -13,7 +13,7 @@ import org.springframework.context.annotation.Configuration;
         info = @Info(title = "Wattgraph graph service", version = "v1",
                 description = "Service graph, traffic projections, operational analysis, critical path, "
                         + "read-only Cypher, placement and power budgets over the Neo4j graph. Answers computed "
-                        + "from the graph reuse a graph read at most wattgraph.graph.cache-ttl ago (default 2 s, "
+                        + "from the graph reuse a graph read at most wattgraph.graph.cache-ttl ago (default 5 s, "
                         + "0 = off); the response header X-Wattgraph-Graph-Age-Ms gives its age in ms."),
         security = @SecurityRequirement(name = "bearer"))
 @SecurityScheme(name = "bearer", type = SecuritySchemeType.HTTP, scheme = "bearer",
