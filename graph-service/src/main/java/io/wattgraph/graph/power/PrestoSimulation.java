@@ -32,7 +32,7 @@ import java.util.SplittableRandom;
  *
  * <h2>Controller</h2>
  * Each period the measured pod graph (cpuUsage = busy servers, threads = c_i, requestRate, latencyAvgMs,
- * serviceTimeMs = the pod's own residence time, edge client latencies) and, per host, the power drawn
+ * serviceTimeMs = the pod's CPU time per request D_i / s, edge client latencies) and, per host, the power drawn
  * (P(k,t)), the power of the application's pods above static (P_act) and the bounds go to
  * {@link Presto#compute}; its budgets become the next caps, changed only when they differ by at least 1 W
  * from the current cap (the thesis' dead band, §5.4.2). The baseline is the uncapped plant (s = 1).
