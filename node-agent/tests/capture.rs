@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::agent::wait_for;
+
 use wattgraph_agent::capture::{self, CaptureHandle, CaptureOptions};
 use wattgraph_agent::event::{addr16_from_ip, ConnEvent, Kind, Role};
 
@@ -299,15 +302,6 @@ fn hold_connections(n: usize) -> (Vec<TcpStream>, Vec<TcpStream>) {
     (clients, servers)
 }
 
-/// Polls until `cond` holds; the deadline only stops a hung test.
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn socket_map_evictions_are_counted() {
     use std::sync::atomic::Ordering::Relaxed;
@@ -320,7 +314,7 @@ fn socket_map_evictions_are_counted() {
     let held = hold_connections(N);
     let st = small.stats();
     let want = (2 * N) as u64 - SMALL as u64;
-    wait_until(&format!("{want} evictions counted for {} sockets in {SMALL} entries", 2 * N), || {
+    wait_for(&format!("{want} evictions counted for {} sockets in {SMALL} entries", 2 * N), || {
         st.socket_map_evictions.load(Relaxed) >= want
     });
     let live = st.socket_map_entries.load(Relaxed);
@@ -333,7 +327,7 @@ fn socket_map_evictions_are_counted() {
     let held = hold_connections(N);
     let st = roomy.stats();
     // A sweep after all of them were inserted (the count is taken in the same sweep).
-    wait_until("a sweep that sees every live socket", || st.socket_map_entries.load(Relaxed) >= (2 * N) as u64);
+    wait_for("a sweep that sees every live socket", || st.socket_map_entries.load(Relaxed) >= (2 * N) as u64);
     assert_eq!(st.socket_map_evictions.load(Relaxed), 0, "evictions counted in a map with room");
     drop(held);
 }
