@@ -6,6 +6,8 @@
 # Needs root. Usage: node-agent/bench/footprint.sh [CONNECTIONS=100000] [CHURN=100000]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$ROOT/node-agent/bench/lib.sh"
 CONNS=${1:-100000}
 CHURN=${2:-100000}
 AGENT=$ROOT/target/release/wattgraph-agent
@@ -14,16 +16,11 @@ KAFKA_PORT=29292; BASE_PORT=26100; SINK_PORT=26190; METRICS=127.0.0.1:29491
 # Without CAP_SYS_RESOURCE the per-process file limit caps one holder (both ends of each
 # connection): spread the connections over holder processes, one listening port each.
 PER_HOLDER=$(( ($(ulimit -Hn) - 100) / 2 )); HOLDERS=$(( (CONNS + PER_HOLDER - 1) / PER_HOLDER ))
-[ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
-for p in jq bpftool; do
-  command -v $p >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $p >/dev/null
-done
-[ -x "$AGENT" ] || cargo build --release -p wattgraph-agent --manifest-path "$ROOT/Cargo.toml"
+need_root
+need_cmds jq bpftool
+build_agent
 
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
-source "$ROOT/node-agent/bench/lib.sh"
+trap kill_pids EXIT
 start_kafka $KAFKA_PORT wattgraph.connections wattgraph.resources wattgraph.transactions
 python3 "$ROOT/node-agent/bench/conn_flood.py" sink $SINK_PORT & pids+=($!)
 
@@ -54,10 +51,9 @@ sized:--map-entries 262144 --transaction-hist-entries 524288"}
 while IFS= read -r cfg; do
   [ -n "$cfg" ] || continue
   label=${cfg%%:*}; flags=${cfg#*:}
-  rm -f "$WORK/ready" "$WORK/release"
+  rm -f "$WORK/release"
   # shellcheck disable=SC2086
-  "$AGENT" --host-id bench --kafka-brokers 127.0.0.1:$KAFKA_PORT --ready-file "$WORK/ready" \
-    --metrics-addr $METRICS --log-level warn $flags >"$WORK/agent-$label.log" 2>&1 &
+  start_agent "$WORK/agent-$label.log" --metrics-addr $METRICS $flags
   apid=$!; pids+=($apid)
   wait_ready "$WORK/ready"; sleep 3
   row "$label" "idle" $apid

@@ -1,5 +1,32 @@
-# Shared by the agent benchmarks (sourced). Needs ROOT and WORK set and a `pids` array that the
-# caller's EXIT trap kills.
+# shellcheck shell=bash
+# Shared by the agent benchmarks (sourced). Needs ROOT set; the helpers that start processes also
+# need WORK, and append to the `pids` array that kill_pids (the caller's EXIT trap) stops.
+pids=()
+
+# need_root : the benchmarks load BPF programs.
+need_root() {
+  [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
+}
+
+# need_cmds CMD... : apt-get installs each one missing (its package has the command's name).
+need_cmds() {
+  local p
+  for p in "$@"; do
+    command -v "$p" >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null
+  done
+}
+
+# build_agent : AGENT as found, or the release build.
+build_agent() {
+  [ -x "$AGENT" ] || cargo build --release -p wattgraph-agent --manifest-path "$ROOT/Cargo.toml"
+}
+
+# kill_pids : for the EXIT trap, so an interrupted run leaves nothing behind.
+kill_pids() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
 
 # start_kafka PORT TOPIC... : a real single-node broker from local-stack, waited for.
 start_kafka() {
@@ -12,8 +39,21 @@ start_kafka() {
   [ -f "$WORK/kafka/ready" ] || { echo "kafka did not start (see $WORK/kafka.log)" >&2; exit 1; }
 }
 
+# start_agent LOG FLAGS... : AGENT in the background ($! is its pid) against the broker on
+# KAFKA_PORT, ready file $WORK/ready (removed first, so a stale one is not taken for readiness).
+start_agent() {
+  local log=$1; shift
+  rm -f "$WORK/ready"
+  "$AGENT" --host-id bench --kafka-brokers "127.0.0.1:$KAFKA_PORT" --ready-file "$WORK/ready" --log-level warn "$@" >"$log" 2>&1 &
+}
+
+# wait_file FILE TRIES : polls every 0.1 s; fails if FILE has not appeared after TRIES polls.
+wait_file() {
+  for _ in $(seq 1 "$2"); do [ -f "$1" ] && return 0; sleep 0.1; done
+  return 1
+}
+
 # wait_ready FILE : the agent writes it once its programs are attached.
 wait_ready() {
-  for _ in $(seq 1 200); do [ -f "$1" ] && return 0; sleep 0.1; done
-  echo "agent did not become ready" >&2; exit 1
+  wait_file "$1" 200 || { echo "agent did not become ready" >&2; exit 1; }
 }

@@ -11,6 +11,8 @@
 # Needs root. Usage: node-agent/bench/load_shedding.sh [SECONDS] [SETPOINTS...]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$ROOT/node-agent/bench/lib.sh"
 SECS=${1:-20}; shift || true
 SETPOINTS=("${@:-0.03 0.05}")
 read -r -a SETPOINTS <<<"${SETPOINTS[*]}"
@@ -19,14 +21,11 @@ AGENT=${AGENT:-$ROOT/target/release/wattgraph-agent}
 FLOOD=$ROOT/node-agent/bench/conn_flood.py
 WORK=$(mktemp -d "$ROOT/target/bench-shed.XXXXXX")
 KAFKA_PORT=29192; SINK_PORT=25411; METRICS=127.0.0.1:29411
-[ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
-[ -x "$AGENT" ] || cargo build --release -p wattgraph-agent --manifest-path "$ROOT/Cargo.toml"
+need_root
+build_agent
 
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
+trap kill_pids EXIT
 
-source "$ROOT/node-agent/bench/lib.sh"
 start_kafka $KAFKA_PORT wattgraph.connections wattgraph.resources
 python3 "$FLOOD" sink $SINK_PORT & pids+=($!)
 sleep 0.5
@@ -42,11 +41,9 @@ agent_cpu_ns() { # sum over the agent's threads of on-CPU ns
 
 run() { # run LABEL SETPOINT FLAGS... -> one line "LABEL SETPOINT cpu_mape count_mape shed_pct samples"
   local label=$1 sp=$2; shift 2
-  rm -f "$WORK/ready"
-  "$AGENT" --host-id bench --kafka-brokers 127.0.0.1:$KAFKA_PORT --ready-file "$WORK/ready" --log-level warn \
-    --no-transactions --metrics-addr $METRICS "$@" >"$WORK/agent-$label-$sp.log" 2>&1 &
+  start_agent "$WORK/agent-$label-$sp.log" --no-transactions --metrics-addr $METRICS "$@"
   local apid=$!
-  for _ in $(seq 1 100); do [ -f "$WORK/ready" ] && break; sleep 0.1; done
+  wait_file "$WORK/ready" 100 || true
   sleep 1
   : >"$WORK/gens.txt"
   local gpids=()

@@ -5,25 +5,21 @@
 # Needs root. Usage: node-agent/bench/overhead.sh [ROUNDS] [SECONDS_PER_RUN]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$ROOT/node-agent/bench/lib.sh"
 ROUNDS=${1:-3}
 SECS=${2:-8}
 AGENT=$ROOT/target/release/wattgraph-agent
 WORK=$(mktemp -d "$ROOT/target/bench-overhead.XXXXXX")
 KAFKA_PORT=29092
 IPERF_PORT=25201
-[ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
-for p in iperf3 jq bpftool; do
-  command -v $p >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $p >/dev/null
-done
-[ -x "$AGENT" ] || cargo build --release -p wattgraph-agent --manifest-path "$ROOT/Cargo.toml"
+need_root
+need_cmds iperf3 jq bpftool
+build_agent
 
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true
-            sysctl -qw kernel.bpf_stats_enabled=0; }
-trap cleanup EXIT
+trap 'kill_pids; sysctl -qw kernel.bpf_stats_enabled=0' EXIT
 
 # A real broker, so the agent does its whole job (encode, batch, send).
-source "$ROOT/node-agent/bench/lib.sh"
 start_kafka $KAFKA_PORT wattgraph.connections
 
 iperf3 -s -B 127.0.0.1 -p $IPERF_PORT >/dev/null 2>&1 &
@@ -40,10 +36,8 @@ agent_cpu=() agent_rss=()
 for len in 1K 128K; do
   for r in $(seq 1 "$ROUNDS"); do
     off[$len]+="$(run_iperf $len) "
-    rm -f "$WORK/ready"
-    "$AGENT" --host-id bench --kafka-brokers 127.0.0.1:$KAFKA_PORT --ready-file "$WORK/ready" --log-level warn >"$WORK/agent.log" 2>&1 &
-    apid=$!
-    for _ in $(seq 1 100); do [ -f "$WORK/ready" ] && break; sleep 0.1; done
+    start_agent "$WORK/agent.log"; apid=$!
+    wait_file "$WORK/ready" 100 || true
     t0=$(cpu_ticks $apid); s0=$(date +%s%N)
     on[$len]+="$(run_iperf $len) "
     t1=$(cpu_ticks $apid); s1=$(date +%s%N)
@@ -57,10 +51,8 @@ done
 # reads per call, so it stays off while throughput is measured.
 sysctl -qw kernel.bpf_stats_enabled=1
 for len in 1K 128K; do
-  rm -f "$WORK/ready"
-  "$AGENT" --host-id bench --kafka-brokers 127.0.0.1:$KAFKA_PORT --ready-file "$WORK/ready" --log-level warn >"$WORK/agent.log" 2>&1 &
-  apid=$!
-  for _ in $(seq 1 100); do [ -f "$WORK/ready" ] && break; sleep 0.1; done
+  start_agent "$WORK/agent.log"; apid=$!
+  wait_file "$WORK/ready" 100 || true
   run_iperf $len >/dev/null
   bpftool prog show -j | jq -r '.[] | select(.name|test("^(handle_|wg_)")) | "\(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"' >> "$WORK/bpfstats.txt"
   kill -TERM $apid; wait $apid || true

@@ -5,15 +5,14 @@
 # Needs root. Usage: node-agent/bench/shed_cost.sh [CONNECTIONS] [-- AGENT FLAGS...]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$ROOT/node-agent/bench/lib.sh"
 N=${1:-20000}; shift || true
 [ "${1:-}" = "--" ] && shift
 AGENT=${AGENT:-$ROOT/target/release/wattgraph-agent}
 PORT=25301; SINK=25302
-[ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true
-            sysctl -qw kernel.bpf_stats_enabled=0; }
-trap cleanup EXIT
+need_root
+trap 'kill_pids; sysctl -qw kernel.bpf_stats_enabled=0' EXIT
 iperf3 -s -B 127.0.0.1 -p $PORT >/dev/null 2>&1 & pids+=($!)
 python3 "$ROOT/node-agent/bench/conn_flood.py" sink $SINK & pids+=($!)
 sleep 0.5
