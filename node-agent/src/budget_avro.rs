@@ -121,7 +121,7 @@ mod tests {
             sequence: seq,
             policy: Policy::Presto,
             computed_at_ns: seq,
-            valid_until_ns: seq + 30_000_000_000,
+            valid_until_ns: seq.wrapping_add(30_000_000_000), // the i64::MAX case wraps (release builds did silently)
             budget_watts: 97.3125,
             min_watts: 50.5,
             max_watts: 250.0,
