@@ -20,6 +20,7 @@ fn main() {
         println!("cargo:rerun-if-changed={src}");
     }
     println!("cargo:rerun-if-changed=src/bpf/connections.h");
+    println!("cargo:rerun-if-changed=src/bpf/http_route.h");
     println!("cargo:rerun-if-changed=src/bpf/sched.h");
     println!("cargo:rerun-if-changed=src/bpf/vmlinux.h");
 }

@@ -17,7 +17,8 @@ use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 
 use crate::event::{ConnEvent, Kind, Role};
 use crate::shedding::{Control, Domain, ShedController, ShedCount, ShedMode, ShedOptions, ShedStats, UserShed};
-use crate::transactions::{ConnTxn, Histogram, TxnRole};
+use crate::http_route::{HttpRoute, RouteNames, ROUTE_NONE};
+use crate::transactions::{ConnTxn, Histogram, RouteTxn, TxnRole};
 
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/connections.skel.rs"));
@@ -67,8 +68,11 @@ pub struct CaptureOptions {
     /// Drain the transaction histograms this often and deliver `ConnTxn`s on
     /// `transactions()`; None = transactions are not tracked in the kernel at all.
     pub transaction_interval: Option<Duration>,
-    /// Histogram cells (socket, kind, bucket) the kernel can hold.
+    /// Histogram cells (socket, route, kind, bucket) the kernel can hold.
     pub txn_hist_entries: u32,
+    /// HTTP/1.x routes (method + normalised path) the kernel names per host; past them a
+    /// transaction goes to the OTHER route. 0 = requests are not parsed.
+    pub http_routes: u32,
     /// Load shedding of connection lifecycle events; None = off (the shedder is not even
     /// loaded in the kernel).
     pub shed: Option<ShedOptions>,
@@ -85,6 +89,7 @@ impl Default for CaptureOptions {
             channel_capacity: 16384,
             transaction_interval: None,
             txn_hist_entries: 65536,
+            http_routes: 1024,
             shed: None,
         }
     }
@@ -132,6 +137,13 @@ pub struct CaptureStats {
     /// Transactions whose histogram cell / connection entry found the kernel map full.
     pub txn_hist_full: AtomicU64,
     pub txn_conn_full: AtomicU64,
+    /// Requests filed under the OTHER route because the route map was full.
+    pub http_routes_full: AtomicU64,
+    /// Requests whose bytes were not visible (no syscall buffer: io_uring, sendfile, kernel
+    /// threads), so no route was read.
+    pub http_unread: AtomicU64,
+    /// Routes named so far.
+    pub http_routes: AtomicU64,
     /// Load shedding: set-point, measured CPU, keep fractions, per-domain counts.
     pub shed: ShedStats,
     /// Calls of the socket programs the kernel skipped because the same program was already
@@ -526,6 +538,7 @@ fn load_and_attach<'a>(
         ro.self_tgid = if opts.ignore_self { std::process::id() } else { 0 };
         ro.filter_netns = u8::from(!inodes.is_empty());
         ro.track_txn = u8::from(opts.transaction_interval.is_some());
+        ro.track_http = u8::from(opts.transaction_interval.is_some() && opts.http_routes > 0);
         if let Some(sh) = &opts.shed {
             ro.shed_mode = sh.mode.kernel_constant();
             ro.shed_by_cgroup = u8::from(sh.by_cgroup);
@@ -543,6 +556,10 @@ fn load_and_attach<'a>(
         .txn_hist
         .set_max_entries(opts.txn_hist_entries.max(16))
         .map_err(|e| bpf_err("size transaction histogram map", e))?;
+    open.maps
+        .http_routes
+        .set_max_entries(opts.http_routes.max(1))
+        .map_err(|e| bpf_err("size HTTP route map", e))?;
     let mut skel = open.load().map_err(|e| bpf_err("load BPF programs", e))?;
     for ino in inodes {
         skel.maps
@@ -612,6 +629,8 @@ fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &Capture
 const STAT_SOCK_INSERTS: u32 = 3;
 const STAT_SOCK_DELETES: u32 = 4;
 const STAT_SET_STATE_NESTED: u32 = 5;
+const STAT_ROUTES_FULL: u32 = 6;
+const STAT_HTTP_NO_BUFFER: u32 = 7;
 
 /// `enum shed_state` of connections.h.
 const SHED_UNREPORTED: u8 = 1;
@@ -777,6 +796,8 @@ fn read_stats(skel: &ConnectionsSkel<'_>, stats: &CaptureStats) {
     stats.ringbuf_drops.store(read_stat(skel, 0), Ordering::Relaxed);
     stats.txn_hist_full.store(read_stat(skel, 1), Ordering::Relaxed);
     stats.txn_conn_full.store(read_stat(skel, 2), Ordering::Relaxed);
+    stats.http_routes_full.store(read_stat(skel, STAT_ROUTES_FULL), Ordering::Relaxed);
+    stats.http_unread.store(read_stat(skel, STAT_HTTP_NO_BUFFER), Ordering::Relaxed);
 }
 
 /// Reads the kernel's cumulative transaction maps without stopping the writers and turns
@@ -791,22 +812,37 @@ struct TxnDrain {
     prev_hist: HashMap<TxnCell, u64>,
     /// Cookies found in neither map at the previous check.
     missing: HashSet<u64>,
+    routes: RouteNames,
 }
 
+/// Key of `txn_hist` (struct txn_hist_key).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct TxnCell {
     cookie: u64,
+    route: u64,
     bucket: u16,
     kind: u8,
 }
 
 impl TxnCell {
-    fn key_bytes(&self) -> [u8; 16] {
-        let mut k = [0u8; 16];
+    const SIZE: usize = size_of::<types::txn_hist_key>();
+
+    fn key_bytes(&self) -> [u8; Self::SIZE] {
+        let mut k = [0u8; Self::SIZE];
         k[..8].copy_from_slice(&self.cookie.to_ne_bytes());
-        k[8..10].copy_from_slice(&self.bucket.to_ne_bytes());
-        k[10] = self.kind;
+        k[8..16].copy_from_slice(&self.route.to_ne_bytes());
+        k[16..18].copy_from_slice(&self.bucket.to_ne_bytes());
+        k[18] = self.kind;
         k
+    }
+
+    fn from_key(k: &[u8]) -> Option<TxnCell> {
+        (k.len() >= Self::SIZE).then(|| TxnCell {
+            cookie: u64::from_ne_bytes(k[..8].try_into().unwrap()),
+            route: u64::from_ne_bytes(k[8..16].try_into().unwrap()),
+            bucket: u16::from_ne_bytes(k[16..18].try_into().unwrap()),
+            kind: k[18],
+        })
     }
 }
 
@@ -842,7 +878,14 @@ fn read_pod<T: Copy>(val: &[u8]) -> Option<T> {
 
 impl TxnDrain {
     fn new(now: u64) -> TxnDrain {
-        TxnDrain { last_ns: now, drains: 0, prev_conn: HashMap::new(), prev_hist: HashMap::new(), missing: HashSet::new() }
+        TxnDrain {
+            last_ns: now,
+            drains: 0,
+            prev_conn: HashMap::new(),
+            prev_hist: HashMap::new(),
+            missing: HashSet::new(),
+            routes: RouteNames::default(),
+        }
     }
 
     fn live_totals(skel: &ConnectionsSkel<'_>, cookie: u64) -> Option<TxnTotals> {
@@ -901,14 +944,7 @@ impl TxnDrain {
         let mut by_cookie: HashMap<u64, Vec<(TxnCell, u64)>> = HashMap::new();
         let hmap = &skel.maps.txn_hist;
         for key in hmap.keys() {
-            if key.len() < 16 {
-                continue;
-            }
-            let cell = TxnCell {
-                cookie: u64::from_ne_bytes(key[..8].try_into().unwrap()),
-                bucket: u16::from_ne_bytes(key[8..10].try_into().unwrap()),
-                kind: key[10],
-            };
+            let Some(cell) = TxnCell::from_key(&key) else { continue };
             let Ok(Some(val)) = hmap.lookup(&key, MapFlags::ANY) else { continue };
             let Some(count) = read_pod::<u64>(&val) else { continue };
             by_cookie.entry(cell.cookie).or_default().push((cell, count));
@@ -940,11 +976,43 @@ impl TxnDrain {
                 continue;
             };
             let (mut client_rtt, mut server_time) = (Histogram::default(), Histogram::default());
+            let mut routes: Vec<(u64, Histogram)> = Vec::new();
             for (cell, n) in &cells {
                 let prev = self.prev_hist.insert(*cell, *n).unwrap_or(0);
                 let d = n.saturating_sub(prev);
+                if d == 0 {
+                    continue;
+                }
                 if cell.kind == TXN_CLIENT_RTT { &mut client_rtt } else { &mut server_time }.add(cell.bucket as u32, d);
+                if cell.route != ROUTE_NONE {
+                    match routes.iter_mut().find(|(r, _)| *r == cell.route) {
+                        Some((_, h)) => h.add(cell.bucket as u32, d),
+                        None => {
+                            let mut h = Histogram::default();
+                            h.add(cell.bucket as u32, d);
+                            routes.push((cell.route, h));
+                        }
+                    }
+                }
             }
+            routes.sort_unstable_by_key(|(r, _)| *r);
+            let rmap = &skel.maps.http_routes;
+            let routes = routes
+                .into_iter()
+                .map(|(id, latency)| {
+                    let route = self
+                        .routes
+                        .get(id, |id| {
+                            let v = rmap.lookup(&id.to_ne_bytes(), MapFlags::ANY).ok()??;
+                            let r: types::http_route = read_pod(&v)?;
+                            HttpRoute::from_kernel(r.method, &r.path.map(|c| c as u8), r.truncated)
+                        })
+                        // Not in the map (cannot happen: ids are inserted before use): still counted.
+                        .unwrap_or_else(|| Arc::new(HttpRoute::other()));
+                    RouteTxn { route, latency }
+                })
+                .collect();
+            stats.http_routes.store(self.routes.len() as u64, Ordering::Relaxed);
             let (pc, preq, presp) = self.prev_conn.insert(cookie, (t.count, t.req, t.resp)).unwrap_or((0, 0, 0));
             let dcount = t.count.saturating_sub(pc);
             if t.closed {
@@ -977,6 +1045,7 @@ impl TxnDrain {
                 response_bytes: t.resp.saturating_sub(presp),
                 client_rtt,
                 server_time,
+                routes,
             };
             stats.txn_records.fetch_add(1, Ordering::Relaxed);
             send_blocking(tx, rec, stop);

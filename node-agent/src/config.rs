@@ -139,6 +139,11 @@ pub struct Config {
     #[arg(long = "transaction-hist-entries", default_value_t = 65536)]
     pub transaction_hist_entries: u32,
 
+    /// HTTP/1.x routes (method + normalised path) named per host; transactions of further routes
+    /// are filed under OTHER. 0 = request lines are not read.
+    #[arg(long = "http-routes", default_value_t = 1024)]
+    pub http_routes: u32,
+
     /// Do not track transactions (kernel) nor publish TransactionStats.
     #[arg(long = "no-transactions")]
     pub no_transactions: bool,
@@ -434,6 +439,9 @@ impl Config {
         }
         if !(1024..=16_777_216).contains(&self.transaction_hist_entries) {
             return Err(format!("--transaction-hist-entries '{}' must be between 1024 and 16777216", self.transaction_hist_entries));
+        }
+        if self.http_routes > 1_048_576 {
+            return Err(format!("--http-routes '{}' must be between 0 and 1048576", self.http_routes));
         }
         if !(64..=4_194_304).contains(&self.thread_entries) {
             return Err(format!("--thread-entries '{}' must be between 64 and 4194304", self.thread_entries));
@@ -744,6 +752,7 @@ mod tests {
             (&["--transaction-topic", "a/b"], "--transaction-topic 'a/b'"),
             (&["--transaction-interval-ms", "1"], "--transaction-interval-ms '1'"),
             (&["--transaction-hist-entries", "10"], "--transaction-hist-entries '10'"),
+            (&["--http-routes", "2000000"], "--http-routes '2000000'"),
             (&["--power-cap", "maybe"], "'maybe'"),
             (&["--power-budget-topic", "a b"], "--power-budget-topic 'a b'"),
             (&["--power-floor-watts=-5"], "--power-floor-watts '-5'"),

@@ -19,6 +19,7 @@ pub mod resource_avro;
 pub mod resources;
 pub mod metrics;
 pub mod transactions;
+pub mod http_route;
 pub mod shedding;
 pub mod powercap_actuator;
 pub mod budget_avro;

@@ -73,6 +73,7 @@ fn run() -> i32 {
         ignore_self: !cfg.include_self,
         transaction_interval: (!cfg.no_transactions).then(|| Duration::from_millis(cfg.transaction_interval_ms)),
         txn_hist_entries: cfg.transaction_hist_entries,
+        http_routes: cfg.http_routes,
         shed: cfg.shed_options().unwrap_or(None),
         ..Default::default()
     };
@@ -213,6 +214,9 @@ fn run() -> i32 {
     log::info!("producing to topic {} on {} as host {}", cfg.topic, brokers, cfg.host_id);
     if !cfg.no_transactions {
         log::info!("TransactionStats every {} ms to topic {}", cfg.transaction_interval_ms, cfg.transaction_topic);
+        if cfg.http_routes > 0 && cfg!(not(target_arch = "x86_64")) {
+            log::warn!("HTTP routes: request bytes are read from syscall arguments on x86_64 only; no routes on this architecture");
+        }
     }
     let boot_to_unix = capture::boot_to_unix_offset_ns();
     let mut txn_out = TxnOut { rec: TxnRecord::default(), key: String::with_capacity(128), buf: Vec::with_capacity(1024) };

@@ -131,6 +131,13 @@ impl Renderer {
                 "Transactions not recorded because an in-kernel transaction map was full, by map.",
                 &[("map=\"histogram\"", g(&c.txn_hist_full) as f64), ("map=\"connection\"", g(&c.txn_conn_full) as f64)],
             );
+            metric("wattgraph_agent_http_routes", "gauge", "HTTP/1.x routes named so far (bounded by --http-routes).", &[("", g(&c.http_routes) as f64)]);
+            metric(
+                "wattgraph_agent_http_requests_unrouted_total",
+                "counter",
+                "Request starts without a route, by reason: route map full (filed as OTHER) or request bytes not visible (io_uring, sendfile, kernel threads).",
+                &[("reason=\"routes_full\"", g(&c.http_routes_full) as f64), ("reason=\"no_buffer\"", g(&c.http_unread) as f64)],
+            );
             metric("wattgraph_agent_socket_map_capacity", "gauge", "Sockets the in-kernel LRU map holds.", &[("", self.src.socket_map_capacity as f64)]);
             metric("wattgraph_agent_socket_map_entries", "gauge", "Sockets in the in-kernel map at the last sweep.", &[("", g(&c.socket_map_entries) as f64)]);
             metric(

@@ -2,13 +2,14 @@
 //! the kernel (`txn_bucket` in src/bpf/connections.bpf.c), exact histogram merging and
 //! percentiles, and the TransactionStats record (schemas/avro/TransactionStats.avsc) with its
 //! allocation-free encoder (Avro single-object encoding).
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{anyhow, bail, Result};
 use apache_avro::rabin::Rabin;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
+use crate::http_route::HttpRoute;
 use crate::avro::{decode_datum, single_object_header, write_long, write_str, RecordFields};
 
 pub const SCHEMA_JSON: &str = include_str!("../../schemas/avro/TransactionStats.avsc");
@@ -161,6 +162,15 @@ pub struct ConnTxn {
     pub response_bytes: u64,
     pub client_rtt: Histogram,
     pub server_time: Histogram,
+    /// The HTTP/1.x part of the role's histogram, per route (route order is the kernel's).
+    pub routes: Vec<RouteTxn>,
+}
+
+/// Transactions of one route of one connection in one interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteTxn {
+    pub route: Arc<HttpRoute>,
+    pub latency: Histogram,
 }
 
 impl ConnTxn {
@@ -205,6 +215,21 @@ impl ConnTxn {
         rec.client_rtt.cells.extend_from_slice(&self.client_rtt.cells);
         rec.server_time.cells.clear();
         rec.server_time.cells.extend_from_slice(&self.server_time.cells);
+        // Entries (and their strings) are reused between records.
+        rec.http_routes.truncate(self.routes.len());
+        while rec.http_routes.len() < self.routes.len() {
+            rec.http_routes.push(RouteRecord::default());
+        }
+        for (dst, src) in rec.http_routes.iter_mut().zip(&self.routes) {
+            dst.method.clear();
+            dst.method.push_str(src.route.method);
+            dst.path.clear();
+            dst.path.push_str(&src.route.path);
+            dst.path_truncated = src.route.truncated;
+            dst.transactions = src.latency.total() as i64;
+            dst.latency.cells.clear();
+            dst.latency.cells.extend_from_slice(&src.latency.cells);
+        }
         let role = match self.role {
             TxnRole::Client => crate::event::Role::Client,
             TxnRole::Server => crate::event::Role::Server,
@@ -253,13 +278,24 @@ pub struct TxnRecord {
     pub sub_bucket_bits: i32,
     pub client_rtt: Histogram,
     pub server_time: Histogram,
+    pub http_routes: Vec<RouteRecord>,
 }
 
-const FIELD_LAYOUT: [&str; 23] = [
+/// One HttpRouteStats of a record.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RouteRecord {
+    pub method: String,
+    pub path: String,
+    pub path_truncated: bool,
+    pub transactions: i64,
+    pub latency: Histogram,
+}
+
+const FIELD_LAYOUT: [&str; 24] = [
     "hostId", "intervalStartNs", "intervalEndNs", "role", "localAddress", "localPort", "remoteAddress",
     "remotePort", "tgid", "processStartTimeNs", "comm", "cgroupId", "netnsInode", "socketCookie", "closed",
     "transactions", "requestBytes", "responseBytes", "subBucketBits", "clientRttBuckets", "clientRttCounts",
-    "serverTimeBuckets", "serverTimeCounts",
+    "serverTimeBuckets", "serverTimeCounts", "httpRoutes",
 ];
 
 pub fn schema() -> &'static Schema {
@@ -303,38 +339,69 @@ impl TxnEncoder {
         write_long(out, r.request_bytes);
         write_long(out, r.response_bytes);
         write_long(out, r.sub_bucket_bits as i64);
-        for h in [&r.client_rtt, &r.server_time] {
-            // Avro arrays: one block of n items, then the 0 terminator (empty: just 0).
-            let n = h.cells.len() as i64;
-            if n > 0 {
-                write_long(out, n);
-                for c in &h.cells {
-                    write_long(out, c.0 as i64);
-                }
-                write_long(out, 0);
-                write_long(out, n);
-                for c in &h.cells {
-                    write_long(out, c.1 as i64);
-                }
-            } else {
-                write_long(out, 0);
+        write_histogram(out, &r.client_rtt);
+        write_histogram(out, &r.server_time);
+        // Avro arrays: one block of n items, then the 0 terminator (empty: just 0).
+        if !r.http_routes.is_empty() {
+            write_long(out, r.http_routes.len() as i64);
+            for h in &r.http_routes {
+                write_str(out, &h.method);
+                write_str(out, &h.path);
+                out.push(u8::from(h.path_truncated));
+                write_long(out, h.transactions);
+                write_histogram(out, &h.latency);
             }
-            write_long(out, 0);
         }
+        write_long(out, 0);
     }
+}
+
+/// A histogram as two parallel Avro arrays (bucket indexes, counts).
+fn write_histogram(out: &mut Vec<u8>, h: &Histogram) {
+    let n = h.cells.len() as i64;
+    if n > 0 {
+        write_long(out, n);
+        for c in &h.cells {
+            write_long(out, c.0 as i64);
+        }
+        write_long(out, 0);
+        write_long(out, n);
+        for c in &h.cells {
+            write_long(out, c.1 as i64);
+        }
+    } else {
+        write_long(out, 0);
+    }
+    write_long(out, 0);
+}
+
+fn decode_histogram(f: &RecordFields<'_>, b: &str, c: &str) -> Result<Histogram> {
+    let buckets = f.array(b, |x| if let Value::Int(i) = x { Some(*i) } else { None })?;
+    let counts = f.array(c, |x| if let Value::Long(i) = x { Some(*i) } else { None })?;
+    if buckets.len() != counts.len() {
+        bail!("{b} and {c} differ in length");
+    }
+    Ok(Histogram { cells: buckets.iter().zip(&counts).map(|(b, c)| (*b as u32, *c as u64)).collect() })
 }
 
 pub fn decode_single_object(bytes: &[u8]) -> Result<TxnRecord> {
     let value = decode_datum(bytes, schema(), fingerprint())?;
     let f = RecordFields::of(&value)?;
-    let hist = |b: &str, c: &str| -> Result<Histogram> {
-        let buckets = f.array(b, |x| if let Value::Int(i) = x { Some(*i) } else { None })?;
-        let counts = f.array(c, |x| if let Value::Long(i) = x { Some(*i) } else { None })?;
-        if buckets.len() != counts.len() {
-            bail!("bucket and count arrays differ in length");
-        }
-        Ok(Histogram { cells: buckets.iter().zip(&counts).map(|(b, c)| (*b as u32, *c as u64)).collect() })
-    };
+    let hist = |b: &str, c: &str| decode_histogram(&f, b, c);
+    let routes = f.array("httpRoutes", |x| Some(x.clone()))?;
+    let http_routes = routes
+        .iter()
+        .map(|v| {
+            let r = RecordFields::of(v)?;
+            Ok(RouteRecord {
+                method: r.string("method")?,
+                path: r.string("path")?,
+                path_truncated: r.boolean("pathTruncated")?,
+                transactions: r.long("transactions")?,
+                latency: decode_histogram(&r, "latencyBuckets", "latencyCounts")?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     Ok(TxnRecord {
         host_id: f.string("hostId")?,
         interval_start_ns: f.long("intervalStartNs")?,
@@ -357,6 +424,7 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<TxnRecord> {
         sub_bucket_bits: f.int("subBucketBits")?,
         client_rtt: hist("clientRttBuckets", "clientRttCounts")?,
         server_time: hist("serverTimeBuckets", "serverTimeCounts")?,
+        http_routes,
     })
 }
 
@@ -390,6 +458,25 @@ pub fn to_value(r: &TxnRecord) -> Value {
         ("clientRttCounts".into(), la(cc)),
         ("serverTimeBuckets".into(), ia(sb)),
         ("serverTimeCounts".into(), la(sc)),
+        (
+            "httpRoutes".into(),
+            Value::Array(
+                r.http_routes
+                    .iter()
+                    .map(|h| {
+                        let (b, c) = h.latency.to_arrays();
+                        Value::Record(vec![
+                            ("method".into(), Value::String(h.method.clone())),
+                            ("path".into(), Value::String(h.path.clone())),
+                            ("pathTruncated".into(), Value::Boolean(h.path_truncated)),
+                            ("transactions".into(), Value::Long(h.transactions)),
+                            ("latencyBuckets".into(), ia(b)),
+                            ("latencyCounts".into(), la(c)),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ),
     ])
 }
 
@@ -555,6 +642,15 @@ mod tests {
             request_bytes: i * 100,
             response_bytes: i64::MAX - i,
             sub_bucket_bits: 7,
+            http_routes: (0..i % 3)
+                .map(|k| RouteRecord {
+                    method: ["GET", "POST"][k as usize % 2].into(),
+                    path: format!("/api/v{k}/ü{{id}}"),
+                    path_truncated: k == 1,
+                    transactions: (if i % 2 == 0 { &c } else { &s }).total() as i64,
+                    latency: if i % 2 == 0 { c.clone() } else { s.clone() },
+                })
+                .collect(),
             client_rtt: if i % 2 == 0 { c } else { Histogram::default() },
             server_time: if i % 2 == 1 { s } else { Histogram::default() },
         }

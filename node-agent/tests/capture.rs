@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::agent::wait_for;
+use common::netns::NetnsThread;
 
 use wattgraph_agent::capture::{self, CaptureHandle, CaptureOptions};
 use wattgraph_agent::event::{addr16_from_ip, ConnEvent, Kind, Role};
@@ -215,52 +216,17 @@ fn own_process_ignored_by_default() {
     assert!(!evs.iter().any(|e| e.tgid == me));
 }
 
-/// Brings `lo` up in the current thread's network namespace.
-fn lo_up() {
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
-        assert!(fd >= 0);
-        let mut ifr: libc::ifreq = std::mem::zeroed();
-        for (i, b) in b"lo".iter().enumerate() {
-            ifr.ifr_name[i] = *b as libc::c_char;
-        }
-        assert_eq!(libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut ifr), 0);
-        ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-        assert_eq!(libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &mut ifr), 0);
-        libc::close(fd);
-    }
-}
-
 #[test]
 fn netns_filter_excludes_other_namespaces() {
-    // A thread in a fresh network namespace (threads it spawns inherit it).
-    let (ns_tx, ns_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
-    let (done_tx, done_rx) = mpsc::channel();
-    let ns_thread = std::thread::spawn(move || {
-        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            ns_tx.send(Err(std::io::Error::last_os_error().to_string())).unwrap();
-            return;
-        }
-        lo_up();
-        ns_tx.send(Ok(PathBuf::from(format!("/proc/{}/task/{}/ns/net", std::process::id(), tid())))).unwrap();
-        go_rx.recv().unwrap();
-        done_tx.send(run_conn("127.0.0.1:0", 4321, 1234, 4321, Duration::ZERO)).unwrap();
-    });
-    let ns_path = match ns_rx.recv().unwrap() {
-        Ok(p) => p,
-        Err(e) => panic!("unshare(CLONE_NEWNET) failed: {e}"),
-    };
+    let ns = NetnsThread::spawn(|| run_conn("127.0.0.1:0", 4321, 1234, 4321, Duration::ZERO));
+    let ns_path = ns.path.clone();
     let ns_ino = capture::netns_inode(&ns_path).unwrap();
     assert_ne!(ns_ino, own_netns());
     let Some(h) = start(CaptureOptions { netns: vec![ns_path], ..opts() }) else {
-        drop(go_tx);
-        let _ = ns_thread.join();
+        ns.cancel();
         return;
     };
-    go_tx.send(()).unwrap();
-    let inside = done_rx.recv().unwrap();
-    ns_thread.join().unwrap();
+    let inside = ns.run();
     let outside = run_conn("127.0.0.1:0", 999, 999, 999, Duration::ZERO);
     let (cl, sv) = collect_conn(&h, &inside);
     check_pair_netns(&inside, &cl, &sv, 4321, 1234, ns_ino);

@@ -3,11 +3,10 @@
 //! WG_WRITE_VECTORS=1 fills empty `singleObjectHex` fields (then check the Java suite agrees).
 mod common;
 
-use std::path::PathBuf;
 
 use serde_json::Value;
 use wattgraph_agent::event::addr16_from_ip;
-use wattgraph_agent::transactions::{decode_single_object, Histogram, TxnEncoder, TxnRecord, TxnRole};
+use wattgraph_agent::transactions::{decode_single_object, Histogram, RouteRecord, TxnEncoder, TxnRecord, TxnRole};
 
 fn to_record(e: &Value) -> TxnRecord {
     let s = |k: &str| e[k].as_str().unwrap_or_else(|| panic!("{k} not a string")).to_string();
@@ -37,6 +36,24 @@ fn to_record(e: &Value) -> TxnRecord {
         sub_bucket_bits: i("subBucketBits"),
         client_rtt: hist("clientRttBuckets", "clientRttCounts"),
         server_time: hist("serverTimeBuckets", "serverTimeCounts"),
+        http_routes: e["httpRoutes"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|r| RouteRecord {
+                        method: r["method"].as_str().unwrap().into(),
+                        path: r["path"].as_str().unwrap().into(),
+                        path_truncated: r["pathTruncated"].as_bool().unwrap(),
+                        transactions: r["transactions"].as_i64().unwrap(),
+                        latency: Histogram {
+                            cells: r["latencyBuckets"].as_array().unwrap().iter().zip(r["latencyCounts"].as_array().unwrap())
+                                .map(|(b, c)| (b.as_u64().unwrap() as u32, c.as_u64().unwrap()))
+                                .collect(),
+                        },
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(), // optional in the JSON: the schema default
     }
 }
 
@@ -44,7 +61,7 @@ fn to_record(e: &Value) -> TxnRecord {
 fn shared_transaction_vectors_encode_and_decode() {
     let enc = TxnEncoder::new().unwrap();
     let mut buf = Vec::new();
-    common::check_vectors("transaction-stats", 4, to_record, |r| {
+    common::check_vectors("transaction-stats", 5, to_record, |r| {
         enc.encode(r, &mut buf);
         buf.clone()
     }, decode_single_object);
@@ -54,14 +71,9 @@ fn shared_transaction_vectors_encode_and_decode() {
 /// compiler, against `transactions::bucket_of` over a sweep of the u64 range.
 #[test]
 fn kernel_bucket_function_matches_rust() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("txn-bucket-parity");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("parity.c");
-    std::fs::write(
-        &src,
-        r#"#include <stdio.h>
-typedef unsigned long long __u64; typedef unsigned int __u32; typedef unsigned short __u16; typedef unsigned char __u8;
-#include "connections.h"
+    let Some(exe) = common::native::compile(
+        "txn-bucket-parity",
+        r#"#include "connections.h"
 int main(void) {
     char line[64];
     while (fgets(line, sizeof line, stdin)) {
@@ -71,21 +83,9 @@ int main(void) {
     return 0;
 }
 "#,
-    )
-    .unwrap();
-    let exe = dir.join("parity");
-    let inc = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/bpf");
-    let cc = std::process::Command::new("cc").arg("-O2").arg("-I").arg(&inc).arg(&src).arg("-o").arg(&exe).status();
-    match cc {
-        Ok(s) if s.success() => {}
-        other => {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("cannot compile the parity harness with cc: {other:?}");
-            }
-            eprintln!("SKIPPED: no C compiler ({other:?})");
-            return;
-        }
-    }
+    ) else {
+        return;
+    };
     let mut vals: Vec<u64> = (0..5000).collect();
     let mut x = 5000f64;
     while x < 1.8e19 {
@@ -97,18 +97,7 @@ int main(void) {
     }
     vals.push(u64::MAX);
     let input: String = vals.iter().map(|v| format!("{v}\n")).collect();
-    let mut child = std::process::Command::new(&exe)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        std::thread::spawn(move || stdin.write_all(input.as_bytes()).unwrap());
-    }
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = common::native::run(&exe, input);
     let mut n = 0;
     for line in text.lines() {
         let mut it = line.split(' ');

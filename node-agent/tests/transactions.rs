@@ -3,17 +3,19 @@
 //! run of short connections. Needs root. Without BPF: fail when CI=true, otherwise skip.
 //! No wall-clock thresholds: counts are exact, latencies are checked by bucket membership
 //! of lower bounds the delays impose (a sleep never ends early).
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::netns::NetnsThread;
 use wattgraph_agent::capture::{self, CaptureHandle, CaptureOptions};
 use wattgraph_agent::event::addr16_from_ip;
 use wattgraph_agent::transactions::{bucket_lower, bucket_of, bucket_upper, ConnTxn, Histogram, TxnEncoder, TxnRecord, TxnRole};
 
-fn start() -> Option<CaptureHandle> {
-    let opts = CaptureOptions {
+fn start_options() -> CaptureOptions {
+    CaptureOptions {
         snapshot_bytes: 1 << 30,
         snapshot_interval: Duration::from_secs(600),
         ignore_self: false,
@@ -21,7 +23,14 @@ fn start() -> Option<CaptureHandle> {
         transaction_interval: Some(Duration::from_millis(100)),
         txn_hist_entries: 4096,
         ..Default::default()
-    };
+    }
+}
+
+fn start() -> Option<CaptureHandle> {
+    start_with(start_options())
+}
+
+fn start_with(opts: CaptureOptions) -> Option<CaptureHandle> {
     match capture::spawn(opts) {
         Ok(h) => Some(h),
         Err(e) => {
@@ -176,6 +185,25 @@ impl Side {
     fn bytes(&self) -> (u64, u64) {
         (self.records.iter().map(|r| r.request_bytes).sum(), self.records.iter().map(|r| r.response_bytes).sum())
     }
+    /// (method, path, truncated) -> (transactions, merged latency), over all records.
+    fn routes(&self) -> BTreeMap<(String, String, bool), (u64, Histogram)> {
+        let mut out: BTreeMap<(String, String, bool), (u64, Histogram)> = BTreeMap::new();
+        for r in &self.records {
+            let mut sum = Histogram::default();
+            for rt in &r.routes {
+                let e = out.entry((rt.route.method.to_string(), rt.route.path.clone(), rt.route.truncated)).or_default();
+                e.0 += rt.latency.total();
+                e.1.merge(&rt.latency);
+                sum.merge(&rt.latency);
+            }
+            // A record's routes are a part of its histogram, cell by cell.
+            for (b, n) in &sum.cells {
+                let whole = r.latency().cells.iter().find(|c| c.0 == *b).map_or(0, |c| c.1);
+                assert!(*n <= whole, "route cells exceed the record's at bucket {b}: {r:?}");
+            }
+        }
+        out
+    }
     fn merged(&self, role: TxnRole) -> Histogram {
         let mut h = Histogram::default();
         for r in &self.records {
@@ -270,6 +298,15 @@ fn keep_alive_transactions_ipv4_and_ipv6() {
         assert!(bucket_upper(p90) >= 20 * MS, "{bind} p90 bucket [{}, {}]", bucket_lower(p90), bucket_upper(p90));
         let cp90 = crtt.percentile_bucket(0.9).unwrap();
         assert!(bucket_upper(cp90) >= 20 * MS, "{bind} client p90");
+        // Every request was "GET /delay/<n>": one route, the number normalised away, holding
+        // every transaction of each side with the same histogram.
+        for (side, whole) in [(cl, &crtt), (sv, &stime)] {
+            let routes = side.routes();
+            let want = ("GET".to_string(), "/delay/{id}".to_string(), false);
+            assert_eq!(routes.keys().collect::<Vec<_>>(), vec![&want], "{bind} routes");
+            assert_eq!(&routes[&want].1, whole, "{bind} route histogram");
+            assert_eq!(routes[&want].0, N as u64);
+        }
         // The records encode (single object) and key like ConnectionEvent.
         for r in cl.records.iter().chain(&sv.records) {
             r.fill_record("host-t", 0, &mut rec, &mut key);
@@ -309,6 +346,7 @@ fn short_connections_one_transaction_each() {
         check_identity(sv, TxnRole::Server, ip, None);
         assert_eq!((cl.transactions(), sv.transactions()), (1, 1), "port {}: {cl:?} {sv:?}", e.client_port);
         assert_eq!((cl.merged(TxnRole::Client).total(), sv.merged(TxnRole::Server).total()), (1, 1));
+        assert!(cl.routes().is_empty() && sv.routes().is_empty(), "not HTTP, yet routes: {cl:?} {sv:?}");
         assert_eq!(cl.bytes(), (e.request_bytes, e.response_bytes));
         assert_eq!(sv.bytes(), (e.request_bytes, e.response_bytes));
         // Server time >= the 2 ms sleep (recv returned before it, send returned after it).
@@ -320,4 +358,136 @@ fn short_connections_one_transaction_each() {
     }
     println!("{K} short connections: 1 transaction on each side of each");
     h.stop();
+}
+
+/// Sends each request line (with a Host header) on one keep-alive connection, by write,
+/// writev (split inside the request line) or sendmsg; the server reads each request whole with
+/// read(2) and recvmsg(2) in turn and answers 204. Returns (client port, server port).
+fn http_requests(reqs: &[(String, &str)]) -> (u16, u16) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let n = reqs.len();
+    let srv = std::thread::spawn(move || {
+        let (s, _) = listener.accept().unwrap();
+        s.set_nodelay(true).unwrap();
+        for i in 0..n {
+            let mut buf = [0u8; 4096];
+            let mut got = Vec::new();
+            while !got.ends_with(b"\r\n\r\n") {
+                let k = if i % 2 == 0 { (&s).read(&mut buf).unwrap() } else { recvmsg(&s, &mut buf) };
+                assert!(k > 0, "client closed early");
+                got.extend_from_slice(&buf[..k]);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            (&s).write_all(b"HTTP/1.1 204 No Content\r\n\r\n").unwrap();
+        }
+    });
+    let c = TcpStream::connect(addr).unwrap();
+    c.set_nodelay(true).unwrap();
+    let client_port = c.local_addr().unwrap().port();
+    for (line, how) in reqs {
+        let head = format!("{line}\r\nHost: t\r\n\r\n");
+        match *how {
+            "write" => (&c).write_all(head.as_bytes()).unwrap(),
+            "writev" => {
+                let (a, b) = head.as_bytes().split_at(9);
+                let k = (&c).write_vectored(&[std::io::IoSlice::new(a), std::io::IoSlice::new(b)]).unwrap();
+                assert_eq!(k, head.len(), "one writev call");
+            }
+            _ => sendmsg(&c, head.as_bytes()),
+        }
+        let mut resp = [0u8; 27];
+        (&c).read_exact(&mut resp).unwrap();
+    }
+    drop(c);
+    srv.join().unwrap();
+    (client_port, addr.port())
+}
+
+/// Routes (method, path, truncated) -> transactions of both sides of one connection, which
+/// must agree, and the transactions of each side.
+fn routes_of_both_sides(h: &CaptureHandle, (cp, sp): (u16, u16)) -> (BTreeMap<(String, String, bool), u64>, u64) {
+    let sides = collect(h, &[(cp, sp)]);
+    let counts = |side: &Side| side.routes().into_iter().map(|(k, v)| (k, v.0)).collect::<BTreeMap<_, _>>();
+    let (cl, sv) = (&sides[&(cp, sp)], &sides[&(sp, cp)]);
+    assert_eq!(counts(cl), counts(sv), "client and server routes differ: {cl:?} {sv:?}");
+    assert_eq!(cl.transactions(), sv.transactions());
+    (counts(cl), cl.transactions())
+}
+
+/// Requests of several methods and paths, sent and read through different syscalls: both
+/// sides file every transaction under the route the request named, normalised.
+#[test]
+fn http_routes_by_method_and_path() {
+    let Some(h) = start() else { return };
+    let long = format!("/v1/{}", "abcdefghij".repeat(8)); // 84 bytes: cut at 63
+    // (request line, how it is sent, expected route)
+    let reqs: Vec<(String, &str, (&str, String, bool))> = vec![
+        ("GET /users/123?x=1 HTTP/1.1".into(), "write", ("GET", "/users/{id}".into(), false)),
+        ("GET /users/98765 HTTP/1.1".into(), "writev", ("GET", "/users/{id}".into(), false)),
+        ("POST /users HTTP/1.1".into(), "sendmsg", ("POST", "/users".into(), false)),
+        ("POST /users HTTP/1.1".into(), "write", ("POST", "/users".into(), false)),
+        ("DELETE /items/0f8c3a9e-1b2d/tags/v2#frag HTTP/1.1".into(), "write", ("DELETE", "/items/{id}/tags/v2".into(), false)),
+        ("GET /static/app.js HTTP/1.1".into(), "writev", ("GET", "/static/app.js".into(), false)),
+        (format!("PUT {long} HTTP/1.1"), "write", ("PUT", long[..63].to_string(), true)),
+        ("OPTIONS * HTTP/1.1".into(), "sendmsg", ("OPTIONS", "*".into(), false)),
+    ];
+    let ports = http_requests(&reqs.iter().map(|(l, how, _)| (l.clone(), *how)).collect::<Vec<_>>());
+    let (got, transactions) = routes_of_both_sides(&h, ports);
+    let mut want: BTreeMap<(String, String, bool), u64> = BTreeMap::new();
+    for (_, _, (m, p, t)) in &reqs {
+        *want.entry((m.to_string(), p.clone(), *t)).or_default() += 1;
+    }
+    assert_eq!(got, want);
+    assert_eq!(transactions, reqs.len() as u64);
+    // Other tests' routes may be named too (the table is host-wide).
+    assert!(h.stats().http_routes.load(std::sync::atomic::Ordering::Relaxed) >= want.len() as u64);
+    println!("{} requests: routes on both sides {want:?}", reqs.len());
+    h.stop();
+}
+
+/// A route table of 3: the first three routes are named, every later one is OTHER, and the
+/// overflow is counted; no transaction is lost.
+#[test]
+fn http_routes_bounded_by_the_route_table() {
+    // In a namespace of its own: the route table is host-wide, and other tests run meanwhile.
+    let reqs: Vec<(String, &str)> = (0..8).map(|i| (format!("GET /r{} HTTP/1.1", i % 5), "write")).collect();
+    let ns = NetnsThread::spawn(move || http_requests(&reqs));
+    let opts = CaptureOptions { http_routes: 3, netns: vec![ns.path.clone()], ..start_options() };
+    let Some(h) = start_with(opts) else {
+        ns.cancel();
+        return;
+    };
+    let (got, transactions) = routes_of_both_sides(&h, ns.run());
+    let k = |p: &str, n: u64| ((if p == "*" { "OTHER" } else { "GET" }).to_string(), p.to_string(), false, n);
+    let want: BTreeMap<_, _> = [k("/r0", 2), k("/r1", 2), k("/r2", 2), k("*", 2)].into_iter().map(|(m, p, t, n)| ((m, p, t), n)).collect();
+    assert_eq!(got, want);
+    assert_eq!(transactions, 8);
+    let s = h.stats().clone();
+    h.stop(); // reads the kernel's counters a last time
+    // Each side's request start that found the table full: 2 requests x 2 sides.
+    assert_eq!(s.http_routes_full.load(std::sync::atomic::Ordering::Relaxed), 4);
+}
+
+fn sendmsg(s: &TcpStream, data: &[u8]) {
+    use std::os::fd::AsRawFd;
+    let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    // SAFETY: msg points at a live iovec over `data`.
+    let k = unsafe { libc::sendmsg(s.as_raw_fd(), &msg, 0) };
+    assert_eq!(k, data.len() as isize, "sendmsg");
+}
+
+fn recvmsg(s: &TcpStream, buf: &mut [u8]) -> usize {
+    use std::os::fd::AsRawFd;
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    // SAFETY: msg points at a live iovec over `buf`.
+    let k = unsafe { libc::recvmsg(s.as_raw_fd(), &mut msg, 0) };
+    assert!(k >= 0, "recvmsg: {}", std::io::Error::last_os_error());
+    k as usize
 }

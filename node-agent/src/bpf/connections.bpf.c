@@ -9,6 +9,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "connections.h"
+#include "http_route.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -29,6 +30,7 @@ const volatile __u64 snapshot_interval_ns = 5000000000ULL;
 const volatile __u32 self_tgid = 0;      // 0 = do not ignore any process
 const volatile __u8 filter_netns = 0;    // 1 = only namespaces in netns_filter
 const volatile __u8 track_txn = 1;       // 0 = no transaction tracking (nobody drains)
+const volatile __u8 track_http = 1;      // 1 = HTTP/1.x routes of transactions (needs track_txn)
 const volatile __u8 shed_mode = SHED_OFF; // enum shed_mode; SHED_OFF compiles the shedder out
 const volatile __u8 shed_by_cgroup = 0;  // accounting domain: 0 = process (tgid), 1 = cgroup id
 
@@ -74,6 +76,22 @@ struct {
 	__type(key, struct txn_hist_key);
 	__type(value, __u64);               // cumulative count
 } txn_hist SEC(".maps");
+
+// HTTP routes seen on this host: id -> method and normalised path (bounded; ROUTE_OTHER past it).
+// Resized from user space (--http-routes).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct http_route);
+} http_routes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct http_parse);
+} http_scratch SEC(".maps");
 
 // Load shedding: keep fraction per domain (SHED_KEEP_ONE fixed point), written by user space
 // every interval; SHED_DOMAIN_DEFAULT holds the fraction of domains without an entry.
@@ -297,6 +315,93 @@ static __attribute__((noinline)) void shed_closed_unreported(struct sock_info *s
 	}
 }
 
+// The first bytes of the payload of the socket call now running, from user memory: the buffer
+// argument of read/write/recvfrom/sendto, or the first iovecs of readv/writev/recvmsg/sendmsg.
+// At sock_send_length / sock_recv_length the data is there (copied, not yet reused).
+// Fills p->raw with up to HTTP_PEEK of the call's `len` bytes; returns how many (0: not visible).
+#define PF_KTHREAD 0x00200000
+#define HTTP_IOVECS 4
+static __always_inline __u32 read_payload(struct http_parse *p, __u64 len)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (task->flags & PF_KTHREAD)
+		return 0;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	long nr = BPF_CORE_READ(regs, orig_ax);
+	__u64 a2 = BPF_CORE_READ(regs, si);
+	__u64 a3 = BPF_CORE_READ(regs, dx);
+	__u64 want = len < HTTP_PEEK ? len : HTTP_PEEK;
+	__u64 iov, iovcnt;
+	switch (nr) {
+	case 0: case 1: case 44: case 45: // read, write, sendto, recvfrom
+		if (want > a3)
+			want = a3;
+		if (!want || bpf_probe_read_user(p->raw, want, (void *)a2))
+			return 0;
+		return want;
+	case 19: case 20: // readv, writev (iov, iovcnt)
+		iov = a2;
+		iovcnt = a3;
+		break;
+	case 46: case 47: { // sendmsg, recvmsg: struct user_msghdr, msg_iov and msg_iovlen at 16
+		__u64 m[2];
+		if (bpf_probe_read_user(m, sizeof(m), (void *)(a2 + 16)))
+			return 0;
+		iov = m[0];
+		iovcnt = m[1];
+		break;
+	}
+	default:
+		return 0;
+	}
+	__u32 got = 0;
+	for (int k = 0; k < HTTP_IOVECS; k++) {
+		if (k >= iovcnt || got >= want)
+			break;
+		__u64 v[2]; // struct iovec: base, len
+		if (bpf_probe_read_user(v, sizeof(v), (void *)(iov + 16 * k)))
+			break;
+		__u64 take = v[1] < want - got ? v[1] : want - got;
+		__u32 at = http_idx(got, HTTP_PEEK - 1);
+		take = http_idx(take, 2 * HTTP_PEEK - 1);
+		if (take > HTTP_PEEK)
+			take = HTTP_PEEK;
+		// raw is 2 * HTTP_PEEK long, so offset < HTTP_PEEK plus size <= HTTP_PEEK always fits.
+		if (take && bpf_probe_read_user(p->raw + at, take, (void *)v[0]))
+			break;
+		got += take;
+	}
+	return got;
+#else
+	return 0; // syscall arguments are only read on x86_64 (user space says so at start)
+#endif
+}
+
+// Route of the request whose first `len` bytes the current socket call carries.
+static __attribute__((noinline)) __u64 http_route_of_payload(__u64 len)
+{
+	__u32 zero = 0;
+	struct http_parse *p = bpf_map_lookup_elem(&http_scratch, &zero);
+	if (!p)
+		return ROUTE_NONE;
+	__u32 n = read_payload(p, len);
+	if (!n) {
+		stat_inc(STAT_HTTP_NO_BUFFER);
+		return ROUTE_NONE;
+	}
+	p->n = n;
+	__u64 id = http_route_parse(p);
+	if (id == ROUTE_NONE || bpf_map_lookup_elem(&http_routes, &id))
+		return id;
+	if (bpf_map_update_elem(&http_routes, &id, &p->r, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&http_routes, &id)) {
+		stat_inc(STAT_ROUTES_FULL);
+		return ROUTE_OTHER;
+	}
+	return id;
+}
+
 // One completed transaction: histogram cell +1 (the only map operation), totals in
 // the socket's own entry. Runs once per transaction (at a change of direction).
 static __attribute__((noinline)) void txn_done(struct sock_info *si, __u8 kind, __u64 dt, __u64 req, __u64 resp)
@@ -304,6 +409,7 @@ static __attribute__((noinline)) void txn_done(struct sock_info *si, __u8 kind, 
 	struct txn_hist_key k;
 	__builtin_memset(&k, 0, sizeof(k));
 	k.cookie = si->cookie;
+	k.route = si->route;
 	k.bucket = (__u16)txn_bucket(dt);
 	k.kind = kind;
 	__u64 *c = bpf_map_lookup_elem(&txn_hist, &k);
@@ -329,12 +435,16 @@ static __attribute__((noinline)) void txn_done(struct sock_info *si, __u8 kind, 
 // transaction, whose round trip runs from its first request byte sent to its last
 // response byte received. Server: the first send after a receive is the first
 // response byte; server time = that minus the last request byte received.
+// The request's first bytes name its HTTP route (client: the send that starts it; server: the
+// receive that starts it); the transaction is filed under that route when it completes.
 // Called before the bytes of this event are added to the socket's counters.
 // `now` is when the send began for a send (see send_begins), when it returned for a receive.
-static __always_inline void txn_on_bytes(struct sock_info *si, bool is_send, __u64 now)
+static __always_inline void txn_on_bytes(struct sock_info *si, bool is_send, __u64 now, __u64 len)
 {
 	__u8 phase = si->txn_phase;
 	if (!is_send) {
+		if (track_http && si->role == ROLE_SERVER && phase != TXN_RECEIVED)
+			si->route = http_route_of_payload(len);
 		si->txn_last_ns = now;
 		si->txn_phase = TXN_RECEIVED;
 		return;
@@ -347,6 +457,8 @@ static __always_inline void txn_on_bytes(struct sock_info *si, bool is_send, __u
 			txn_done(si, TXN_CLIENT_RTT, si->txn_last_ns - si->txn_start_ns,
 				 si->bytes_sent, si->bytes_recv);
 		si->txn_start_ns = now;
+		if (track_http)
+			si->route = http_route_of_payload(len);
 	} else if (si->role == ROLE_SERVER && phase == TXN_RECEIVED) {
 		txn_done(si, TXN_SERVER_TIME, now > si->txn_last_ns ? now - si->txn_last_ns : 0,
 			 si->bytes_recv, si->bytes_sent);
@@ -575,7 +687,7 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 	}
 
 	if (track_txn)
-		txn_on_bytes(si, is_send, is_send ? send_began(sk, now) : now);
+		txn_on_bytes(si, is_send, is_send ? send_began(sk, now) : now, (__u64)ret);
 
 	if (is_send)
 		__sync_fetch_and_add(&si->bytes_sent, (__u64)ret);

@@ -9,7 +9,10 @@ enum conn_role { ROLE_CLIENT = 0, ROLE_SERVER = 1, ROLE_UNKNOWN = 2 };
 enum stat_idx { STAT_RINGBUF_DROPS = 0, STAT_TXN_HIST_FULL = 1, STAT_TXN_CONN_FULL = 2,
 		STAT_SOCK_INSERTS = 3, STAT_SOCK_DELETES = 4,
 		/* State changes handled by handle_set_state_nested (the kernel skipped the nested call). */
-		STAT_SET_STATE_NESTED = 5, STAT_MAX = 6 };
+		STAT_SET_STATE_NESTED = 5,
+		/* HTTP routes: the route table was full (ROUTE_OTHER used); a request's bytes could
+		 * not be read (syscall without a visible buffer: io_uring, sendfile, kernel thread). */
+		STAT_ROUTES_FULL = 6, STAT_HTTP_NO_BUFFER = 7, STAT_MAX = 8 };
 /* Transaction phase of a socket: which direction carried the last payload. */
 enum txn_phase { TXN_NONE = 0, TXN_SENT = 1, TXN_RECEIVED = 2 };
 /* Histogram kinds. */
@@ -53,6 +56,8 @@ struct sock_info {
 	__u64 txn_count;
 	__u64 txn_req_bytes;
 	__u64 txn_resp_bytes;
+	/* Route of the current request (http_route.h: ROUTE_NONE when not HTTP/1.x). */
+	__u64 route;
 };
 
 /* Final transaction totals of a socket that closed after at least one
@@ -77,9 +82,10 @@ struct txn_conn {
 	__u8 _pad[10];
 };
 
-/* Sparse histogram cell: (socket, kind, bucket) -> cumulative count. */
+/* Sparse histogram cell: (socket, route, kind, bucket) -> cumulative count. */
 struct txn_hist_key {
 	__u64 cookie;
+	__u64 route;
 	__u16 bucket;
 	__u8 kind;
 	__u8 _pad[5];

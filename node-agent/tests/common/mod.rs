@@ -4,6 +4,8 @@
 
 pub mod agent;
 pub mod alloc_count;
+pub mod native;
+pub mod netns;
 
 use std::fmt::Debug;
 use std::path::PathBuf;

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 class TransactionStatsVectorsTest extends SharedVectorsTest<TransactionStats> {
 
   TransactionStatsVectorsTest() {
-    super("transaction-stats", 4, TransactionStats.getClassSchema());
+    super("transaction-stats", 5, TransactionStats.getClassSchema());
   }
 
   @Override
@@ -117,7 +117,24 @@ class TransactionStatsVectorsTest extends SharedVectorsTest<TransactionStats> {
         .setClientRttCounts(longs(e.get("clientRttCounts")))
         .setServerTimeBuckets(ints(e.get("serverTimeBuckets")))
         .setServerTimeCounts(longs(e.get("serverTimeCounts")))
+        .setHttpRoutes(routes(e.get("httpRoutes")))
         .build();
+  }
+
+  /** Optional in the JSON: absent means the schema default (no routes). */
+  private static List<HttpRouteStats> routes(JsonNode a) {
+    List<HttpRouteStats> out = new ArrayList<>();
+    if (a != null) {
+      a.forEach(r -> out.add(HttpRouteStats.newBuilder()
+          .setMethod(r.get("method").asText())
+          .setPath(r.get("path").asText())
+          .setPathTruncated(r.get("pathTruncated").asBoolean())
+          .setTransactions(r.get("transactions").asLong())
+          .setLatencyBuckets(ints(r.get("latencyBuckets")))
+          .setLatencyCounts(longs(r.get("latencyCounts")))
+          .build()));
+    }
+    return out;
   }
 
 }
