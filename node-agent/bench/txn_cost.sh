@@ -1,10 +1,10 @@
 #!/bin/bash
 # Per-call cost (kernel.bpf_stats_enabled) of the socket programs of AGENT: a keep-alive
 # request/response phase (every send starts a request or a response) and an iperf3 -l 1K phase.
-# Needs root, bpftool, jq, iperf3. Usage: node-agent/bench/txn_cost.sh AGENT LABEL
-AGENT=$1; LABEL=$2; W=${TMPDIR:-/tmp}/wg-txn-cost/$LABEL; mkdir -p $W; rm -f $W/ready
+# Needs root, bpftool, jq, iperf3. Usage: node-agent/bench/txn_cost.sh AGENT LABEL [AGENT FLAGS...]
+AGENT=$1; LABEL=$2; shift 2; W=${TMPDIR:-/tmp}/wg-txn-cost/$LABEL; mkdir -p $W; rm -f $W/ready
 bpftool prog show -j | jq -r ".[].id" > $W/ids0
-$AGENT --host-id bench --kafka-brokers 127.0.0.1:1 --ready-file $W/ready --log-level error --no-resources >$W/agent.log 2>&1 &
+$AGENT --host-id bench --kafka-brokers 127.0.0.1:1 --ready-file $W/ready --log-level error --no-resources "$@" >$W/agent.log 2>&1 &
 apid=$!
 for _ in $(seq 1 100); do [ -f $W/ready ] && break; sleep 0.1; done
 snap() { bpftool prog show -j | jq -r '.[] | select(.name|test("^handle_(send|recv|set_state)$")) | "\(.id) \(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"' | grep -v -w -F -f $W/ids0 | cut -d' ' -f2- | sort; }

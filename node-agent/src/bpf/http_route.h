@@ -37,7 +37,8 @@ struct http_parse {
 	__u8 has_digit;
 	__u8 ended;       /* the path ended inside the bytes read */
 	__u8 bad;         /* a byte no request line has there */
-	__u8 _pad[3];
+	__u8 rewound;     /* a segment became "{id}": bytes past j may be left */
+	__u8 _pad[2];
 };
 
 #ifdef __bpf__
@@ -111,6 +112,7 @@ static __always_inline void http_close_segment(struct http_parse *p)
 		return;
 	if (!(p->digits || (p->hex && p->has_digit && len >= 8)))
 		return;
+	p->rewound = 1;
 	if (p->seg + 4 > HTTP_PATH_MAX - 1) {
 		p->j = p->seg; /* no room for the placeholder */
 		p->r.truncated = 1;
@@ -168,14 +170,24 @@ static long http_path_step(__u32 k, void *ctx)
 	return 0;
 }
 
-/* Zeroes the unused tail of the path and hashes method and path (FNV-1a, 64 bit). */
+/* Clears path byte j + k (bytes past the path; only a rewind to "{id}" left any). Stops at the
+ * first NUL: everything after it was never written in this parse. */
+static long http_clear_step(__u32 k, void *ctx)
+{
+	struct http_parse *p = ((struct http_loop_ctx *)ctx)->p;
+	__u32 i = p->j + k;
+	if (i >= HTTP_PATH_MAX || !PATH_AT(p, i))
+		return 1;
+	PATH_AT(p, i) = 0;
+	return 0;
+}
+
+/* Hashes the path's bytes into the route id (FNV-1a, 64 bit). */
 static long http_hash_step(__u32 k, void *ctx)
 {
 	struct http_parse *p = ((struct http_loop_ctx *)ctx)->p;
 	if (k >= HTTP_PATH_MAX)
 		return 1;
-	if (k >= p->j)
-		PATH_AT(p, k) = 0;
 	p->hash = (p->hash ^ (__u8)PATH_AT(p, k)) * 0x100000001b3ULL;
 	return 0;
 }
@@ -184,6 +196,8 @@ static long http_hash_step(__u32 k, void *ctx)
 static __always_inline __u64 http_route_parse(struct http_parse *p)
 {
 	__u32 off = 0;
+	/* Constant size: eight stores, no loop; the tail stays NUL (the map value is the name). */
+	__builtin_memset(p->r.path, 0, HTTP_PATH_MAX);
 	p->r.truncated = 0;
 	p->r.method = http_method_of(p->raw, p->n, &off);
 	if (p->r.method == HTTP_NONE)
@@ -196,6 +210,7 @@ static __always_inline __u64 http_route_parse(struct http_parse *p)
 	p->has_digit = 0;
 	p->ended = 0;
 	p->bad = 0;
+	p->rewound = 0;
 	struct http_loop_ctx c = { .p = p };
 	HTTP_LOOP(HTTP_PEEK, http_path_step, &c);
 	if (p->bad)
@@ -207,7 +222,10 @@ static __always_inline __u64 http_route_parse(struct http_parse *p)
 	if (!p->j)
 		return ROUTE_NONE;
 	p->hash = 0xcbf29ce484222325ULL ^ p->r.method;
-	HTTP_LOOP(HTTP_PATH_MAX, http_hash_step, &c);
+	/* A rewind to "{id}" leaves bytes past j: clear them (at most the segment it replaced). */
+	if (p->rewound)
+		HTTP_LOOP(HTTP_PATH_MAX - p->j, http_clear_step, &c);
+	HTTP_LOOP(p->j, http_hash_step, &c);
 	__u64 h = p->hash ^ p->r.truncated;
 	return h <= ROUTE_OTHER ? h + 2 : h;
 }

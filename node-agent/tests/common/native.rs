@@ -1,10 +1,24 @@
 //! Kernel C (src/bpf/*.h) compiled natively with the host C compiler, so tests can run the
 //! exact functions the BPF programs run.
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// Compiles `main_c` (which may include headers of src/bpf; the __u* types are defined first)
-/// into `<CARGO_TARGET_TMPDIR>/<name>/<name>`. No compiler: panic when CI=true, else None.
+/// into `<CARGO_TARGET_TMPDIR>/<name>/<name>`, once per test process (tests of one file run in
+/// parallel and would otherwise overwrite the binary another one runs). No compiler: panic when
+/// CI=true, else None.
 pub fn compile(name: &str, main_c: &str) -> Option<PathBuf> {
+    static BUILT: Mutex<Vec<(String, Option<PathBuf>)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, exe)) = built.iter().find(|(n, _)| n == name) {
+        return exe.clone();
+    }
+    let exe = compile_now(name, main_c);
+    built.push((name.to_string(), exe.clone()));
+    exe
+}
+
+fn compile_now(name: &str, main_c: &str) -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join(format!("{name}.c"));
