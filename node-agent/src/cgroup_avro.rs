@@ -8,15 +8,16 @@ use apache_avro::rabin::Rabin;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
+use crate::pod_metadata::{PodFields, PodRef};
 use crate::avro::{decode_datum, single_object_header, write_long, write_opt_str, write_str, RecordFields};
 
 pub const SCHEMA_JSON: &str = include_str!("../../schemas/avro/CgroupStats.avsc");
 
-const FIELD_LAYOUT: [&str; 22] = [
+const FIELD_LAYOUT: [&str; 25] = [
     "hostId", "intervalStartNs", "intervalEndNs", "groupId", "runtime", "podUid", "qosClass",
     "cgroupPath", "hierarchy", "tickIntervalNs", "ticks", "maxTickGapNs", "cpuNs", "cpuMeanCores",
     "cpuPeakCores", "throttledPeriods", "throttledNs", "memoryBytes", "memoryPeakBytes",
-    "ioReadBytes", "ioWriteBytes", "pids",
+    "ioReadBytes", "ioWriteBytes", "pids", "podName", "podNamespace", "podLabels",
 ];
 
 pub fn schema() -> &'static Schema {
@@ -53,6 +54,7 @@ pub struct CgroupStatsRecord<'a> {
     pub io_read_bytes: i64,
     pub io_write_bytes: i64,
     pub pids: i64,
+    pub pod: PodRef<'a>,
 }
 
 /// Owned form, for decoding, `--once` and tests.
@@ -80,6 +82,7 @@ pub struct OwnedCgroupStats {
     pub io_read_bytes: i64,
     pub io_write_bytes: i64,
     pub pids: i64,
+    pub pod: PodFields,
 }
 
 impl OwnedCgroupStats {
@@ -107,6 +110,7 @@ impl OwnedCgroupStats {
             io_read_bytes: self.io_read_bytes,
             io_write_bytes: self.io_write_bytes,
             pids: self.pids,
+            pod: self.pod.as_ref(),
         }
     }
 }
@@ -136,6 +140,7 @@ impl CgroupStatsRecord<'_> {
             io_read_bytes: self.io_read_bytes,
             io_write_bytes: self.io_write_bytes,
             pids: self.pids,
+            pod: self.pod.to_owned(),
         }
     }
 }
@@ -181,6 +186,7 @@ impl CgroupStatsEncoder {
         write_long(out, r.io_read_bytes);
         write_long(out, r.io_write_bytes);
         write_long(out, r.pids);
+        r.pod.encode(out);
     }
 }
 
@@ -211,6 +217,7 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedCgroupStats> {
         io_read_bytes: f.long("ioReadBytes")?,
         io_write_bytes: f.long("ioWriteBytes")?,
         pids: f.long("pids")?,
+        pod: PodFields::decode(&f)?,
     })
 }
 
@@ -221,7 +228,7 @@ pub fn to_value(r: &CgroupStatsRecord<'_>) -> Value {
         Some(s) => Value::Union(1, Box::new(Value::String(s.to_string()))),
     };
     let s = |s: &str| Value::String(s.to_string());
-    Value::Record(vec![
+    let mut fields = vec![
         ("hostId".into(), s(r.host_id)),
         ("intervalStartNs".into(), Value::Long(r.interval_start_ns)),
         ("intervalEndNs".into(), Value::Long(r.interval_end_ns)),
@@ -244,7 +251,9 @@ pub fn to_value(r: &CgroupStatsRecord<'_>) -> Value {
         ("ioReadBytes".into(), Value::Long(r.io_read_bytes)),
         ("ioWriteBytes".into(), Value::Long(r.io_write_bytes)),
         ("pids".into(), Value::Long(r.pids)),
-    ])
+    ];
+    fields.extend(r.pod.values());
+    Value::Record(fields)
 }
 
 #[cfg(test)]
@@ -276,6 +285,12 @@ mod tests {
             io_read_bytes: i * 4096,
             io_write_bytes: -i,
             pids: i,
+            // At most one label: apache-avro writes maps in its own order.
+            pod: if i % 3 == 1 {
+                PodFields { name: Some("web-0".into()), namespace: Some("shop".into()), labels: vec![("app".into(), "wéb".into())] }
+            } else {
+                PodFields::default()
+            },
         }
     }
 

@@ -13,6 +13,7 @@ use crate::cgroup::Identity;
 use crate::cgroup_avro::CgroupStatsRecord;
 use crate::cgroup_sampler::{mono_now, run_ticks, set_realtime, CgroupSampler, CgroupStats, Hierarchy, Target};
 use crate::metrics::ResourceMetrics;
+use crate::pod_metadata::{PodDirectory, PodRef};
 
 /// SCHED_FIFO priority of the sampler thread with --cgroup-sampler-realtime.
 pub const REALTIME_PRIORITY: i32 = 10;
@@ -127,6 +128,7 @@ pub struct CgroupAggregator {
     /// Largest gap between two ticks (any target) since the last `finish`.
     max_gap: u64,
     ticks: u64,
+    pods: Option<Arc<PodDirectory>>,
 }
 
 impl CgroupAggregator {
@@ -141,7 +143,13 @@ impl CgroupAggregator {
             last_tick: None,
             max_gap: 0,
             ticks: 0,
+            pods: None,
         }
+    }
+
+    /// Records with a pod UID carry the pod's name, namespace and labels when `pods` knows it.
+    pub fn set_pods(&mut self, pods: Arc<PodDirectory>) {
+        self.pods = Some(pods);
     }
 
     /// Lines the entries up with `targets` (by path): a known container keeps its baseline and
@@ -195,6 +203,10 @@ impl CgroupAggregator {
             }
             let Some((end, last)) = e.prev else { continue };
             let len = end.saturating_sub(e.start);
+            let meta = match (&self.pods, &e.pod_uid) {
+                (Some(d), Some(uid)) => d.get(uid),
+                _ => None,
+            };
             let rec = CgroupStatsRecord {
                 host_id: &self.host_id,
                 interval_start_ns: e.start as i64 + self.mono_to_unix_ns,
@@ -218,6 +230,7 @@ impl CgroupAggregator {
                 io_read_bytes: clamp_i64(e.io_read),
                 io_write_bytes: clamp_i64(e.io_write),
                 pids: clamp_i64(last.pids),
+                pod: PodRef::of(meta.as_deref()),
             };
             out(&rec);
             e.reset();
@@ -252,6 +265,8 @@ pub struct CgroupThread {
     pub realtime: bool,
     /// Stop after this many reporting intervals (None = until `stop`).
     pub max_intervals: Option<u64>,
+    /// Pod names for containers of pods (--pod-metadata-url).
+    pub pods: Option<Arc<PodDirectory>>,
 }
 
 /// Ticks per reporting interval (at least one).
@@ -284,6 +299,9 @@ pub fn spawn(
             cfg.tick_interval_ns,
             crate::resources::mono_to_unix_offset(),
         );
+        if let Some(p) = &cfg.pods {
+            agg.set_pods(p.clone());
+        }
         agg.sync(&sampler.targets);
         metrics.cgroups_sampled.store(agg.targets() as u64, Ordering::Relaxed);
         let per_report = ticks_per_report(cfg.tick_interval_ns, cfg.report_interval_ns);
@@ -345,10 +363,37 @@ mod tests {
         }
     }
 
+    use crate::pod_metadata::PodFields;
+
     fn collect(agg: &mut CgroupAggregator) -> Vec<OwnedCgroupStats> {
         let mut v = Vec::new();
         agg.finish(|r| v.push(r.to_owned()));
         v
+    }
+
+    #[test]
+    fn records_of_known_pods_carry_their_names() {
+        let uid = "11111111-2222-3333-4444-555555555555";
+        let targets = vec![target(&format!("/kubepods/burstable/pod{uid}/{ID}")), target(&format!("/system.slice/docker-{ID}.scope"))];
+        let mut agg = CgroupAggregator::new("node-a", &Hierarchy::V1("/x".into()), 100 * MS, 0);
+        let dir = Arc::new(PodDirectory::default());
+        let list = format!(r#"{{"kind":"PodList","items":[{{"metadata":{{"uid":"{uid}","name":"web-1","namespace":"shop","labels":{{"app":"web","tier":"x"}}}}}}]}}"#);
+        dir.replace(crate::pod_metadata::parse_pod_list(list.as_bytes(), &["app".to_string()]).unwrap());
+        agg.set_pods(dir.clone());
+        agg.sync(&targets);
+        let s = st(MS, 0, 0, 1, 0, 0, 1);
+        agg.on_tick(0, &targets, &[s, s]);
+        agg.on_tick(100 * MS, &targets, &[s, s]);
+        let recs = collect(&mut agg);
+        assert_eq!(recs.len(), 2);
+        let (pod, other) = if recs[0].pod_uid.is_some() { (&recs[0], &recs[1]) } else { (&recs[1], &recs[0]) };
+        assert_eq!((pod.pod.name.as_deref(), pod.pod.namespace.as_deref()), (Some("web-1"), Some("shop")));
+        assert_eq!(pod.pod.labels, vec![("app".to_string(), "web".to_string())], "only the kept key");
+        assert_eq!(other.pod, PodFields::default(), "not a pod");
+        // A pod the source no longer lists: UID only.
+        dir.replace(Default::default());
+        agg.on_tick(200 * MS, &targets, &[s, s]);
+        assert!(collect(&mut agg).iter().all(|r| r.pod == PodFields::default()));
     }
 
     #[test]
@@ -439,6 +484,7 @@ mod tests {
             report_interval_ns: 30 * MS,
             realtime: false,
             max_intervals: Some(2),
+            pods: None,
         };
         let t = spawn(cfg, Box::new(move |r| tx.send(r.to_owned()).unwrap()), metrics.clone(), Arc::new(AtomicBool::new(false))).unwrap();
         t.join().unwrap();

@@ -144,6 +144,35 @@ pub struct Config {
     #[arg(long = "http-routes", default_value_t = 1024)]
     pub http_routes: u32,
 
+    /// PodList to name pods (name, namespace, labels) from their cgroup UID: the kubelet's
+    /// https://NODE:10250/pods or the API server's
+    /// https://kubernetes.default.svc/api/v1/pods?fieldSelector=spec.nodeName=NODE. Unset: UIDs only.
+    #[arg(long = "pod-metadata-url", value_name = "URL")]
+    pub pod_metadata_url: Option<String>,
+
+    /// Bearer token for --pod-metadata-url, re-read at every fetch (default: the pod's service
+    /// account token when the agent runs in a pod).
+    #[arg(long = "pod-metadata-token-file", value_name = "FILE")]
+    pub pod_metadata_token_file: Option<PathBuf>,
+
+    /// CA bundle (PEM) for an https --pod-metadata-url (default: the service account's ca.crt
+    /// when present, else the Web PKI roots).
+    #[arg(long = "pod-metadata-ca-file", value_name = "FILE")]
+    pub pod_metadata_ca_file: Option<PathBuf>,
+
+    /// Do not verify the server certificate of --pod-metadata-url (kubelets often serve a
+    /// self-signed one).
+    #[arg(long = "pod-metadata-insecure-tls")]
+    pub pod_metadata_insecure_tls: bool,
+
+    /// How often the PodList is fetched.
+    #[arg(long = "pod-metadata-interval-ms", value_name = "MS", default_value_t = 15000)]
+    pub pod_metadata_interval_ms: u64,
+
+    /// Pod label keys carried in records (bounded: at most 32). Repeatable or comma separated.
+    #[arg(long = "pod-labels", value_name = "KEY", value_delimiter = ',', default_values = crate::pod_metadata::DEFAULT_LABELS)]
+    pub pod_labels: Vec<String>,
+
     /// Do not track transactions (kernel) nor publish TransactionStats.
     #[arg(long = "no-transactions")]
     pub no_transactions: bool,
@@ -440,6 +469,27 @@ impl Config {
         if !(1024..=16_777_216).contains(&self.transaction_hist_entries) {
             return Err(format!("--transaction-hist-entries '{}' must be between 1024 and 16777216", self.transaction_hist_entries));
         }
+        if let Some(u) = &self.pod_metadata_url {
+            if !(u.starts_with("http://") || u.starts_with("https://")) || u.len() < 10 {
+                return Err(format!("--pod-metadata-url '{u}' must be an http:// or https:// URL"));
+            }
+        }
+        for (flag, f) in [("--pod-metadata-token-file", &self.pod_metadata_token_file), ("--pod-metadata-ca-file", &self.pod_metadata_ca_file)] {
+            if let Some(f) = f {
+                if let Err(e) = std::fs::File::open(f) {
+                    return Err(format!("{flag} '{}' cannot be read: {e}", f.display()));
+                }
+            }
+        }
+        if !(1000..=3_600_000).contains(&self.pod_metadata_interval_ms) {
+            return Err(format!("--pod-metadata-interval-ms '{}' must be between 1000 and 3600000", self.pod_metadata_interval_ms));
+        }
+        if self.pod_labels.len() > 32 {
+            return Err(format!("--pod-labels has {} keys; at most 32 (label values become record fields)", self.pod_labels.len()));
+        }
+        if let Some(k) = self.pod_labels.iter().find(|k| k.is_empty() || k.len() > 317 || k.chars().any(|c| c.is_whitespace() || c == '=')) {
+            return Err(format!("--pod-labels '{k}' is not a label key"));
+        }
         if self.http_routes > 1_048_576 {
             return Err(format!("--http-routes '{}' must be between 0 and 1048576", self.http_routes));
         }
@@ -706,7 +756,8 @@ mod tests {
         let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("wattgraph-agent.example.toml");
         let c = load(&example, &[]).unwrap();
         assert_eq!((c.host_id.as_str(), c.kafka_brokers.as_deref()), ("node-1", Some("127.0.0.1:9092")));
-        // Every commented-out key is valid too: uncomment them all (except the exclusive once).
+        // Every commented-out key is valid too: uncomment them all (except the exclusive once and
+        // paths that exist only on a node).
         let text = std::fs::read_to_string(&example).unwrap();
         let mut all = String::new();
         let mut keys = HashSet::new();
@@ -715,7 +766,7 @@ mod tests {
             if let Some((k, _)) = l.split_once(" = ") {
                 if !k.contains(' ') {
                     keys.insert(k.to_string());
-                    if !["once", "netns", "cgroup-root", "ready-file", "shed-priority", "shed-mode", "cpu-setpoint", "spool-dir"].contains(&k) {
+                    if !["once", "netns", "cgroup-root", "ready-file", "shed-priority", "shed-mode", "cpu-setpoint", "spool-dir", "pod-metadata-token-file", "pod-metadata-ca-file"].contains(&k) {
                         all.push_str(l);
                         all.push('\n');
                     }
@@ -753,6 +804,10 @@ mod tests {
             (&["--transaction-interval-ms", "1"], "--transaction-interval-ms '1'"),
             (&["--transaction-hist-entries", "10"], "--transaction-hist-entries '10'"),
             (&["--http-routes", "2000000"], "--http-routes '2000000'"),
+            (&["--pod-metadata-url", "ftp://x/pods"], "--pod-metadata-url 'ftp://x/pods'"),
+            (&["--pod-metadata-token-file", "/nonexistent/token"], "--pod-metadata-token-file '/nonexistent/token'"),
+            (&["--pod-metadata-interval-ms", "10"], "--pod-metadata-interval-ms '10'"),
+            (&["--pod-labels", "app,a b"], "--pod-labels 'a b'"),
             (&["--power-cap", "maybe"], "'maybe'"),
             (&["--power-budget-topic", "a b"], "--power-budget-topic 'a b'"),
             (&["--power-floor-watts=-5"], "--power-floor-watts '-5'"),

@@ -20,6 +20,7 @@ pub mod resources;
 pub mod metrics;
 pub mod transactions;
 pub mod http_route;
+pub mod pod_metadata;
 pub mod shedding;
 pub mod powercap_actuator;
 pub mod budget_avro;

@@ -15,6 +15,7 @@ use wattgraph_agent::config::{Config, ConfigError};
 use wattgraph_agent::kafka::{EventProducer, KafkaStats, SpoolOptions};
 use wattgraph_agent::metrics::{self, Renderer, ResourceMetrics, Sources};
 use wattgraph_agent::pipeline::Pipeline;
+use wattgraph_agent::pod_metadata::{PodDirectory, PodSource, PodSourceOptions};
 use wattgraph_agent::power::ModelParams;
 use wattgraph_agent::resource_avro::{ResourceEncoder, ResourceRecord, Scope};
 use wattgraph_agent::resources::{self, ResourceOptions, SamplerThread};
@@ -112,6 +113,14 @@ fn run() -> i32 {
         }
     };
 
+    let pods = match start_pod_metadata(&cfg, stop.clone()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("wattgraph-agent: error: {e:#}");
+            return 2;
+        }
+    };
+    let pod_dir = pods.as_ref().map(|(d, _)| d.clone());
     let res_metrics = Arc::new(ResourceMetrics::default());
     let mut res_thread = None;
     if !cfg.no_resources {
@@ -130,7 +139,7 @@ fn run() -> i32 {
                 prod.send_to(&topic, key.as_bytes(), &buf);
             }
         });
-        match resources::spawn_sampler(sampler_config(&cfg, None), sink, res_metrics.clone(), stop.clone()) {
+        match resources::spawn_sampler(sampler_config(&cfg, None, pod_dir.clone()), sink, res_metrics.clone(), stop.clone()) {
             Ok(t) => res_thread = Some(t),
             Err(e @ CaptureError::Permission(_)) => {
                 eprintln!("wattgraph-agent: error: {e}");
@@ -150,7 +159,7 @@ fn run() -> i32 {
     }
     // High-frequency cgroup samples (--cgroup-sample-interval-ms): its own thread, no BPF.
     let mut cgroup_thread = None;
-    if let Some(cg) = cgroup_config(&cfg, None) {
+    if let Some(cg) = cgroup_config(&cfg, None, pod_dir.clone()) {
         let enc = match CgroupStatsEncoder::new() {
             Ok(e) => e,
             Err(e) => {
@@ -187,6 +196,7 @@ fn run() -> i32 {
             resources: res_metrics.clone(),
             socket_map_capacity: cfg.map_entries as u64,
             budget: Some(budget_metrics.clone()),
+            pods: pods.as_ref().map(|(d, _)| d.clone()),
         }));
         match metrics::serve(addr, r, stop.clone()) {
             Ok(a) => log::info!("Prometheus metrics on http://{a}/metrics"),
@@ -257,6 +267,9 @@ fn run() -> i32 {
     if let Some(t) = budget_thread {
         let _ = t.join(); // restores the original power limits before it ends
     }
+    if let Some((_, t)) = pods {
+        let _ = t.join(); // at most one fetch (10 s timeout) and 100 ms
+    }
     let stats = handle.stats().clone();
     let (events, txns) = handle.stop_and_drain_all();
     for ev in events {
@@ -278,7 +291,37 @@ fn run() -> i32 {
 }
 
 /// The cgroup sampler thread's options, None when --cgroup-sample-interval-ms is 0.
-fn cgroup_config(cfg: &Config, max_intervals: Option<u64>) -> Option<CgroupThread> {
+const SA_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// The pod metadata refresher of --pod-metadata-url, with the pod's service account token and
+/// CA as defaults when the agent runs in a pod. A source that cannot be set up is an error;
+/// one that is down at start only delays the names.
+fn start_pod_metadata(cfg: &Config, stop: Arc<AtomicBool>) -> anyhow::Result<Option<(Arc<PodDirectory>, std::thread::JoinHandle<()>)>> {
+    let Some(source) = pod_source(cfg)? else { return Ok(None) };
+    let dir = Arc::new(PodDirectory::default());
+    log::info!("pod metadata: PodList from {} every {} ms", cfg.pod_metadata_url.as_deref().unwrap_or(""), cfg.pod_metadata_interval_ms);
+    let t = source.spawn(dir.clone(), stop);
+    Ok(Some((dir, t)))
+}
+
+fn pod_source(cfg: &Config) -> anyhow::Result<Option<PodSource>> {
+    let Some(url) = &cfg.pod_metadata_url else { return Ok(None) };
+    let sa = |f: &str| {
+        let p = std::path::Path::new(SA_DIR).join(f);
+        (url.starts_with("https://") && p.is_file()).then_some(p)
+    };
+    let opts = PodSourceOptions {
+        url: url.clone(),
+        token_file: cfg.pod_metadata_token_file.clone().or_else(|| sa("token")),
+        ca_file: cfg.pod_metadata_ca_file.clone().or_else(|| sa("ca.crt")),
+        insecure_tls: cfg.pod_metadata_insecure_tls,
+        interval: Duration::from_millis(cfg.pod_metadata_interval_ms),
+        labels: cfg.pod_labels.clone(),
+    };
+    Ok(Some(PodSource::new(opts)?))
+}
+
+fn cgroup_config(cfg: &Config, max_intervals: Option<u64>, pods: Option<Arc<PodDirectory>>) -> Option<CgroupThread> {
     if cfg.cgroup_sample_interval_ms == 0 {
         return None;
     }
@@ -290,11 +333,13 @@ fn cgroup_config(cfg: &Config, max_intervals: Option<u64>) -> Option<CgroupThrea
         report_interval_ns: cfg.sample_interval_ms * 1_000_000,
         realtime: cfg.cgroup_sampler_realtime,
         max_intervals,
+        pods,
     })
 }
 
-fn sampler_config(cfg: &Config, max_intervals: Option<u64>) -> SamplerThread {
+fn sampler_config(cfg: &Config, max_intervals: Option<u64>, pods: Option<Arc<PodDirectory>>) -> SamplerThread {
     let mut opts = ResourceOptions::new(&cfg.host_id);
+    opts.pods = pods;
     opts.sched = SchedOptions {
         thread_entries: cfg.thread_entries,
         ht_ratio: cfg.ht_ratio,
@@ -312,6 +357,22 @@ fn sampler_config(cfg: &Config, max_intervals: Option<u64>) -> SamplerThread {
 
 /// `--once`: one sampling interval, printed for a person checking the node; no Kafka.
 fn run_once(cfg: &Config) -> i32 {
+    // One synchronous fetch: the printout names pods when the source answers.
+    let once_pods = match pod_source(cfg) {
+        Ok(None) => None,
+        Ok(Some(src)) => {
+            let d = Arc::new(PodDirectory::default());
+            match src.fetch() {
+                Ok(p) => d.replace(p),
+                Err(e) => eprintln!("pod metadata: {e:#} (pods shown by UID)"),
+            }
+            Some(d)
+        }
+        Err(e) => {
+            eprintln!("wattgraph-agent: error: {e:#}");
+            return 2;
+        }
+    };
     let opts = CaptureOptions {
         netns: cfg.netns.clone(),
         map_entries: cfg.map_entries,
@@ -329,7 +390,7 @@ fn run_once(cfg: &Config) -> i32 {
         let _ = tx.send(recs.to_vec());
     });
     let stop = Arc::new(AtomicBool::new(false));
-    let t = match resources::spawn_sampler(sampler_config(cfg, Some(1)), sink, Arc::new(ResourceMetrics::default()), stop) {
+    let t = match resources::spawn_sampler(sampler_config(cfg, Some(1), once_pods.clone()), sink, Arc::new(ResourceMetrics::default()), stop) {
         Ok(t) => t,
         Err(e @ CaptureError::Permission(_)) => {
             eprintln!("wattgraph-agent: error: {e}");
@@ -342,7 +403,7 @@ fn run_once(cfg: &Config) -> i32 {
     };
     // The cgroup sampler over the same interval, in parallel (its first tick is the baseline).
     let (cg_tx, cg_rx) = std::sync::mpsc::channel::<OwnedCgroupStats>();
-    let cg = cgroup_config(cfg, Some(1)).map(|c| {
+    let cg = cgroup_config(cfg, Some(1), once_pods.clone()).map(|c| {
         let label = cgroup_report::hierarchy_label(&c.hierarchy);
         let metrics = Arc::new(ResourceMetrics::default());
         let sink = Box::new(move |r: &wattgraph_agent::cgroup_avro::CgroupStatsRecord<'_>| {
@@ -424,7 +485,11 @@ fn run_once(cfg: &Config) -> i32 {
             g.runtime.symbol(),
             g.cpu_time_ns as f64 / 1e6,
             g.power_watts,
-            g.pod_uid.as_deref().map(|p| format!("  pod {p}")).unwrap_or_default()
+            match (&g.pod.namespace, &g.pod.name, &g.pod_uid) {
+                (Some(ns), Some(n), _) => format!("  pod {ns}/{n}"),
+                (_, _, Some(uid)) => format!("  pod {uid}"),
+                _ => String::new(),
+            }
         );
     }
     if let Some((label, m, cgs)) = &cg {

@@ -39,6 +39,8 @@ pub struct Sources {
     pub socket_map_capacity: u64,
     /// Power cap (budget consumer and actuator); None leaves its metrics out.
     pub budget: Option<Arc<BudgetMetrics>>,
+    /// Pod metadata source (--pod-metadata-url); None leaves its metrics out.
+    pub pods: Option<Arc<crate::pod_metadata::PodDirectory>>,
 }
 
 /// CPU seconds (user + system) this process used so far.
@@ -227,6 +229,18 @@ impl Renderer {
         }
         metric("wattgraph_agent_cpu_seconds_total", "counter", "CPU time (user + system) the agent used.", &[("", self_cpu_seconds())]);
         metric("wattgraph_agent_resident_memory_bytes", "gauge", "Agent resident set size.", &[("", self_rss_bytes() as f64)]);
+        if let Some(p) = &self.src.pods {
+            let s = &p.stats;
+            metric("wattgraph_agent_pod_metadata_pods", "gauge", "Pods in the last PodList fetched.", &[("", g(&s.pods) as f64)]);
+            metric("wattgraph_agent_pod_metadata_fetches_total", "counter", "PodList fetches tried.", &[("", g(&s.fetches) as f64)]);
+            metric("wattgraph_agent_pod_metadata_errors_total", "counter", "PodList fetches that failed (the last good list is kept).", &[("", g(&s.errors) as f64)]);
+            metric(
+                "wattgraph_agent_pod_metadata_last_success_seconds",
+                "gauge",
+                "Unix time of the last successful PodList fetch (0: none yet).",
+                &[("", g(&s.last_success_unix) as f64)],
+            );
+        }
         if let Some(b) = &self.src.budget {
             b.render(&mut o);
         }
@@ -281,6 +295,7 @@ mod tests {
             resources: res,
             socket_map_capacity: 65536,
             budget: Some(Arc::new(BudgetMetrics::new(crate::budget::PowerCapMode::DryRun))),
+            pods: Some(Arc::new(crate::pod_metadata::PodDirectory::default())),
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let addr = serve("127.0.0.1:0".parse().unwrap(), r, stop.clone()).unwrap();
@@ -293,6 +308,7 @@ mod tests {
         for needle in [
             "wattgraph_agent_connection_events_total{kind=\"OPENED\"} 3",
             "wattgraph_agent_thread_map_fill_ratio 0.25",
+            "wattgraph_agent_pod_metadata_pods 0",
             "wattgraph_agent_host_power_watts{source=\"ESTIMATED\"} 12.5",
             "wattgraph_agent_kafka_delivery_errors_total 0",
             "wattgraph_agent_spool_records{tier=\"disk\"} 0",

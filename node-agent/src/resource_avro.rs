@@ -7,18 +7,19 @@ use apache_avro::rabin::Rabin;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
+use crate::pod_metadata::PodFields;
 use crate::avro::{decode_datum, single_object_header, write_long, write_opt_str, write_str, RecordFields};
 use crate::cgroup::Runtime;
 use crate::power::PowerSource;
 
 pub const SCHEMA_JSON: &str = include_str!("../../schemas/avro/ResourceSample.avsc");
 
-const FIELD_LAYOUT: [&str; 29] = [
+const FIELD_LAYOUT: [&str; 32] = [
     "scope", "hostId", "intervalStartNs", "intervalEndNs", "tgid", "processStartTimeNs", "comm",
     "cgroupId", "groupId", "runtime", "podUid", "qosClass", "threads", "processes", "cpuTimeNs",
     "cycles", "instructions", "weightedCycles", "weightKind", "weight", "powerSource", "powerWatts",
     "energyJoules", "idlePowerWatts", "unattributedPowerWatts", "packageWatts", "coreWatts", "dramWatts",
-    "hostCores",
+    "hostCores", "podName", "podNamespace", "podLabels",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -94,6 +95,8 @@ pub struct ResourceRecord {
     pub dram_watts: Option<f64>,
     /// CPUs online on the host in the interval (every scope).
     pub host_cores: Option<i32>,
+    /// Name, namespace and kept labels of the pod (podUid set and the pod known).
+    pub pod: PodFields,
 }
 
 pub struct ResourceEncoder {
@@ -162,6 +165,7 @@ impl ResourceEncoder {
         write_opt_double(out, r.core_watts);
         write_opt_double(out, r.dram_watts);
         write_opt_long(out, r.host_cores.map(i64::from)); // an int is the same varint
+        r.pod.as_ref().encode(out);
     }
 }
 
@@ -198,6 +202,7 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<ResourceRecord> {
         core_watts: f.opt_double("coreWatts")?,
         dram_watts: f.opt_double("dramWatts")?,
         host_cores: f.opt_int("hostCores")?,
+        pod: PodFields::decode(&f)?,
     })
 }
 
@@ -215,7 +220,7 @@ pub fn to_value(r: &ResourceRecord) -> Value {
         None => Value::Union(0, Box::new(Value::Null)),
         Some(x) => Value::Union(1, Box::new(Value::Double(x))),
     };
-    Value::Record(vec![
+    let mut fields = vec![
         ("scope".into(), Value::Enum(r.scope as u32, r.scope.symbol().into())),
         ("hostId".into(), Value::String(r.host_id.clone())),
         ("intervalStartNs".into(), Value::Long(r.interval_start_ns)),
@@ -251,7 +256,9 @@ pub fn to_value(r: &ResourceRecord) -> Value {
                 Some(x) => Value::Union(1, Box::new(Value::Int(x))),
             },
         ),
-    ])
+    ];
+    fields.extend(r.pod.as_ref().values());
+    Value::Record(fields)
 }
 
 #[cfg(test)]
@@ -290,6 +297,12 @@ mod tests {
             core_watts: (i % 4 == 1).then_some(20.0),
             dram_watts: None,
             host_cores: (i % 3 != 2).then_some(if i == 7 { i32::MAX } else { i as i32 }),
+            // At most one label: apache-avro writes maps in its own order.
+            pod: if i % 3 == 1 {
+                PodFields { name: Some(format!("web-{i}")), namespace: Some("shöp".into()), labels: vec![("app".into(), "web".into())] }
+            } else {
+                PodFields::default()
+            },
         }
     }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::cgroup::{identify_proc_cgroup, CgroupResolver, Identity, Runtime};
 use crate::power::{attributed_watts, unattributed_watts, HostPower, Meter, ModelParams, PowerSource};
+use crate::pod_metadata::PodFields;
 use crate::resource_avro::{ResourceRecord, Scope, WeightKind};
 use crate::sched::{mono_ns, CpuCollector, ProcCpu, SchedOptions, MAX_SOCKETS};
 
@@ -18,6 +19,8 @@ pub struct ResourceOptions {
     pub idle_watts_per_socket: Option<f64>,
     pub model: ModelParams,
     pub cgroup_root: PathBuf,
+    /// Pod names for records with a pod UID (--pod-metadata-url); None = UIDs only.
+    pub pods: Option<std::sync::Arc<crate::pod_metadata::PodDirectory>>,
 }
 
 impl ResourceOptions {
@@ -29,6 +32,7 @@ impl ResourceOptions {
             idle_watts_per_socket: None,
             model: ModelParams::default(),
             cgroup_root: crate::cgroup::default_v2_root(),
+            pods: None,
         }
     }
 }
@@ -62,6 +66,7 @@ pub struct ResourceSampler {
     proc_ids: HashMap<(u32, u64), Identity>,
     proc_root: PathBuf,
     pub last_power: Option<HostPower>,
+    pods: Option<std::sync::Arc<crate::pod_metadata::PodDirectory>>,
 }
 
 pub(crate) fn mono_to_unix_offset() -> i64 {
@@ -98,6 +103,7 @@ impl ResourceSampler {
             proc_ids: HashMap::with_capacity(1024),
             proc_root: "/proc".into(),
             last_power: None,
+            pods: opts.pods.clone(),
         })
     }
 
@@ -159,6 +165,7 @@ impl ResourceSampler {
             package_watts: None,
             core_watts: None,
             dram_watts: None,
+            pod: PodFields::default(),
             host_cores: online_cpus(),
         };
         let (mut threads, mut cyc, mut ins, mut wc) = (0u64, 0u64, 0u64, 0u64);
@@ -265,6 +272,13 @@ impl ResourceSampler {
             });
         }
         self.records.extend(procs);
+        if let Some(dir) = &self.pods {
+            for r in self.records.iter_mut() {
+                if let Some(uid) = &r.pod_uid {
+                    r.pod = PodFields::of(dir.get(uid).as_deref());
+                }
+            }
+        }
         &self.records
     }
 }

@@ -109,3 +109,53 @@ fn cgroup_stats_from_a_fixture_tree_reach_kafka() {
     assert!(!text.contains("wattgraph_agent_cgroup_records_total 0\n"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With --pod-metadata-url the records of a pod's container carry its name, namespace and kept
+/// labels, from a fake kubelet over https (test CA and token); the metrics show the source.
+#[test]
+fn pod_names_from_the_kubelet_reach_kafka() {
+    const UID: &str = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+    let dir = agent::tmp("cgroup-agent", "pods");
+    let list = common::kubelet::pod_list(&[(UID, "checkout-5f7c9", "shop", "app=checkout,pod-template-hash=5f7c9")]);
+    let Some(k) = common::kubelet::FakeKubelet::start(&dir.join("kubelet"), &list) else { return };
+    let mock = MockCluster::new(1).unwrap();
+    mock.create_topic(TOPIC, 1, 1).unwrap();
+    let brokers = mock.bootstrap_servers();
+    let root = dir.join("cgroup");
+    let rel = format!("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{ID}.scope", UID.replace('-', "_"));
+    let cg = root.join(&rel);
+    std::fs::create_dir_all(&cg).unwrap();
+    std::fs::write(root.join("cgroup.controllers"), "cpuset cpu io memory pids\n").unwrap();
+    std::fs::write(cg.join("cpu.stat"), "usage_usec 1500\n").unwrap();
+    std::fs::write(cg.join("pids.current"), "2\n").unwrap();
+    let port = agent::free_port();
+    let metrics = format!("127.0.0.1:{port}");
+    let (url, ca, token) = (k.url(), k.ca(), k.token_file());
+    let Some(child) = agent::start(
+        HOST,
+        &[
+            "--kafka-brokers", &brokers, "--cgroup-root", root.to_str().unwrap(), "--metrics-addr", &metrics,
+            "--cgroup-sample-interval-ms", "10", "--sample-interval-ms", "100",
+            "--pod-metadata-url", &url, "--pod-metadata-ca-file", ca.to_str().unwrap(),
+            "--pod-metadata-token-file", token.to_str().unwrap(), "--pod-labels", "app",
+        ],
+        &dir,
+    ) else {
+        return;
+    };
+    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", &brokers).set("group.id", "t").create().unwrap();
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(TOPIC, 0, Offset::Beginning).unwrap();
+    consumer.assign(&tpl).unwrap();
+    let mut recs = Vec::new();
+    consume_until(&consumer, &mut recs, "a record with the pod's name", |r| r.iter().any(|(_, x)| x.pod.name.is_some()));
+    let text = agent::scrape(port);
+    agent::sigterm(child);
+    let (_, r) = recs.iter().find(|(_, x)| x.pod.name.is_some()).unwrap();
+    assert_eq!((r.pod_uid.as_deref(), r.pod.name.as_deref(), r.pod.namespace.as_deref()), (Some(UID), Some("checkout-5f7c9"), Some("shop")));
+    assert_eq!(r.pod.labels, vec![("app".to_string(), "checkout".to_string())], "only the kept label");
+    for needle in ["wattgraph_agent_pod_metadata_pods 1", "wattgraph_agent_pod_metadata_errors_total 0"] {
+        assert!(text.contains(needle), "missing {needle}:\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

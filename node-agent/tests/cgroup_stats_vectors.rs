@@ -37,6 +37,7 @@ fn to_record(e: &Value) -> OwnedCgroupStats {
         io_read_bytes: l("ioReadBytes"),
         io_write_bytes: l("ioWriteBytes"),
         pids: l("pids"),
+        pod: common::pod_fields(e),
     }
 }
 
@@ -44,7 +45,7 @@ fn to_record(e: &Value) -> OwnedCgroupStats {
 fn shared_cgroup_stats_vectors_encode_and_decode() {
     let enc = CgroupStatsEncoder::new().unwrap();
     let mut buf = Vec::new();
-    common::check_vectors("cgroup-stats", 3, to_record, |r| {
+    common::check_vectors("cgroup-stats", 4, to_record, |r| {
         enc.encode(&r.as_ref(), &mut buf);
         buf.clone()
     }, decode_single_object);

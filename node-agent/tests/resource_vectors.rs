@@ -46,6 +46,7 @@ fn to_record(e: &Value) -> ResourceRecord {
         core_watts: od("coreWatts"),
         dram_watts: od("dramWatts"),
         host_cores: ol("hostCores").map(|x| i32::try_from(x).expect("hostCores not an int")),
+        pod: common::pod_fields(e),
     }
 }
 
@@ -53,7 +54,7 @@ fn to_record(e: &Value) -> ResourceRecord {
 fn shared_resource_vectors_encode_and_decode() {
     let enc = ResourceEncoder::new().unwrap();
     let mut buf = Vec::new();
-    common::check_vectors("resource-sample", 4, to_record, |r| {
+    common::check_vectors("resource-sample", 5, to_record, |r| {
         enc.encode(r, &mut buf);
         buf.clone()
     }, decode_single_object);

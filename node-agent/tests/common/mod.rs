@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test crate uses its part
 
 pub mod agent;
+pub mod kubelet;
 pub mod alloc_count;
 pub mod native;
 pub mod netns;
@@ -11,6 +12,18 @@ use std::fmt::Debug;
 use std::path::PathBuf;
 
 use serde_json::Value;
+
+/// podName, podNamespace, podLabels of a vector's event (absent: the schema defaults).
+pub fn pod_fields(e: &Value) -> wattgraph_agent::pod_metadata::PodFields {
+    let os = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_string);
+    let mut labels: Vec<(String, String)> = e
+        .get("podLabels")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().expect("label value").to_string())).collect())
+        .unwrap_or_default();
+    labels.sort();
+    wattgraph_agent::pod_metadata::PodFields { name: os("podName"), namespace: os("podNamespace"), labels }
+}
 
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()

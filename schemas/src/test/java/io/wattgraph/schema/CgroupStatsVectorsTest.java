@@ -12,7 +12,7 @@ import java.nio.ByteBuffer;
 class CgroupStatsVectorsTest extends SharedVectorsTest<CgroupStats> {
 
   CgroupStatsVectorsTest() {
-    super("cgroup-stats", 3, CgroupStats.getClassSchema());
+    super("cgroup-stats", 4, CgroupStats.getClassSchema());
   }
 
   @Override
@@ -28,10 +28,6 @@ class CgroupStatsVectorsTest extends SharedVectorsTest<CgroupStats> {
   @Override
   CgroupStats decode(byte[] b) throws IOException {
     return WattgraphSchemas.cgroupStatsDecoder().decode(b);
-  }
-
-  private static String optText(JsonNode e, String k) {
-    return e.get(k).isNull() ? null : e.get(k).asText();
   }
 
   static CgroupStats fromJson(JsonNode e) {
@@ -58,6 +54,9 @@ class CgroupStatsVectorsTest extends SharedVectorsTest<CgroupStats> {
         .setIoReadBytes(e.get("ioReadBytes").asLong())
         .setIoWriteBytes(e.get("ioWriteBytes").asLong())
         .setPids(e.get("pids").asLong())
+        .setPodName(optText(e, "podName"))
+        .setPodNamespace(optText(e, "podNamespace"))
+        .setPodLabels(podLabels(e))
         .build();
   }
 }

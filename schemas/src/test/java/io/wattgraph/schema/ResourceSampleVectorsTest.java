@@ -13,7 +13,7 @@ import java.nio.ByteBuffer;
 class ResourceSampleVectorsTest extends SharedVectorsTest<ResourceSample> {
 
   ResourceSampleVectorsTest() {
-    super("resource-sample", 4, ResourceSample.getClassSchema());
+    super("resource-sample", 5, ResourceSample.getClassSchema());
   }
 
   @Override
@@ -29,10 +29,6 @@ class ResourceSampleVectorsTest extends SharedVectorsTest<ResourceSample> {
   @Override
   ResourceSample decode(byte[] b) throws IOException {
     return ResourceSample.getDecoder().decode(b);
-  }
-
-  private static String optText(JsonNode e, String k) {
-    return e.get(k).isNull() ? null : e.get(k).asText();
   }
 
   private static Long optLong(JsonNode e, String k) {
@@ -74,6 +70,9 @@ class ResourceSampleVectorsTest extends SharedVectorsTest<ResourceSample> {
         .setCoreWatts(optDouble(e, "coreWatts"))
         .setDramWatts(optDouble(e, "dramWatts"))
         .setHostCores(e.get("hostCores").isNull() ? null : e.get("hostCores").asInt())
+        .setPodName(optText(e, "podName"))
+        .setPodNamespace(optText(e, "podNamespace"))
+        .setPodLabels(podLabels(e))
         .build();
   }
 

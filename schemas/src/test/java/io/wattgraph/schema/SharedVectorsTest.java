@@ -14,6 +14,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.stream.Stream;
 import org.apache.avro.Schema;
 import org.apache.avro.SchemaNormalization;
@@ -32,6 +34,22 @@ import org.junit.jupiter.params.provider.MethodSource;
 abstract class SharedVectorsTest<T> {
 
   static final ObjectMapper JSON = new ObjectMapper();
+
+  /** A nullable string field; absent counts as null (fields added later with a null default). */
+  static String optText(JsonNode e, String k) {
+    JsonNode v = e.get(k);
+    return v == null || v.isNull() ? null : v.asText();
+  }
+
+  /** podLabels, in key order as the agent writes it; absent counts as the empty default. */
+  static Map<String, String> podLabels(JsonNode e) {
+    Map<String, String> m = new TreeMap<>();
+    JsonNode v = e.get("podLabels");
+    if (v != null) {
+      v.fields().forEachRemaining(f -> m.put(f.getKey(), f.getValue().asText()));
+    }
+    return m;
+  }
 
   private final Path dir;
   private final int minimum;
