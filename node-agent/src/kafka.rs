@@ -19,7 +19,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::producer::PurgeConfig;
-use rdkafka::ClientContext;
+use rdkafka::{ClientContext, Message};
 
 use crate::spool::DiskSpool;
 
@@ -62,6 +62,8 @@ pub struct KafkaStats {
     pub disk_errors: AtomicU64,
     /// Bytes cut off torn segment tails when the spool was opened.
     pub disk_torn_bytes: AtomicU64,
+    /// Records librdkafka still held at a stop, written back to the disk spool.
+    pub rescued: AtomicU64,
     last_error_log: AtomicU64,
 }
 
@@ -88,6 +90,8 @@ pub enum Sent {
 pub struct StatsContext {
     stats: Arc<KafkaStats>,
     spool: Option<Arc<Mutex<DiskSpool>>>,
+    /// Purged at a stop (topic, key, payload, opaque segment): written back to the disk spool.
+    rescued: Mutex<Vec<(String, Vec<u8>, Vec<u8>, usize)>>,
 }
 /// librdkafka repeats broker-down errors several times a second; log them at most
 /// every 10 s (the stats line counts failures anyway).
@@ -125,13 +129,17 @@ impl ProducerContext for StatsContext {
                 m
             }
             Err((e, m)) => {
-                // Purged at shutdown: a record from disk stays there for the next start.
-                keep_on_disk = matches!(
-                    e.rdkafka_error_code(),
-                    Some(RDKafkaErrorCode::PurgeQueue | RDKafkaErrorCode::PurgeInflight)
-                );
-                log::debug!("kafka delivery failed: {e}");
-                self.stats.delivery_errors.fetch_add(1, Ordering::Relaxed);
+                let purged = matches!(e.rdkafka_error_code(), Some(RDKafkaErrorCode::PurgeQueue | RDKafkaErrorCode::PurgeInflight));
+                if purged && self.spool.is_some() {
+                    // Only flush() purges: kept for the disk spool (acknowledged there after).
+                    keep_on_disk = true;
+                    let (t, k, p) = (m.topic().to_string(), m.key().unwrap_or_default().to_vec(), m.payload().unwrap_or_default().to_vec());
+                    self.rescued.lock().unwrap().push((t, k, p, segment));
+                } else {
+                    keep_on_disk = purged;
+                    log::debug!("kafka delivery failed: {e}");
+                    self.stats.delivery_errors.fetch_add(1, Ordering::Relaxed);
+                }
                 m
             }
         };
@@ -287,7 +295,7 @@ impl EventProducer {
             .set("queue.buffering.max.messages", opts.memory_messages.to_string())
             // Never expire a queued message: an outage is bounded by the spool, not by time.
             .set("message.timeout.ms", "0")
-            .create_with_context(StatsContext { stats: stats.clone(), spool: spool.clone() })
+            .create_with_context(StatsContext { stats: stats.clone(), spool: spool.clone(), rescued: Mutex::new(Vec::new()) })
             .context("create Kafka producer")?;
         let inner = Arc::new(Inner { producer, spool, disk_active: AtomicBool::new(false), stats });
         let mut drainer = None;
@@ -330,8 +338,11 @@ impl EventProducer {
         self.inner.send(topic, key, payload)
     }
 
-    /// Bounded wait for the memory tier (the disk tier stays for the next start); returns how
-    /// many messages were still in memory, which are purged (counted as delivery errors).
+    /// Bounded wait for the memory tier; returns how many messages were still in librdkafka,
+    /// which are purged. With a disk spool they are written back to it, ahead of what is there,
+    /// and the spool records how far each segment was sent: the next start sends each of them
+    /// once (an in-flight request the broker did take but never confirmed can come twice).
+    /// Without one they are lost, counted as delivery errors.
     pub fn flush(&self, timeout: Duration) -> i32 {
         self.stop_drainer();
         let producer = &self.inner.producer;
@@ -341,6 +352,33 @@ impl EventProducer {
             // Give up on the rest so dropping the producer does not block.
             producer.purge(PurgeConfig::default().queue().inflight());
             let _ = producer.flush(Duration::from_secs(1)); // delivers the purge reports
+        }
+        if let Some(spool) = &self.inner.spool {
+            let rescued = std::mem::take(&mut *producer.context().rescued.lock().unwrap());
+            let mut s = spool.lock().unwrap();
+            let records: Vec<(String, Vec<u8>, Vec<u8>)> = rescued.iter().map(|(t, k, p, _)| (t.clone(), k.clone(), p.clone())).collect();
+            match s.rescue(&records) {
+                Ok(_) => {
+                    self.inner.stats.rescued.fetch_add(records.len() as u64, Ordering::Relaxed);
+                    for (_, _, _, seg) in &rescued {
+                        if *seg > 0 {
+                            let _ = s.delivered(*seg as u64 - 1); // now in the rescue segment
+                        }
+                    }
+                }
+                Err(e) => {
+                    // Records that came from disk stay there (sent again); the others are lost.
+                    let lost = rescued.iter().filter(|r| r.3 == 0).count() as u64;
+                    self.inner.stats.disk_errors.fetch_add(1, Ordering::Relaxed);
+                    self.inner.stats.dropped.fetch_add(lost, Ordering::Relaxed);
+                    log::error!("spool: cannot write back {} records at stop ({e}); {lost} lost", records.len());
+                }
+            }
+            if let Err(e) = s.close() {
+                self.inner.stats.disk_errors.fetch_add(1, Ordering::Relaxed);
+                log::error!("spool: cannot record how far the segments were sent ({e}); they are sent again at the next start");
+            }
+            self.inner.publish_disk(&s);
         }
         left
     }

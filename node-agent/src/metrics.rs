@@ -201,6 +201,12 @@ impl Renderer {
             metric("wattgraph_agent_kafka_delivered_total", "counter", "Kafka messages acknowledged.", &[("", g(&k.delivered) as f64)]);
             metric("wattgraph_agent_kafka_delivery_errors_total", "counter", "Kafka messages that failed delivery.", &[("", g(&k.delivery_errors) as f64)]);
             metric(
+                "wattgraph_agent_kafka_rescued_total",
+                "counter",
+                "Records librdkafka still held at a stop, written back to the disk spool (sent at the next start).",
+                &[("", g(&k.rescued) as f64)],
+            );
+            metric(
                 "wattgraph_agent_kafka_dropped_total",
                 "counter",
                 "Records dropped: beyond the spool's bound (memory and --spool-max-bytes), a spool disk error, or refused by the producer.",

@@ -6,8 +6,13 @@
 //! Record: `u32 body length | u32 CRC-32 of body | body`, body = `u16 topic length | topic |
 //! u32 key length | key | payload`, little-endian. Segments `<id>.seg` (20-digit id, ascending).
 //! At open every segment is checked record by record; a segment ending in a torn or corrupt
-//! record (a crash in the middle of a write) is truncated there. Records already handed to
-//! librdkafka when the agent stopped are sent again after a restart (at least once).
+//! record (a crash in the middle of a write) is truncated there.
+//!
+//! At a clean stop (`close`) what librdkafka still held is written back first (`rescue`: a
+//! segment whose id sorts before every other, so order is kept), and each remaining segment
+//! gets `<id>.skip` with the number of its leading records already handed out, so a restart
+//! neither loses nor repeats them. After a crash, records handed out but not confirmed are
+//! sent again (at least once).
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -58,7 +63,12 @@ struct Segment {
     unread: u64,
     /// Handed out, delivery not yet confirmed.
     outstanding: u64,
+    /// Leading records handed out (this run, or before a clean stop): the reader skips them.
+    handed: u64,
 }
+
+/// First id of a new spool: rescued segments take ids below the oldest one.
+const FIRST_ID: u64 = 1 << 40;
 
 pub struct DiskSpool {
     dir: PathBuf,
@@ -81,6 +91,16 @@ pub struct DiskSpool {
 
 fn seg_path(dir: &Path, id: u64) -> PathBuf {
     dir.join(format!("{id:020}.seg"))
+}
+
+fn skip_path(dir: &Path, id: u64) -> PathBuf {
+    dir.join(format!("{id:020}.skip"))
+}
+
+/// Deletes a segment and its skip file.
+fn remove_segment(dir: &Path, id: u64) -> io::Result<()> {
+    let _ = std::fs::remove_file(skip_path(dir, id));
+    std::fs::remove_file(seg_path(dir, id))
 }
 
 /// Reads one record (header + body into `buf`); Ok(None) at a clean end, Err(()) when the
@@ -119,6 +139,21 @@ fn parse(body: &[u8], segment: u64) -> Option<Record<'_>> {
     Some(Record { topic, key, payload, segment })
 }
 
+/// One record (header + body) into `b`.
+fn encode(b: &mut Vec<u8>, topic: &str, key: &[u8], payload: &[u8]) {
+    let body = 2 + topic.len() + 4 + key.len() + payload.len();
+    b.clear();
+    b.extend_from_slice(&(body as u32).to_le_bytes());
+    b.extend_from_slice(&[0; 4]);
+    b.extend_from_slice(&(topic.len() as u16).to_le_bytes());
+    b.extend_from_slice(topic.as_bytes());
+    b.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    b.extend_from_slice(key);
+    b.extend_from_slice(payload);
+    let crc = crc32(&b[HEADER..]);
+    b[4..8].copy_from_slice(&crc.to_le_bytes());
+}
+
 impl DiskSpool {
     /// Opens (creating) `dir`, checks the segments there and truncates a torn tail.
     /// `segment_bytes`: a segment is closed once it reaches this size.
@@ -138,7 +173,7 @@ impl DiskSpool {
             reader: None,
             peeked: None,
             total_bytes: 0,
-            next_id: ids.last().map_or(0, |l| l + 1),
+            next_id: ids.last().map_or(FIRST_ID, |l| l + 1),
             wbuf: Vec::new(),
             rbuf: Vec::new(),
             truncated_bytes: 0,
@@ -157,12 +192,13 @@ impl DiskSpool {
                 OpenOptions::new().write(true).open(&path)?.set_len(good)?;
                 s.truncated_bytes += len - good;
             }
-            if records == 0 {
-                std::fs::remove_file(&path)?;
+            let skip = std::fs::read_to_string(skip_path(dir, id)).ok().and_then(|t| t.trim().parse::<u64>().ok()).unwrap_or(0);
+            if records <= skip {
+                remove_segment(dir, id)?;
                 continue;
             }
             s.total_bytes += good;
-            s.segments.insert(id, Segment { bytes: good, unread: records, outstanding: 0 });
+            s.segments.insert(id, Segment { bytes: good, unread: records - skip, outstanding: 0, handed: skip });
         }
         Ok(s)
     }
@@ -188,22 +224,12 @@ impl DiskSpool {
         if self.total_bytes + need > self.max_bytes || body as u64 > MAX_BODY as u64 || topic.len() > u16::MAX as usize {
             return Ok(false);
         }
-        let b = &mut self.wbuf;
-        b.clear();
-        b.extend_from_slice(&(body as u32).to_le_bytes());
-        b.extend_from_slice(&[0; 4]);
-        b.extend_from_slice(&(topic.len() as u16).to_le_bytes());
-        b.extend_from_slice(topic.as_bytes());
-        b.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        b.extend_from_slice(key);
-        b.extend_from_slice(payload);
-        let crc = crc32(&b[HEADER..]);
-        b[4..8].copy_from_slice(&crc.to_le_bytes());
+        encode(&mut self.wbuf, topic, key, payload);
         if self.writer.is_none() {
             let id = self.next_id;
             self.next_id += 1;
             let f = OpenOptions::new().create_new(true).append(true).open(seg_path(&self.dir, id))?;
-            self.segments.insert(id, Segment { bytes: 0, unread: 0, outstanding: 0 });
+            self.segments.insert(id, Segment { bytes: 0, unread: 0, outstanding: 0, handed: 0 });
             self.writer = Some((id, f));
         }
         let (id, f) = self.writer.as_mut().unwrap();
@@ -230,9 +256,9 @@ impl DiskSpool {
             let Some((&id, _)) = self.segments.iter().find(|(_, s)| s.unread > 0) else { return Ok(None) };
             if self.reader.as_ref().map(|r| r.0) != Some(id) {
                 let mut f = File::open(seg_path(&self.dir, id))?;
-                // Records handed out before are skipped (a segment is read front to back once).
+                // Records handed out before (this run or before a clean stop) are skipped.
                 let seg = &self.segments[&id];
-                let mut skip = seg.outstanding;
+                let mut skip = seg.handed;
                 while skip > 0 {
                     read_record(&mut f, &mut self.rbuf).map_err(|_| io::Error::other("spool segment changed under the reader"))?;
                     skip -= 1;
@@ -260,6 +286,7 @@ impl DiskSpool {
         let seg = self.segments.get_mut(&id).unwrap();
         seg.unread -= 1;
         seg.outstanding += 1;
+        seg.handed += 1;
         if seg.unread == 0 {
             self.reader = None;
             if self.writer.as_ref().map(|w| w.0) == Some(id) {
@@ -277,7 +304,49 @@ impl DiskSpool {
         if seg.unread == 0 && seg.outstanding == 0 && !open_for_writing {
             self.total_bytes -= seg.bytes;
             self.segments.remove(&segment);
-            std::fs::remove_file(seg_path(&self.dir, segment))?;
+            remove_segment(&self.dir, segment)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `records` (topic, key, payload: what librdkafka still held at a stop, in its
+    /// order) to a new segment read before every other. Past the bound too: these were
+    /// accepted already. Returns the bytes written.
+    pub fn rescue(&mut self, records: &[(String, Vec<u8>, Vec<u8>)]) -> io::Result<u64> {
+        if records.is_empty() {
+            return Ok(0);
+        }
+        let id = match self.segments.keys().next() {
+            Some(&first) if first > 0 => first - 1,
+            Some(_) => return Err(io::Error::other("no segment id left below the oldest")),
+            None => self.next_id,
+        };
+        self.next_id = self.next_id.max(id + 1);
+        let mut f = OpenOptions::new().create_new(true).append(true).open(seg_path(&self.dir, id))?;
+        let mut bytes = 0;
+        for (topic, key, payload) in records {
+            encode(&mut self.wbuf, topic, key, payload);
+            f.write_all(&self.wbuf)?;
+            bytes += self.wbuf.len() as u64;
+        }
+        f.sync_all()?;
+        self.segments.insert(id, Segment { bytes, unread: records.len() as u64, outstanding: 0, handed: 0 });
+        self.total_bytes += bytes;
+        Ok(bytes)
+    }
+
+    /// At a clean stop, once nothing is outstanding: records `<id>.skip` for every segment
+    /// partly handed out, so the next start does not send them again.
+    pub fn close(&mut self) -> io::Result<()> {
+        self.writer = None;
+        self.reader = None;
+        self.peeked = None;
+        for (&id, seg) in &self.segments {
+            if seg.handed > 0 {
+                let tmp = self.dir.join(format!("{id:020}.skip.tmp"));
+                std::fs::write(&tmp, format!("{}\n", seg.handed))?;
+                std::fs::rename(&tmp, skip_path(&self.dir, id))?;
+            }
         }
         Ok(())
     }
@@ -297,7 +366,7 @@ impl DiskSpool {
             if seg.outstanding == 0 {
                 self.total_bytes -= seg.bytes;
                 self.segments.remove(&id);
-                let _ = std::fs::remove_file(seg_path(&self.dir, id));
+                let _ = remove_segment(&self.dir, id);
             }
         }
         lost
@@ -370,6 +439,47 @@ mod tests {
         assert_eq!(got, (0..120).map(payload).collect::<Vec<_>>());
         assert!(s.is_empty() && s.records() == 0 && s.bytes() == 0 && s.segment_count() == 0);
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "delivered segments deleted");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn stop_rescues_ahead_and_restart_skips_what_was_sent() {
+        let d = dir("rescue");
+        let mut s = DiskSpool::open(&d, 1 << 20, 400).unwrap();
+        for i in 0..6 {
+            s.append("t", b"k", &payload(i)).unwrap();
+        }
+        // Two handed out and delivered, one handed out and still outstanding at the stop.
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            let r = s.peek().unwrap().unwrap();
+            out.push((r.segment, r.payload.to_vec()));
+            s.advance();
+        }
+        s.delivered(out[0].0).unwrap();
+        s.delivered(out[1].0).unwrap();
+        // The stop: librdkafka held two memory records and the outstanding one (rescued, then
+        // acknowledged on disk), in its order.
+        let rescued = vec![
+            ("t".to_string(), b"k".to_vec(), b"memory-a".to_vec()),
+            ("t".to_string(), b"k".to_vec(), b"memory-b".to_vec()),
+            ("t".to_string(), b"k".to_vec(), out[2].1.clone()),
+        ];
+        s.rescue(&rescued).unwrap();
+        s.delivered(out[2].0).unwrap();
+        s.close().unwrap();
+        drop(s);
+        let mut s = DiskSpool::open(&d, 1 << 20, 400).unwrap();
+        assert_eq!(s.records(), 3 + 3, "rescued + never handed out");
+        let got: Vec<Vec<u8>> = drain(&mut s).into_iter().map(|r| r.2).collect();
+        let mut want = vec![b"memory-a".to_vec(), b"memory-b".to_vec(), payload(2)];
+        want.extend((3..6).map(payload));
+        assert_eq!(got, want, "rescued first, then the rest once");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "segments and skip files deleted");
+        // An empty spool: the rescue segment is the first one.
+        s.rescue(&rescued[..1]).unwrap();
+        s.append("t", b"k", b"after").unwrap();
+        assert_eq!(drain(&mut s).into_iter().map(|r| r.2).collect::<Vec<_>>(), vec![b"memory-a".to_vec(), b"after".to_vec()]);
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -448,7 +558,7 @@ mod tests {
             for i in 0..5 {
                 s.append("t", b"k", &payload(i)).unwrap();
             }
-            last = seg_path(&d, 0);
+            last = seg_path(&d, FIRST_ID);
         }
         let good = std::fs::metadata(&last).unwrap().len();
         // A crash in the middle of the sixth write: its header and half its body.
@@ -462,7 +572,7 @@ mod tests {
         // the record is cut and the segment, now empty, removed.
         s.append("t", b"k", b"sixth").unwrap();
         drop(s);
-        let newest = seg_path(&d, 1);
+        let newest = seg_path(&d, FIRST_ID + 1);
         let mut bytes = std::fs::read(&newest).unwrap();
         *bytes.last_mut().unwrap() ^= 0xff;
         std::fs::write(&newest, &bytes).unwrap();
