@@ -10,7 +10,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$ROOT/node-agent/bench/lib.sh"
 CONNS=${1:-100000}
 CHURN=${2:-100000}
-AGENT=$ROOT/target/release/wattgraph-agent
+AGENT=${AGENT:-$ROOT/target/release/wattgraph-agent}
 WORK=$(mktemp -d "$ROOT/target/bench-footprint.XXXXXX")
 KAFKA_PORT=29292; BASE_PORT=26100; SINK_PORT=26190; METRICS=127.0.0.1:29491
 # Without CAP_SYS_RESOURCE the per-process file limit caps one holder (both ends of each

@@ -70,6 +70,9 @@ pub struct CaptureOptions {
     pub transaction_interval: Option<Duration>,
     /// Histogram cells (socket, route, kind, bucket) the kernel can hold.
     pub txn_hist_entries: u32,
+    /// Closed sockets' final records made per drain; the rest wait in the kernel map for the
+    /// next drain (bounds the drain's memory in a close storm).
+    pub txn_closed_per_drain: usize,
     /// HTTP/1.x routes (method + normalised path) the kernel names per host; past them a
     /// transaction goes to the OTHER route. 0 = requests are not parsed.
     pub http_routes: u32,
@@ -90,6 +93,7 @@ impl Default for CaptureOptions {
             transaction_interval: None,
             txn_hist_entries: 65536,
             http_routes: 1024,
+            txn_closed_per_drain: 16384,
             shed: None,
         }
     }
@@ -463,7 +467,7 @@ fn run(
     let poll_timeout = sweep_every.min(Duration::from_millis(100));
     let mut next_sweep = Instant::now() + sweep_every;
     let mut next_stats = Instant::now();
-    let mut txn = TxnDrain::new(boot_time_ns());
+    let mut txn = TxnDrain::new(boot_time_ns(), opts.txn_closed_per_drain);
     let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + d);
     let mut shed_clock = ShedClock::new(shed_every);
     if let Some(sh) = disp.borrow_mut().shed.as_mut() {
@@ -813,7 +817,13 @@ struct TxnDrain {
     /// Cookies found in neither map at the previous check.
     missing: HashSet<u64>,
     routes: RouteNames,
+    closed_keys: Vec<u64>,
+    closed: Vec<(u64, TxnTotals)>,
+    cells: Vec<(TxnCell, u64)>,
+    closed_per_drain: usize,
 }
+
+
 
 /// Key of `txn_hist` (struct txn_hist_key).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -851,6 +861,7 @@ const TXN_CLIENT_RTT: u8 = 0;
 const TXN_GONE_CHECK_EVERY: u64 = 16;
 
 /// Identity and cumulative totals of one socket, from either map.
+#[derive(Clone, Copy)]
 struct TxnTotals {
     role: u8,
     proc_start_ns: u64,
@@ -877,7 +888,7 @@ fn read_pod<T: Copy>(val: &[u8]) -> Option<T> {
 }
 
 impl TxnDrain {
-    fn new(now: u64) -> TxnDrain {
+    fn new(now: u64, closed_per_drain: usize) -> TxnDrain {
         TxnDrain {
             last_ns: now,
             drains: 0,
@@ -885,6 +896,10 @@ impl TxnDrain {
             prev_hist: HashMap::new(),
             missing: HashSet::new(),
             routes: RouteNames::default(),
+            closed_keys: Vec::new(),
+            closed: Vec::new(),
+            cells: Vec::new(),
+            closed_per_drain: closed_per_drain.max(1),
         }
     }
 
@@ -913,14 +928,22 @@ impl TxnDrain {
         let now = boot_time_ns();
         self.drains += 1;
         let check_quiet = self.drains % TXN_GONE_CHECK_EVERY == 0;
+        // Reused buffers (taken out so `process` may borrow self): no allocation per socket.
+        let (mut closed_keys, mut closed, mut cells) = (std::mem::take(&mut self.closed_keys), std::mem::take(&mut self.closed), std::mem::take(&mut self.cells));
         // 1. Closed sockets first: their entry is written after their last cell, so the
-        //    cells read next are complete.
-        let mut closed: HashMap<u64, TxnTotals> = HashMap::new();
+        //    cells read next are complete. At most `closed_per_drain` per drain (a close storm
+        //    would otherwise hold every one in memory at once); the rest wait in the kernel
+        //    map, and their cells are left alone until then.
         let cmap = &skel.maps.txn_conns;
-        for key in cmap.keys() {
-            let Ok(Some(val)) = cmap.lookup(&key, MapFlags::ANY) else { continue };
+        closed_keys.clear();
+        closed_keys.extend(cmap.keys().filter_map(|k| Some(u64::from_ne_bytes(k.get(..8)?.try_into().ok()?))));
+        closed_keys.sort_unstable();
+        let deferred = closed_keys.len().saturating_sub(self.closed_per_drain);
+        closed.clear();
+        for cookie in &closed_keys[..closed_keys.len() - deferred] {
+            let Ok(Some(val)) = cmap.lookup(&cookie.to_ne_bytes(), MapFlags::ANY) else { continue };
             let Some(c) = read_pod::<types::txn_conn>(&val) else { continue };
-            closed.insert(
+            closed.push((
                 c.cookie,
                 TxnTotals {
                     role: c.role,
@@ -938,120 +961,161 @@ impl TxnDrain {
                     resp: c.resp_bytes,
                     closed: true,
                 },
-            );
+            ));
         }
-        // 2. Histogram cells (cumulative counts), grouped by socket.
-        let mut by_cookie: HashMap<u64, Vec<(TxnCell, u64)>> = HashMap::new();
+        let deferred = &closed_keys[closed_keys.len() - deferred..];
+        // 2. Histogram cells (cumulative counts), grouped by socket (sorted by cookie).
         let hmap = &skel.maps.txn_hist;
+        cells.clear();
         for key in hmap.keys() {
             let Some(cell) = TxnCell::from_key(&key) else { continue };
             let Ok(Some(val)) = hmap.lookup(&key, MapFlags::ANY) else { continue };
             let Some(count) = read_pod::<u64>(&val) else { continue };
-            by_cookie.entry(cell.cookie).or_default().push((cell, count));
+            cells.push((cell, count));
         }
-        for c in closed.keys() {
-            by_cookie.entry(*c).or_default();
-        }
-        // 3. One record per socket with new transactions (or that closed).
+        cells.sort_unstable_by_key(|(c, _)| c.cookie);
+        // 3. One record per socket with new transactions (or that closed): a merge of the two
+        //    sorted lists.
         let mut missing = HashSet::new();
-        for (cookie, cells) in by_cookie {
-            let changed = cells.iter().any(|(c, n)| self.prev_hist.get(c).copied().unwrap_or(0) != *n);
-            let totals = match closed.remove(&cookie) {
-                Some(t) => Some(t),
-                None if changed || check_quiet || self.missing.contains(&cookie) => Self::live_totals(skel, cookie),
-                None => continue, // quiet live socket
+        let (mut i, mut k) = (0, 0);
+        while i < cells.len() || k < closed.len() {
+            let cell_cookie = cells.get(i).map(|c| c.0.cookie);
+            let closed_cookie = closed.get(k).map(|c| c.0);
+            let cookie = match (cell_cookie, closed_cookie) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+                (None, None) => break,
             };
-            let Some(t) = totals else {
-                // In neither map: closed between our reads (its entry shows up next time),
-                // or evicted. Forget it only when it is still missing next time.
-                if self.missing.contains(&cookie) {
-                    for (cell, _) in &cells {
-                        let _ = hmap.delete(&cell.key_bytes());
-                        self.prev_hist.remove(cell);
-                    }
-                    self.prev_conn.remove(&cookie);
-                } else {
-                    missing.insert(cookie);
-                }
-                continue;
-            };
-            let (mut client_rtt, mut server_time) = (Histogram::default(), Histogram::default());
-            let mut routes: Vec<(u64, Histogram)> = Vec::new();
-            for (cell, n) in &cells {
-                let prev = self.prev_hist.insert(*cell, *n).unwrap_or(0);
-                let d = n.saturating_sub(prev);
-                if d == 0 {
-                    continue;
-                }
-                if cell.kind == TXN_CLIENT_RTT { &mut client_rtt } else { &mut server_time }.add(cell.bucket as u32, d);
-                if cell.route != ROUTE_NONE {
-                    match routes.iter_mut().find(|(r, _)| *r == cell.route) {
-                        Some((_, h)) => h.add(cell.bucket as u32, d),
-                        None => {
-                            let mut h = Histogram::default();
-                            h.add(cell.bucket as u32, d);
-                            routes.push((cell.route, h));
-                        }
-                    }
-                }
+            let mut j = i;
+            while j < cells.len() && cells[j].0.cookie == cookie {
+                j += 1;
             }
-            routes.sort_unstable_by_key(|(r, _)| *r);
-            let rmap = &skel.maps.http_routes;
-            let routes = routes
-                .into_iter()
-                .map(|(id, latency)| {
-                    let route = self
-                        .routes
-                        .get(id, |id| {
-                            let v = rmap.lookup(&id.to_ne_bytes(), MapFlags::ANY).ok()??;
-                            let r: types::http_route = read_pod(&v)?;
-                            HttpRoute::from_kernel(r.method, &r.path.map(|c| c as u8), r.truncated)
-                        })
-                        // Not in the map (cannot happen: ids are inserted before use): still counted.
-                        .unwrap_or_else(|| Arc::new(HttpRoute::other()));
-                    RouteTxn { route, latency }
-                })
-                .collect();
-            stats.http_routes.store(self.routes.len() as u64, Ordering::Relaxed);
-            let (pc, preq, presp) = self.prev_conn.insert(cookie, (t.count, t.req, t.resp)).unwrap_or((0, 0, 0));
-            let dcount = t.count.saturating_sub(pc);
-            if t.closed {
-                for (cell, _) in &cells {
-                    let _ = hmap.delete(&cell.key_bytes());
-                    self.prev_hist.remove(cell);
-                }
-                let _ = cmap.delete(&cookie.to_ne_bytes());
-                self.prev_conn.remove(&cookie);
-            } else if dcount == 0 && client_rtt.is_empty() && server_time.is_empty() {
-                continue;
+            let totals = (closed_cookie == Some(cookie)).then(|| {
+                k += 1;
+                closed[k - 1].1
+            });
+            if totals.is_some() || deferred.binary_search(&cookie).is_err() {
+                self.process(skel, cookie, &cells[i..j], totals, check_quiet, now, &mut missing, tx, stop, stats);
             }
-            let rec = ConnTxn {
-                interval_start_boot_ns: self.last_ns,
-                interval_end_boot_ns: now,
-                role: if t.role == 0 { TxnRole::Client } else { TxnRole::Server },
-                cookie,
-                proc_start_ns: t.proc_start_ns,
-                cgroup_id: t.cgroup_id,
-                tgid: t.tgid,
-                netns: t.netns,
-                local_addr: t.laddr,
-                local_port: t.lport,
-                remote_addr: t.raddr,
-                remote_port: t.rport,
-                comm: t.comm,
-                closed: t.closed,
-                transactions: dcount,
-                request_bytes: t.req.saturating_sub(preq),
-                response_bytes: t.resp.saturating_sub(presp),
-                client_rtt,
-                server_time,
-                routes,
-            };
-            stats.txn_records.fetch_add(1, Ordering::Relaxed);
-            send_blocking(tx, rec, stop);
+            i = j;
         }
         self.missing = missing;
         self.last_ns = now;
+        (self.closed_keys, self.closed, self.cells) = (closed_keys, closed, cells);
+    }
+
+    /// The record of one socket from its cells (and its final totals if it closed).
+    #[allow(clippy::too_many_arguments)]
+    fn process(
+        &mut self,
+        skel: &ConnectionsSkel<'_>,
+        cookie: u64,
+        cells: &[(TxnCell, u64)],
+        closed: Option<TxnTotals>,
+        check_quiet: bool,
+        now: u64,
+        missing: &mut HashSet<u64>,
+        tx: &SyncSender<ConnTxn>,
+        stop: &AtomicBool,
+        stats: &CaptureStats,
+    ) {
+        let hmap = &skel.maps.txn_hist;
+        let cmap = &skel.maps.txn_conns;
+        let changed = cells.iter().any(|(c, n)| self.prev_hist.get(c).copied().unwrap_or(0) != *n);
+        let totals = match closed {
+            Some(t) => Some(t),
+            None if changed || check_quiet || self.missing.contains(&cookie) => Self::live_totals(skel, cookie),
+            None => return, // quiet live socket
+        };
+        let Some(t) = totals else {
+            // In neither map: closed between our reads (its entry shows up next time),
+            // or evicted. Forget it only when it is still missing next time.
+            if self.missing.contains(&cookie) {
+                for (cell, _) in cells {
+                    let _ = hmap.delete(&cell.key_bytes());
+                    self.prev_hist.remove(cell);
+                }
+                self.prev_conn.remove(&cookie);
+            } else {
+                missing.insert(cookie);
+            }
+            return;
+        };
+        let (mut client_rtt, mut server_time) = (Histogram::default(), Histogram::default());
+        let mut routes: Vec<(u64, Histogram)> = Vec::new();
+        for (cell, n) in cells {
+            let prev = self.prev_hist.insert(*cell, *n).unwrap_or(0);
+            let d = n.saturating_sub(prev);
+            if d == 0 {
+                continue;
+            }
+            if cell.kind == TXN_CLIENT_RTT { &mut client_rtt } else { &mut server_time }.add(cell.bucket as u32, d);
+            if cell.route != ROUTE_NONE {
+                match routes.iter_mut().find(|(r, _)| *r == cell.route) {
+                    Some((_, h)) => h.add(cell.bucket as u32, d),
+                    None => {
+                        let mut h = Histogram::default();
+                        h.add(cell.bucket as u32, d);
+                        routes.push((cell.route, h));
+                    }
+                }
+            }
+        }
+        routes.sort_unstable_by_key(|(r, _)| *r);
+        let rmap = &skel.maps.http_routes;
+        let routes = routes
+            .into_iter()
+            .map(|(id, latency)| {
+                let route = self
+                    .routes
+                    .get(id, |id| {
+                        let v = rmap.lookup(&id.to_ne_bytes(), MapFlags::ANY).ok()??;
+                        let r: types::http_route = read_pod(&v)?;
+                        HttpRoute::from_kernel(r.method, &r.path.map(|c| c as u8), r.truncated)
+                    })
+                    // Not in the map (cannot happen: ids are inserted before use): still counted.
+                    .unwrap_or_else(|| Arc::new(HttpRoute::other()));
+                RouteTxn { route, latency }
+            })
+            .collect();
+        stats.http_routes.store(self.routes.len() as u64, Ordering::Relaxed);
+        let (pc, preq, presp) = self.prev_conn.insert(cookie, (t.count, t.req, t.resp)).unwrap_or((0, 0, 0));
+        let dcount = t.count.saturating_sub(pc);
+        if t.closed {
+            for (cell, _) in cells {
+                let _ = hmap.delete(&cell.key_bytes());
+                self.prev_hist.remove(cell);
+            }
+            let _ = cmap.delete(&cookie.to_ne_bytes());
+            self.prev_conn.remove(&cookie);
+        } else if dcount == 0 && client_rtt.is_empty() && server_time.is_empty() {
+            return;
+        }
+        let rec = ConnTxn {
+            interval_start_boot_ns: self.last_ns,
+            interval_end_boot_ns: now,
+            role: if t.role == 0 { TxnRole::Client } else { TxnRole::Server },
+            cookie,
+            proc_start_ns: t.proc_start_ns,
+            cgroup_id: t.cgroup_id,
+            tgid: t.tgid,
+            netns: t.netns,
+            local_addr: t.laddr,
+            local_port: t.lport,
+            remote_addr: t.raddr,
+            remote_port: t.rport,
+            comm: t.comm,
+            closed: t.closed,
+            transactions: dcount,
+            request_bytes: t.req.saturating_sub(preq),
+            response_bytes: t.resp.saturating_sub(presp),
+            client_rtt,
+            server_time,
+            routes,
+        };
+        stats.txn_records.fetch_add(1, Ordering::Relaxed);
+        send_blocking(tx, rec, stop);
     }
 }
 
