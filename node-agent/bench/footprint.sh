@@ -45,15 +45,18 @@ row() { # row LABEL PHASE PID
 echo "| maps | phase | RSS (MB) | peak RSS (MB) | BPF maps (MB) | socket map entries | socket map evictions | txn map full | ring-buffer lost |"
 echo "|---|---|---|---|---|---|---|---|---|"
 # label:flags pairs; FOOTPRINT_CONFIGS (newline separated) replaces them, e.g. to attribute
-# the peak to one part of the agent.
+# the peak to one part of the agent. "label@/path/to/agent:flags" runs another build, so two
+# builds are compared in one run.
 CONFIGS=${FOOTPRINT_CONFIGS:-"default:
 sized:--map-entries 262144 --transaction-hist-entries 524288"}
 while IFS= read -r cfg; do
   [ -n "$cfg" ] || continue
   label=${cfg%%:*}; flags=${cfg#*:}
+  build=$AGENT
+  if [[ $label == *@* ]]; then build=${label#*@}; label=${label%%@*}; fi
   rm -f "$WORK/release"
   # shellcheck disable=SC2086
-  start_agent "$WORK/agent-$label.log" --metrics-addr $METRICS $flags
+  AGENT=$build start_agent "$WORK/agent-$label.log" --metrics-addr $METRICS $flags
   apid=$!; pids+=($apid)
   wait_ready "$WORK/ready"; sleep 3
   row "$label" "idle" $apid

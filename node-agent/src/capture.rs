@@ -70,9 +70,6 @@ pub struct CaptureOptions {
     pub transaction_interval: Option<Duration>,
     /// Histogram cells (socket, route, kind, bucket) the kernel can hold.
     pub txn_hist_entries: u32,
-    /// Closed sockets' final records made per drain; the rest wait in the kernel map for the
-    /// next drain (bounds the drain's memory in a close storm).
-    pub txn_closed_per_drain: usize,
     /// HTTP/1.x routes (method + normalised path) the kernel names per host; past them a
     /// transaction goes to the OTHER route. 0 = requests are not parsed.
     pub http_routes: u32,
@@ -93,7 +90,6 @@ impl Default for CaptureOptions {
             transaction_interval: None,
             txn_hist_entries: 65536,
             http_routes: 1024,
-            txn_closed_per_drain: 16384,
             shed: None,
         }
     }
@@ -467,7 +463,7 @@ fn run(
     let poll_timeout = sweep_every.min(Duration::from_millis(100));
     let mut next_sweep = Instant::now() + sweep_every;
     let mut next_stats = Instant::now();
-    let mut txn = TxnDrain::new(boot_time_ns(), opts.txn_closed_per_drain);
+    let mut txn = TxnDrain::new(boot_time_ns());
     let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + d);
     let mut shed_clock = ShedClock::new(shed_every);
     if let Some(sh) = disp.borrow_mut().shed.as_mut() {
@@ -818,9 +814,7 @@ struct TxnDrain {
     missing: HashSet<u64>,
     routes: RouteNames,
     closed_keys: Vec<u64>,
-    closed: Vec<(u64, TxnTotals)>,
     cells: Vec<(TxnCell, u64)>,
-    closed_per_drain: usize,
 }
 
 
@@ -888,7 +882,7 @@ fn read_pod<T: Copy>(val: &[u8]) -> Option<T> {
 }
 
 impl TxnDrain {
-    fn new(now: u64, closed_per_drain: usize) -> TxnDrain {
+    fn new(now: u64) -> TxnDrain {
         TxnDrain {
             last_ns: now,
             drains: 0,
@@ -897,10 +891,29 @@ impl TxnDrain {
             missing: HashSet::new(),
             routes: RouteNames::default(),
             closed_keys: Vec::new(),
-            closed: Vec::new(),
             cells: Vec::new(),
-            closed_per_drain: closed_per_drain.max(1),
         }
+    }
+
+    fn closed_totals(skel: &ConnectionsSkel<'_>, cookie: u64) -> Option<TxnTotals> {
+        let val = skel.maps.txn_conns.lookup(&cookie.to_ne_bytes(), MapFlags::ANY).ok()??;
+        let c: types::txn_conn = read_pod(&val)?;
+        Some(TxnTotals {
+            role: c.role,
+            proc_start_ns: c.proc_start_ns,
+            cgroup_id: c.cgroup_id,
+            tgid: c.tgid,
+            netns: c.netns,
+            laddr: c.laddr,
+            lport: c.lport,
+            raddr: c.raddr,
+            rport: c.rport,
+            comm: c.comm.map(|x| x as u8),
+            count: c.count,
+            req: c.req_bytes,
+            resp: c.resp_bytes,
+            closed: true,
+        })
     }
 
     fn live_totals(skel: &ConnectionsSkel<'_>, cookie: u64) -> Option<TxnTotals> {
@@ -929,41 +942,14 @@ impl TxnDrain {
         self.drains += 1;
         let check_quiet = self.drains % TXN_GONE_CHECK_EVERY == 0;
         // Reused buffers (taken out so `process` may borrow self): no allocation per socket.
-        let (mut closed_keys, mut closed, mut cells) = (std::mem::take(&mut self.closed_keys), std::mem::take(&mut self.closed), std::mem::take(&mut self.cells));
+        let (mut closed_keys, mut cells) = (std::mem::take(&mut self.closed_keys), std::mem::take(&mut self.cells));
         // 1. Closed sockets first: their entry is written after their last cell, so the
-        //    cells read next are complete. At most `closed_per_drain` per drain (a close storm
-        //    would otherwise hold every one in memory at once); the rest wait in the kernel
-        //    map, and their cells are left alone until then.
+        //    cells read next are complete. Only the keys now; each entry's totals (written once,
+        //    at close) are read when its record is made, so a close storm is not held in memory.
         let cmap = &skel.maps.txn_conns;
         closed_keys.clear();
         closed_keys.extend(cmap.keys().filter_map(|k| Some(u64::from_ne_bytes(k.get(..8)?.try_into().ok()?))));
         closed_keys.sort_unstable();
-        let deferred = closed_keys.len().saturating_sub(self.closed_per_drain);
-        closed.clear();
-        for cookie in &closed_keys[..closed_keys.len() - deferred] {
-            let Ok(Some(val)) = cmap.lookup(&cookie.to_ne_bytes(), MapFlags::ANY) else { continue };
-            let Some(c) = read_pod::<types::txn_conn>(&val) else { continue };
-            closed.push((
-                c.cookie,
-                TxnTotals {
-                    role: c.role,
-                    proc_start_ns: c.proc_start_ns,
-                    cgroup_id: c.cgroup_id,
-                    tgid: c.tgid,
-                    netns: c.netns,
-                    laddr: c.laddr,
-                    lport: c.lport,
-                    raddr: c.raddr,
-                    rport: c.rport,
-                    comm: c.comm.map(|x| x as u8),
-                    count: c.count,
-                    req: c.req_bytes,
-                    resp: c.resp_bytes,
-                    closed: true,
-                },
-            ));
-        }
-        let deferred = &closed_keys[closed_keys.len() - deferred..];
         // 2. Histogram cells (cumulative counts), grouped by socket (sorted by cookie).
         let hmap = &skel.maps.txn_hist;
         cells.clear();
@@ -978,9 +964,9 @@ impl TxnDrain {
         //    sorted lists.
         let mut missing = HashSet::new();
         let (mut i, mut k) = (0, 0);
-        while i < cells.len() || k < closed.len() {
+        while i < cells.len() || k < closed_keys.len() {
             let cell_cookie = cells.get(i).map(|c| c.0.cookie);
-            let closed_cookie = closed.get(k).map(|c| c.0);
+            let closed_cookie = closed_keys.get(k).copied();
             let cookie = match (cell_cookie, closed_cookie) {
                 (Some(a), Some(b)) => a.min(b),
                 (Some(a), None) => a,
@@ -991,18 +977,18 @@ impl TxnDrain {
             while j < cells.len() && cells[j].0.cookie == cookie {
                 j += 1;
             }
-            let totals = (closed_cookie == Some(cookie)).then(|| {
+            let closed_now = closed_cookie == Some(cookie);
+            if closed_now {
                 k += 1;
-                closed[k - 1].1
-            });
-            if totals.is_some() || deferred.binary_search(&cookie).is_err() {
-                self.process(skel, cookie, &cells[i..j], totals, check_quiet, now, &mut missing, tx, stop, stats);
             }
+            // A closed entry that cannot be read (gone meanwhile) is treated as not closed.
+            let totals = if closed_now { Self::closed_totals(skel, cookie) } else { None };
+            self.process(skel, cookie, &cells[i..j], totals, check_quiet, now, &mut missing, tx, stop, stats);
             i = j;
         }
         self.missing = missing;
         self.last_ns = now;
-        (self.closed_keys, self.closed, self.cells) = (closed_keys, closed, cells);
+        (self.closed_keys, self.cells) = (closed_keys, cells);
     }
 
     /// The record of one socket from its cells (and its final totals if it closed).

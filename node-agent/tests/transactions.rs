@@ -333,8 +333,7 @@ fn keep_alive_transactions_ipv4_and_ipv6() {
 
 #[test]
 fn short_connections_one_transaction_each() {
-    // 3 closed sockets per drain: the other closes wait in the kernel map for later drains.
-    let Some(h) = start_with(CaptureOptions { txn_closed_per_drain: 3, ..start_options() }) else { return };
+    let Some(h) = start() else { return };
     const K: usize = 20;
     let ex = short_connections(K);
     let pairs: Vec<(u16, u16)> = ex.iter().map(|e| (e.client_port, e.server_port)).collect();
