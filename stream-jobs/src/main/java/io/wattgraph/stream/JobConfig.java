@@ -22,14 +22,18 @@ public class JobConfig implements Serializable {
       "                       [--max-out-of-orderness-ms 5000] [--idleness-ms 15000]",
       "                       [--transactions-topic wattgraph.transactions]",
       "                       [--edge-metrics-topic wattgraph.edge-metrics]",
-      "                       [--sink-batch-size 2000] (rows per Neo4j transaction, 1..50000)");
+      "                       [--sink-batch-size 2000] (rows per Neo4j transaction, 1..50000)",
+      "                       [--max-http-routes 100] (HTTP routes per entity window and role, 1..10000)");
+
+  /** Default of {@code --max-http-routes}. */
+  public static final int DEFAULT_MAX_HTTP_ROUTES = 100;
 
   private static final List<String> FLAGS = List.of("--kafka-brokers", "--topic", "--group-id", "--neo4j-uri",
       "--neo4j-user", "--neo4j-password", "--pairing-horizon-ms", "--checkpoint-interval-ms",
       "--checkpoint-dir", "--parallelism", "--dlq-topic", "--service-mappings-topic", "--closed-retention-ms",
       "--idle-timeout-ms", "--resources-topic", "--metrics-topic", "--window-ms", "--allowed-lateness-ms",
       "--max-out-of-orderness-ms", "--idleness-ms", "--transactions-topic", "--edge-metrics-topic",
-      "--sink-batch-size");
+      "--sink-batch-size", "--max-http-routes");
 
   public String kafkaBrokers;
   public String topic = "wattgraph.connections";
@@ -74,6 +78,8 @@ public class JobConfig implements Serializable {
   public long sinkFlushIntervalMs = 200;
   /** Driver-level retry time per Neo4j transaction; after it the sink retries on its own, forever. */
   public long neo4jDriverRetryMs = 30_000;
+  /** HTTP routes per entity window and role; the ones with the fewest transactions fold into OTHER *. */
+  public int maxHttpRoutes = DEFAULT_MAX_HTTP_ROUTES;
 
   public long closedRetention() {
     return closedRetentionMs > 0 ? closedRetentionMs : 2 * pairingHorizonMs;
@@ -143,6 +149,12 @@ public class JobConfig implements Serializable {
       throw new IllegalArgumentException("--sink-batch-size must be at most 50000, got " + batch);
     }
     c.sinkBatchSize = (int) batch;
+    long routes = positive(flags, "--max-http-routes", c.maxHttpRoutes);
+    if (routes > 10_000) {
+      // Each route is a list element on the entity's graph node and a record in WindowMetrics.
+      throw new IllegalArgumentException("--max-http-routes must be at most 10000, got " + routes);
+    }
+    c.maxHttpRoutes = (int) routes;
     if (flags.containsKey("--parallelism")) {
       c.parallelism = (int) positive(flags, "--parallelism", 1);
     }

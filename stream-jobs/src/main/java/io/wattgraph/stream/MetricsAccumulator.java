@@ -31,6 +31,8 @@ public class MetricsAccumulator {
   public int hostCores;
   /** The window's TransactionStats (records = 0: none). */
   public TransactionTotals tx = new TransactionTotals();
+  /** The window's HTTP routes, merged like tx (same state: a late record revises both). */
+  public HttpRouteTotals httpRoutes = new HttpRouteTotals();
 
   public MetricsAccumulator() {}
 
@@ -47,6 +49,7 @@ public class MetricsAccumulator {
       comm = comm != null ? comm : in.comm;
       Transaction t = in.transaction;
       tx.add(t.isClient(), t.transactions, t.requestBytes, t.responseBytes, t.subBucketBits, t.buckets, t.counts);
+      httpRoutes.addAll(t.httpRoutes);
       return;
     }
     if (in.intervalEndNs >= latestIntervalEndNs) {
@@ -90,6 +93,7 @@ public class MetricsAccumulator {
       return;
     }
     tx.merge(o.tx);
+    httpRoutes.merge(o.httpRoutes);
     if (level == null) {
       level = o.level;
       hostId = o.hostId;

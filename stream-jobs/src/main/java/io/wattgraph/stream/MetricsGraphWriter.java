@@ -23,7 +23,9 @@ import org.neo4j.driver.TransactionContext;
  * </ul>
  * Since WindowMetrics v2 the same row also carries the window's TransactionStats figures (served
  * request rate, latency percentiles) and the operational analysis (utilization, service demand,
- * saturation rate); null values remove the property (the latest window had none).
+ * saturation rate); null values remove the property (the latest window had none). Since v3 the
+ * window's HTTP routes too, as parallel lists of primitives ({@link #putHttpRoutes}): the graph
+ * service reads them without parsing anything.
  * Idempotent and monotonic: a row is applied only if its (windowEndNs, revision) is not older than
  * the node's ({@code metricsWindowEndNs}, {@code metricsRevision}), compared in the Cypher, so a
  * replay or a stale batch never overwrites a newer window.
@@ -46,7 +48,10 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
           n.clientRttMeanNs = r.clientRttMeanNs, n.clientRttP50Ns = r.clientRttP50Ns,
           n.clientRttP75Ns = r.clientRttP75Ns, n.clientRttP90Ns = r.clientRttP90Ns,
           n.clientRttP99Ns = r.clientRttP99Ns,
-          n.utilization = r.utilization, n.serviceDemandS = r.serviceDemandS, n.saturationRate = r.saturationRate
+          n.utilization = r.utilization, n.serviceDemandS = r.serviceDemandS, n.saturationRate = r.saturationRate,
+          n.httpRouteKeys = r.httpRouteKeys, n.httpRouteTransactions = r.httpRouteTransactions,
+          n.httpRouteRates = r.httpRouteRates, n.httpRouteMeanNs = r.httpRouteMeanNs,
+          n.httpRouteP50Ns = r.httpRouteP50Ns, n.httpRouteP90Ns = r.httpRouteP90Ns, n.httpRouteP99Ns = r.httpRouteP99Ns
       """;
 
   private static final String PROCESSES = """
@@ -166,6 +171,7 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
       m.put("utilization", r.utilization);
       m.put("serviceDemandS", r.serviceDemandSeconds);
       m.put("saturationRate", r.saturationRate);
+      putHttpRoutes(m, r.httpRoutes);
       switch (r.level) {
         case MetricInput.PROCESS -> processes.add(m);
         case MetricInput.GROUP -> containers.add(m);
@@ -184,6 +190,38 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
         return null;
       });
     }
+  }
+
+  /**
+   * The routes as parallel lists, element i of each list describing route i (in the result's
+   * order); all null (properties removed) when the window had no route. Neo4j lists hold no nulls:
+   * every figure is present (each route has a latency histogram, TransactionStatsDeserializer).
+   */
+  static void putHttpRoutes(Map<String, Object> m, HttpRouteRow[] routes) {
+    List<String> keys = new ArrayList<>();
+    List<Long> transactions = new ArrayList<>();
+    List<Double> rates = new ArrayList<>();
+    List<Double> means = new ArrayList<>();
+    List<Long> p50 = new ArrayList<>();
+    List<Long> p90 = new ArrayList<>();
+    List<Long> p99 = new ArrayList<>();
+    for (HttpRouteRow r : routes) {
+      keys.add(r.route.key());
+      transactions.add(r.route.transactions);
+      rates.add(r.requestRate);
+      means.add(r.latency.meanNs);
+      p50.add(r.latency.p50Ns);
+      p90.add(r.latency.p90Ns);
+      p99.add(r.latency.p99Ns);
+    }
+    boolean none = routes.length == 0;
+    m.put("httpRouteKeys", none ? null : keys);
+    m.put("httpRouteTransactions", none ? null : transactions);
+    m.put("httpRouteRates", none ? null : rates);
+    m.put("httpRouteMeanNs", none ? null : means);
+    m.put("httpRouteP50Ns", none ? null : p50);
+    m.put("httpRouteP90Ns", none ? null : p90);
+    m.put("httpRouteP99Ns", none ? null : p99);
   }
 
   private static void run(TransactionContext tx, String cypher, List<?> rows) {

@@ -29,6 +29,8 @@ public class MetricsRow {
   /** Read off tx's histograms; null with tx. */
   public LatencyStats clientRtt;
   public LatencyStats serverTime;
+  /** The window's HTTP routes after the cap, in output order (HttpRouteCap); empty without any. */
+  public HttpRouteRow[] httpRoutes = new HttpRouteRow[0];
   /** Eq. 3.3-3.5 (see MetricsWindowFunction#operationalAnalysis); null where not computable. */
   public Double utilization;
   public Double serviceDemandSeconds;
@@ -48,6 +50,6 @@ public class MetricsRow {
         + powerSource + " threads " + threads + " processes " + processes
         + (tx == null ? "" : " client " + tx.clientTransactions + " server " + tx.serverTransactions
             + " rttP50 " + clientRtt.p50Ns + " serverP50 " + serverTime.p50Ns + " U " + utilization
-            + " D " + serviceDemandSeconds) + "}";
+            + " D " + serviceDemandSeconds + " routes " + httpRoutes.length) + "}";
   }
 }

@@ -10,12 +10,24 @@ import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 public class MetricsWindowFunction extends RevisionWindowFunction<MetricsAccumulator, MetricsRow> {
   private static final long serialVersionUID = 1L;
 
-  @Override
-  MetricsRow toRow(MetricsAccumulator acc, TimeWindow w, int revision) {
-    return row(acc, w, revision);
+  /** Routes per role in a result ({@code --max-http-routes}); the rest are folded into OTHER *. */
+  private final int maxHttpRoutes;
+
+  public MetricsWindowFunction(int maxHttpRoutes) {
+    this.maxHttpRoutes = maxHttpRoutes;
   }
 
+  @Override
+  MetricsRow toRow(MetricsAccumulator acc, TimeWindow w, int revision) {
+    return row(acc, w, revision, maxHttpRoutes);
+  }
+
+  /** With the default route cap. */
   static MetricsRow row(MetricsAccumulator acc, TimeWindow w, int revision) {
+    return row(acc, w, revision, JobConfig.DEFAULT_MAX_HTTP_ROUTES);
+  }
+
+  static MetricsRow row(MetricsAccumulator acc, TimeWindow w, int revision, int maxHttpRoutes) {
     double windowSeconds = (w.getEnd() - w.getStart()) / 1e3;
     MetricsRow r = new MetricsRow();
     r.level = acc.level;
@@ -44,6 +56,9 @@ public class MetricsWindowFunction extends RevisionWindowFunction<MetricsAccumul
       r.tx = acc.tx;
       r.clientRtt = acc.tx.clientRtt.stats(acc.tx.subBucketBits);
       r.serverTime = acc.tx.serverTime.stats(acc.tx.subBucketBits);
+      r.httpRoutes = HttpRouteCap.cap(acc.httpRoutes.routes, maxHttpRoutes).stream()
+          .map(route -> HttpRouteRow.of(route, windowSeconds, acc.tx.subBucketBits))
+          .toArray(HttpRouteRow[]::new);
     }
     operationalAnalysis(r, windowSeconds);
     return r;

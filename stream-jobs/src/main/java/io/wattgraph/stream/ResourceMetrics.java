@@ -114,7 +114,7 @@ public final class ResourceMetrics {
         // within the lateness, with the whole updated aggregate.
         .allowedLateness(Duration.ofMillis(config.allowedLatenessMs))
         .sideOutputLateData(LATE)
-        .aggregate(new MetricsAggregate(), new MetricsWindowFunction())
+        .aggregate(new MetricsAggregate(), new MetricsWindowFunction(config.maxHttpRoutes))
         .uid("resource-windows")
         .name("resource windows");
   }

@@ -26,6 +26,8 @@ public class Transaction {
   /** The record's own histogram (by role): bucket indexes, strictly ascending. */
   public int[] buckets = new int[0];
   public long[] counts = new long[0];
+  /** The HTTP/1.x part of the transactions per route (TransactionStats v2), of this record's role. */
+  public HttpRoute[] httpRoutes = new HttpRoute[0];
 
   public Transaction() {}
 
@@ -55,6 +57,7 @@ public class Transaction {
   @Override
   public String toString() {
     return "Transaction{" + hostId + " " + role + " " + Endpoints.of(localIp, localPort) + "->"
-        + Endpoints.of(remoteIp, remotePort) + " tgid=" + tgid + " @" + intervalEndNs + " n=" + transactions + "}";
+        + Endpoints.of(remoteIp, remotePort) + " tgid=" + tgid + " @" + intervalEndNs + " n=" + transactions
+        + (httpRoutes.length == 0 ? "" : " routes=" + java.util.Arrays.toString(httpRoutes)) + "}";
   }
 }

@@ -1,5 +1,6 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.schema.HttpRouteStats;
 import io.wattgraph.schema.IpAddress;
 import io.wattgraph.schema.IpAddresses;
 import io.wattgraph.schema.TransactionRole;
@@ -97,18 +98,47 @@ public class TransactionStatsDeserializer implements KafkaRecordDeserializationS
     if (!(client ? r.getServerTimeBuckets() : r.getClientRttBuckets()).isEmpty()) {
       return "invalid: " + r.getRole() + " record with a " + other + " histogram";
     }
-    if (buckets.size() != counts.size()) {
-      return "invalid: " + own + " buckets (" + buckets.size() + ") and counts (" + counts.size() + ") differ in length";
+    String histogram = histogramProblem(own, buckets, counts);
+    if (histogram != null) {
+      return histogram;
     }
-    for (int i = 0; i < buckets.size(); i++) {
-      if (buckets.get(i) < 0 || (i > 0 && buckets.get(i) <= buckets.get(i - 1))) {
-        return "invalid: " + own + " buckets not strictly ascending and non-negative at index " + i;
-      }
-      if (counts.get(i) <= 0) {
-        return "invalid: " + own + " count " + counts.get(i) + " at index " + i;
+    for (int i = 0; i < r.getHttpRoutes().size(); i++) {
+      String route = routeProblem("httpRoutes[" + i + "]", r.getHttpRoutes().get(i));
+      if (route != null) {
+        return route;
       }
     }
     return null;
+  }
+
+  /** Why a histogram cannot be merged (parallel arrays, buckets strictly ascending, counts > 0), or null. */
+  private static String histogramProblem(String name, List<Integer> buckets, List<Long> counts) {
+    if (buckets.size() != counts.size()) {
+      return "invalid: " + name + " buckets (" + buckets.size() + ") and counts (" + counts.size() + ") differ in length";
+    }
+    for (int i = 0; i < buckets.size(); i++) {
+      if (buckets.get(i) < 0 || (i > 0 && buckets.get(i) <= buckets.get(i - 1))) {
+        return "invalid: " + name + " buckets not strictly ascending and non-negative at index " + i;
+      }
+      if (counts.get(i) <= 0) {
+        return "invalid: " + name + " count " + counts.get(i) + " at index " + i;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * A route needs transactions and a latency histogram: every route of a window result then has
+   * its percentiles (WindowMetrics' latencyP50Ns... are not nullable), as the agent always reports.
+   */
+  private static String routeProblem(String name, HttpRouteStats route) {
+    if (route.getTransactions() <= 0) {
+      return "invalid: " + name + " transactions " + route.getTransactions() + " (at least 1)";
+    }
+    if (route.getLatencyBuckets().isEmpty()) {
+      return "invalid: " + name + " has an empty latency histogram";
+    }
+    return histogramProblem(name + ".latency", route.getLatencyBuckets(), route.getLatencyCounts());
   }
 
   public static Transaction toTransaction(TransactionStats r) {
@@ -132,9 +162,21 @@ public class TransactionStatsDeserializer implements KafkaRecordDeserializationS
     boolean client = r.getRole() == TransactionRole.CLIENT;
     List<Integer> buckets = client ? r.getClientRttBuckets() : r.getServerTimeBuckets();
     List<Long> counts = client ? r.getClientRttCounts() : r.getServerTimeCounts();
-    t.buckets = buckets.stream().mapToInt(Integer::intValue).toArray();
-    t.counts = counts.stream().mapToLong(Long::longValue).toArray();
+    t.buckets = ints(buckets);
+    t.counts = longs(counts);
+    t.httpRoutes = r.getHttpRoutes().stream()
+        .map(h -> HttpRoute.of(t.role, h.getMethod(), h.getPath(), h.getPathTruncated(), h.getTransactions(),
+            ints(h.getLatencyBuckets()), longs(h.getLatencyCounts())))
+        .toArray(HttpRoute[]::new);
     return t;
+  }
+
+  private static int[] ints(List<Integer> l) {
+    return l.stream().mapToInt(Integer::intValue).toArray();
+  }
+
+  private static long[] longs(List<Long> l) {
+    return l.stream().mapToLong(Long::longValue).toArray();
   }
 
   @Override

@@ -1,8 +1,10 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.schema.HttpRouteRole;
 import io.wattgraph.schema.MetricsLevel;
 import io.wattgraph.schema.MetricsPowerSource;
 import io.wattgraph.schema.WattgraphSchemas;
+import io.wattgraph.schema.WindowHttpRoute;
 import io.wattgraph.schema.WindowMetrics;
 import java.util.Arrays;
 import java.util.List;
@@ -94,6 +96,26 @@ public class WindowMetricsSerializer extends WindowResultSerializer<MetricsRow, 
         .setClientRttCounts(longs(t.clientRtt.counts))
         .setServerTimeBuckets(ints(t.serverTime.buckets))
         .setServerTimeCounts(longs(t.serverTime.counts))
+        .setHttpRoutes(Arrays.stream(r.httpRoutes).map(WindowMetricsSerializer::toAvro).toList())
+        .build();
+  }
+
+  static WindowHttpRoute toAvro(HttpRouteRow row) {
+    HttpRoute h = row.route;
+    return WindowHttpRoute.newBuilder()
+        .setRole(HttpRouteRole.valueOf(h.role))
+        .setMethod(h.method)
+        .setPath(h.path)
+        .setPathTruncated(h.pathTruncated)
+        .setTransactions(h.transactions)
+        .setRequestRate(row.requestRate)
+        .setLatencyMeanNs(row.latency.meanNs)
+        // Not null: every route has a latency histogram (TransactionStatsDeserializer#routeProblem).
+        .setLatencyP50Ns(row.latency.p50Ns)
+        .setLatencyP90Ns(row.latency.p90Ns)
+        .setLatencyP99Ns(row.latency.p99Ns)
+        .setLatencyBuckets(ints(h.latency.buckets))
+        .setLatencyCounts(longs(h.latency.counts))
         .build();
   }
 

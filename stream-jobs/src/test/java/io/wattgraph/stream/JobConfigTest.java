@@ -129,4 +129,15 @@ class JobConfigTest {
     }
     assertTrue(JobConfig.USAGE.contains("--edge-metrics-topic"));
   }
+
+  @Test
+  void maxHttpRoutes() {
+    assertEquals(100, JobConfig.parse(MIN).maxHttpRoutes);
+    assertEquals(1, JobConfig.parse(concat("--max-http-routes", "1")).maxHttpRoutes);
+    assertEquals(10_000, JobConfig.parse(concat("--max-http-routes", "10000")).maxHttpRoutes);
+    assertEquals("--max-http-routes must be a positive integer, got '0'", error(concat("--max-http-routes", "0")));
+    assertEquals("--max-http-routes must be a positive integer, got 'many'", error(concat("--max-http-routes", "many")));
+    assertEquals("--max-http-routes must be at most 10000, got 10001", error(concat("--max-http-routes", "10001")));
+    assertTrue(JobConfig.USAGE.contains("--max-http-routes"));
+  }
 }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.schema.EdgeEndKind;
 import io.wattgraph.schema.EdgeMetrics;
+import io.wattgraph.schema.HttpRouteStats;
 import io.wattgraph.schema.IpAddresses;
 import io.wattgraph.schema.ResourceSample;
 import io.wattgraph.schema.ResourceScope;
@@ -14,6 +15,7 @@ import io.wattgraph.schema.TransactionHistograms;
 import io.wattgraph.schema.TransactionRole;
 import io.wattgraph.schema.TransactionStats;
 import io.wattgraph.schema.WattgraphSchemas;
+import io.wattgraph.schema.WindowHttpRoute;
 import io.wattgraph.schema.WindowMetrics;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -38,6 +40,7 @@ import org.neo4j.driver.Value;
  * in container C2 of pod pod-s on host-b), produced out of order, with the ResourceSamples of the
  * same processes; then one late server record that updates the window (revision 1). Every figure
  * is checked in Kafka (read_committed) and in Neo4j against values computed by hand (comments).
+ * The records carry HTTP routes (TransactionStats v2), capped at 2 per entity window and role.
  * Window 10 s.
  */
 class TransactionMetricsIT {
@@ -49,6 +52,8 @@ class TransactionMetricsIT {
   static final String P1 = "host-a/100/5000";
   static final String P2 = "host-b/200/6000";
   static final String EDGE = "P:" + P1 + ">P:" + P2;
+  static final String USERS = "/users/{id}";
+  static final String LONG_PATH = "/reports/" + "x".repeat(54);
 
   static StreamJobHarness stack;
 
@@ -92,6 +97,7 @@ class TransactionMetricsIT {
     c.checkpointIntervalMs = 500;
     c.maxOutOfOrdernessMs = 1000;
     c.idlenessMs = 3_600_000;
+    c.maxHttpRoutes = 2;
     c.allowedLatenessMs = 60_000;
     StreamExecutionEnvironment env = StreamJobHarness.environment(false);
     CorrelationJob.build(env, c);
@@ -101,12 +107,21 @@ class TransactionMetricsIT {
       // Window W0 = [T0, T0 + 10 s). Client records (host-a, P1) and server records (host-b, P2),
       // the interval ending at 9 s before the one ending at 5 s (out of order), the server end first.
       List<ProducerRecord<String, byte[]>> tx = new ArrayList<>();
-      tx.add(txRecord(server(T0 + 9 * S, 10, 1000, 10_000, new long[] {4 * MS}, new long[] {10})));
-      tx.add(txRecord(server(T0 + 5 * S, 30, 3000, 30_000, new long[] {100 * US, 1500 * US}, new long[] {20, 10})));
-      tx.add(txRecord(client(T0 + 9 * S, 10, 1000, 10_000, new long[] {5 * MS}, new long[] {10})));
-      tx.add(txRecord(client(T0 + 5 * S, 30, 3000, 30_000, new long[] {300 * US, 2 * MS}, new long[] {20, 10})));
+      // HTTP routes, part of each record's transactions (5 of the 30 at 5 s are not HTTP).
+      tx.add(txRecord(routes(server(T0 + 9 * S, 10, 1000, 10_000, new long[] {4 * MS}, new long[] {10}),
+          route("GET", USERS, false, new long[] {4 * MS}, new long[] {6}),
+          route("POST", "/orders", false, new long[] {4 * MS}, new long[] {4}))));
+      tx.add(txRecord(routes(server(T0 + 5 * S, 30, 3000, 30_000, new long[] {100 * US, 1500 * US}, new long[] {20, 10}),
+          route("GET", USERS, false, new long[] {100 * US}, new long[] {20}),
+          route("GET", "/health", false, new long[] {1500 * US}, new long[] {5}))));
+      tx.add(txRecord(routes(client(T0 + 9 * S, 10, 1000, 10_000, new long[] {5 * MS}, new long[] {10}),
+          route("GET", USERS, false, new long[] {5 * MS}, new long[] {10}))));
+      tx.add(txRecord(routes(client(T0 + 5 * S, 30, 3000, 30_000, new long[] {300 * US, 2 * MS}, new long[] {20, 10}),
+          route("GET", USERS, false, new long[] {300 * US}, new long[] {20}),
+          route("GET", LONG_PATH, true, new long[] {2 * MS}, new long[] {10}))));
       // Window W1: moves the watermark past W0's end (16 s - 1 s out-of-orderness > 10 s).
-      tx.add(txRecord(client(T0 + 16 * S, 1, 100, 1000, new long[] {300 * US}, new long[] {1})));
+      tx.add(txRecord(routes(client(T0 + 16 * S, 1, 100, 1000, new long[] {300 * US}, new long[] {1}),
+          route("GET", USERS, false, new long[] {300 * US}, new long[] {1}))));
       // Dead letters: garbage and a histogram of another bucket scheme.
       tx.add(new ProducerRecord<>("tx", 0, "k", new byte[] {(byte) 0xC3, 0x01, 7}));
       TransactionStats otherScheme = server(T0 + 5 * S, 1, 1, 1, new long[] {100}, new long[] {1});
@@ -206,6 +221,45 @@ class TransactionMetricsIT {
       assertNull(p1.getServiceDemandSeconds());
       assertEquals(40L, m.get("GROUP|host-a|host@" + w0).getClientTransactions());
 
+      // HTTP routes, revision 0. Served by P2: GET /users/{id} 26 (20 x 100 us, 6 x 4 ms), GET /health
+      // 5 (1.5 ms), POST /orders 4 (4 ms). Cap 2: users stays, OTHER * = health + orders = 9
+      // (5 x 1.5 ms, 4 x 4 ms). Users: p50 rank 13 -> 100 us, p90 rank 24 and p99 rank 26 -> 4 ms,
+      // true mean (2 + 24) ms / 26 = 1 ms, 2.6/s. OTHER *: p50 rank 5 -> 1.5 ms, p90 rank 9 -> 4 ms, 0.9/s.
+      // The same on P2's group, pod and host.
+      for (String k : List.of("PROCESS|host-b|" + P2, "GROUP|host-b|" + C2, "POD|host-b|pod-s", "HOST|host-b|host-b")) {
+        List<WindowHttpRoute> routes = m.get(k + "@" + w0).getHttpRoutes();
+        assertEquals(List.of("SERVER GET " + USERS, "SERVER OTHER *"), routeKeys(routes), k);
+        WindowHttpRoute users = routes.get(0);
+        assertEquals(26L, users.getTransactions());
+        assertEquals(2.6, users.getRequestRate(), 1e-12);
+        assertEquals(List.of(bucket(100 * US), bucket(4 * MS)), users.getLatencyBuckets());
+        assertEquals(List.of(20L, 6L), users.getLatencyCounts());
+        within(100 * US, users.getLatencyP50Ns());
+        within(4 * MS, users.getLatencyP90Ns());
+        within(4 * MS, users.getLatencyP99Ns());
+        near(1_000_000, users.getLatencyMeanNs(), 1_000_000 / 256.0);
+        WindowHttpRoute other = routes.get(1);
+        assertEquals(9L, other.getTransactions());
+        assertEquals(0.9, other.getRequestRate(), 1e-12);
+        assertEquals(List.of(bucket(1500 * US), bucket(4 * MS)), other.getLatencyBuckets());
+        assertEquals(List.of(5L, 4L), other.getLatencyCounts());
+        within(1500 * US, other.getLatencyP50Ns());
+        within(4 * MS, other.getLatencyP90Ns());
+      }
+      // Issued by P1 (and its group and host): GET /users/{id} 30 (20 x 300 us, 10 x 5 ms): p50 rank
+      // 15 -> 300 us, p90 rank 27 -> 5 ms; the truncated path 10 x 2 ms. Both under the cap.
+      for (String k : List.of("PROCESS|host-a|" + P1, "GROUP|host-a|host", "HOST|host-a|host-a")) {
+        List<WindowHttpRoute> routes = m.get(k + "@" + w0).getHttpRoutes();
+        assertEquals(List.of("CLIENT GET " + USERS, "CLIENT GET " + LONG_PATH + "…"), routeKeys(routes), k);
+        assertEquals(30L, routes.get(0).getTransactions());
+        assertEquals(List.of(20L, 10L), routes.get(0).getLatencyCounts());
+        within(300 * US, routes.get(0).getLatencyP50Ns());
+        within(5 * MS, routes.get(0).getLatencyP90Ns());
+        assertEquals(10L, routes.get(1).getTransactions());
+        assertTrue(routes.get(1).getPathTruncated());
+        within(2 * MS, routes.get(1).getLatencyP99Ns());
+      }
+
       // The graph: W0 revision 0 on the nodes and the edge.
       await(() -> count("MATCH ()-[t:TALKS_TO]->() WHERE t.latencyWindowEndNs = " + w0 + " RETURN count(t)") == 1
           && count("MATCH (n:Process {id: '" + P2 + "'}) WHERE n.requestRate IS NOT NULL RETURN count(n)") == 1,
@@ -216,7 +270,10 @@ class TransactionMetricsIT {
       // 2 x 200 us, 10 x 1.5 ms, 10 x 4 ms: p50 (rank 21) 200 us, p75 (rank 32) 1.5 ms, p90 (rank 38)
       // and p99 (rank 42) 4 ms; mean (57 + 0.4) ms / 42 = 1366666.7 ns; network 1.9 ms - that = 533333 ns.
       // P2: D = 0.05 / 4.2 = 0.0119048 s, saturation 84/s.
-      stack.produce(List.of(txRecord(server(T0 + 8 * S, 2, 200, 2000, new long[] {200 * US}, new long[] {2}))));
+      // Its route: POST /orders 2 x 200 us, folded into OTHER * (11: 2 x 200 us, 5 x 1.5 ms, 4 x 4 ms;
+      // p50 rank 6 -> 1.5 ms, p90 rank 10 and p99 rank 11 -> 4 ms; 1.1/s); users unchanged.
+      stack.produce(List.of(txRecord(routes(server(T0 + 8 * S, 2, 200, 2000, new long[] {200 * US}, new long[] {2}),
+          route("POST", "/orders", false, new long[] {200 * US}, new long[] {2})))));
       await(() -> edges().get(EDGE + "@" + w0).getRevision() == 1
           && metrics().get("PROCESS|host-b|" + P2 + "@" + w0).getRevision() == 1, "W0 revision 1");
       EdgeMetrics e1 = edges().get(EDGE + "@" + w0);
@@ -235,12 +292,25 @@ class TransactionMetricsIT {
       assertEquals(42L, p2r1.getServerTransactions());
       assertEquals(0.05 / 4.2, p2r1.getServiceDemandSeconds(), 1e-12);
       assertEquals(84.0, p2r1.getSaturationRate(), 1e-9);
+      List<WindowHttpRoute> routes1 = p2r1.getHttpRoutes();
+      assertEquals(List.of("SERVER GET " + USERS, "SERVER OTHER *"), routeKeys(routes1));
+      assertEquals(26L, routes1.get(0).getTransactions());
+      assertEquals(11L, routes1.get(1).getTransactions());
+      assertEquals(1.1, routes1.get(1).getRequestRate(), 1e-12);
+      assertEquals(List.of(bucket(200 * US), bucket(1500 * US), bucket(4 * MS)), routes1.get(1).getLatencyBuckets());
+      assertEquals(List.of(2L, 5L, 4L), routes1.get(1).getLatencyCounts());
+      within(1500 * US, routes1.get(1).getLatencyP50Ns());
+      within(4 * MS, routes1.get(1).getLatencyP90Ns());
+      within(4 * MS, routes1.get(1).getLatencyP99Ns());
+      assertEquals(routes1, metrics().get("HOST|host-b|host-b@" + w0).getHttpRoutes(), "the host's revision 1 too");
       assertEquals(2, p2r1.getSamples(), "the late transaction record is not a sample");
       assertEquals(0, LateSampleCounter.DROPPED.get() - lateBefore, "nothing beyond the lateness");
 
-      // Neo4j: revision 1 on the edge and on P2, with the same figures.
+      // Neo4j: revision 1 on the edge and on P2, its container and host, with the same figures.
       await(() -> count("MATCH ()-[t:TALKS_TO]->() WHERE t.latencyRevision = 1 RETURN count(t)") == 1
-          && count("MATCH (n:Process {id: '" + P2 + "'}) WHERE n.metricsRevision = 1 RETURN count(n)") == 1,
+          && count("MATCH (n:Process {id: '" + P2 + "'}) WHERE n.metricsRevision = 1 RETURN count(n)") == 1
+          && count("MATCH (n:Container {id: '" + C2 + "'}) WHERE n.metricsRevision = 1 RETURN count(n)") == 1
+          && count("MATCH (n:Host {id: 'host-b'}) WHERE n.metricsRevision = 1 RETURN count(n)") == 1,
           "W0 revision 1 in Neo4j");
       Value t = single("MATCH (:Process {id: $a})-[t:TALKS_TO]->(:Process {id: $b}) RETURN t", Map.of("a", P1, "b", P2));
       assertEquals(4.2, t.get("requestRate").asDouble(), 1e-12);
@@ -263,6 +333,26 @@ class TransactionMetricsIT {
       assertEquals(p1.getClientRttP50Ns(), n1.get("clientRttP50Ns").asLong());
       assertTrue(n1.get("serviceDemandS").isNull());
 
+      // The routes on the nodes, as parallel lists (P2 and its container: revision 1; P1: revision 0).
+      for (Value n : List.of(n2, cont)) {
+        assertEquals(List.of("SERVER GET " + USERS, "SERVER OTHER *"), n.get("httpRouteKeys").asList(Value::asString));
+        assertEquals(List.of(26L, 11L), n.get("httpRouteTransactions").asList(Value::asLong));
+        List<Double> rates = n.get("httpRouteRates").asList(Value::asDouble);
+        assertEquals(2.6, rates.get(0), 1e-12);
+        assertEquals(1.1, rates.get(1), 1e-12);
+        assertEquals(routes1.stream().map(WindowHttpRoute::getLatencyP50Ns).toList(), n.get("httpRouteP50Ns").asList(Value::asLong));
+        assertEquals(routes1.stream().map(WindowHttpRoute::getLatencyP90Ns).toList(), n.get("httpRouteP90Ns").asList(Value::asLong));
+        assertEquals(routes1.stream().map(WindowHttpRoute::getLatencyP99Ns).toList(), n.get("httpRouteP99Ns").asList(Value::asLong));
+        assertEquals(routes1.get(0).getLatencyMeanNs(), n.get("httpRouteMeanNs").asList(Value::asDouble).get(0), 1e-6);
+      }
+      List<WindowHttpRoute> p1Routes = p1.getHttpRoutes();
+      assertEquals(List.of("CLIENT GET " + USERS, "CLIENT GET " + LONG_PATH + "…"), n1.get("httpRouteKeys").asList(Value::asString));
+      assertEquals(List.of(3.0, 1.0), n1.get("httpRouteRates").asList(Value::asDouble));
+      assertEquals(p1Routes.stream().map(WindowHttpRoute::getLatencyP90Ns).toList(), n1.get("httpRouteP90Ns").asList(Value::asLong));
+      Value hostNode = single("MATCH (n:Host {id: 'host-b'}) RETURN n", Map.of());
+      assertEquals(List.of("SERVER GET " + USERS, "SERVER OTHER *"), hostNode.get("httpRouteKeys").asList(Value::asString));
+      assertEquals(List.of(26L, 11L), hostNode.get("httpRouteTransactions").asList(Value::asLong));
+
       // Dead letters: the garbage and the other bucket scheme, with the transactions topic.
       await(() -> stack.readAll("dlq").size() >= 2, "2 dead letters");
       List<ConsumerRecord<byte[], byte[]>> dead = new ArrayList<>(stack.readAll("dlq"));
@@ -274,6 +364,29 @@ class TransactionMetricsIT {
     } finally {
       job.cancel().get(1, TimeUnit.MINUTES);
     }
+  }
+
+  static TransactionStats routes(TransactionStats s, HttpRouteStats... routes) {
+    s.setHttpRoutes(List.of(routes));
+    return s;
+  }
+
+  /** A route with these latencies (as in stats()); its transactions are their count. */
+  static HttpRouteStats route(String method, String path, boolean truncated, long[] valuesNs, long[] counts) {
+    List<Integer> buckets = new ArrayList<>();
+    List<Long> cs = new ArrayList<>();
+    for (int i = 0; i < valuesNs.length; i++) {
+      buckets.add(bucket(valuesNs[i]));
+      cs.add(counts[i]);
+    }
+    return HttpRouteStats.newBuilder().setMethod(method).setPath(path).setPathTruncated(truncated)
+        .setTransactions(cs.stream().mapToLong(Long::longValue).sum()).setLatencyBuckets(buckets)
+        .setLatencyCounts(cs).build();
+  }
+
+  static List<String> routeKeys(List<WindowHttpRoute> routes) {
+    return routes.stream().map(r -> r.getRole() + " " + r.getMethod() + " " + r.getPath()
+        + (r.getPathTruncated() ? "…" : "")).toList();
   }
 
   static TransactionStats client(long endNs, long n, long req, long resp, long[] rttNs, long[] counts) {
