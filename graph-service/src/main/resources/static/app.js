@@ -432,6 +432,7 @@
       showDetail(state.detail);
       drawHeatmap(matrix);
       drawCritical(cp);
+      await httpRoutes();
       await budgetLoop();
       status('updated ' + new Date().toLocaleTimeString());
       document.body.setAttribute('data-loaded', 'true');
@@ -517,6 +518,37 @@
     } catch (e) {
       out.textContent = e.message;
     }
+  }
+
+  // ---------------------------------------------------------------- HTTP routes (served, slowest p99 first)
+
+  async function httpRoutes() {
+    const out = $('routesResult');
+    const p = new URLSearchParams({ role: 'server', sort: 'p99', limit: '15' });
+    if ($('host').value) p.set('host', $('host').value);
+    let rows;
+    try {
+      rows = await api('/api/v1/http-routes?' + p.toString());
+    } catch (e) {
+      out.textContent = '';
+      out.appendChild(el('div', { class: 'error', text: e.message }));
+      return;
+    }
+    out.textContent = '';
+    $('routesSummary').textContent = 'served, per process, latest window';
+    if (rows.length === 0) {
+      out.appendChild(el('div', { class: 'off', text: 'No HTTP/1.x route seen (plain-text requests only).' }));
+      return;
+    }
+    const name = (id) => {
+      const nd = state.graph && state.graph.nodes.find((n) => n.id === id);
+      return nd && nd.name && nd.name !== id ? nd.name + ' (' + id + ')' : id;
+    };
+    const t = table(['process', 'route', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms'],
+      rows.map((r) => [name(r.entityId), r.method + ' ' + r.path + (r.pathTruncated ? '…' : ''), r.requestRate,
+        r.p50Ms, r.p90Ms, r.p99Ms]));
+    t.id = 'routesTable';
+    out.appendChild(t);
   }
 
   // ---------------------------------------------------------------- published budgets (the budget loop)

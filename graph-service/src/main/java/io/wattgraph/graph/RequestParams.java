@@ -88,6 +88,22 @@ public final class RequestParams {
         }
     }
 
+    /** An integer in [min, max]; {@code fallback} when absent. */
+    public static int intInRange(String parameter, String value, int fallback, int min, int max) {
+        if (value == null) {
+            return fallback;
+        }
+        try {
+            int v = Integer.parseInt(value.trim());
+            if (v < min || v > max) {
+                throw new InvalidParameterException(parameter, "must be between " + min + " and " + max);
+            }
+            return v;
+        } catch (NumberFormatException e) {
+            throw new InvalidParameterException(parameter, "must be an integer between " + min + " and " + max);
+        }
+    }
+
     /** A number in [0, 1]; 0 when absent. */
     public static double fraction(String parameter, String value) {
         if (value == null) {

@@ -12,7 +12,8 @@ package io.wattgraph.graph;
  * nginx's cpuUsage/threads/requestRate/latencyAvgMs/powerW, the visitor edge's requestRate and latencyP99Ms,
  * nginx -> postgres' latencyP99Ms (the one internal edge with a latency: the critical path), and a wrongly
  * typed cpuUsage on curl (read as absent). The stream job's properties (ns): client RTT, server time and network
- * time on nginx -> postgres and curl -> nginx (p90 only), server time percentiles and utilization on postgres.
+ * time on nginx -> postgres and curl -> nginx (p90 only), server time percentiles and utilization on postgres;
+ * HTTP routes (httpRoute* lists) on nginx (one CLIENT, three SERVER, one truncated) and postgres (one SERVER).
  * </pre>
  */
 final class GraphFixture {
@@ -23,12 +24,21 @@ final class GraphFixture {
                     cpuUsage: 0.5})-[:RUNS_ON]->(ha)
             CREATE (nginx:Process {id: 'host-a/100/1000', hostId: 'host-a', pid: 100, startTimeNs: 1000,
                     comm: 'nginx', cmdline: 'nginx -g daemon off;', cgroupId: 4242, containerId: 'ctr-1',
-                    cpuUsage: 0.4, threads: 2, requestRate: 50.0, latencyAvgMs: 12.5, powerW: 3.5})
+                    cpuUsage: 0.4, threads: 2, requestRate: 50.0, latencyAvgMs: 12.5, powerW: 3.5,
+                    metricsWindowEndNs: 90, httpRouteKeys: ['CLIENT GET /health', 'SERVER GET /users/{id}',
+                    'SERVER POST /orders', 'SERVER GET /static/aaaaaaaa…'], httpRouteTransactions: [10, 300, 40, 5],
+                    httpRouteRates: [1.0, 30.0, 4.0, 0.5], httpRouteMeanNs: [1000000.0, 2500000.0, 9000000.0, 500000.0],
+                    httpRouteP50Ns: [1000000, 2000000, 8000000, 400000],
+                    httpRouteP90Ns: [1500000, 4000000, 12000000, 600000],
+                    httpRouteP99Ns: [2000000, 7000000, 30000000, 900000]})
             CREATE (curl:Process {id: 'host-a/200/2000', hostId: 'host-a', pid: 200, startTimeNs: 2000,
                     comm: 'curl', cmdline: 'curl http://localhost/', cgroupId: 7, cpuUsage: 'high'})
             CREATE (pg:Process {id: 'host-b/300/3000', hostId: 'host-b', pid: 300, startTimeNs: 3000,
                     comm: 'postgres', cmdline: 'postgres -D /data', cgroupId: 9, serverTimeP50Ns: 2000000,
-                    serverTimeP90Ns: 4500000, serverTimeP99Ns: 6500000, utilization: 0.3})
+                    serverTimeP90Ns: 4500000, serverTimeP99Ns: 6500000, utilization: 0.3,
+                    httpRouteKeys: ['SERVER GET /stats'], httpRouteTransactions: [2], httpRouteRates: [0.2],
+                    httpRouteMeanNs: [20000000.0], httpRouteP50Ns: [20000000], httpRouteP90Ns: [20000000],
+                    httpRouteP99Ns: [20000000]})
             CREATE (unknown:Process {id: 'host-b/0/0', hostId: 'host-b', pid: 0, startTimeNs: 0, comm: '?'})
             CREATE (nginx)-[:RUNS_ON]->(ha), (curl)-[:RUNS_ON]->(ha), (pg)-[:RUNS_ON]->(hb), (unknown)-[:RUNS_ON]->(hb)
             CREATE (nginx)-[:IN_CONTAINER]->(ctr)

@@ -112,6 +112,10 @@ class ServiceMapBrowserTest {
         assertThat(count(dom, "class=\"node critical\"")).isEqualTo(2);
         assertThat(dom).contains("<li data-path-node=\"host-a/100/1000\">")
                 .contains("<li data-path-node=\"host-b/300/3000\">");
+        // Served HTTP routes, slowest p99 first: nginx's POST /orders (30 ms) before postgres' GET /stats (20 ms).
+        assertThat(dom).contains("id=\"routesTable\"");
+        assertThat(dom.indexOf("POST /orders")).isPositive().isLessThan(dom.indexOf("GET /stats"));
+        assertThat(dom).contains("GET /static/aaaaaaaa…").doesNotContain("GET /health");
         // The published-budgets panel says the loop is off (the default), with no budget table.
         assertThat(dom).contains("id=\"budgetLoopOff\"").contains("The budget loop is off")
                 .doesNotContain("id=\"loopBudgets\"");
