@@ -8,10 +8,9 @@ use std::os::unix::fs::FileExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::BaseConsumer;
 use rdkafka::mocking::MockCluster;
-use rdkafka::{Message, Offset, TopicPartitionList};
+use rdkafka::Message;
 use wattgraph_agent::cgroup_avro::{decode_single_object, OwnedCgroupStats};
 
 const HOST: &str = "cgroup-host";
@@ -72,10 +71,7 @@ fn cgroup_stats_from_a_fixture_tree_reach_kafka() {
     ) else {
         return;
     };
-    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", &brokers).set("group.id", "t").create().unwrap();
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(TOPIC, 0, Offset::Beginning).unwrap();
-    consumer.assign(&tpl).unwrap();
+    let consumer = agent::consumer_from_start(&brokers, TOPIC, 1);
     let mut recs = Vec::new();
     consume_until(&consumer, &mut recs, "a first record", |r| !r.is_empty());
 
@@ -143,10 +139,7 @@ fn pod_names_from_the_kubelet_reach_kafka() {
     ) else {
         return;
     };
-    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", &brokers).set("group.id", "t").create().unwrap();
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(TOPIC, 0, Offset::Beginning).unwrap();
-    consumer.assign(&tpl).unwrap();
+    let consumer = agent::consumer_from_start(&brokers, TOPIC, 1);
     let mut recs = Vec::new();
     consume_until(&consumer, &mut recs, "a record with the pod's name", |r| r.iter().any(|(_, x)| x.pod.name.is_some()));
     let text = agent::scrape(port);

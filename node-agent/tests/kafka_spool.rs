@@ -10,10 +10,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::BaseConsumer;
 use rdkafka::mocking::MockCluster;
-use rdkafka::{Message, Offset, TopicPartitionList};
+use rdkafka::Message;
 use wattgraph_agent::cgroup_avro::decode_single_object;
 use wattgraph_agent::kafka::{EventProducer, Sent, SpoolOptions};
 
@@ -100,12 +99,7 @@ fn outage_spools_to_memory_then_disk_and_delivers_in_order_exactly_once() {
     );
 
     // Consume everything: each accepted record once, per key in sending order.
-    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", &brokers).set("group.id", "spool-test").create().unwrap();
-    let mut tpl = TopicPartitionList::new();
-    for part in 0..2 {
-        tpl.add_partition_offset(TOPIC, part, Offset::Beginning).unwrap();
-    }
-    consumer.assign(&tpl).unwrap();
+    let consumer = agent::consumer_from_start(&brokers, TOPIC, 2);
     let mut got: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     let mut n = 0;
     let mut quiet_since = Instant::now();
@@ -156,10 +150,7 @@ fn records_left_on_disk_are_sent_first_after_a_restart() {
     assert_eq!(p.send(k.as_bytes(), &v), Sent::Disk, "queued behind the records of the previous run");
     agent::wait_for("51 delivered", || p.stats().delivered.load(Ordering::Relaxed) == 51);
     agent::wait_for("segment files deleted", || spool_files(&dir) == 0);
-    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", &brokers).set("group.id", "spool-test").create().unwrap();
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(TOPIC, 0, Offset::Beginning).unwrap();
-    consumer.assign(&tpl).unwrap();
+    let consumer = agent::consumer_from_start(&brokers, TOPIC, 1);
     assert_eq!(consume_seqs(&consumer, 51), (0..51).collect::<Vec<_>>());
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 }
@@ -213,10 +204,7 @@ fn a_stop_while_draining_neither_loses_nor_repeats() {
     mock.broker_up(1).unwrap();
     let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
     agent::wait_for("the spool drained", || spool_files(&dir) == 0 && p.stats().disk_records.load(Ordering::Relaxed) == 0);
-    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", &brokers).set("group.id", "spool-test").create().unwrap();
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(TOPIC, 0, Offset::Beginning).unwrap();
-    consumer.assign(&tpl).unwrap();
+    let consumer = agent::consumer_from_start(&brokers, TOPIC, 1);
     assert_eq!(consume_seqs(&consumer, N), (0..N).collect::<Vec<_>>(), "each record once, in order");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no segment or skip file left");
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
@@ -278,10 +266,7 @@ fn agent_binary_spools_to_disk_through_an_outage() {
     assert!(metric(&text, "wattgraph_agent_spool_spilled_total") >= 100.0, "{text}");
     assert!(err.contains("spool_disk="), "stats line shows the spool: {err}");
 
-    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", &brokers).set("group.id", "spool-agent").create().unwrap();
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(CG_TOPIC, 0, Offset::Beginning).unwrap();
-    consumer.assign(&tpl).unwrap();
+    let consumer = agent::consumer_from_start(&brokers, CG_TOPIC, 1);
     let mut recs = Vec::new();
     let mut quiet_since = Instant::now();
     while quiet_since.elapsed() < Duration::from_secs(3) {

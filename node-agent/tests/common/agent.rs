@@ -103,3 +103,16 @@ pub fn sigterm(mut agent: Agent) -> String {
     assert_eq!(out.status.code(), Some(0), "{err}");
     err
 }
+
+/// A consumer reading `topic`'s partitions 0..`partitions` from the beginning (no group offsets).
+pub fn consumer_from_start(brokers: &str, topic: &str, partitions: i32) -> rdkafka::consumer::BaseConsumer {
+    use rdkafka::consumer::Consumer;
+    let c: rdkafka::consumer::BaseConsumer =
+        rdkafka::config::ClientConfig::new().set("bootstrap.servers", brokers).set("group.id", "wattgraph-test").create().unwrap();
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for part in 0..partitions {
+        tpl.add_partition_offset(topic, part, rdkafka::Offset::Beginning).unwrap();
+    }
+    c.assign(&tpl).unwrap();
+    c
+}
