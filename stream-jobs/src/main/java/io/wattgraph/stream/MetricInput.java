@@ -19,6 +19,8 @@ public class MetricInput {
   public String entityId;
   public String groupId;
   public String podUid;
+  /** Pod name, namespace, labels of a PROCESS, GROUP or POD sample; null when unknown. */
+  public PodMetadata pod;
   public String comm;
   public long intervalEndNs;
   public long intervalNs;
@@ -49,6 +51,7 @@ public class MetricInput {
     // PROCESS inputs carry their pod too: ProcessGroups learns the process's pod from them (the
     // PROCESS result does not show it, see MetricsWindowFunction).
     m.podUid = level.equals(HOST) ? null : s.podUid;
+    m.pod = level.equals(HOST) ? null : s.pod;
     m.comm = level.equals(PROCESS) ? s.comm : null;
     m.intervalEndNs = s.intervalEndNs;
     m.intervalNs = s.intervalNs();

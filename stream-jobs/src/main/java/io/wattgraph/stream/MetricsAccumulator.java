@@ -15,6 +15,12 @@ public class MetricsAccumulator {
   public String groupId;
   public String podUid;
   public String comm;
+  /**
+   * Pod metadata of the latest sample that had any (by interval end, not by the latest sample: the
+   * agent may learn the name after the UID, and a later sample without it must not erase it).
+   */
+  public PodMetadata pod;
+  public long podIntervalEndNs = Long.MIN_VALUE;
   /** intervalEndNs of the latest sample seen, for groupId/comm (latest wins). */
   public long latestIntervalEndNs = Long.MIN_VALUE;
   public int samples;
@@ -58,6 +64,7 @@ public class MetricsAccumulator {
       podUid = in.podUid != null ? in.podUid : podUid;
       comm = in.comm != null ? in.comm : comm;
     }
+    offerPod(in.pod, in.intervalEndNs);
     samples++;
     cpuTimeNs += in.cpuTimeNs;
     energyJoules += in.energyJoules;
@@ -69,6 +76,13 @@ public class MetricsAccumulator {
     }
     addCounts(in.intervalEndNs, in.threads, in.processes);
     hostCores = Math.max(hostCores, in.hostCores);
+  }
+
+  private void offerPod(PodMetadata p, long intervalEndNs) {
+    if (p != null && intervalEndNs >= podIntervalEndNs) {
+      pod = p;
+      podIntervalEndNs = intervalEndNs;
+    }
   }
 
   private void addCounts(long intervalEnd, int threads, int processes) {
@@ -105,6 +119,7 @@ public class MetricsAccumulator {
       podUid = o.podUid != null ? o.podUid : podUid;
       comm = o.comm != null ? o.comm : comm;
     }
+    offerPod(o.pod, o.podIntervalEndNs);
     samples += o.samples;
     cpuTimeNs += o.cpuTimeNs;
     energyJoules += o.energyJoules;

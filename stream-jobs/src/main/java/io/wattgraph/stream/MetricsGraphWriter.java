@@ -25,7 +25,8 @@ import org.neo4j.driver.TransactionContext;
  * request rate, latency percentiles) and the operational analysis (utilization, service demand,
  * saturation rate); null values remove the property (the latest window had none). Since v3 the
  * window's HTTP routes too, as parallel lists of primitives ({@link #putHttpRoutes}): the graph
- * service reads them without parsing anything.
+ * service reads them without parsing anything. Since v4 Containers also get their pod's name,
+ * namespace and labels ({@code key=value} list: Neo4j has no map properties), only when known.
  * Idempotent and monotonic: a row is applied only if its (windowEndNs, revision) is not older than
  * the node's ({@code metricsWindowEndNs}, {@code metricsRevision}), compared in the Cypher, so a
  * replay or a stale batch never overwrites a newer window.
@@ -65,7 +66,9 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
       MERGE (n:Container {id: r.id}) ON CREATE SET n.hostId = r.hostId
       MERGE (n)-[:RUNS_ON]->(h)
       WITH n, r WHERE""" + NEWER + COMMON + """
-      SET n.processes = r.processes, n.podUid = coalesce(r.podUid, n.podUid)
+      SET n.processes = r.processes, n.podUid = coalesce(r.podUid, n.podUid),
+          n.podName = coalesce(r.podName, n.podName), n.podNamespace = coalesce(r.podNamespace, n.podNamespace),
+          n.podLabels = coalesce(r.podLabels, n.podLabels)
       """;
 
   private static final String HOSTS = """
@@ -145,6 +148,10 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
       m.put("windowEndNs", r.windowEndNs);
       m.put("revision", r.revision);
       m.put("podUid", r.podUid);
+      // Null when unknown: the Cypher keeps a known name (a window with TransactionStats only has none).
+      m.put("podName", r.pod == null ? null : r.pod.name);
+      m.put("podNamespace", r.pod == null ? null : r.pod.namespace);
+      m.put("podLabels", r.pod == null ? null : List.of(r.pod.labels));
       m.put("idlePowerW", r.idlePowerWatts);
       m.put("cores", r.hostCores);
       if (r.samples == 0) {

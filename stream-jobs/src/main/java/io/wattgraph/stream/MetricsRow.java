@@ -8,6 +8,8 @@ public class MetricsRow {
   public String groupId;
   public String podUid;
   public String comm;
+  /** The pod's name, namespace, labels (PROCESS, GROUP, POD); null when unknown. */
+  public PodMetadata pod;
   public long windowStartNs;
   public long windowEndNs;
   public int revision;

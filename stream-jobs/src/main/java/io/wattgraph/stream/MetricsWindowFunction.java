@@ -36,6 +36,7 @@ public class MetricsWindowFunction extends RevisionWindowFunction<MetricsAccumul
     r.groupId = acc.groupId;
     r.podUid = MetricInput.PROCESS.equals(acc.level) ? null : acc.podUid;
     r.comm = acc.comm;
+    r.pod = acc.pod;
     r.windowStartNs = w.getStart() * 1_000_000L;
     r.windowEndNs = w.getEnd() * 1_000_000L;
     r.revision = revision;

@@ -110,6 +110,7 @@ public class ResourceSampleDeserializer implements KafkaRecordDeserializationSch
     s.comm = r.getComm();
     s.groupId = r.getGroupId();
     s.podUid = r.getPodUid();
+    s.pod = PodMetadata.of(r.getPodName(), r.getPodNamespace(), r.getPodLabels());
     s.threads = r.getThreads();
     s.processes = r.getProcesses();
     s.hostCores = r.getHostCores() == null ? 0 : r.getHostCores();

@@ -12,6 +12,8 @@ public class Sample {
   public String comm;
   public String groupId;
   public String podUid;
+  /** Pod name, namespace, labels (ResourceSample v3); null when the record has none. */
+  public PodMetadata pod;
   public int threads;
   public int processes;
   /** CPUs online on the host (ResourceSample v2); 0 = unknown (v1 agents). */

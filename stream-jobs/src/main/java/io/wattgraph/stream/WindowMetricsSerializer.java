@@ -8,6 +8,7 @@ import io.wattgraph.schema.WindowHttpRoute;
 import io.wattgraph.schema.WindowMetrics;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import org.apache.avro.message.BinaryMessageEncoder;
 
 /**
@@ -50,6 +51,9 @@ public class WindowMetricsSerializer extends WindowResultSerializer<MetricsRow, 
         .setGroupId(r.groupId)
         .setPodUid(r.podUid)
         .setComm(r.comm)
+        .setPodName(r.pod == null ? null : r.pod.name)
+        .setPodNamespace(r.pod == null ? null : r.pod.namespace)
+        .setPodLabels(r.pod == null ? Map.of() : r.pod.labelMap())
         .setWindowStartNs(r.windowStartNs)
         .setWindowEndNs(r.windowEndNs)
         .setRevision(r.revision)

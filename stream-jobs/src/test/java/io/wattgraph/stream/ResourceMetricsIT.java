@@ -78,6 +78,12 @@ class ResourceMetricsIT {
       c1.setGroupId(C1);
       c1.setRuntime(ContainerRuntime.CONTAINERD);
       c1.setPodUid("pod-x");
+      if (k > 1) {
+        // The agent learnt the pod's name after its UID (ResourceSample v3).
+        c1.setPodName("checkout-1");
+        c1.setPodNamespace("shop");
+        c1.setPodLabels(Map.of("app", "checkout"));
+      }
       ResourceSample hostGroup = sample(ResourceScope.GROUP, "host-m1", end, k * S, 10.0 * k, true, 6 + k, 3);
       ResourceSample p = sample(ResourceScope.PROCESS, "host-m1", end, 3 * k * S / 2, 15.0 * k, true, 3, 1);
       p.setTgid(100);
@@ -126,6 +132,12 @@ class ResourceMetricsIT {
     assertRow(m.get("GROUP|host-m1|" + C1 + "@" + w0), 6.0, 0.6, 60.0, 6.0, "MEASURED", 4, 2);
     assertEquals("pod-x", m.get("GROUP|host-m1|" + C1 + "@" + w0).getPodUid());
     assertRow(m.get("POD|host-m1|pod-x@" + w0), 6.0, 0.6, 60.0, 6.0, "MEASURED", 4, 2);
+    for (String key : List.of("GROUP|host-m1|" + C1 + "@" + w0, "POD|host-m1|pod-x@" + w0)) {
+      assertEquals("checkout-1", m.get(key).getPodName(), key);
+      assertEquals("shop", m.get(key).getPodNamespace(), key);
+      assertEquals(Map.of("app", "checkout"), m.get(key).getPodLabels(), key);
+    }
+    assertNull(m.get("GROUP|host-m1|host@" + w0).getPodName());
     assertRow(m.get("GROUP|host-m1|host@" + w0), 3.0, 0.3, 30.0, 3.0, "MEASURED", 8, 3);
     WindowMetrics p0 = m.get("PROCESS|host-m1|" + P100 + "@" + w0);
     assertRow(p0, 4.5, 0.45, 45.0, 4.5, "MEASURED", 3, 1);
@@ -158,6 +170,9 @@ class ResourceMetricsIT {
         0.8, 8.0, 80.0, "MEASURED", 4, w1);
     assertEquals(2, c.get("processes").asInt());
     assertEquals("pod-x", c.get("podUid").asString());
+    assertEquals("checkout-1", c.get("podName").asString());
+    assertEquals("shop", c.get("podNamespace").asString());
+    assertEquals(List.of("app=checkout"), c.get("podLabels").asList());
     Value h1 = assertNode("MATCH (n:Host {id: $id}) RETURN n", "host-m1", 1.2, 20.0, 200.0, "MEASURED", 14, w1);
     assertEquals(2.0, h1.get("idlePowerW").asDouble());
     assertEquals(5, h1.get("processes").asInt());

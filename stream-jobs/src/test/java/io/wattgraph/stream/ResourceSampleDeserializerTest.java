@@ -1,14 +1,25 @@
 package io.wattgraph.stream;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.schema.ResourceSample;
 import io.wattgraph.schema.ResourceScope;
+import java.io.InputStream;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.avro.Schema;
+import org.apache.avro.generic.GenericData;
+import org.apache.avro.generic.GenericRecord;
+import org.apache.avro.message.BinaryMessageEncoder;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.Test;
 
@@ -43,6 +54,38 @@ class ResourceSampleDeserializerTest {
     assertEquals(5, d.cpuTimeNs);
     assertTrue(d.measured);
     assertEquals(T / 1_000_000L + 999, d.eventTimeMs(), "an interval ending on a second belongs to that second");
+  }
+
+  /** The shared vector of a v3 GROUP record with pod metadata (the agent's own encoding). */
+  @Test
+  void decodesPodMetadataOfTheSharedV3Vector() throws Exception {
+    String json = Files.readString(Path.of("../schemas/test-vectors/resource-sample/05-group-pod-names.json"));
+    Matcher hex = Pattern.compile("\"singleObjectHex\"\\s*:\\s*\"([0-9a-f]+)\"").matcher(json);
+    assertTrue(hex.find());
+    Sample d = decode(HexFormat.of().parseHex(hex.group(1))).get(0).sample;
+    assertEquals("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", d.podUid);
+    assertEquals("checkout-5f7c9-x2x4q", d.pod.name);
+    assertEquals("sh\u00f6p", d.pod.namespace);
+    assertArrayEquals(new String[] {"app=checkout", "app.kubernetes.io/name=checkout"}, d.pod.labels);
+  }
+
+  /** A record written with ResourceSample v2 (no pod metadata fields) decodes with none. */
+  @Test
+  void aV2RecordHasNoPodMetadata() throws Exception {
+    ResourceSample s = ResourceMetricsIT.sample(ResourceScope.GROUP, "h", T, 5, 1.5, true, 2, 1);
+    s.setPodUid("pod-1");
+    Schema v2;
+    try (InputStream in = getClass().getResourceAsStream("/wattgraph/avro/history/ResourceSample-v2.avsc")) {
+      v2 = new Schema.Parser().parse(in);
+    }
+    GenericRecord old = new GenericData.Record(v2);
+    for (Schema.Field f : v2.getFields()) {
+      old.put(f.name(), s.get(f.name()));
+    }
+    byte[] bytes = StreamJobHarness.bytes(new BinaryMessageEncoder<GenericRecord>(GenericData.get(), v2).encode(old));
+    Sample d = decode(bytes).get(0).sample;
+    assertEquals("pod-1", d.podUid);
+    assertNull(d.pod);
   }
 
   @Test

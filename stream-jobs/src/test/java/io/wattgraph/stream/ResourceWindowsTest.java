@@ -1,11 +1,14 @@
 package io.wattgraph.stream;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.wattgraph.schema.WindowMetrics;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.api.common.eventtime.Watermark;
 import org.apache.flink.api.common.eventtime.WatermarkGenerator;
@@ -227,6 +230,67 @@ class ResourceWindowsTest {
     MetricsRow b = find(rows, "PROCESS", "host-b/42/900");
     assertEquals(0.03, b.cpuCores, 1e-12);
     assertEquals("ESTIMATED", b.powerSource);
+  }
+
+  /** s in container group of pod-1, with the pod's metadata when name is given (else the UID only). */
+  static Sample inPod(Sample s, String group, String name) {
+    s.groupId = group;
+    s.podUid = "pod-1";
+    s.pod = name == null ? null : PodMetadata.of(name, "shop", Map.of("tier", "web", "app", "checkout"));
+    return s;
+  }
+
+  @Test
+  void podMetadataOfTheLatestNamedSampleOnProcessGroupAndPod() throws Exception {
+    String c1 = "c1".repeat(32);
+    String c2 = "c2".repeat(32);
+    // pod-1: the UID only at first (the agent's pod source was slow), the name from 4 s on; the
+    // named sample arrives after a later one without metadata, which must not erase it.
+    for (double t : new double[] {2, 7, 4}) {
+      String name = t == 4 ? "checkout-1" : null;
+      feed(inPod(process(t, S / 10, 1.0, 1), c1, name));
+      feed(inPod(sample("GROUP", "host-a", t, 1, S / 10, 1.0, true, 1, 1), c1, name));
+    }
+    // A v2 agent's container in pod-2: UID, no metadata.
+    Sample v2 = sample("GROUP", "host-a", 3, 1, S / 10, 1.0, true, 1, 1);
+    v2.groupId = c2;
+    v2.podUid = "pod-2";
+    feed(v2);
+    feed(sample("HOST", "host-a", 3, 1, S, 2.0, true, 2, 2));
+    watermarkAtSecond(10);
+    List<MetricsRow> rows = rows();
+    assertEquals(6, rows.size(), rows::toString);
+    for (MetricsRow r : List.of(find(rows, "PROCESS", P), find(rows, "GROUP", c1), find(rows, "POD", "pod-1"))) {
+      assertEquals("checkout-1", r.pod.name, r::toString);
+      assertEquals("shop", r.pod.namespace, r::toString);
+      assertArrayEquals(new String[] {"app=checkout", "tier=web"}, r.pod.labels, "key order");
+    }
+    WindowMetrics pod = WindowMetricsSerializer.toAvro(find(rows, "POD", "pod-1"));
+    assertEquals("checkout-1", pod.getPodName());
+    assertEquals("shop", pod.getPodNamespace());
+    assertEquals(Map.of("app", "checkout", "tier", "web"), pod.getPodLabels());
+    for (MetricsRow r : List.of(find(rows, "GROUP", c2), find(rows, "POD", "pod-2"), find(rows, "HOST", "host-a"))) {
+      assertNull(r.pod, r::toString);
+      WindowMetrics w = WindowMetricsSerializer.toAvro(r);
+      assertNull(w.getPodName());
+      assertNull(w.getPodNamespace());
+      assertEquals(Map.of(), w.getPodLabels());
+    }
+    assertEquals("pod-2", find(rows, "GROUP", c2).podUid);
+  }
+
+  /** Merged accumulators (merging windows) keep the metadata of the later named sample too. */
+  @Test
+  void mergeKeepsTheLaterNamedPodMetadata() {
+    MetricsAccumulator later = new MetricsAccumulator();
+    later.add(MetricInput.of(inPod(process(5, 1, 1, 1), "g", "new"), MetricInput.PROCESS, P));
+    MetricsAccumulator earlier = new MetricsAccumulator();
+    earlier.add(MetricInput.of(inPod(process(3, 1, 1, 1), "g", "old"), MetricInput.PROCESS, P));
+    earlier.add(MetricInput.of(inPod(process(8, 1, 1, 1), "g", null), MetricInput.PROCESS, P));
+    later.merge(earlier);
+    assertEquals("new", later.pod.name);
+    earlier.merge(later);
+    assertEquals("new", earlier.pod.name);
   }
 
   static MetricsRow find(List<MetricsRow> rows, String level, String id) {
