@@ -356,6 +356,30 @@ fn sampler_config(cfg: &Config, max_intervals: Option<u64>, pods: Option<Arc<Pod
 }
 
 /// `--once`: one sampling interval, printed for a person checking the node; no Kafka.
+/// `--once`: transactions of the interval, and the HTTP routes by count with their latency.
+fn once_transactions(out: &mut String, txns: &[ConnTxn]) {
+    use std::fmt::Write as _;
+    use wattgraph_agent::transactions::{bucket_mid, Histogram, TxnRole};
+    let n = |role: TxnRole| txns.iter().filter(|t| t.role == role).map(|t| t.transactions).sum::<u64>();
+    let _ = writeln!(out, "transactions: {} as client, {} as server", n(TxnRole::Client), n(TxnRole::Server));
+    let mut routes: std::collections::BTreeMap<(&str, &str, &str), Histogram> = std::collections::BTreeMap::new();
+    for t in txns {
+        for r in &t.routes {
+            let role = if t.role == TxnRole::Client { "client" } else { "server" };
+            routes.entry((role, r.route.method, r.route.path.as_str())).or_default().merge(&r.latency);
+        }
+    }
+    let mut rows: Vec<_> = routes.into_iter().collect();
+    rows.sort_by_key(|(_, h)| std::cmp::Reverse(h.total()));
+    let ms = |h: &Histogram, q: f64| h.percentile_bucket(q).map_or(0.0, |b| bucket_mid(b) as f64 / 1e6);
+    for ((role, method, path), h) in rows.iter().take(10) {
+        let _ = writeln!(out, "  {role:<6} {method} {path}  n {}  p50 {:.3} ms  p99 {:.3} ms", h.total(), ms(h, 0.5), ms(h, 0.99));
+    }
+    if rows.len() > 10 {
+        let _ = writeln!(out, "  ... {} more routes", rows.len() - 10);
+    }
+}
+
 fn run_once(cfg: &Config) -> i32 {
     // One synchronous fetch: the printout names pods when the source answers.
     let once_pods = match pod_source(cfg) {
@@ -379,6 +403,9 @@ fn run_once(cfg: &Config) -> i32 {
         ignore_self: !cfg.include_self,
         snapshot_interval: Duration::from_millis(cfg.sample_interval_ms.max(100)),
         shed: cfg.shed_options().unwrap_or(None),
+        transaction_interval: (!cfg.no_transactions).then(|| Duration::from_millis(cfg.sample_interval_ms.max(100))),
+        txn_hist_entries: cfg.transaction_hist_entries,
+        http_routes: cfg.http_routes,
         ..Default::default()
     };
     let handle = match spawn_capture(opts) {
@@ -420,7 +447,7 @@ fn run_once(cfg: &Config) -> i32 {
         }
         (label, m, cg_rx.try_iter().collect::<Vec<_>>())
     });
-    let events = handle.stop_and_drain();
+    let (events, txns) = handle.stop_and_drain_all();
     let mut out = String::new();
     use std::fmt::Write as _;
     let _ = writeln!(out, "wattgraph-agent --once: host {}, interval {} ms", cfg.host_id, cfg.sample_interval_ms);
@@ -448,6 +475,7 @@ fn run_once(cfg: &Config) -> i32 {
     if seen.len() > 20 {
         let _ = writeln!(out, "  ... {} more", seen.len() - 20);
     }
+    once_transactions(&mut out, &txns);
     if let Some(h) = recs.first() {
         let _ = writeln!(
             out,

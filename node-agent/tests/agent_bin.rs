@@ -89,6 +89,71 @@ fn once_prints_one_interval_and_exits() {
     }
 }
 
+/// `--once` over real HTTP/1.1 traffic on loopback (`GET /items/<n>`, a new keep-alive connection
+/// every 20 requests so some handshakes fall inside the agent's interval): the printout has the
+/// transactions and the normalised route with its latency.
+#[test]
+fn once_prints_http_routes() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let server = std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(s) = s else { return };
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut w = s;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                if line.starts_with("STOP") {
+                    return;
+                }
+                while {
+                    let mut h = String::new();
+                    r.read_line(&mut h).unwrap_or(0) > 0 && h != "\r\n"
+                } {}
+                w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").unwrap();
+            }
+        }
+    });
+    let d = done.clone();
+    let client = std::thread::spawn(move || {
+        let mut i = 0u64;
+        // Bounded: until the agent is done, at most 60 s.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !d.load(Ordering::Relaxed) && std::time::Instant::now() < deadline {
+            let mut c = TcpStream::connect(addr).unwrap();
+            for _ in 0..20 {
+                c.write_all(format!("GET /items/{i} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes()).unwrap();
+                let mut buf = [0u8; 40];
+                c.read_exact(&mut buf).unwrap();
+                i += 1;
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+        TcpStream::connect(addr).unwrap().write_all(b"STOP\r\n").unwrap();
+    });
+    let out = Command::new(BIN).args(["--host-id", "h1", "--once", "--sample-interval-ms", "1000"]).output().unwrap();
+    done.store(true, Ordering::Relaxed);
+    client.join().unwrap();
+    server.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if skip_without_bpf(&err) {
+        return;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{err}\n{text}");
+    assert!(!text.contains("transactions: 0 as client, 0 as server"), "{text}");
+    let line = text.lines().find(|l| l.contains("server GET /items/{id}")).unwrap_or_else(|| panic!("no route line: {text}"));
+    assert!(line.contains(" p50 ") && line.contains(" p99 "), "{line}");
+    assert!(text.lines().any(|l| l.contains("client GET /items/{id}")), "{text}");
+}
+
 #[test]
 fn metrics_endpoint_serves_agent_metrics() {
     use std::io::{Read, Write};
