@@ -53,6 +53,42 @@ class ServiceGraphLoaderTest {
         assertThat(loader.load(new GraphFilter("no-such-host", null, null, null)).graph().edges()).isEmpty();
     }
 
+    /**
+     * Containers named by the stream job from the agents' pod metadata (podName, podNamespace, podLabels) give
+     * their processes pod, namespace and, from the app label, service, in both loaders. Its own host, removed after.
+     */
+    @Test
+    void podMetadataFromTheStreamJobNamesProcesses() {
+        try (var session = driver.session()) {
+            session.run("""
+                    CREATE (h:Host {id: 'host-z'})
+                    CREATE (c:Container {id: 'ctr-z', hostId: 'host-z', podName: 'checkout-5f7c9', podNamespace: 'shop-z',
+                            podLabels: ['app=checkout', 'tier=web']})-[:RUNS_ON]->(h)
+                    CREATE (p:Process {id: 'host-z/1/1', hostId: 'host-z', pid: 1, startTimeNs: 1, comm: 'java',
+                            containerId: 'ctr-z'})-[:RUNS_ON]->(h)
+                    CREATE (q:Process {id: 'host-z/2/2', hostId: 'host-z', pid: 2, startTimeNs: 2, comm: 'curl'})
+                            -[:RUNS_ON]->(h)
+                    CREATE (q)-[:TALKS_TO {bytesClientToServer: 1, bytesServerToClient: 2, connections: 1,
+                            firstSeenNs: 1, lastSeenNs: 2}]->(p)
+                    """).consume();
+            try {
+                GraphFilter f = new GraphFilter("host-z", null, null, null);
+                ServiceGraphLoader.Loaded compact = loader.load(f);
+                assertThat(compact.graph()).isEqualTo(loader.loadRowPerEdge(f).graph());
+                ServiceNode java = compact.graph().nodesById().get("host-z/1/1");
+                assertThat(java.pod()).isEqualTo("checkout-5f7c9");
+                assertThat(java.namespace()).isEqualTo("shop-z");
+                assertThat(java.service()).isEqualTo("checkout");
+                assertThat(compact.graph().nodesById().get("host-z/2/2").pod()).isNull();
+                assertThat(loader.load(new GraphFilter(null, "shop-z", null, null)).graph().nodesById())
+                        .containsKey("host-z/1/1");
+            } finally {
+                session.run("MATCH (n) WHERE n.id IN ['host-z', 'ctr-z', 'host-z/1/1', 'host-z/2/2'] DETACH DELETE n")
+                        .consume();
+            }
+        }
+    }
+
     @Test
     void compactLoadReadsTheFixture() {
         ServiceGraphLoader.Loaded l = loader.load(GraphFilter.NONE);

@@ -78,8 +78,13 @@ public class ServiceGraphLoader {
             RETURN coalesce(p.id, elementId(p)), p.hostId, p.comm, p.cmdline, p.containerId,
             """ + metricsOf("p");
 
-    public static final String CONTAINERS_COMPACT = "MATCH (c:Container) RETURN c.id, c.pod, c.namespace, "
-            + "c.service, " + metricsOf("c");
+    // Pod and namespace as configured on the node (pod, namespace), else as the stream job writes them from
+    // the agents' pod metadata (podName, podNamespace); the service, else the pod's app label.
+    public static final String CONTAINERS_COMPACT = "MATCH (c:Container) RETURN c.id, coalesce(c.pod, c.podName), "
+            + "coalesce(c.namespace, c.podNamespace), coalesce(c.service, "
+            + "[l IN coalesce(c.podLabels, []) WHERE l STARTS WITH 'app=' | substring(l, 4)][0], "
+            + "[l IN coalesce(c.podLabels, []) WHERE l STARTS WITH 'app.kubernetes.io/name=' | substring(l, 23)][0]), "
+            + metricsOf("c");
 
     public static final String HOSTS_COMPACT = "MATCH (h:Host) RETURN h.id, h.cores, " + metricsOf("h");
 
@@ -243,7 +248,9 @@ public class ServiceGraphLoader {
                     ProcessTypes.of(string(node, "cmdline"), string(node, "comm")),
                     hostId == null ? null : hostCores.get(hostId), metrics(node));
             Node c = containerId == null ? null : containers.get(containerId);
-            return c == null ? p : p.withKubernetes(string(c, "pod"), string(c, "namespace"), string(c, "service"));
+            return c == null ? p : p.withKubernetes(first(string(c, "pod"), string(c, "podName")),
+                    first(string(c, "namespace"), string(c, "podNamespace")),
+                    first(string(c, "service"), label(c, "app"), label(c, "app.kubernetes.io/name")));
         });
         return id;
     }
@@ -273,6 +280,30 @@ public class ServiceGraphLoader {
         }
         return new Metrics(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12],
                 v[13]);
+    }
+
+    private static String first(String... values) {
+        for (String v : values) {
+            if (v != null) {
+                return v;
+            }
+        }
+        return null;
+    }
+
+    /** A pod label of a Container node ({@code podLabels}: "key=value" strings). */
+    private static String label(Node c, String key) {
+        Value labels = c.get("podLabels");
+        if (labels.isNull()) {
+            return null;
+        }
+        for (Object l : labels.asList()) {
+            String s = String.valueOf(l);
+            if (s.startsWith(key + "=")) {
+                return s.substring(key.length() + 1);
+            }
+        }
+        return null;
     }
 
     private static String string(MapAccessor e, String key) {
