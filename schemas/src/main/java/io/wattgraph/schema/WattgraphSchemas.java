@@ -73,6 +73,15 @@ public final class WattgraphSchemas {
     return EdgeMetrics.createDecoder(HISTORY);
   }
 
+  public static BinaryMessageEncoder<NamespaceMetrics> namespaceMetricsEncoder() {
+    return new BinaryMessageEncoder<>(SpecificData.get(), NamespaceMetrics.getClassSchema());
+  }
+
+  /** A NamespaceMetrics decoder that accepts the current schema and every version kept in history. */
+  public static BinaryMessageDecoder<NamespaceMetrics> namespaceMetricsDecoder() {
+    return NamespaceMetrics.createDecoder(HISTORY);
+  }
+
   public static BinaryMessageEncoder<CgroupStats> cgroupStatsEncoder() {
     return new BinaryMessageEncoder<>(SpecificData.get(), CgroupStats.getClassSchema());
   }

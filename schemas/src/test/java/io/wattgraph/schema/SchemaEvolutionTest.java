@@ -27,6 +27,7 @@ class SchemaEvolutionTest {
       ConnectionEvent.getClassSchema(), ResourceSample.getClassSchema(), ServiceMapping.getClassSchema(),
       WindowMetrics.getClassSchema(),
       EdgeMetrics.getClassSchema(),
+      NamespaceMetrics.getClassSchema(),
       TransactionStats.getClassSchema(),
       PowerBudget.getClassSchema(),
       CgroupStats.getClassSchema());

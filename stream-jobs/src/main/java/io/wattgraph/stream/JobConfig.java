@@ -22,6 +22,7 @@ public class JobConfig implements Serializable {
       "                       [--max-out-of-orderness-ms 5000] [--idleness-ms 15000]",
       "                       [--transactions-topic wattgraph.transactions]",
       "                       [--edge-metrics-topic wattgraph.edge-metrics]",
+      "                       [--namespace-metrics-topic wattgraph.namespace-metrics]",
       "                       [--sink-batch-size 2000] (rows per Neo4j transaction, 1..50000)",
       "                       [--max-http-routes 100] (HTTP routes per entity window and role, 1..10000)");
 
@@ -33,7 +34,7 @@ public class JobConfig implements Serializable {
       "--checkpoint-dir", "--parallelism", "--dlq-topic", "--service-mappings-topic", "--closed-retention-ms",
       "--idle-timeout-ms", "--resources-topic", "--metrics-topic", "--window-ms", "--allowed-lateness-ms",
       "--max-out-of-orderness-ms", "--idleness-ms", "--transactions-topic", "--edge-metrics-topic",
-      "--sink-batch-size", "--max-http-routes");
+      "--namespace-metrics-topic", "--sink-batch-size", "--max-http-routes");
 
   public String kafkaBrokers;
   public String topic = "wattgraph.connections";
@@ -63,6 +64,8 @@ public class JobConfig implements Serializable {
   public String transactionsTopic = "wattgraph.transactions";
   /** Edge window results (EdgeMetrics), written transactionally. */
   public String edgeMetricsTopic = "wattgraph.edge-metrics";
+  /** Namespace window results (NamespaceMetrics), written transactionally. */
+  public String namespaceMetricsTopic = "wattgraph.namespace-metrics";
   /** Size of the event-time tumbling windows. */
   public long windowMs = 10_000;
   /** A sample this late (after its window's end, by the watermark) still updates the window's result. */
@@ -129,13 +132,14 @@ public class JobConfig implements Serializable {
     c.metricsTopic = text(flags, "--metrics-topic", c.metricsTopic);
     c.transactionsTopic = text(flags, "--transactions-topic", c.transactionsTopic);
     c.edgeMetricsTopic = text(flags, "--edge-metrics-topic", c.edgeMetricsTopic);
+    c.namespaceMetricsTopic = text(flags, "--namespace-metrics-topic", c.namespaceMetricsTopic);
     c.windowMs = positive(flags, "--window-ms", c.windowMs);
     c.allowedLatenessMs = nonNegative(flags, "--allowed-lateness-ms", c.allowedLatenessMs);
     c.maxOutOfOrdernessMs = nonNegative(flags, "--max-out-of-orderness-ms", c.maxOutOfOrdernessMs);
     c.idlenessMs = positive(flags, "--idleness-ms", c.idlenessMs);
     String[][] topics = {{"--resources-topic", c.resourcesTopic}, {"--metrics-topic", c.metricsTopic},
         {"--dlq-topic", c.dlqTopic}, {"--topic", c.topic}, {"--transactions-topic", c.transactionsTopic},
-        {"--edge-metrics-topic", c.edgeMetricsTopic}};
+        {"--edge-metrics-topic", c.edgeMetricsTopic}, {"--namespace-metrics-topic", c.namespaceMetricsTopic}};
     for (String[] same : topics) {
       for (String[] other : topics) {
         if (!same[0].equals(other[0]) && same[1].equals(other[1])) {

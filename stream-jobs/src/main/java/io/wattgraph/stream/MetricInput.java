@@ -4,18 +4,22 @@ package io.wattgraph.stream;
  * One sample as input of one window key: a PROCESS record feeds its process, a GROUP record its
  * group and (with a pod UID) its pod, a HOST record its host. Or one TransactionStats record
  * ({@link #transaction} set, the resource fields zero) as input of its process, its group and pod
- * (when {@link ProcessGroups} knows them) and its host.
+ * (when {@link ProcessGroups} knows them) and its host. A GROUP record whose pod namespace is known
+ * also feeds its NAMESPACE (all hosts: the namespace windows are keyed by the namespace alone), as
+ * do the transactions of that pod's processes.
  */
 public class MetricInput {
   public static final String PROCESS = "PROCESS";
   public static final String GROUP = "GROUP";
   public static final String POD = "POD";
   public static final String HOST = "HOST";
+  /** Not a WindowMetrics level: the namespace windows and their own topic (NamespaceMetrics). */
+  public static final String NAMESPACE = "NAMESPACE";
 
-  /** PROCESS, GROUP, POD or HOST (names of the WindowMetrics MetricsLevel enum). */
+  /** PROCESS, GROUP, POD or HOST (names of the WindowMetrics MetricsLevel enum), or NAMESPACE. */
   public String level;
   public String hostId;
-  /** See WindowMetrics.entityId: Process node id, group id, pod UID or host id. */
+  /** See WindowMetrics.entityId: Process node id, group id, pod UID or host id; NAMESPACE: the namespace. */
   public String entityId;
   public String groupId;
   public String podUid;
@@ -42,7 +46,14 @@ public class MetricInput {
     return level + "|" + hostId + "|" + entityId;
   }
 
+  boolean isNamespace() {
+    return NAMESPACE.equals(level);
+  }
+
   static MetricInput of(Sample s, String level, String entityId) {
+    if (level.equals(NAMESPACE)) {
+      return ofNamespace(s, entityId);
+    }
     MetricInput m = new MetricInput();
     m.level = level;
     m.hostId = s.hostId;
@@ -65,14 +76,33 @@ public class MetricInput {
     return m;
   }
 
+  /**
+   * A pod's GROUP record as input of its namespace: CPU and energy, and the host, container and pod
+   * it came from (counted per window); no threads, cores or pod metadata (not summable over hosts).
+   */
+  private static MetricInput ofNamespace(Sample s, String namespace) {
+    MetricInput m = new MetricInput();
+    m.level = NAMESPACE;
+    m.hostId = s.hostId;
+    m.entityId = namespace;
+    m.groupId = s.groupId;
+    m.podUid = s.podUid;
+    m.intervalEndNs = s.intervalEndNs;
+    m.intervalNs = s.intervalNs();
+    m.cpuTimeNs = s.cpuTimeNs;
+    m.energyJoules = s.energyJoules;
+    m.measured = s.measured;
+    return m;
+  }
+
   /** A TransactionStats record as input of one window key (group and pod as far as known). */
   static MetricInput ofTransaction(Transaction t, String level, String entityId, String groupId, String podUid) {
     MetricInput m = new MetricInput();
     m.level = level;
     m.hostId = t.hostId;
     m.entityId = entityId;
-    m.groupId = level.equals(PROCESS) || level.equals(GROUP) ? groupId : null;
-    m.podUid = level.equals(GROUP) || level.equals(POD) ? podUid : null;
+    m.groupId = level.equals(PROCESS) || level.equals(GROUP) || level.equals(NAMESPACE) ? groupId : null;
+    m.podUid = level.equals(GROUP) || level.equals(POD) || level.equals(NAMESPACE) ? podUid : null;
     m.comm = level.equals(PROCESS) ? t.comm : null;
     m.intervalEndNs = t.intervalEndNs;
     m.intervalNs = t.intervalEndNs - t.intervalStartNs;

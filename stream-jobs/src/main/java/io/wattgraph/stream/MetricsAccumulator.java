@@ -53,9 +53,8 @@ public class MetricsAccumulator {
       groupId = groupId != null ? groupId : in.groupId;
       podUid = podUid != null ? podUid : in.podUid;
       comm = comm != null ? comm : in.comm;
-      Transaction t = in.transaction;
-      tx.add(t.isClient(), t.transactions, t.requestBytes, t.responseBytes, t.subBucketBits, t.buckets, t.counts);
-      httpRoutes.addAll(t.httpRoutes);
+      addTransaction(in.transaction);
+      httpRoutes.addAll(in.transaction.httpRoutes);
       return;
     }
     if (in.intervalEndNs >= latestIntervalEndNs) {
@@ -76,6 +75,11 @@ public class MetricsAccumulator {
     }
     addCounts(in.intervalEndNs, in.threads, in.processes);
     hostCores = Math.max(hostCores, in.hostCores);
+  }
+
+  /** Counts, bytes and histograms of one TransactionStats record (the namespace windows too). */
+  void addTransaction(Transaction t) {
+    tx.add(t.isClient(), t.transactions, t.requestBytes, t.responseBytes, t.subBucketBits, t.buckets, t.counts);
   }
 
   private void offerPod(PodMetadata p, long intervalEndNs) {

@@ -20,6 +20,9 @@ import org.neo4j.driver.TransactionContext;
  *   <li>GROUP rows of containers onto {@code Container {id: containerId}} (MERGE, with its
  *   {@code RUNS_ON} host, as GraphWriter does); the host group ("host") has no node.</li>
  *   <li>HOST rows onto {@code Host {id}} (MERGE).</li>
+ *   <li>NAMESPACE rows onto {@code Namespace {id: namespace}} (MERGE, {@code name} = id): no
+ *   threads, utilization or routes (see NamespaceWindowFunction), but host, pod and container
+ *   counts.</li>
  * </ul>
  * Since WindowMetrics v2 the same row also carries the window's TransactionStats figures (served
  * request rate, latency percentiles) and the operational analysis (utilization, service demand,
@@ -78,6 +81,17 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
       SET n.processes = r.processes, n.idlePowerW = r.idlePowerW, n.cores = coalesce(r.cores, n.cores)
       """;
 
+  private static final String NAMESPACES = """
+      UNWIND $rows AS r
+      MERGE (n:Namespace {id: r.id}) ON CREATE SET n.name = r.id
+      WITH n, r WHERE""" + NEWER + COMMON + """
+      SET n.hosts = r.hosts, n.pods = r.pods, n.containers = r.containers
+      """;
+
+  /** Namespace nodes are this sink's own (GraphWriter does not write them). */
+  static final String NAMESPACE_CONSTRAINT =
+      "CREATE CONSTRAINT wattgraph_namespace_id IF NOT EXISTS FOR (n:Namespace) REQUIRE n.id IS UNIQUE";
+
   private final Driver driver;
 
   public MetricsGraphWriter(Neo4jSettings settings) {
@@ -113,13 +127,14 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
       for (String c : GraphWriter.CONSTRAINTS) {
         session.executeWrite(tx -> tx.run(c).consume());
       }
+      session.executeWrite(tx -> tx.run(NAMESPACE_CONSTRAINT).consume());
     }
   }
 
-  /** Whether a row has a node to go to (PROCESS, container GROUP, HOST); POD and the host group do not. */
+  /** Whether a row has a node to go to (PROCESS, container GROUP, HOST, NAMESPACE); POD and the host group do not. */
   static boolean hasNode(MetricsRow r) {
     return switch (r.level) {
-      case MetricInput.PROCESS, MetricInput.HOST -> true;
+      case MetricInput.PROCESS, MetricInput.HOST, MetricInput.NAMESPACE -> true;
       case MetricInput.GROUP -> !"host".equals(r.entityId);
       default -> false;
     };
@@ -131,6 +146,7 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
     List<Map<String, Object>> processes = new ArrayList<>();
     List<Map<String, Object>> containers = new ArrayList<>();
     List<Map<String, Object>> hosts = new ArrayList<>();
+    List<Map<String, Object>> namespaces = new ArrayList<>();
     for (MetricsRow r : rows) {
       if (!hasNode(r)) {
         continue;
@@ -179,13 +195,21 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
       m.put("serviceDemandS", r.serviceDemandSeconds);
       m.put("saturationRate", r.saturationRate);
       putHttpRoutes(m, r.httpRoutes);
+      m.put("hosts", r.hosts);
+      m.put("pods", r.pods);
+      m.put("containers", r.containers);
+      if (MetricInput.NAMESPACE.equals(r.level)) {
+        // Thread counts are per host interval: not summed over hosts (null removes the property).
+        m.put("threads", null);
+      }
       switch (r.level) {
         case MetricInput.PROCESS -> processes.add(m);
         case MetricInput.GROUP -> containers.add(m);
+        case MetricInput.NAMESPACE -> namespaces.add(m);
         default -> hosts.add(m);
       }
     }
-    if (processes.isEmpty() && containers.isEmpty() && hosts.isEmpty()) {
+    if (processes.isEmpty() && containers.isEmpty() && hosts.isEmpty() && namespaces.isEmpty()) {
       return;
     }
     try (Session session = driver.session()) {
@@ -194,6 +218,7 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
         run(tx, HOSTS, hosts);
         run(tx, CONTAINERS, containers);
         run(tx, PROCESSES, processes);
+        run(tx, NAMESPACES, namespaces);
         return null;
       });
     }

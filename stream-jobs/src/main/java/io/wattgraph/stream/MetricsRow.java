@@ -37,6 +37,10 @@ public class MetricsRow {
   public Double utilization;
   public Double serviceDemandSeconds;
   public Double saturationRate;
+  /** NAMESPACE rows only (null otherwise): distinct hosts, pods and containers in the window. */
+  public Integer hosts;
+  public Integer pods;
+  public Integer containers;
 
   public MetricsRow() {}
 

@@ -12,12 +12,14 @@ import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.util.Collector;
 
 /**
- * Process -> group (container) and pod, learnt from the ResourceSample PROCESS records (their
- * {@code groupId} and {@code podUid}), applied to the process's TransactionStats. Keyed by the
+ * Process -> group (container), pod and pod namespace, learnt from the ResourceSample PROCESS
+ * records (their {@code groupId}, {@code podUid} and {@code podNamespace}), applied to the process's
+ * TransactionStats. Keyed by the
  * graph's Process id {@code hostId/tgid/processStartTimeNs}, which both records carry.
  *
  * <p>A transaction record of a process whose group is known goes on at once, as window input of
- * its PROCESS, GROUP, POD (when the group is in a pod) and HOST. One of a process not known yet
+ * its PROCESS, GROUP, POD (when the group is in a pod), NAMESPACE (when the pod's namespace is
+ * known) and HOST. One of a process not known yet
  * waits until the watermark reaches the end of its window ({@link PendingRelease}): the
  * process's ResourceSamples of that window have arrived by then. If there is still none (a process that
  * never ran on a CPU in a sampling interval, or the catch-all {@code hostId/0/0}), the record counts
@@ -32,6 +34,8 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
   private transient ValueState<String> group;
   /** "" for a group outside any pod. */
   private transient ValueState<String> pod;
+  /** "" or null while the namespace is unknown (no pod, or an agent without pod metadata). */
+  private transient ValueState<String> namespace;
   private transient ListState<Transaction> pending;
 
   public ProcessGroups(long retentionMs, long windowMs) {
@@ -46,21 +50,32 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
     g.enableTimeToLive(ttl);
     ValueStateDescriptor<String> p = new ValueStateDescriptor<>("pod", Types.STRING);
     p.enableTimeToLive(ttl);
+    ValueStateDescriptor<String> ns = new ValueStateDescriptor<>("namespace", Types.STRING);
+    ns.enableTimeToLive(ttl);
     group = getRuntimeContext().getState(g);
+    namespace = getRuntimeContext().getState(ns);
     pod = getRuntimeContext().getState(p);
     pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.class));
   }
 
-  /** A PROCESS window input (ResourceSample): remember its group and pod. */
+  /** A PROCESS window input (ResourceSample): remember its group, pod and namespace. */
   @Override
   public void processElement1(MetricInput sample, Context ctx, Collector<MetricInput> out) throws Exception {
     if (sample.groupId == null || sample.groupId.isBlank()) {
       return;
     }
     String podUid = sample.podUid == null ? "" : sample.podUid;
-    if (!sample.groupId.equals(group.value()) || !podUid.equals(pod.value())) {
+    boolean samePod = sample.groupId.equals(group.value()) && podUid.equals(pod.value());
+    if (!samePod) {
       group.update(sample.groupId);
       pod.update(podUid);
+    }
+    // The agent may learn the namespace after the UID, and a later sample without it keeps it (as
+    // the windows' pod metadata does); another pod or group forgets it.
+    String ns = sample.pod == null || sample.pod.namespace == null || sample.pod.namespace.isBlank()
+        ? "" : sample.pod.namespace;
+    if (!ns.isEmpty() ? !ns.equals(namespace.value()) : !samePod) {
+      namespace.update(ns);
     }
   }
 
@@ -92,6 +107,10 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
       out.collect(MetricInput.ofTransaction(t, MetricInput.GROUP, g, g, p));
       if (p != null) {
         out.collect(MetricInput.ofTransaction(t, MetricInput.POD, p, g, p));
+      }
+      String ns = namespace.value();
+      if (ns != null && !ns.isEmpty()) {
+        out.collect(MetricInput.ofTransaction(t, MetricInput.NAMESPACE, ns, g, p));
       }
     }
     out.collect(MetricInput.ofTransaction(t, MetricInput.HOST, t.hostId, g, p));

@@ -22,7 +22,8 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 /**
  * Windowed metrics: ResourceSamples (and, through {@link TransactionMetrics}, TransactionStats) from
  * Kafka, event-time tumbling windows per process, group, pod and host, results to the metrics topic
- * (exactly-once) and onto the graph's nodes.
+ * (exactly-once) and onto the graph's nodes; and windows per namespace over all hosts, to their own
+ * topic (NamespaceMetrics, exactly-once) and onto Namespace nodes.
  */
 public final class ResourceMetrics {
   private ResourceMetrics() {}
@@ -60,15 +61,24 @@ public final class ResourceMetrics {
     // and its transactions: Eq. 3.3-3.5 need no join); the PROCESS samples tell their groups.
     TransactionMetrics.Streams transactions = TransactionMetrics.build(env, config,
         samples.filter(new IsProcess()).uid("process-samples").name("process samples"));
-    SingleOutputStreamOperator<MetricsRow> rows = windows(samples.union(transactions.windowInputs), config);
+    DataStream<MetricInput> all = samples.union(transactions.windowInputs);
+    SingleOutputStreamOperator<MetricsRow> rows = windows(
+        all.filter(new IsNamespace(false)).uid("entity-inputs").name("entity inputs"), config);
+    SingleOutputStreamOperator<MetricsRow> namespaces = namespaceWindows(
+        all.filter(new IsNamespace(true)).uid("namespace-inputs").name("namespace inputs"), config);
     rows.getSideOutput(LATE)
+        .union(namespaces.getSideOutput(LATE))
         .sinkTo(LateSampleCounter.windowInputs())
         .uid("late-samples")
         .name("count late samples");
     rows.sinkTo(metricsSink(config))
         .uid("metrics-kafka-sink")
         .name("kafka: " + config.metricsTopic);
-    rows.sinkTo(new Neo4jSink<>(config.neo4j(), MetricsGraphWriter::new))
+    namespaces.sinkTo(namespaceMetricsSink(config))
+        .uid("namespace-metrics-kafka-sink")
+        .name("kafka: " + config.namespaceMetricsTopic);
+    // One metrics sink for all nodes: Namespace rows are batched with the others.
+    rows.union(namespaces).sinkTo(new Neo4jSink<>(config.neo4j(), MetricsGraphWriter::new))
         .uid("metrics-neo4j-sink")
         .name("neo4j: window metrics")
         .setParallelism(1);
@@ -105,6 +115,37 @@ public final class ResourceMetrics {
     }
   }
 
+  /** Splits the window inputs: NAMESPACE ones to the namespace windows, the others to the entity windows. */
+  static final class IsNamespace implements FilterFunction<MetricInput> {
+    private static final long serialVersionUID = 1L;
+    private final boolean namespace;
+
+    IsNamespace(boolean namespace) {
+      this.namespace = namespace;
+    }
+
+    @Override
+    public boolean filter(MetricInput in) {
+      return in.isNamespace() == namespace;
+    }
+  }
+
+  /**
+   * Per namespace over all hosts (keyed by the namespace alone, so one subtask holds a namespace):
+   * the same window size, lateness, revisions and late-input side output as {@link #windows}.
+   */
+  public static SingleOutputStreamOperator<MetricsRow> namespaceWindows(DataStream<MetricInput> inputs,
+      JobConfig config) {
+    return inputs
+        .keyBy(new ByNamespace())
+        .window(TumblingEventTimeWindows.of(Duration.ofMillis(config.windowMs)))
+        .allowedLateness(Duration.ofMillis(config.allowedLatenessMs))
+        .sideOutputLateData(LATE)
+        .aggregate(new NamespaceAggregate(), new NamespaceWindowFunction())
+        .uid("namespace-windows")
+        .name("namespace windows");
+  }
+
   /** The windows, incremental (AggregateFunction) with a ProcessWindowFunction for the result. */
   public static SingleOutputStreamOperator<MetricsRow> windows(DataStream<MetricInput> inputs, JobConfig config) {
     return inputs
@@ -127,6 +168,25 @@ public final class ResourceMetrics {
         .setTransactionalIdPrefix(config.groupId + "-metrics")
         .setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "600000")
         .build();
+  }
+
+  static KafkaSink<MetricsRow> namespaceMetricsSink(JobConfig config) {
+    return KafkaSink.<MetricsRow>builder()
+        .setBootstrapServers(config.kafkaBrokers)
+        .setRecordSerializer(new NamespaceMetricsSerializer(config.namespaceMetricsTopic))
+        .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .setTransactionalIdPrefix(config.groupId + "-namespace-metrics")
+        .setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "600000")
+        .build();
+  }
+
+  static final class ByNamespace implements KeySelector<MetricInput, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(MetricInput in) {
+      return in.entityId;
+    }
   }
 
   static final class ByWindowKey implements KeySelector<MetricInput, String> {

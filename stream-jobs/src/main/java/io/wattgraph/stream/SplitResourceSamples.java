@@ -5,7 +5,8 @@ import org.apache.flink.util.Collector;
 
 /**
  * Valid samples become window inputs (a GROUP record with a pod UID feeds both its group and its
- * pod); dead letters go to {@link SplitDeadLetters#DEAD_LETTERS}. Timestamps pass through.
+ * pod, and its namespace when the record names one); dead letters go to
+ * {@link SplitDeadLetters#DEAD_LETTERS}. Timestamps pass through.
  */
 public class SplitResourceSamples extends ProcessFunction<DecodedSample, MetricInput> {
   private static final long serialVersionUID = 1L;
@@ -24,6 +25,10 @@ public class SplitResourceSamples extends ProcessFunction<DecodedSample, MetricI
         out.collect(MetricInput.of(s, MetricInput.GROUP, s.groupId));
         if (s.podUid != null && !s.podUid.isBlank()) {
           out.collect(MetricInput.of(s, MetricInput.POD, s.podUid));
+        }
+        String namespace = s.pod == null ? null : s.pod.namespace;
+        if (namespace != null && !namespace.isBlank()) {
+          out.collect(MetricInput.of(s, MetricInput.NAMESPACE, namespace));
         }
       }
       default -> out.collect(MetricInput.of(s, MetricInput.HOST, s.hostId));

@@ -131,6 +131,21 @@ class JobConfigTest {
   }
 
   @Test
+  void namespaceMetricsTopic() {
+    assertEquals("wattgraph.namespace-metrics", JobConfig.parse(MIN).namespaceMetricsTopic);
+    JobConfig c = JobConfig.parse(new String[] {"--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2",
+        "--namespace-metrics-topic", "ns"});
+    assertEquals("ns", c.namespaceMetricsTopic);
+    for (String[] bad : new String[][] {{"--namespace-metrics-topic", "wattgraph.metrics"},
+        {"--namespace-metrics-topic", "wattgraph.edge-metrics"}, {"--namespace-metrics-topic", ""}}) {
+      String message = assertThrows(IllegalArgumentException.class, () -> JobConfig.parse(new String[] {
+          "--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2", bad[0], bad[1]})).getMessage();
+      assertTrue(message.contains(bad[0]), message);
+    }
+    assertTrue(JobConfig.USAGE.contains("--namespace-metrics-topic"));
+  }
+
+  @Test
   void maxHttpRoutes() {
     assertEquals(100, JobConfig.parse(MIN).maxHttpRoutes);
     assertEquals(1, JobConfig.parse(concat("--max-http-routes", "1")).maxHttpRoutes);

@@ -6,9 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.schema.AttributionWeight;
 import io.wattgraph.schema.ContainerRuntime;
+import io.wattgraph.schema.NamespaceMetrics;
 import io.wattgraph.schema.PowerSource;
 import io.wattgraph.schema.ResourceSample;
 import io.wattgraph.schema.ResourceScope;
+import io.wattgraph.schema.TransactionRole;
+import io.wattgraph.schema.TransactionStats;
 import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.schema.WindowMetrics;
 import java.nio.charset.StandardCharsets;
@@ -39,6 +42,7 @@ class ResourceMetricsIT {
   /** host-m2's clock is one hour behind. */
   static final long T1 = T0 - 3_600_000_000_000L;
   static final long S = 1_000_000_000L;
+  static final long US = 1_000L;
   static final String C1 = "c1".repeat(32);
   static final String P100 = "host-m1/100/5000";
   static final String P200 = "host-m2/200/6000";
@@ -61,7 +65,7 @@ class ResourceMetricsIT {
   void twoHostsToTheMetricsTopicAndTheGraphExactly() throws Exception {
     String res = "res.bounded";
     stack.kafka.createTopic(res, 2);
-    stack.createTopics(1, "conn.bounded", "metrics.bounded", "dlq.bounded");
+    stack.createTopics(1, "conn.bounded", "metrics.bounded", "metrics.bounded.ns", "dlq.bounded");
     // The graph as the connection sink leaves it: P100 in container C1 on host-m1. P200 has no node.
     stack.write("MERGE (h:Host {id: 'host-m1'}) MERGE (p:Process {id: $p}) SET p.hostId = 'host-m1', p.pid = 100, "
         + "p.startTimeNs = 5000, p.comm = 'java', p.containerId = $c MERGE (p)-[:RUNS_ON]->(h) "
@@ -153,6 +157,15 @@ class ResourceMetricsIT {
     assertEquals(3.0, m.get("HOST|host-m2|host-m2@" + v0).getIdlePowerWatts());
     assertRow(m.get("PROCESS|host-m2|" + P200 + "@" + v0), 1.5, 0.15, 18.0, 1.8, "ESTIMATED", 2, 1);
 
+    // The namespace topic: shop from C1's samples that name it (k = 2 in w0, k = 4 in w1); the host
+    // groups and host-m2's group have no namespace.
+    stack.await(() -> byNamespaceAndWindow(stack.readAll("metrics.bounded.ns")).size() >= 2, "2 namespace rows");
+    Map<String, NamespaceMetrics> ns = byNamespaceAndWindow(stack.readAll("metrics.bounded.ns"));
+    assertEquals(List.of("shop@" + w0, "shop@" + w1), List.copyOf(ns.keySet()));
+    assertNamespace(ns.get("shop@" + w0), 0, 1, 4.0, 40.0, "MEASURED", 1, 1, 1);
+    assertNamespace(ns.get("shop@" + w1), 0, 1, 8.0, 80.0, "MEASURED", 1, 1, 1);
+    assertNull(ns.get("shop@" + w0).getServerTransactions(), "no TransactionStats");
+
     // Dead letters: the invalid and the undecodable sample, in the shared DLQ with the resources topic.
     stack.await(() -> stack.readAll("dlq.bounded").size() >= 2, "2 dead letters committed");
     List<ConsumerRecord<byte[], byte[]>> dead = new ArrayList<>(stack.readAll("dlq.bounded"));
@@ -179,7 +192,12 @@ class ResourceMetricsIT {
     assertTrue(h1.get("cores").isNull(), "unknown: ResourceSample v1 has no core count");
     assertNode("MATCH (n:Host {id: $id}) RETURN n", "host-m2", 0.3, 3.6, 36.0, "ESTIMATED", 2, v0);
     assertEquals(0, count("MATCH (n:Process {id: $id}) RETURN count(n)", P200), "no Process node is created");
-    assertEquals(1, count("MATCH (n:Container) RETURN count(n)", null), "the host group has no node");
+    assertEquals(1, count("MATCH (n:Container) WHERE n.hostId IN ['host-m1', 'host-m2'] RETURN count(n)", null),
+        "the host group has no node");
+    Value shop = namespaceNode("shop", 0.8, 8.0, 80.0, "MEASURED", w1, 0);
+    assertEquals(1, shop.get("pods").asInt());
+    assertEquals(1, shop.get("hosts").asInt());
+    assertEquals(1, count("MATCH (n:Namespace) WHERE n.id = 'shop' RETURN count(n)", null));
 
     // An older window never overwrites a newer one (compared in the Cypher).
     List<String> before = stack.dump();
@@ -295,6 +313,202 @@ class ResourceMetricsIT {
     }
   }
 
+  /**
+   * Namespaces over two hosts (live job, resources on two partitions): billing has a pod on each host,
+   * search one on host-n1; the host group and a container outside Kubernetes count for none. billing's
+   * processes serve transactions in w1 (one on each host: the histograms merged exactly). Once w0 is
+   * committed, a late sample of a third billing pod within the lateness revises w0 (revision 1); the
+   * Namespace node keeps w1, the newer window.
+   */
+  @Test
+  void namespacesOverHostsToTheirTopicAndTheGraph() throws Exception {
+    String res = "res.ns";
+    stack.kafka.createTopic(res, 2);
+    // Both sources' topics with two partitions, each with records: every reader has a split.
+    stack.kafka.createTopic("tx.ns", 2);
+    stack.createTopics(1, "conn.ns", "metrics.ns", "metrics.ns.ns", "dlq.ns");
+    JobConfig c = config("metrics-ns", res, "conn.ns", "metrics.ns", "dlq.ns");
+    c.transactionsTopic = "tx.ns";
+    c.edgeMetricsTopic = "edges.ns";
+    c.maxOutOfOrdernessMs = 0;
+    c.idlenessMs = 3_600_000; // every partition has records: none may turn idle and make the others late
+    StreamExecutionEnvironment env = StreamJobHarness.environment(false);
+    CorrelationJob.build(env, c);
+    long lateBefore = LateSampleCounter.DROPPED.get();
+    JobClient job = env.executeAsync("metrics-it-namespaces");
+    try {
+      List<ProducerRecord<String, byte[]>> records = new ArrayList<>();
+      // host-n1 (partition 0, MEASURED): billing pod-b1 (container B1), search pod-s1 (S1), the host group.
+      records.add(record(res, 0, container("host-n1", T0 + 5 * S, "B1", "pod-b1", "billing", S, 10.0, true)));
+      records.add(record(res, 0, container("host-n1", T0 + 10 * S, "B1", "pod-b1", "billing", 2 * S, 20.0, true)));
+      records.add(record(res, 0, container("host-n1", T0 + 15 * S, "B1", "pod-b1", "billing", 3 * S, 30.0, true)));
+      records.add(record(res, 0, container("host-n1", T0 + 5 * S, "S1", "pod-s1", "search", S / 2, 5.0, true)));
+      records.add(record(res, 0, sample(ResourceScope.GROUP, "host-n1", T0 + 5 * S, 4 * S, 40.0, true, 3, 2)));
+      // host-n2 (partition 1, ESTIMATED): billing pod-b2 (B2), a container outside Kubernetes (N2).
+      records.add(record(res, 1, container("host-n2", T0 + 10 * S, "B2", "pod-b2", "billing", S, 6.0, false)));
+      records.add(record(res, 1, container("host-n2", T0 + 15 * S, "B2", "pod-b2", "billing", 2 * S, 12.0, false)));
+      records.add(record(res, 1, container("host-n2", T0 + 10 * S, "N2", null, null, 5 * S, 50.0, false)));
+      // billing's server processes (their PROCESS samples tell the job their pod and namespace).
+      for (long end : new long[] {T0 + 10 * S, T0 + 15 * S}) {
+        records.add(record(res, 0, process(container("host-n1", end, "B1", "pod-b1", "billing", S / 2, 1.0, true),
+            300, 7000)));
+        records.add(record(res, 1, process(container("host-n2", end, "B2", "pod-b2", "billing", S / 2, 1.0, false),
+            400, 8000)));
+      }
+      // HOST samples at 25 s on both partitions: the watermark passes w1's end.
+      records.add(record(res, 0, sample(ResourceScope.HOST, "host-n1", T0 + 25 * S, S, 1.0, true, 1, 1)));
+      records.add(record(res, 1, sample(ResourceScope.HOST, "host-n2", T0 + 25 * S, S, 1.0, false, 1, 1)));
+      // w1 transactions served: 30 x 100 us on host-n1, 10 x 4 ms on host-n2; each partition's
+      // watermark passes w1 with a record at 25 s of a process the job does not know.
+      List<ProducerRecord<String, byte[]>> tx = List.of(
+          txRecord(0, TransactionMetricsIT.stats(TransactionRole.SERVER, "host-n1", "10.1.0.1", 8080, "10.9.0.1",
+              40000, 300, 7000, T0 + 14 * S, 30, 3000, 30_000, new long[] {100 * US}, new long[] {30})),
+          txRecord(1, TransactionMetricsIT.stats(TransactionRole.SERVER, "host-n2", "10.1.0.2", 8080, "10.9.0.1",
+              40001, 400, 8000, T0 + 14 * S, 10, 1000, 10_000, new long[] {4000 * US}, new long[] {10})),
+          txRecord(0, TransactionMetricsIT.stats(TransactionRole.CLIENT, "host-n1", "10.1.0.1", 50000, "10.9.0.9",
+              80, 999, 1, T0 + 25 * S, 1, 1, 1, new long[] {US}, new long[] {1})),
+          txRecord(1, TransactionMetricsIT.stats(TransactionRole.CLIENT, "host-n2", "10.1.0.2", 50000, "10.9.0.9",
+              80, 998, 1, T0 + 25 * S, 1, 1, 1, new long[] {US}, new long[] {1})));
+      stack.produce(records);
+      stack.produce(tx);
+
+      long w0 = T0 + 10 * S;
+      long w1 = T0 + 20 * S;
+      stack.await(() -> byNamespaceAndWindow(stack.readAll("metrics.ns.ns")).size() >= 3, "3 namespace windows");
+      Map<String, NamespaceMetrics> m = byNamespaceAndWindow(stack.readAll("metrics.ns.ns"));
+      assertEquals(List.of("billing@" + w0, "billing@" + w1, "search@" + w0), List.copyOf(m.keySet()));
+      // billing w0: 1 + 2 (B1) + 1 (B2) CPU s, 10 + 20 + 6 J; MEASURED and ESTIMATED hosts: MIXED.
+      assertNamespace(m.get("billing@" + w0), 0, 3, 4.0, 36.0, "MIXED", 2, 2, 2);
+      assertNull(m.get("billing@" + w0).getServerTransactions());
+      assertNamespace(m.get("search@" + w0), 0, 1, 0.5, 5.0, "MEASURED", 1, 1, 1);
+      // billing w1: 3 + 2 CPU s, 30 + 12 J; 40 transactions served (4/s), request bytes 3000 + 1000.
+      NamespaceMetrics b1 = m.get("billing@" + w1);
+      assertNamespace(b1, 0, 2, 5.0, 42.0, "MIXED", 2, 2, 2);
+      assertEquals(40L, b1.getServerTransactions());
+      assertEquals(0L, b1.getClientTransactions());
+      assertEquals(4.0, b1.getServerRequestRate());
+      assertEquals(4000L, b1.getServerRequestBytes());
+      assertEquals(40_000L, b1.getServerResponseBytes());
+      int b100us = TransactionMetricsIT.bucket(100 * US);
+      int b4ms = TransactionMetricsIT.bucket(4000 * US);
+      assertEquals(List.of(b100us, b4ms), b1.getServerTimeBuckets());
+      assertEquals(List.of(30L, 10L), b1.getServerTimeCounts());
+      // Nearest rank of 40: p50 (rank 20), p75 (30) in 100 us; p90 (36), p99 (40) in 4 ms.
+      TransactionMetricsIT.within(100 * US, b1.getServerTimeP50Ns());
+      TransactionMetricsIT.within(100 * US, b1.getServerTimeP75Ns());
+      TransactionMetricsIT.within(4000 * US, b1.getServerTimeP90Ns());
+      TransactionMetricsIT.within(4000 * US, b1.getServerTimeP99Ns());
+      assertNull(b1.getClientRttP50Ns());
+
+      // Late within the lateness (w0 fired, its end + 30 s not reached): billing pod-b3 on host-n2.
+      stack.produce(List.of(record(res, 1,
+          container("host-n2", T0 + 8 * S, "B3", "pod-b3", "billing", S, 4.0, false))));
+      stack.await(() -> byNamespaceAndWindow(stack.readAll("metrics.ns.ns")).get("billing@" + w0).getRevision() == 1,
+          "billing w0 revision 1");
+      Map<String, NamespaceMetrics> r = byNamespaceAndWindow(stack.readAll("metrics.ns.ns"));
+      assertNamespace(r.get("billing@" + w0), 1, 4, 5.0, 40.0, "MIXED", 2, 3, 3);
+      assertEquals(0, r.get("search@" + w0).getRevision());
+      assertEquals(0, LateSampleCounter.DROPPED.get() - lateBefore);
+
+      // The graph: billing has w1 (the late w0 revision is older: refused), search w0; none else.
+      Value billing = namespaceNode("billing", 0.5, 4.2, 42.0, "MIXED", w1, 0);
+      assertEquals(4.0, billing.get("requestRate").asDouble());
+      assertEquals(b1.getServerTimeP99Ns(), billing.get("serverTimeP99Ns").asLong());
+      assertEquals(2, billing.get("hosts").asInt());
+      assertEquals(2, billing.get("pods").asInt());
+      assertEquals(2, billing.get("containers").asInt());
+      assertTrue(billing.get("threads").isNull(), "no thread count across hosts");
+      assertTrue(billing.get("utilization").isNull());
+      Value search = namespaceNode("search", 0.05, 0.5, 5.0, "MEASURED", w0, 0);
+      assertTrue(search.get("requestRate").isNull());
+      assertEquals(List.of("billing", "search"), stack.list("MATCH (n:Namespace) WHERE n.id IN ['billing', "
+          + "'search', 'host', ''] RETURN n.id AS id ORDER BY id", Map.of()).stream()
+          .map(rec -> rec.get("id").asString()).toList());
+    } finally {
+      job.cancel().get(1, TimeUnit.MINUTES);
+    }
+  }
+
+  /** A GROUP record of container group on host; pod podUid in namespace ns (none when null). */
+  static ResourceSample container(String host, long endNs, String group, String podUid, String ns, long cpuNs,
+      double energyJ, boolean measured) {
+    ResourceSample s = sample(ResourceScope.GROUP, host, endNs, cpuNs, energyJ, measured, 2, 1);
+    s.setGroupId(group);
+    s.setRuntime(ContainerRuntime.CONTAINERD);
+    s.setPodUid(podUid);
+    if (ns != null) {
+      s.setPodName(podUid + "-name");
+      s.setPodNamespace(ns);
+    }
+    return s;
+  }
+
+  /** The container record g as a PROCESS record of process tgid/start in it. */
+  static ResourceSample process(ResourceSample g, int tgid, long start) {
+    g.setScope(ResourceScope.PROCESS);
+    g.setTgid(tgid);
+    g.setProcessStartTimeNs(start);
+    g.setComm("server");
+    return g;
+  }
+
+  static ProducerRecord<String, byte[]> record(String topic, int partition, ResourceSample s) throws Exception {
+    return new ProducerRecord<>(topic, partition, s.getHostId(), encode(s));
+  }
+
+  static ProducerRecord<String, byte[]> txRecord(int partition, TransactionStats s) throws Exception {
+    return new ProducerRecord<>("tx.ns", partition, s.getHostId(),
+        StreamJobHarness.bytes(TransactionStats.getEncoder().encode(s)));
+  }
+
+  static void assertNamespace(NamespaceMetrics n, int revision, int samples, double cpuSeconds, double energyJ,
+      String source, int hosts, int pods, int containers) {
+    assertTrue(n != null, "missing namespace row");
+    String what = n.toString();
+    assertEquals(revision, n.getRevision(), what);
+    assertEquals(samples, n.getSamples(), what);
+    assertEquals(cpuSeconds, n.getCpuSeconds(), 1e-12, what);
+    assertEquals(cpuSeconds / 10, n.getCpuCores(), 1e-12, what);
+    assertEquals(energyJ, n.getEnergyJoules(), 1e-12, what);
+    assertEquals(energyJ / 10, n.getPowerWatts(), 1e-12, what);
+    assertEquals(source, n.getPowerSource().name(), what);
+    assertEquals(hosts, n.getHosts(), what);
+    assertEquals(pods, n.getPods(), what);
+    assertEquals(containers, n.getContainers(), what);
+    assertEquals(n.getWindowStartNs() + 10 * S, n.getWindowEndNs(), what);
+  }
+
+  static Value namespaceNode(String name, double cpuUsage, double powerW, double energyJ, String source,
+      long windowEndNs, int revision) {
+    Value n = node("MATCH (n:Namespace {id: $id}) RETURN n", name);
+    String what = n.asMap().toString();
+    assertEquals(name, n.get("name").asString(), what);
+    assertEquals(cpuUsage, n.get("cpuUsage").asDouble(), 1e-12, what);
+    assertEquals(powerW, n.get("powerW").asDouble(), 1e-12, what);
+    assertEquals(energyJ, n.get("energyJ").asDouble(), 1e-12, what);
+    assertEquals(source, n.get("powerSource").asString(), what);
+    assertEquals(windowEndNs, n.get("metricsWindowEndNs").asLong(), what);
+    assertEquals(revision, n.get("metricsRevision").asInt(), what);
+    return n;
+  }
+
+  /** The latest revision of each namespace window, keyed "namespace@windowEndNs"; checks key and timestamp. */
+  static Map<String, NamespaceMetrics> byNamespaceAndWindow(List<ConsumerRecord<byte[], byte[]>> records) {
+    Map<String, NamespaceMetrics> m = new TreeMap<>();
+    for (ConsumerRecord<byte[], byte[]> r : records) {
+      NamespaceMetrics n;
+      try {
+        n = WattgraphSchemas.namespaceMetricsDecoder().decode(r.value());
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+      assertEquals(n.getNamespace(), new String(r.key(), StandardCharsets.UTF_8));
+      assertEquals(n.getWindowEndNs() / 1_000_000L, r.timestamp());
+      m.merge(n.getNamespace() + "@" + n.getWindowEndNs(), n, (a, b) -> b.getRevision() >= a.getRevision() ? b : a);
+    }
+    return m;
+  }
+
   static List<ProducerRecord<String, byte[]>> recoverySamples(String topic, int fromK, int toK) throws Exception {
     List<ProducerRecord<String, byte[]>> out = new ArrayList<>();
     for (int k = fromK; k <= toK; k++) {
@@ -368,6 +582,7 @@ class ResourceMetricsIT {
     c.topic = conn;
     c.resourcesTopic = res;
     c.metricsTopic = metrics;
+    c.namespaceMetricsTopic = metrics + ".ns";
     c.dlqTopic = dlq;
     c.parallelism = 2;
     c.checkpointIntervalMs = 500;

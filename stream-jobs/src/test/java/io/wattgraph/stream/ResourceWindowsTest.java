@@ -39,6 +39,8 @@ class ResourceWindowsTest {
   static final String P = "host-a/42/900";
 
   KeyedOneInputStreamOperatorTestHarness<String, MetricInput, MetricsRow> h;
+  /** The production namespace window operator ({@link ResourceMetrics#namespaceWindows}). */
+  KeyedOneInputStreamOperatorTestHarness<String, MetricInput, MetricsRow> hn;
 
   @BeforeEach
   void setUp() throws Exception {
@@ -54,11 +56,20 @@ class ResourceWindowsTest {
     h = new KeyedOneInputStreamOperatorTestHarness<>(t.getOperatorFactory(), new ResourceMetrics.ByWindowKey(),
         Types.STRING);
     h.open();
+    SingleOutputStreamOperator<MetricsRow> ns =
+        ResourceMetrics.namespaceWindows(env.fromData(new MetricInput()).returns(MetricInput.class), c);
+    @SuppressWarnings("unchecked")
+    OneInputTransformation<MetricInput, MetricsRow> tn =
+        (OneInputTransformation<MetricInput, MetricsRow>) ns.getTransformation();
+    hn = new KeyedOneInputStreamOperatorTestHarness<>(tn.getOperatorFactory(), new ResourceMetrics.ByNamespace(),
+        Types.STRING);
+    hn.open();
   }
 
   @AfterEach
   void tearDown() throws Exception {
     h.close();
+    hn.close();
   }
 
   /** A sample of scope at T0 + endS seconds, interval 1 s (or as given). */
@@ -85,18 +96,30 @@ class ResourceWindowsTest {
     return sample("PROCESS", "host-a", endS, 1, cpuNs, energyJ, true, threads, 1);
   }
 
-  /** Feeds a sample like the pipeline does: split into its window inputs, event time = its interval end. */
+  /**
+   * Feeds a sample like the pipeline does: split into its window inputs, event time = its interval
+   * end; NAMESPACE inputs to the namespace windows (ResourceMetrics.IsNamespace), the rest to h.
+   */
   void feed(Sample s) throws Exception {
     List<MetricInput> inputs = new ArrayList<>();
     DecodedSample d = DecodedSample.ok(s);
     new SplitResourceSamples().processElement(d, null, new ListCollector<>(inputs));
     for (MetricInput in : inputs) {
-      h.processElement(new StreamRecord<>(in, d.eventTimeMs()));
+      (in.isNamespace() ? hn : h).processElement(new StreamRecord<>(in, d.eventTimeMs()));
     }
   }
 
   void watermarkAtSecond(double s) throws Exception {
     h.processWatermark(T0 + Math.round(s * 1000));
+    hn.processWatermark(T0 + Math.round(s * 1000));
+  }
+
+  List<MetricsRow> namespaceRows() {
+    List<MetricsRow> out = new ArrayList<>();
+    for (Object o : hn.extractOutputValues()) {
+      out.add((MetricsRow) o);
+    }
+    return out;
   }
 
   List<MetricsRow> rows() {
@@ -277,6 +300,170 @@ class ResourceWindowsTest {
       assertEquals(Map.of(), w.getPodLabels());
     }
     assertEquals("pod-2", find(rows, "GROUP", c2).podUid);
+  }
+
+  /** A container's GROUP record on host: pod podUid (none when null) in namespace ns (none when null). */
+  static Sample container(String host, String group, String podUid, String ns, double endS, long cpuNs,
+      double energyJ, boolean measured) {
+    Sample s = sample("GROUP", host, endS, 1, cpuNs, energyJ, measured, 2, 1);
+    s.groupId = group;
+    s.podUid = podUid;
+    s.pod = ns == null ? null : PodMetadata.of(podUid + "-name", ns, Map.of("app", "x"));
+    s.hostCores = 8;
+    return s;
+  }
+
+  /**
+   * Two hosts, two namespaces, groups without a namespace (the host group, a container outside
+   * Kubernetes, a pod whose agent has no pod metadata), then a late sample within the lateness that
+   * revises the namespace's window and one beyond it.
+   */
+  @Test
+  void namespacesSumTheirContainersOverHostsAndLateSamplesReviseThem() throws Exception {
+    feed(container("host-a", "a1", "pod-1", "shop", 2, 2 * S, 10.0, true));
+    feed(container("host-a", "a1", "pod-1", "shop", 5, S, 4.0, true));
+    feed(container("host-b", "b2", "pod-2", "shop", 3, S / 2, 3.0, false));
+    feed(container("host-a", "a3", "pod-3", "web", 4, S, 2.0, true));
+    feed(container("host-b", "b4", "pod-4", null, 4, 7 * S, 70.0, true)); // pod without metadata
+    feed(container("host-b", "b5", null, null, 4, 6 * S, 60.0, true)); // container outside Kubernetes
+    feed(sample("GROUP", "host-a", 4, 1, 9 * S, 90.0, true, 5, 3)); // the host group
+    watermarkAtSecond(10);
+
+    List<MetricsRow> ns = namespaceRows();
+    assertEquals(2, ns.size(), ns::toString);
+    MetricsRow shop = find(ns, "NAMESPACE", "shop");
+    assertEquals("*", shop.hostId);
+    assertEquals("NAMESPACE|*|shop", shop.key());
+    assertEquals(0, shop.revision);
+    assertEquals(T0 * 1_000_000L, shop.windowStartNs);
+    assertEquals(3, shop.samples);
+    assertEquals(3.5, shop.cpuSeconds, 1e-12, "2 + 1 (pod-1 on host-a) + 0.5 (pod-2 on host-b)");
+    assertEquals(0.35, shop.cpuCores, 1e-12);
+    assertEquals(17.0, shop.energyJoules, 1e-12);
+    assertEquals(1.7, shop.powerWatts, 1e-12);
+    assertEquals("MIXED", shop.powerSource, "host-b estimates");
+    assertEquals(2, shop.hosts);
+    assertEquals(2, shop.pods);
+    assertEquals(2, shop.containers);
+    assertNull(shop.hostCores, "no capacity across hosts");
+    assertNull(shop.hostCpuShare);
+    assertNull(shop.utilization);
+    assertNull(shop.tx, "no TransactionStats");
+    MetricsRow web = find(ns, "NAMESPACE", "web");
+    assertEquals(1.0, web.cpuSeconds, 1e-12);
+    assertEquals(2.0, web.energyJoules, 1e-12);
+    assertEquals("MEASURED", web.powerSource);
+    assertEquals(1, web.hosts);
+    assertEquals(1, web.pods);
+    assertEquals(1, web.containers);
+    // The entity windows are as before: 6 GROUP (a1, b2, a3, b4, b5, host) and 4 POD rows.
+    List<MetricsRow> entities = rows();
+    assertEquals(10, entities.size(), entities::toString);
+    assertEquals(7.0, find(entities, "POD", "pod-4").cpuSeconds, 1e-12);
+    assertEquals(8, find(entities, "POD", "pod-1").hostCores, "the pod keeps its host's cores");
+
+    io.wattgraph.schema.NamespaceMetrics avro = NamespaceMetricsSerializer.toAvro(shop);
+    assertEquals("shop", avro.getNamespace());
+    assertEquals(17.0, avro.getEnergyJoules());
+    assertEquals(io.wattgraph.schema.NamespacePowerSource.MIXED, avro.getPowerSource());
+    assertEquals(2, avro.getPods());
+    assertNull(avro.getServerTransactions());
+    assertEquals(List.of(), avro.getServerTimeBuckets());
+
+    // Late but within the lateness: a third host's pod of shop; the window fires again, revision 1.
+    hn.getOutput().clear();
+    feed(container("host-c", "c6", "pod-6", "shop", 6, S, 1.0, true));
+    List<MetricsRow> revised = namespaceRows();
+    assertEquals(1, revised.size(), revised::toString);
+    MetricsRow shop1 = revised.get(0);
+    assertEquals("shop", shop1.entityId);
+    assertEquals(1, shop1.revision);
+    assertEquals(4, shop1.samples);
+    assertEquals(4.5, shop1.cpuSeconds, 1e-12);
+    assertEquals(18.0, shop1.energyJoules, 1e-12);
+    assertEquals(3, shop1.hosts);
+    assertEquals(3, shop1.pods);
+    assertEquals(3, shop1.containers);
+    assertEquals(0, hn.getSideOutput(ResourceMetrics.LATE) == null ? 0 : hn.getSideOutput(ResourceMetrics.LATE).size());
+
+    // Beyond the lateness (window end 10 s + 5 s): to the late side output, no new result.
+    hn.getOutput().clear();
+    watermarkAtSecond(16);
+    feed(container("host-b", "b2", "pod-2", "shop", 7, S, 1.0, false));
+    assertEquals(List.of(), namespaceRows());
+    assertEquals(1, hn.getSideOutput(ResourceMetrics.LATE).size());
+  }
+
+  /**
+   * The transactions of two hosts' pods of one namespace: counts and bytes summed, the latency
+   * histograms merged exactly (the entity windows' code), percentiles read off the merged buckets.
+   */
+  @Test
+  void namespaceTransactionsMergeTheHistogramsOfAllHosts() throws Exception {
+    Transaction a = TransactionMathTest.tx("SERVER", 60, new int[] {100}, new long[] {60});
+    a.hostId = "host-a";
+    Transaction b = TransactionMathTest.tx("SERVER", 40, new int[] {100, TransactionMathTest.B1000},
+        new long[] {10, 30});
+    b.hostId = "host-b";
+    Transaction c = TransactionMathTest.tx("CLIENT", 7, new int[] {TransactionMathTest.B1MS}, new long[] {7});
+    c.hostId = "host-b";
+    long ts = T0 + 3_000;
+    hn.processElement(new StreamRecord<>(MetricInput.ofTransaction(a, MetricInput.NAMESPACE, "shop", "a1", "pod-1"), ts));
+    hn.processElement(new StreamRecord<>(MetricInput.ofTransaction(b, MetricInput.NAMESPACE, "shop", "b2", "pod-2"), ts));
+    hn.processElement(new StreamRecord<>(MetricInput.ofTransaction(c, MetricInput.NAMESPACE, "shop", "b2", "pod-2"), ts));
+    feed(container("host-a", "a1", "pod-1", "shop", 5, 2 * S, 4.0, true));
+    watermarkAtSecond(10);
+    MetricsRow r = find(namespaceRows(), "NAMESPACE", "shop");
+    assertEquals(1, r.samples, "transactions are not samples");
+    assertEquals(0.2, r.cpuCores, 1e-12);
+    assertEquals(100, r.tx.serverTransactions);
+    assertEquals(7, r.tx.clientTransactions);
+    assertEquals(100 * 100, r.tx.serverRequestBytes, "100 bytes per transaction by tx()");
+    assertEquals(1000 * 7, r.tx.clientResponseBytes);
+    assertArrayEquals(new int[] {100, TransactionMathTest.B1000}, r.tx.serverTime.buckets);
+    assertArrayEquals(new long[] {70, 30}, r.tx.serverTime.counts);
+    // Server times 70 x 100 ns, 30 x 1000 ns: p50 rank 50 -> 100; p75 rank 75 -> 1001 (bucket midpoint).
+    assertEquals(100L, r.serverTime.p50Ns);
+    assertEquals(1001L, r.serverTime.p75Ns);
+    assertEquals(1001L, r.serverTime.p90Ns);
+    assertEquals(1001L, r.serverTime.p99Ns);
+    assertEquals((70 * 100 + 30 * 1001) / 100.0, r.serverTime.meanNs, 1e-9);
+    assertEquals(1_001_471L, r.clientRtt.p50Ns);
+    assertNull(r.utilization, "no Eq. 3.3 across hosts");
+    assertNull(r.serviceDemandSeconds);
+    assertNull(r.saturationRate);
+    assertEquals(2, r.hosts);
+    assertEquals(2, r.pods);
+    assertEquals(2, r.containers);
+    io.wattgraph.schema.NamespaceMetrics avro = NamespaceMetricsSerializer.toAvro(r);
+    assertEquals(10.0, avro.getServerRequestRate(), 1e-12);
+    assertEquals(0.7, avro.getClientRequestRate(), 1e-12);
+    assertEquals(List.of(100, TransactionMathTest.B1000), avro.getServerTimeBuckets());
+    assertEquals(List.of(70L, 30L), avro.getServerTimeCounts());
+    assertEquals(List.of(TransactionMathTest.B1MS), avro.getClientRttBuckets());
+    assertEquals(1001L, avro.getServerTimeP99Ns());
+  }
+
+  /** Merged namespace accumulators: sums added, hosts, pods and containers counted once. */
+  @Test
+  void namespaceAccumulatorsMergeDistinctCounts() {
+    NamespaceAccumulator a = new NamespaceAccumulator();
+    a.add(MetricInput.of(container("host-a", "a1", "pod-1", "shop", 2, S, 1.0, true), MetricInput.NAMESPACE, "shop"));
+    a.add(MetricInput.of(container("host-b", "b2", "pod-2", "shop", 3, S, 2.0, true), MetricInput.NAMESPACE, "shop"));
+    NamespaceAccumulator b = new NamespaceAccumulator();
+    b.add(MetricInput.of(container("host-b", "b2", "pod-2", "shop", 4, S, 4.0, false), MetricInput.NAMESPACE, "shop"));
+    b.add(MetricInput.of(container("host-c", "c3", null, "shop", 4, S, 8.0, true), MetricInput.NAMESPACE, "shop"));
+    a.merge(b);
+    assertArrayEquals(new String[] {"host-a", "host-b", "host-c"}, a.hosts);
+    assertArrayEquals(new String[] {"pod-1", "pod-2"}, a.pods, "a record without a pod UID counts no pod");
+    assertArrayEquals(new String[] {"a1", "b2", "c3"}, a.containers);
+    MetricsRow r = NamespaceWindowFunction.row(a, new org.apache.flink.streaming.api.windowing.windows.TimeWindow(0,
+        10_000), 0);
+    assertEquals(4, r.samples);
+    assertEquals(4.0, r.cpuSeconds, 1e-12);
+    assertEquals(15.0, r.energyJoules, 1e-12);
+    assertEquals("MIXED", r.powerSource);
+    assertEquals("shop", r.entityId);
   }
 
   /** Merged accumulators (merging windows) keep the metadata of the later named sample too. */

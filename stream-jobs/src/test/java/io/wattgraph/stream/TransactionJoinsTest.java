@@ -120,6 +120,34 @@ class TransactionJoinsTest {
     loneServer.close();
   }
 
+  @Test
+  void aPodsNamespaceLearntFromItsProcessSamplesGetsItsTransactions() throws Exception {
+    var h = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
+        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000)), new TransactionMetrics.ByEntity(),
+        new TransactionMetrics.ByProcess(), Types.STRING);
+    h.open();
+    MetricInput named = processSample("c", "pod-x");
+    named.pod = PodMetadata.of("x", "shop", java.util.Map.of());
+    h.processElement1(new StreamRecord<>(named, 1000));
+    // A later sample without metadata (the agent lost its pod source for a while) keeps the namespace.
+    h.processElement1(new StreamRecord<>(processSample("c", "pod-x"), 1500));
+    h.processElement2(new StreamRecord<>(server(2000), 2000));
+    List<StreamRecord<MetricInput>> out = records(h.getOutput());
+    assertEquals(List.of("PROCESS|host-b|" + P, "GROUP|host-b|c", "POD|host-b|pod-x", "NAMESPACE|host-b|shop",
+        "HOST|host-b|host-b"), out.stream().map(r -> r.getValue().key()).toList());
+    MetricInput ns = out.get(3).getValue();
+    assertEquals("c", ns.groupId);
+    assertEquals("pod-x", ns.podUid);
+    assertEquals(2000, out.get(3).getTimestamp());
+    h.getOutput().clear();
+    // The process moved to another pod whose agent reports no metadata: no namespace any more.
+    h.processElement1(new StreamRecord<>(processSample("d", "pod-y"), 3000));
+    h.processElement2(new StreamRecord<>(server(3500), 3500));
+    assertEquals(List.of("PROCESS|host-b|" + P, "GROUP|host-b|d", "POD|host-b|pod-y", "HOST|host-b|host-b"),
+        records(h.getOutput()).stream().map(r -> ((MetricInput) r.getValue()).key()).toList());
+    h.close();
+  }
+
   static MetricInput processSample(String group, String pod) {
     Sample s = new Sample();
     s.scope = "PROCESS";
