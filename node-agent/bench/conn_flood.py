@@ -2,8 +2,10 @@
 """Loopback connection flood for the load-shedding benchmark.
 
 sink PORT                 accept forever; read until EOF, close (one process = one domain)
-gen PORT COUNT RATE NAME  open COUNT short connections to 127.0.0.1:PORT at about RATE per
+gen PORT COUNT RATE NAME [SECONDS]
+                          open COUNT short connections to 127.0.0.1:PORT at about RATE per
                           second (0 = as fast as possible), each sends 1 byte then closes;
+                          stops early after SECONDS if given;
                           sets its process name (comm) to NAME; prints "NAME PID OK" at the end,
                           OK = connections that completed (the exact count for MAPE).
 """
@@ -34,11 +36,14 @@ def sink(port):
         c.close()
 
 
-def gen(port, count, rate, name):
+def gen(port, count, rate, name, seconds):
     set_comm(name)
     ok = 0
     t0 = time.monotonic()
+    end = t0 + seconds if seconds > 0 else float("inf")
     for i in range(count):
+        if time.monotonic() >= end:
+            break
         if rate > 0:
             due = t0 + i / rate
             d = due - time.monotonic()
@@ -60,4 +65,5 @@ if __name__ == "__main__":
     if sys.argv[1] == "sink":
         sink(int(sys.argv[2]))
     else:
-        gen(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5])
+        gen(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5],
+            float(sys.argv[6]) if len(sys.argv) > 6 else 0.0)

@@ -26,7 +26,7 @@ python3 "$ROOT/node-agent/bench/conn_flood.py" sink $SINK_PORT & pids+=($!)
 
 mb() { awk -v k="$2" '$1 == k":" {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 # A counter summed over its labels.
-metric() { curl -s "http://$METRICS/metrics" | awk -v m="$1" '$1 == m || index($1, m "{") == 1 {s += $2} END {printf "%d", s}'; }
+metric() { curl -s "http://$METRICS/metrics" | awk -v m="$1" '$1 == m || index($1, m "{") == 1 {s += $2} END {printf "%.0f", s}'; }
 # The agent's BPF maps, from its file descriptors (this bpftool does not report owners).
 map_ids() { grep -h '^map_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -un; }
 maps_mb() {

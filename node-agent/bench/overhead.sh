@@ -37,7 +37,7 @@ for len in 1K 128K; do
   for r in $(seq 1 "$ROUNDS"); do
     off[$len]+="$(run_iperf $len) "
     start_agent "$WORK/agent.log"; apid=$!
-    wait_file "$WORK/ready" 100 || true
+    wait_ready "$WORK/ready"
     t0=$(cpu_ticks $apid); s0=$(date +%s%N)
     on[$len]+="$(run_iperf $len) "
     t1=$(cpu_ticks $apid); s1=$(date +%s%N)
@@ -52,7 +52,7 @@ done
 sysctl -qw kernel.bpf_stats_enabled=1
 for len in 1K 128K; do
   start_agent "$WORK/agent.log"; apid=$!
-  wait_file "$WORK/ready" 100 || true
+  wait_ready "$WORK/ready"
   run_iperf $len >/dev/null
   bpftool prog show -j | jq -r '.[] | select(.name|test("^(handle_|wg_)")) | "\(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"' >> "$WORK/bpfstats.txt"
   kill -TERM $apid; wait $apid || true
