@@ -669,7 +669,11 @@ fn keep_fixed(keep: f64) -> u32 {
 }
 
 fn shed_set_kernel(skel: &ConnectionsSkel<'_>, domain: Domain, keep: f64) {
-    if let Err(e) = skel.maps.shed_keep.update(&domain.to_ne_bytes(), &keep_fixed(keep).to_ne_bytes(), MapFlags::ANY) {
+    use std::hash::{BuildHasher, Hasher};
+    // A random phase for the kernel's systematic sampling (struct shed_keep_val).
+    let phase = std::collections::hash_map::RandomState::new().build_hasher().finish() & u64::from(crate::shedding::KEEP_ONE - 1);
+    let val = types::shed_keep_val { keep: keep_fixed(keep), seq: phase, ..Default::default() };
+    if let Err(e) = skel.maps.shed_keep.update(&domain.to_ne_bytes(), pod_bytes(&val), MapFlags::ANY) {
         log::warn!("shedding: cannot write keep fraction of domain {domain}: {e}");
     }
 }
@@ -871,6 +875,12 @@ struct TxnTotals {
     req: u64,
     resp: u64,
     closed: bool,
+}
+
+fn pod_bytes<T: Copy>(val: &T) -> &[u8] {
+    // SAFETY: only used with generated POD types (no padding left uninitialised: every field,
+    // explicit padding included, is set).
+    unsafe { std::slice::from_raw_parts(val as *const T as *const u8, size_of::<T>()) }
 }
 
 fn read_pod<T: Copy>(val: &[u8]) -> Option<T> {

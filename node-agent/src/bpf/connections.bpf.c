@@ -99,7 +99,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SHED_DOMAINS);
 	__type(key, __u64);
-	__type(value, __u32);
+	__type(value, struct shed_keep_val);
 } shed_keep SEC(".maps");
 
 // Kept / shed connections per domain, cumulative (user space takes differences).
@@ -271,13 +271,17 @@ static __attribute__((noinline)) int shed_decide(struct sock_info *si, __u64 now
 {
 	__u64 dom = shed_domain(si);
 	__u64 def = SHED_DOMAIN_DEFAULT;
-	__u32 *keep = NULL;
+	struct shed_keep_val *keep = NULL;
 	if (shed_mode == SHED_KERNEL)
 		keep = bpf_map_lookup_elem(&shed_keep, &dom);
 	if (!keep)
 		keep = bpf_map_lookup_elem(&shed_keep, &def);
-	__u32 k = keep ? *keep : SHED_KEEP_ONE;
-	int admit = k >= SHED_KEEP_ONE || (k && (bpf_get_prandom_u32() & (SHED_KEEP_ONE - 1)) < k);
+	__u64 k = keep ? keep->keep : SHED_KEEP_ONE;
+	int admit = 1;
+	if (keep && k < SHED_KEEP_ONE) {
+		__u64 n = __sync_fetch_and_add(&keep->seq, 1);
+		admit = ((n + 1) * k) >> SHED_KEEP_SHIFT != (n * k) >> SHED_KEEP_SHIFT;
+	}
 	struct shed_count *c = shed_counter(dom);
 	if (c) {
 		if (admit)

@@ -97,7 +97,17 @@ struct txn_hist_key {
 enum shed_mode { SHED_OFF = 0, SHED_KERNEL = 1, SHED_KERNEL_DROP = 2 };
 enum shed_state { SHED_NO = 0, SHED_UNREPORTED = 1, SHED_REPORTED = 2 };
 /* Keep fractions are fixed point: SHED_KEEP_ONE = keep everything, 0 = keep nothing. */
-#define SHED_KEEP_ONE (1U << 24)
+#define SHED_KEEP_SHIFT 24
+#define SHED_KEEP_ONE (1U << SHED_KEEP_SHIFT)
+/* Value of shed_keep. Decisions are systematic, not random: the n-th connection of a domain is
+ * kept when floor((n+1)k) > floor(nk) (k = keep / SHED_KEEP_ONE), so of n connections exactly
+ * floor(nk) or ceil(nk) are kept and the agent's load follows its budget without binomial noise.
+ * User space sets seq to a random phase with each write, so no arrival pattern aliases. */
+struct shed_keep_val {
+	__u32 keep;
+	__u32 _pad;
+	__u64 seq;
+};
 #define SHED_DOMAINS 4096
 /* shed_keep: the fraction for every domain without its own entry. */
 #define SHED_DOMAIN_DEFAULT 0xffffffffffffffffULL
