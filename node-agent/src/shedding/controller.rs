@@ -172,6 +172,17 @@ struct DomainState {
     /// Kept and shed in the interval just read.
     d_kept: u64,
     d_shed: u64,
+    /// Connections expected next interval (see `predict_rate`).
+    rate: f64,
+}
+
+/// The rate a domain is planned with: the last interval's, or more if it just fell (half way
+/// back to the previous expectation per interval). A generator that stalls for an interval and
+/// resumes would otherwise be planned with the stalled rate and, kept at the fraction that fits
+/// it, spend a multiple of the budget; falling slowly costs only some visibility, since the
+/// budget's correction gives the unused share back the next interval.
+fn predict_rate(previous: f64, last: f64) -> f64 {
+    last.max(0.5 * previous + 0.5 * last)
 }
 
 /// Idle intervals after which a domain's kernel counters may be forgotten.
@@ -186,6 +197,7 @@ pub struct ShedController {
     rates: Vec<(Domain, f64)>,
     default_keep: f64,
     last_cpu_s: Option<f64>,
+    ticks: u64,
 }
 
 /// Seed of μ_max (connections per interval at one full core) before it is measured.
@@ -210,6 +222,7 @@ impl ShedController {
             rates: Vec::new(),
             default_keep: 1.0,
             last_cpu_s: None,
+            ticks: 0,
         }
     }
 
@@ -313,15 +326,17 @@ impl ShedController {
             total_kept += dk;
             if dk + ds > 0 {
                 st.idle = 0;
+                st.rate = predict_rate(st.rate, (dk + ds) as f64);
                 if d != DOMAIN_OTHER {
                     if st.keep.is_some() {
-                        self.rates.push((d, (dk + ds) as f64));
+                        self.rates.push((d, st.rate));
                     } else {
                         new_rate += (dk + ds) as f64;
                     }
                 }
             } else {
                 st.idle = st.idle.saturating_add(1);
+                st.rate = 0.0;
             }
         }
         // 2. Connection counts per domain. Where the domain is counted (kernel, user modes) the
@@ -345,10 +360,15 @@ impl ShedController {
             }
         }
 
-        // 3. The plan.
+        // 3. The plan. The first interval is not planned from: its CPU is the agent's start
+        //    (Kafka metadata, first sweeps), not its load, and planning from it shed everything
+        //    and then took ten intervals to climb back.
+        let warming_up = self.ticks == 0;
+        self.ticks += 1;
         let mut update = KeepUpdate::default();
         match (&self.opts.control, self.opts.mode) {
             (Control::Manual, _) | (_, ShedMode::Off) => {}
+            (Control::Auto { .. }, _) if warming_up => {}
             (Control::Auto { .. }, ShedMode::KernelDrop) => {
                 let b = self.baseline.as_mut().expect("baseline");
                 b.update(utilization);
@@ -360,6 +380,11 @@ impl ShedController {
                 let budget = (lm.next_budget(&IntervalStats { arrived, computed, utilization }) - queued.max(0.0)).max(0.0);
                 stats.budget_bits.store(budget.to_bits(), Ordering::Relaxed);
                 stats.mu_max_bits.store(lm.mu_max().to_bits(), Ordering::Relaxed);
+                log::debug!(
+                    "shed: arrived {arrived} computed {computed} utilization {utilization:.4} queued {queued} budget {budget:.0} mu_max {:.0} marginal {:.0}",
+                    lm.mu_max(),
+                    lm.mu_marginal()
+                );
                 // Domains without an entry of their own share the default as one pseudo-domain.
                 if new_rate > 0.0 {
                     self.rates.push((DOMAIN_DEFAULT, new_rate));
@@ -650,6 +675,35 @@ mod tests {
     }
 
     #[test]
+    fn a_domain_that_stalls_for_an_interval_does_not_blow_the_budget_when_it_resumes() {
+        // 1/10000 core per kept connection; domain 1 floods, 2 is steady.
+        let mut c = ctrl(ShedMode::Kernel, 0.1, PolicyKind::Fair, vec![]);
+        let stats = ShedStats::default();
+        let mut counts = HashMap::new();
+        let mut settled = 0;
+        for _ in 0..40 {
+            settled = arrive(&c, &mut counts, &[(1, 20_000), (2, 5_000)]);
+            c.tick(&counts, settled as f64 / 10_000.0, 0.0, &stats, |_| None);
+        }
+        assert!((settled as f64 - 1_000.0).abs() < 20.0, "settled at the set-point: {settled}");
+        // One interval at a quarter of its rate, then back.
+        let stalled = arrive(&c, &mut counts, &[(1, 5_000), (2, 5_000)]);
+        c.tick(&counts, stalled as f64 / 10_000.0, 0.0, &stats, |_| None);
+        let resumed = arrive(&c, &mut counts, &[(1, 20_000), (2, 5_000)]);
+        // Planned with the stalled rate, domain 1 would keep 4x its share (about 2.1x the
+        // budget in all); planned with 12,500 (half way back), at most 1.6x its share.
+        assert!(resumed <= 1_700, "kept {resumed} after the stall, {settled} before");
+    }
+
+    #[test]
+    fn predicted_rate_follows_rises_at_once_and_falls_half_way() {
+        assert_eq!(predict_rate(0.0, 800.0), 800.0);
+        assert_eq!(predict_rate(800.0, 1_200.0), 1_200.0);
+        assert_eq!(predict_rate(1_200.0, 400.0), 800.0);
+        assert_eq!(predict_rate(800.0, 400.0), 600.0);
+    }
+
+    #[test]
     fn priority_protects_the_named_process() {
         let mut c = ctrl(ShedMode::Kernel, 0.2, PolicyKind::Priority, vec![("db".into(), 9)]);
         let stats = ShedStats::default();
@@ -670,6 +724,9 @@ mod tests {
         assert_eq!(c.domain_of(42, 7), DOMAIN_OTHER);
         let counts = HashMap::from([(DOMAIN_OTHER, ShedCount { kept: 1000, ..Default::default() })]);
         let up = c.tick(&counts, 0.5, 0.0, &stats, |_| None);
+        assert_eq!(up.default_keep, 1.0, "the first interval (the agent's start) is not planned from");
+        let counts = HashMap::from([(DOMAIN_OTHER, ShedCount { kept: 2000, ..Default::default() })]);
+        let up = c.tick(&counts, 0.5, 0.0, &stats, |_| None);
         assert_eq!(up.default_keep, 0.5);
         assert!(up.set.is_empty());
         assert_eq!(c.keep_of(42), 0.5);
@@ -679,6 +736,8 @@ mod tests {
     fn new_domains_share_the_default_then_get_their_own_entry() {
         let mut c = ctrl(ShedMode::Kernel, 0.1, PolicyKind::Fair, vec![]);
         let stats = ShedStats::default();
+        let up = c.tick(&HashMap::new(), 0.9, 0.0, &stats, |_| None);
+        assert_eq!((up.default_keep, up.set.len()), (1.0, 0), "start: not planned from");
         let counts = HashMap::from([(5, ShedCount { kept: 1000, ..Default::default() })]);
         let up = c.tick(&counts, 0.2, 0.0, &stats, |_| None);
         // Over the set-point: the unplanned traffic (all in the default) is sampled.
