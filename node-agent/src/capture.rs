@@ -482,6 +482,9 @@ fn run(
                 log::warn!("ring buffer poll: {e}");
             }
         }
+        // The kernel wakes this thread only once EVENTS_WAKEUP_BYTES wait (connections.bpf.c),
+        // and poll reads only rings that woke it: what arrived below that is read here.
+        let _ = ring.consume();
         let now = Instant::now();
         if now >= next_sweep {
             let _ = ring.consume(); // deliver pending kernel events before comparing
