@@ -460,7 +460,7 @@ fn run(
     let _ = ready.send(Ok(attached));
 
     let sweep_every = opts.snapshot_interval;
-    let poll_timeout = sweep_every.min(Duration::from_millis(100));
+    let poll_timeout = sweep_every.min(EVENT_POLL);
     let mut next_sweep = Instant::now() + sweep_every;
     let mut next_stats = Instant::now();
     let mut txn = TxnDrain::new(boot_time_ns());
@@ -879,6 +879,12 @@ struct TxnTotals {
     resp: u64,
     closed: bool,
 }
+
+/// How often the capture thread reads the event ring when the kernel did not wake it (it does
+/// only past EVENTS_WAKEUP_BYTES, connections.bpf.c): the most an event waits. Short, because the
+/// pipeline reads a process's cmdline from /proc at its first event, and a short-lived process
+/// can be gone soon after; 200 timer wakeups per second cost far less than one per event.
+const EVENT_POLL: Duration = Duration::from_millis(20);
 
 fn pod_bytes<T: Copy>(val: &T) -> &[u8] {
     // SAFETY: only used with generated POD types (no padding left uninitialised: every field,
