@@ -487,7 +487,6 @@ fn run(
         let _ = ring.consume();
         let now = Instant::now();
         if now >= next_sweep {
-            let _ = ring.consume(); // deliver pending kernel events before comparing
             sweep(&skel, &disp, &stats);
             next_sweep = now + sweep_every;
         }
@@ -883,7 +882,7 @@ struct TxnTotals {
 /// How often the capture thread reads the event ring when the kernel did not wake it (it does
 /// only past EVENTS_WAKEUP_BYTES, connections.bpf.c): the most an event waits. Short, because the
 /// pipeline reads a process's cmdline from /proc at its first event, and a short-lived process
-/// can be gone soon after; 200 timer wakeups per second cost far less than one per event.
+/// can be gone soon after; 50 timer wakeups per second cost far less than one per event.
 const EVENT_POLL: Duration = Duration::from_millis(20);
 
 fn pod_bytes<T: Copy>(val: &T) -> &[u8] {

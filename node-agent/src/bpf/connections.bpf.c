@@ -56,7 +56,7 @@ struct {
 
 // Wake the reader only once this much is waiting: a wakeup per event (the default) cost the agent
 // a futex wake and two context switches per event, more than handling the event. Below it the
-// reader finds the events at its next poll, every EVENT_POLL (capture.rs, 5 ms).
+// reader finds the events at its next poll, every EVENT_POLL (capture.rs, 20 ms).
 #define EVENTS_WAKEUP_BYTES (EVENTS_RING_BYTES / 16)
 
 // Per-CPU counters, summed in user space (STAT_*).
