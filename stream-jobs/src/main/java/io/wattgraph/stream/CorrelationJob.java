@@ -11,10 +11,8 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.errors.TopicExistsException;
 import java.util.regex.Pattern;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
-import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
@@ -199,14 +197,7 @@ public final class CorrelationJob {
 
   /** Exactly-once: dead letters become visible to read_committed consumers with each checkpoint. */
   static KafkaSink<DeadLetter> deadLetterSink(JobConfig config) {
-    return KafkaSink.<DeadLetter>builder()
-        .setBootstrapServers(config.kafkaBrokers)
-        .setRecordSerializer(new DeadLetterSerializer(config.dlqTopic))
-        .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
-        .setTransactionalIdPrefix(config.groupId + "-dlq")
-        // Must not exceed the broker's transaction.max.timeout.ms (15 min by default).
-        .setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "600000")
-        .build();
+    return ExactlyOnceKafkaSink.of(config, new DeadLetterSerializer(config.dlqTopic), "dlq");
   }
 
   private static void configureCheckpoints(StreamExecutionEnvironment env, JobConfig config) {

@@ -6,7 +6,6 @@ import java.util.regex.Pattern;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.FilterFunction;
 import org.apache.flink.api.java.functions.KeySelector;
-import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
@@ -17,7 +16,6 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
 import org.apache.flink.util.OutputTag;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
-import org.apache.kafka.clients.producer.ProducerConfig;
 
 /**
  * Windowed metrics: ResourceSamples (and, through {@link TransactionMetrics}, TransactionStats) from
@@ -161,23 +159,11 @@ public final class ResourceMetrics {
   }
 
   static KafkaSink<MetricsRow> metricsSink(JobConfig config) {
-    return KafkaSink.<MetricsRow>builder()
-        .setBootstrapServers(config.kafkaBrokers)
-        .setRecordSerializer(new WindowMetricsSerializer(config.metricsTopic))
-        .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
-        .setTransactionalIdPrefix(config.groupId + "-metrics")
-        .setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "600000")
-        .build();
+    return ExactlyOnceKafkaSink.of(config, new WindowMetricsSerializer(config.metricsTopic), "metrics");
   }
 
   static KafkaSink<MetricsRow> namespaceMetricsSink(JobConfig config) {
-    return KafkaSink.<MetricsRow>builder()
-        .setBootstrapServers(config.kafkaBrokers)
-        .setRecordSerializer(new NamespaceMetricsSerializer(config.namespaceMetricsTopic))
-        .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
-        .setTransactionalIdPrefix(config.groupId + "-namespace-metrics")
-        .setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "600000")
-        .build();
+    return ExactlyOnceKafkaSink.of(config, new NamespaceMetricsSerializer(config.namespaceMetricsTopic), "namespace-metrics");
   }
 
   static final class ByNamespace implements KeySelector<MetricInput, String> {

@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.regex.Pattern;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.java.functions.KeySelector;
-import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
@@ -17,7 +16,6 @@ import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindo
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
-import org.apache.kafka.clients.producer.ProducerConfig;
 
 /**
  * Request/response metrics from the agents' TransactionStats (issue 5 items 5-6): the source, the
@@ -108,13 +106,7 @@ public final class TransactionMetrics {
   }
 
   static KafkaSink<EdgeMetricsRow> edgeMetricsSink(JobConfig config) {
-    return KafkaSink.<EdgeMetricsRow>builder()
-        .setBootstrapServers(config.kafkaBrokers)
-        .setRecordSerializer(new EdgeMetricsSerializer(config.edgeMetricsTopic))
-        .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
-        .setTransactionalIdPrefix(config.groupId + "-edge-metrics")
-        .setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "600000")
-        .build();
+    return ExactlyOnceKafkaSink.of(config, new EdgeMetricsSerializer(config.edgeMetricsTopic), "edge-metrics");
   }
 
   /** Valid records go on; dead letters to {@link SplitDeadLetters#DEAD_LETTERS}. Timestamps pass through. */
