@@ -2,6 +2,7 @@
 //! for unreported bytes, and hands decoded events to a bounded channel. Knows nothing
 //! about Avro or Kafka, so tests use it directly.
 use std::cell::RefCell;
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::mem::{size_of, MaybeUninit};
 use std::os::unix::fs::MetadataExt;
@@ -73,6 +74,11 @@ pub struct CaptureOptions {
     /// HTTP/1.x routes (method + normalised path) the kernel names per host; past them a
     /// transaction goes to the OTHER route. 0 = requests are not parsed.
     pub http_routes: u32,
+    /// Client port masking (thesis §3.3.1): a connection that closes with fewer transactions
+    /// than this over its life, within one `transaction_interval` of its handshake, is merged
+    /// into one record per process, addresses and server port, client port 0. 0 = every
+    /// connection its own record.
+    pub mask_client_port_below: u64,
     /// Load shedding of connection lifecycle events; None = off (the shedder is not even
     /// loaded in the kernel).
     pub shed: Option<ShedOptions>,
@@ -90,6 +96,7 @@ impl Default for CaptureOptions {
             transaction_interval: None,
             txn_hist_entries: 65536,
             http_routes: 1024,
+            mask_client_port_below: 0,
             shed: None,
         }
     }
@@ -134,6 +141,8 @@ pub struct CaptureStats {
     pub stale_dropped: AtomicU64,
     /// TransactionStats records handed over.
     pub txn_records: AtomicU64,
+    /// Short-lived connections merged into masked-client-port records.
+    pub txn_masked_connections: AtomicU64,
     /// Transactions whose histogram cell / connection entry found the kernel map full.
     pub txn_hist_full: AtomicU64,
     pub txn_conn_full: AtomicU64,
@@ -463,7 +472,7 @@ fn run(
     let poll_timeout = sweep_every.min(EVENT_POLL);
     let mut next_sweep = Instant::now() + sweep_every;
     let mut next_stats = Instant::now();
-    let mut txn = TxnDrain::new(boot_time_ns());
+    let mut txn = TxnDrain::new(boot_time_ns(), opts.mask_client_port_below, opts.transaction_interval.unwrap_or_default());
     let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + d);
     let mut shed_clock = ShedClock::new(shed_every);
     if let Some(sh) = disp.borrow_mut().shed.as_mut() {
@@ -492,7 +501,7 @@ fn run(
         }
         if let (Some(at), Some(every)) = (next_txn, opts.transaction_interval) {
             if now >= at {
-                txn.drain(&skel, &txn_tx, &stop, &stats);
+                txn.drain(&skel, &txn_tx, &stop, &stats, false);
                 next_txn = Some(at + every.max(Duration::from_millis(10)));
                 if next_txn.is_some_and(|t| t < now) {
                     next_txn = Some(now + every);
@@ -507,7 +516,7 @@ fn run(
     let _ = ring.consume();
     if opts.transaction_interval.is_some() {
         // Final drain; nobody may be reading any more, so a full channel drops the rest.
-        txn.drain(&skel, &txn_tx, &AtomicBool::new(true), &stats);
+        txn.drain(&skel, &txn_tx, &AtomicBool::new(true), &stats, true);
     }
     read_stats(&skel, &stats);
     // skel dropped here: links detached, maps freed.
@@ -821,6 +830,28 @@ struct TxnDrain {
     routes: RouteNames,
     closed_keys: Vec<u64>,
     cells: Vec<(TxnCell, u64)>,
+    /// `CaptureOptions::mask_client_port_below`, and the lifetime below which a connection
+    /// counts as short (the drain interval).
+    mask_below: u64,
+    mask_age_ns: u64,
+    /// Live sockets whose first transactions are held back one interval (they may turn out
+    /// short-lived), with the start of the interval they were first seen in.
+    held: HashMap<u64, u64>,
+    /// This drain's masked records, merged.
+    masked: HashMap<MaskKey, ConnTxn>,
+}
+
+/// What a masked record is one per: the connection's identity without the client port.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct MaskKey {
+    role: TxnRole,
+    tgid: u32,
+    proc_start_ns: u64,
+    cgroup_id: u64,
+    netns: u32,
+    local: ([u8; 16], u16),
+    remote: ([u8; 16], u16),
+    comm: [u8; 16],
 }
 
 
@@ -877,6 +908,8 @@ struct TxnTotals {
     req: u64,
     resp: u64,
     closed: bool,
+    /// Handshake to now (live) or to close; u64::MAX when the handshake was not seen.
+    age_ns: u64,
 }
 
 /// How often the capture thread reads the event ring when the kernel did not wake it (it does
@@ -900,7 +933,7 @@ fn read_pod<T: Copy>(val: &[u8]) -> Option<T> {
 }
 
 impl TxnDrain {
-    fn new(now: u64) -> TxnDrain {
+    fn new(now: u64, mask_below: u64, mask_age: Duration) -> TxnDrain {
         TxnDrain {
             last_ns: now,
             drains: 0,
@@ -910,6 +943,10 @@ impl TxnDrain {
             routes: RouteNames::default(),
             closed_keys: Vec::new(),
             cells: Vec::new(),
+            mask_below,
+            mask_age_ns: mask_age.as_nanos() as u64,
+            held: HashMap::new(),
+            masked: HashMap::new(),
         }
     }
 
@@ -931,10 +968,11 @@ impl TxnDrain {
             req: c.req_bytes,
             resp: c.resp_bytes,
             closed: true,
+            age_ns: c.lifetime_ns,
         })
     }
 
-    fn live_totals(skel: &ConnectionsSkel<'_>, cookie: u64) -> Option<TxnTotals> {
+    fn live_totals(skel: &ConnectionsSkel<'_>, cookie: u64, now: u64) -> Option<TxnTotals> {
         let val = skel.maps.socks.lookup(&cookie.to_ne_bytes(), MapFlags::ANY).ok()??;
         let si: types::sock_info = read_pod(&val)?;
         Some(TxnTotals {
@@ -952,10 +990,12 @@ impl TxnDrain {
             req: si.txn_req_bytes,
             resp: si.txn_resp_bytes,
             closed: false,
+            age_ns: if si.open_ns == 0 { u64::MAX } else { now.saturating_sub(si.open_ns) },
         })
     }
 
-    fn drain(&mut self, skel: &ConnectionsSkel<'_>, tx: &SyncSender<ConnTxn>, stop: &AtomicBool, stats: &CaptureStats) {
+    /// `last`: the final drain at stop, which holds nothing back.
+    fn drain(&mut self, skel: &ConnectionsSkel<'_>, tx: &SyncSender<ConnTxn>, stop: &AtomicBool, stats: &CaptureStats, last: bool) {
         let now = boot_time_ns();
         self.drains += 1;
         let check_quiet = self.drains % TXN_GONE_CHECK_EVERY == 0;
@@ -1001,8 +1041,13 @@ impl TxnDrain {
             }
             // A closed entry that cannot be read (gone meanwhile) is treated as not closed.
             let totals = if closed_now { Self::closed_totals(skel, cookie) } else { None };
-            self.process(skel, cookie, &cells[i..j], totals, check_quiet, now, &mut missing, tx, stop, stats);
+            self.process(skel, cookie, &cells[i..j], totals, check_quiet, now, last, &mut missing, tx, stop, stats);
             i = j;
+        }
+        for (_, rec) in self.masked.drain() {
+            stats.txn_masked_connections.fetch_add(rec.connections, Ordering::Relaxed);
+            stats.txn_records.fetch_add(1, Ordering::Relaxed);
+            send_blocking(tx, rec, stop);
         }
         self.missing = missing;
         self.last_ns = now;
@@ -1019,6 +1064,7 @@ impl TxnDrain {
         closed: Option<TxnTotals>,
         check_quiet: bool,
         now: u64,
+        last: bool,
         missing: &mut HashSet<u64>,
         tx: &SyncSender<ConnTxn>,
         stop: &AtomicBool,
@@ -1029,7 +1075,7 @@ impl TxnDrain {
         let changed = cells.iter().any(|(c, n)| self.prev_hist.get(c).copied().unwrap_or(0) != *n);
         let totals = match closed {
             Some(t) => Some(t),
-            None if changed || check_quiet || self.missing.contains(&cookie) => Self::live_totals(skel, cookie),
+            None if changed || check_quiet || self.missing.contains(&cookie) => Self::live_totals(skel, cookie, now),
             None => return, // quiet live socket
         };
         let Some(t) = totals else {
@@ -1041,11 +1087,24 @@ impl TxnDrain {
                     self.prev_hist.remove(cell);
                 }
                 self.prev_conn.remove(&cookie);
+                self.held.remove(&cookie);
             } else {
                 missing.insert(cookie);
             }
             return;
         };
+        // Client port masking. Short = fewer than `mask_below` transactions and younger than
+        // `mask_age_ns` (handshake to close, kernel clock): both ends of a connection agree on
+        // that at its close, so both mask it or neither does. A short live socket is held back
+        // (its cells stay unread); once it is no longer short it is reported as itself, with
+        // everything held.
+        let short = self.mask_below > 0 && t.count < self.mask_below && t.age_ns < self.mask_age_ns;
+        let held_since = self.held.remove(&cookie);
+        if short && !t.closed && !last {
+            self.held.insert(cookie, held_since.unwrap_or(self.last_ns));
+            return;
+        }
+        let mask = short && t.closed;
         let (mut client_rtt, mut server_time) = (Histogram::default(), Histogram::default());
         let mut routes: Vec<(u64, Histogram)> = Vec::new();
         for (cell, n) in cells {
@@ -1097,7 +1156,7 @@ impl TxnDrain {
             return;
         }
         let rec = ConnTxn {
-            interval_start_boot_ns: self.last_ns,
+            interval_start_boot_ns: held_since.unwrap_or(self.last_ns),
             interval_end_boot_ns: now,
             role: if t.role == 0 { TxnRole::Client } else { TxnRole::Server },
             cookie,
@@ -1111,6 +1170,7 @@ impl TxnDrain {
             remote_port: t.rport,
             comm: t.comm,
             closed: t.closed,
+            connections: 1,
             transactions: dcount,
             request_bytes: t.req.saturating_sub(preq),
             response_bytes: t.resp.saturating_sub(presp),
@@ -1118,8 +1178,52 @@ impl TxnDrain {
             server_time,
             routes,
         };
+        if mask {
+            self.merge_masked(rec);
+            return;
+        }
         stats.txn_records.fetch_add(1, Ordering::Relaxed);
         send_blocking(tx, rec, stop);
+    }
+
+    /// Adds a short-lived connection's record to its masked record of this drain (exact sums).
+    fn merge_masked(&mut self, mut rec: ConnTxn) {
+        match rec.role {
+            TxnRole::Client => rec.local_port = 0,
+            TxnRole::Server => rec.remote_port = 0,
+        }
+        rec.cookie = 0;
+        let key = MaskKey {
+            role: rec.role,
+            tgid: rec.tgid,
+            proc_start_ns: rec.proc_start_ns,
+            cgroup_id: rec.cgroup_id,
+            netns: rec.netns,
+            local: (rec.local_addr, rec.local_port),
+            remote: (rec.remote_addr, rec.remote_port),
+            comm: rec.comm,
+        };
+        match self.masked.entry(key) {
+            Entry::Vacant(v) => {
+                v.insert(rec);
+            }
+            Entry::Occupied(o) => {
+                let m = o.into_mut();
+                m.interval_start_boot_ns = m.interval_start_boot_ns.min(rec.interval_start_boot_ns);
+                m.connections += rec.connections;
+                m.transactions += rec.transactions;
+                m.request_bytes += rec.request_bytes;
+                m.response_bytes += rec.response_bytes;
+                m.client_rtt.merge(&rec.client_rtt);
+                m.server_time.merge(&rec.server_time);
+                for r in rec.routes {
+                    match m.routes.iter_mut().find(|x| x.route == r.route) {
+                        Some(x) => x.latency.merge(&r.latency),
+                        None => m.routes.push(r),
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -144,6 +144,12 @@ pub struct Config {
     #[arg(long = "http-routes", default_value_t = 1024)]
     pub http_routes: u32,
 
+    /// Client port masking (thesis §3.3.1): connections that close with fewer transactions than
+    /// this, within one interval of their first, are reported merged per process, addresses and
+    /// server port, with client port 0. 0 = one record per connection always.
+    #[arg(long = "mask-client-port-below", default_value_t = 10)]
+    pub mask_client_port_below: u64,
+
     /// PodList to name pods (name, namespace, labels) from their cgroup UID: the kubelet's
     /// https://NODE:10250/pods or the API server's
     /// https://kubernetes.default.svc/api/v1/pods?fieldSelector=spec.nodeName=NODE. Unset: UIDs only.
@@ -493,6 +499,9 @@ impl Config {
         if self.http_routes > 1_048_576 {
             return Err(format!("--http-routes '{}' must be between 0 and 1048576", self.http_routes));
         }
+        if self.mask_client_port_below > 1_000_000 {
+            return Err(format!("--mask-client-port-below '{}' must be between 0 and 1000000", self.mask_client_port_below));
+        }
         if !(64..=4_194_304).contains(&self.thread_entries) {
             return Err(format!("--thread-entries '{}' must be between 64 and 4194304", self.thread_entries));
         }
@@ -804,6 +813,7 @@ mod tests {
             (&["--transaction-interval-ms", "1"], "--transaction-interval-ms '1'"),
             (&["--transaction-hist-entries", "10"], "--transaction-hist-entries '10'"),
             (&["--http-routes", "2000000"], "--http-routes '2000000'"),
+            (&["--mask-client-port-below", "1000001"], "--mask-client-port-below '1000001'"),
             (&["--pod-metadata-url", "ftp://x/pods"], "--pod-metadata-url 'ftp://x/pods'"),
             (&["--pod-metadata-token-file", "/nonexistent/token"], "--pod-metadata-token-file '/nonexistent/token'"),
             (&["--pod-metadata-interval-ms", "10"], "--pod-metadata-interval-ms '10'"),

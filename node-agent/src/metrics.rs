@@ -124,8 +124,14 @@ impl Renderer {
             metric(
                 "wattgraph_agent_transaction_records_total",
                 "counter",
-                "TransactionStats records produced (one per connection per interval with transactions).",
+                "TransactionStats records produced (one per connection per interval with transactions, or per masked group of short-lived connections).",
                 &[("", g(&c.txn_records) as f64)],
+            );
+            metric(
+                "wattgraph_agent_transaction_masked_connections_total",
+                "counter",
+                "Short-lived connections reported merged with their client port masked (--mask-client-port-below).",
+                &[("", g(&c.txn_masked_connections) as f64)],
             );
             metric(
                 "wattgraph_agent_transaction_map_full_total",

@@ -157,6 +157,8 @@ pub struct ConnTxn {
     pub remote_port: u16,
     pub comm: [u8; 16],
     pub closed: bool,
+    /// Connections merged into this one (client port masked, cookie 0) when above 1 or masked.
+    pub connections: u64,
     pub transactions: u64,
     pub request_bytes: u64,
     pub response_bytes: u64,
@@ -207,6 +209,7 @@ impl ConnTxn {
         rec.netns_inode = self.netns as i64;
         rec.socket_cookie = self.cookie as i64;
         rec.closed = self.closed;
+        rec.connections = self.connections as i64;
         rec.transactions = self.transactions as i64;
         rec.request_bytes = self.request_bytes as i64;
         rec.response_bytes = self.response_bytes as i64;
@@ -279,6 +282,7 @@ pub struct TxnRecord {
     pub client_rtt: Histogram,
     pub server_time: Histogram,
     pub http_routes: Vec<RouteRecord>,
+    pub connections: i64,
 }
 
 /// One HttpRouteStats of a record.
@@ -291,11 +295,11 @@ pub struct RouteRecord {
     pub latency: Histogram,
 }
 
-const FIELD_LAYOUT: [&str; 24] = [
+const FIELD_LAYOUT: [&str; 25] = [
     "hostId", "intervalStartNs", "intervalEndNs", "role", "localAddress", "localPort", "remoteAddress",
     "remotePort", "tgid", "processStartTimeNs", "comm", "cgroupId", "netnsInode", "socketCookie", "closed",
     "transactions", "requestBytes", "responseBytes", "subBucketBits", "clientRttBuckets", "clientRttCounts",
-    "serverTimeBuckets", "serverTimeCounts", "httpRoutes",
+    "serverTimeBuckets", "serverTimeCounts", "httpRoutes", "connections",
 ];
 
 pub fn schema() -> &'static Schema {
@@ -353,6 +357,7 @@ impl TxnEncoder {
             }
         }
         write_long(out, 0);
+        write_long(out, r.connections);
     }
 }
 
@@ -425,6 +430,7 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<TxnRecord> {
         client_rtt: hist("clientRttBuckets", "clientRttCounts")?,
         server_time: hist("serverTimeBuckets", "serverTimeCounts")?,
         http_routes,
+        connections: f.long("connections")?,
     })
 }
 
@@ -477,6 +483,7 @@ pub fn to_value(r: &TxnRecord) -> Value {
                     .collect(),
             ),
         ),
+        ("connections".into(), Value::Long(r.connections)),
     ])
 }
 
@@ -653,6 +660,7 @@ mod tests {
                 .collect(),
             client_rtt: if i % 2 == 0 { c } else { Histogram::default() },
             server_time: if i % 2 == 1 { s } else { Histogram::default() },
+            connections: 1 + (i % 5) * 1000,
         }
     }
 

@@ -54,6 +54,7 @@ fn to_record(e: &Value) -> TxnRecord {
                     .collect()
             })
             .unwrap_or_default(), // optional in the JSON: the schema default
+        connections: e.get("connections").map_or(1, |c| c.as_i64().expect("connections not a long")),
     }
 }
 
@@ -61,7 +62,7 @@ fn to_record(e: &Value) -> TxnRecord {
 fn shared_transaction_vectors_encode_and_decode() {
     let enc = TxnEncoder::new().unwrap();
     let mut buf = Vec::new();
-    common::check_vectors("transaction-stats", 5, to_record, |r| {
+    common::check_vectors("transaction-stats", 6, to_record, |r| {
         enc.encode(r, &mut buf);
         buf.clone()
     }, decode_single_object);

@@ -360,6 +360,111 @@ fn short_connections_one_transaction_each() {
     h.stop();
 }
 
+/// One connection with a ping/pong, a pause, then `after` more ping/pongs (server: 2 ms per
+/// answer). Returns (client port, server port).
+fn paused_connection(pause: Duration, after: usize) -> (u16, u16) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let srv = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut req = [0u8; 5];
+        while s.read_exact(&mut req).is_ok() {
+            std::thread::sleep(Duration::from_millis(2));
+            s.write_all(b"pong!!").unwrap();
+        }
+    });
+    let mut c = TcpStream::connect(addr).unwrap();
+    let port = c.local_addr().unwrap().port();
+    let mut ping = |c: &mut TcpStream| {
+        c.write_all(b"ping!").unwrap();
+        c.read_exact(&mut [0u8; 6]).unwrap();
+    };
+    ping(&mut c);
+    std::thread::sleep(pause);
+    for _ in 0..after {
+        ping(&mut c);
+    }
+    drop(c);
+    srv.join().unwrap();
+    (port, addr.port())
+}
+
+/// Client port masking (thesis §3.3.1): short connections with fewer transactions than the
+/// threshold are merged per process and server port with the client port 0 (exact sums); a
+/// connection with more, or one that lives on past an interval, keeps its own records.
+#[test]
+fn short_connections_merged_with_client_port_masked() {
+    let Some(h) = start_with(CaptureOptions { mask_client_port_below: 10, ..start_options() }) else { return };
+    const K: usize = 25;
+    let short = short_connections(K);
+    let sport = short[0].server_port;
+    let busy = keep_alive("127.0.0.1:0", 12); // 12 >= 10: its own records
+    // Two transactions, but open across several 100 ms intervals: held once, then its own.
+    let (pcp, psp) = paused_connection(Duration::from_millis(450), 1);
+    let ip = addr16_from_ip("127.0.0.1".parse().unwrap());
+    // Masked records: (local port, remote port) = (0, sport) for the client, (sport, 0) for the server.
+    let mut masked: HashMap<(u16, u16), Vec<ConnTxn>> = HashMap::new();
+    let mut own: HashMap<(u16, u16), Vec<ConnTxn>> = HashMap::new();
+    let short_ports: std::collections::HashSet<u16> = short.iter().map(|e| e.client_port).collect();
+    let n = |v: Option<&Vec<ConnTxn>>| v.map_or(0, |v| v.iter().map(|r| r.transactions).sum::<u64>());
+    let done = |masked: &HashMap<(u16, u16), Vec<ConnTxn>>, own: &HashMap<(u16, u16), Vec<ConnTxn>>| {
+        n(masked.get(&(0, sport))) == K as u64
+            && n(masked.get(&(sport, 0))) == K as u64
+            && [(busy.client_port, busy.server_port), (busy.server_port, busy.client_port), (pcp, psp), (psp, pcp)]
+                .iter()
+                .all(|k| own.get(k).is_some_and(|v| v.iter().any(|r| r.closed)))
+    };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline && !done(&masked, &own) {
+        if let Ok(r) = h.transactions().recv_timeout(Duration::from_millis(100)) {
+            let k = (r.local_port, r.remote_port);
+            assert!(!short_ports.contains(&k.0) && !short_ports.contains(&k.1), "a short connection reported on its own: {r:?}");
+            if k == (0, sport) || k == (sport, 0) {
+                masked.entry(k).or_default().push(r);
+            } else if [busy.client_port, busy.server_port, pcp, psp].contains(&k.0) {
+                own.entry(k).or_default().push(r);
+            }
+        }
+    }
+    assert!(done(&masked, &own), "masked: {masked:?}\nown: {own:?}");
+    for (k, role) in [((0, sport), TxnRole::Client), ((sport, 0), TxnRole::Server)] {
+        let recs = &masked[&k];
+        for r in recs {
+            assert_eq!((r.role, r.cookie, r.closed, r.tgid), (role, 0, true, std::process::id()), "{r:?}");
+            assert_eq!((r.local_addr, r.remote_addr), (ip, ip));
+            assert!(r.connections >= 1 && r.interval_end_boot_ns >= r.interval_start_boot_ns);
+        }
+        let sum = |f: fn(&ConnTxn) -> u64| recs.iter().map(f).sum::<u64>();
+        assert_eq!(sum(|r| r.connections), K as u64, "{role:?} connections");
+        assert_eq!((sum(|r| r.request_bytes), sum(|r| r.response_bytes)), (5 * K as u64, 6 * K as u64), "{role:?} bytes");
+        let mut hist = Histogram::default();
+        recs.iter().for_each(|r| hist.merge(r.latency()));
+        assert_eq!(hist.total(), K as u64, "{role:?} histogram total");
+        if role == TxnRole::Server {
+            assert!(hist.cells.iter().all(|c| c.0 >= bucket_of(2 * MS)), "server time below 2 ms: {hist:?}");
+        }
+        // Fewer records than connections: that is the point.
+        assert!(recs.len() < K, "{} {role:?} records for {K} connections", recs.len());
+    }
+    for (k, want) in [((busy.client_port, busy.server_port), 12), ((busy.server_port, busy.client_port), 12), ((pcp, psp), 2), ((psp, pcp), 2)] {
+        let recs = &own[&k];
+        assert_eq!(n(Some(recs)), want, "{k:?}: {recs:?}");
+        assert!(recs.iter().all(|r| r.connections == 1 && r.cookie != 0), "{k:?}: {recs:?}");
+    }
+    // The paused connection outlived an interval: both ends report it as itself (its server's
+    // first transaction was held back while it was young, then reported before the close).
+    let first = &own[&(psp, pcp)][0];
+    assert_eq!((first.transactions, first.closed), (1, false), "{first:?}");
+    let masked_total = h.stats().txn_masked_connections.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(masked_total >= 2 * K as u64, "masked connections counted: {masked_total}");
+    println!(
+        "{K} short connections: {} client and {} server masked records; keep-alive and paused connections on their own",
+        masked[&(0, sport)].len(),
+        masked[&(sport, 0)].len()
+    );
+    h.stop();
+}
+
 /// Sends each request line (with a Host header) on one keep-alive connection, by write,
 /// writev (split inside the request line) or sendmsg; the server reads each request whole with
 /// read(2) and recvmsg(2) in turn and answers 204. Returns (client port, server port).

@@ -478,7 +478,7 @@ static __always_inline void txn_on_bytes(struct sock_info *si, bool is_send, __u
 
 // At TCP_CLOSE: a client's last response ends here; the final totals and the
 // identity move to txn_conns (the socket's entry is deleted right after).
-static __attribute__((noinline)) void txn_on_close(struct sock_info *si)
+static __attribute__((noinline)) void txn_on_close(struct sock_info *si, __u64 now)
 {
 	if (si->role == ROLE_CLIENT && si->txn_phase == TXN_RECEIVED && si->txn_start_ns) {
 		txn_done(si, TXN_CLIENT_RTT, si->txn_last_ns - si->txn_start_ns, si->bytes_sent, si->bytes_recv);
@@ -492,6 +492,7 @@ static __attribute__((noinline)) void txn_on_close(struct sock_info *si)
 	n.proc_start_ns = si->proc_start_ns;
 	n.cgroup_id = si->cgroup_id;
 	n.count = si->txn_count;
+	n.lifetime_ns = si->open_ns ? now - si->open_ns : ~0ULL;
 	if (si->role == ROLE_CLIENT) {
 		n.req_bytes = si->bytes_sent;
 		n.resp_bytes = si->bytes_recv;
@@ -527,7 +528,7 @@ static __always_inline void nest_exit(struct nest_state *n)
 		n->depth--;
 }
 
-static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie, __u32 ns, __u8 role)
+static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie, __u32 ns, __u8 role, __u64 open_ns)
 {
 	__u32 zero = 0;
 	struct nest_state *n = bpf_map_lookup_elem(&nest, &zero);
@@ -541,6 +542,7 @@ static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie
 	si->cookie = cookie;
 	si->netns = ns;
 	si->role = role;
+	si->open_ns = open_ns;
 	fill_tuple(si, sk);
 	// NOEXIST: another CPU may have created it meanwhile; keep that one (and count once).
 	long err = bpf_map_update_elem(&socks, &cookie, si, BPF_NOEXIST);
@@ -566,7 +568,7 @@ static __always_inline int set_state(const struct sock *sk, int oldstate, int ne
 			return 0;
 		if (self_tgid && (bpf_get_current_pid_tgid() >> 32) == self_tgid)
 			return 0;
-		si = new_entry((struct sock *)sk, cookie, ns, ROLE_CLIENT);
+		si = new_entry((struct sock *)sk, cookie, ns, ROLE_CLIENT, now);
 		if (si)
 			fill_identity(si);
 		return 0;
@@ -589,7 +591,7 @@ static __always_inline int set_state(const struct sock *sk, int oldstate, int ne
 			__u32 ns = sk_netns(sk);
 			if (!netns_allowed(ns))
 				return 0;
-			new_entry((struct sock *)sk, cookie, ns, ROLE_SERVER);
+			new_entry((struct sock *)sk, cookie, ns, ROLE_SERVER, now);
 		}
 		return 0;
 	}
@@ -600,7 +602,7 @@ static __always_inline int set_state(const struct sock *sk, int oldstate, int ne
 			return 0;
 		if (!si->ignored) {
 			if (track_txn)
-				txn_on_close(si);
+				txn_on_close(si, now);
 			// An accepted socket closed without any payload: still a connection.
 			if (!si->opened && si->role == ROLE_SERVER)
 				open_conn(si, now);
@@ -679,7 +681,7 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 			return 0;
 		if (self_tgid && (bpf_get_current_pid_tgid() >> 32) == self_tgid)
 			return 0;
-		si = new_entry(sk, cookie, ns, ROLE_UNKNOWN);
+		si = new_entry(sk, cookie, ns, ROLE_UNKNOWN, 0);
 		if (!si)
 			return 0;
 	}

@@ -58,6 +58,8 @@ struct sock_info {
 	__u64 txn_resp_bytes;
 	/* Route of the current request (http_route.h: ROUTE_NONE when not HTTP/1.x). */
 	__u64 route;
+	/* Handshake (boot ns); 0 when it was not seen (socket older than the agent). */
+	__u64 open_ns;
 };
 
 /* Final transaction totals of a socket that closed after at least one
@@ -70,6 +72,7 @@ struct txn_conn {
 	__u64 count;        /* completed transactions */
 	__u64 req_bytes;    /* request payload bytes up to the last completed transaction */
 	__u64 resp_bytes;   /* response payload bytes, idem (server: refreshed at the next request / close) */
+	__u64 lifetime_ns;  /* handshake to close; ~0 when the handshake was not seen */
 	__u32 tgid;
 	__u32 netns;
 	__u16 lport;

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 class TransactionStatsVectorsTest extends SharedVectorsTest<TransactionStats> {
 
   TransactionStatsVectorsTest() {
-    super("transaction-stats", 5, TransactionStats.getClassSchema());
+    super("transaction-stats", 6, TransactionStats.getClassSchema());
   }
 
   @Override
@@ -118,6 +118,7 @@ class TransactionStatsVectorsTest extends SharedVectorsTest<TransactionStats> {
         .setServerTimeBuckets(ints(e.get("serverTimeBuckets")))
         .setServerTimeCounts(longs(e.get("serverTimeCounts")))
         .setHttpRoutes(routes(e.get("httpRoutes")))
+        .setConnections(e.has("connections") ? e.get("connections").asLong() : 1L) // optional: the schema default
         .build();
   }
 
