@@ -14,6 +14,7 @@ use apache_avro::types::Value;
 use serde_json::Value as Json;
 
 use crate::avro::{write_long, write_opt_str, write_str, RecordFields};
+use crate::kube_api::KubeClient;
 
 /// Label keys kept when none are configured: the well-known application labels.
 pub const DEFAULT_LABELS: [&str; 5] = ["app", "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component", "k8s-app"];
@@ -191,48 +192,18 @@ pub struct PodSourceOptions {
 
 pub struct PodSource {
     opts: PodSourceOptions,
-    agent: ureq::Agent,
+    client: KubeClient,
 }
 
 impl PodSource {
     pub fn new(opts: PodSourceOptions) -> Result<PodSource> {
-        let mut tls = ureq::tls::TlsConfig::builder().disable_verification(opts.insecure_tls);
-        if let Some(ca) = &opts.ca_file {
-            let pem = std::fs::read(ca).with_context(|| format!("--pod-metadata-ca-file {}", ca.display()))?;
-            let certs: Vec<_> = ureq::tls::parse_pem(&pem)
-                .filter_map(|item| match item {
-                    Ok(ureq::tls::PemItem::Certificate(c)) => Some(Ok(c)),
-                    Ok(_) => None,
-                    Err(e) => Some(Err(e)),
-                })
-                .collect::<Result<_, _>>()
-                .with_context(|| format!("--pod-metadata-ca-file {}: bad PEM", ca.display()))?;
-            if certs.is_empty() {
-                bail!("--pod-metadata-ca-file {}: no certificate in it", ca.display());
-            }
-            tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&certs));
-        }
-        let config = ureq::Agent::config_builder()
-            .tls_config(tls.build())
-            .timeout_global(Some(Duration::from_secs(10)))
-            .http_status_as_error(false)
-            .build();
-        Ok(PodSource { opts, agent: ureq::Agent::new_with_config(config) })
+        let client = KubeClient::new(opts.token_file.clone(), opts.ca_file.as_ref(), opts.insecure_tls, "--pod-metadata-ca-file")?;
+        Ok(PodSource { opts, client })
     }
 
     /// One fetch and parse.
     pub fn fetch(&self) -> Result<HashMap<String, Arc<PodMeta>>> {
-        let mut req = self.agent.get(&self.opts.url).header("Accept", "application/json");
-        if let Some(f) = &self.opts.token_file {
-            let token = std::fs::read_to_string(f).with_context(|| format!("token file {}", f.display()))?;
-            req = req.header("Authorization", format!("Bearer {}", token.trim()));
-        }
-        let mut resp = req.call().with_context(|| format!("GET {}", self.opts.url))?;
-        let status = resp.status();
-        if !status.is_success() {
-            bail!("GET {}: HTTP {status}", self.opts.url);
-        }
-        let body = resp.body_mut().with_config().limit(MAX_BODY).read_to_vec().with_context(|| format!("reading {}", self.opts.url))?;
+        let body = self.client.get(&self.opts.url, MAX_BODY)?;
         parse_pod_list(&body, &self.opts.labels).with_context(|| format!("GET {}", self.opts.url))
     }
 

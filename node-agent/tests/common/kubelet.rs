@@ -1,5 +1,6 @@
-//! A fake kubelet (tests/fixtures/fake_kubelet.py): GET /pods over https with a test CA, bearer
-//! token required, the PodList taken from a file the test can rewrite, 503 on demand.
+//! A fake kubelet / API server (tests/fixtures/fake_kubelet.py): GET /pods and the Service and
+//! EndpointSlice lists over https with a test CA, bearer token required, answers taken from files
+//! the test can rewrite, 503 on demand.
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -73,9 +74,19 @@ impl FakeKubelet {
     }
 
     pub fn set_pods(&self, json: &str) {
-        let tmp = self.dir.join("pods.json.tmp");
+        self.set_file("pods.json", json);
+    }
+
+    /// Replaces a served file (fake_kubelet.py ROUTES) atomically.
+    pub fn set_file(&self, name: &str, json: &str) {
+        let tmp = self.dir.join(format!("{name}.tmp"));
         std::fs::write(&tmp, json).unwrap();
-        std::fs::rename(tmp, self.dir.join("pods.json")).unwrap();
+        std::fs::rename(tmp, self.dir.join(name)).unwrap();
+    }
+
+    /// Base URL, as an API server's.
+    pub fn api_url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.port)
     }
 
     /// 503 for every request while down.
