@@ -9,17 +9,18 @@
 //! Beyond `--spool-max-bytes` (or without a spool directory) records are dropped and counted.
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::ffi::CString;
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::producer::PurgeConfig;
-use rdkafka::{ClientContext, Message};
+use rdkafka::{ClientContext, IntoOpaque, Message};
 
 use crate::spool::DiskSpool;
 
@@ -158,6 +159,8 @@ impl ProducerContext for StatsContext {
 
 struct Inner {
     producer: ThreadedProducer<StatsContext>,
+    /// NUL-terminated topic names, made once per topic (a send passes librdkafka a C string).
+    topics: RwLock<Vec<(Box<str>, CString)>>,
     spool: Option<Arc<Mutex<DiskSpool>>>,
     /// Something is on disk: new records go there too (order).
     disk_active: AtomicBool,
@@ -165,9 +168,43 @@ struct Inner {
 }
 
 impl Inner {
+    /// What `BaseProducer::send` does (same librdkafka call and flags: copy key and payload,
+    /// partitioner's choice, `segment` as the delivery opaque of `StatsContext`), without its
+    /// CString of the topic per send: the hot path allocates nothing.
     fn enqueue(&self, topic: &str, key: &[u8], payload: &[u8], segment: usize) -> Result<(), KafkaError> {
-        let record = BaseRecord::with_opaque_to(topic, segment).key(key).payload(payload);
-        self.producer.send(record).map_err(|(e, _)| e)?;
+        if !self.topics.read().unwrap().iter().any(|(t, _)| &**t == topic) {
+            let c = CString::new(topic).map_err(KafkaError::from)?;
+            self.topics.write().unwrap().push((topic.into(), c));
+        }
+        let topics = self.topics.read().unwrap();
+        let topic_c = &topics.iter().find(|(t, _)| &**t == topic).expect("inserted above").1;
+        use rdkafka::bindings::rd_kafka_vtype_t::*;
+        // SAFETY: the arguments are the (type, value) pairs rd_kafka_producev reads, with the
+        // types rdkafka 0.39's send passes; librdkafka copies key and payload (F_COPY) and the
+        // topic name before returning; the opaque is a usize, not a pointer to free.
+        let err = unsafe {
+            rdkafka::bindings::rd_kafka_producev(
+                self.producer.client().native_ptr(),
+                RD_KAFKA_VTYPE_TOPIC,
+                topic_c.as_ptr(),
+                RD_KAFKA_VTYPE_PARTITION,
+                -1i32,
+                RD_KAFKA_VTYPE_MSGFLAGS,
+                rdkafka::bindings::RD_KAFKA_MSG_F_COPY as std::os::raw::c_int,
+                RD_KAFKA_VTYPE_VALUE,
+                payload.as_ptr() as *mut std::ffi::c_void,
+                payload.len(),
+                RD_KAFKA_VTYPE_KEY,
+                key.as_ptr() as *const std::ffi::c_void,
+                key.len(),
+                RD_KAFKA_VTYPE_OPAQUE,
+                segment.into_ptr(),
+                RD_KAFKA_VTYPE_END,
+            )
+        };
+        if err != rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+            return Err(KafkaError::MessageProduction(err.into()));
+        }
         self.stats.enqueued_bytes.fetch_add((key.len() + payload.len()) as u64, Ordering::Relaxed);
         self.stats.enqueued.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -297,7 +334,7 @@ impl EventProducer {
             .set("message.timeout.ms", "0")
             .create_with_context(StatsContext { stats: stats.clone(), spool: spool.clone(), rescued: Mutex::new(Vec::new()) })
             .context("create Kafka producer")?;
-        let inner = Arc::new(Inner { producer, spool, disk_active: AtomicBool::new(false), stats });
+        let inner = Arc::new(Inner { producer, topics: RwLock::new(Vec::new()), spool, disk_active: AtomicBool::new(false), stats });
         let mut drainer = None;
         if let Some(spool) = inner.spool.clone() {
             {
