@@ -87,6 +87,9 @@ public class TransactionStatsDeserializer implements KafkaRecordDeserializationS
       return "invalid: negative count (transactions " + r.getTransactions() + ", requestBytes " + r.getRequestBytes()
           + ", responseBytes " + r.getResponseBytes() + ")";
     }
+    if (r.getConnections() < 1) {
+      return "invalid: connections " + r.getConnections() + " (at least 1)";
+    }
     if (r.getSubBucketBits() != SUB_BUCKET_BITS) {
       return "invalid: subBucketBits " + r.getSubBucketBits() + " (only " + SUB_BUCKET_BITS + " can be merged)";
     }

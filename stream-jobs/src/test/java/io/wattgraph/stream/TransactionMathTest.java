@@ -215,6 +215,9 @@ class TransactionMathTest {
     TransactionStats negative = stats();
     negative.setTransactions(-1);
     assertTrue(TransactionStatsDeserializer.invalidReason(negative).startsWith("invalid: negative count"));
+    TransactionStats noConnection = stats();
+    noConnection.setConnections(0);
+    assertEquals("invalid: connections 0 (at least 1)", TransactionStatsDeserializer.invalidReason(noConnection));
     Transaction t = TransactionStatsDeserializer.toTransaction(ok);
     assertEquals("10.0.0.2", t.localIp);
     assertEquals("10.0.0.1:40000|10.0.0.2:8080", t.connectionKey());
