@@ -93,37 +93,16 @@ public final class CorrelationJob {
         .process(new SplitDeadLetters())
         .uid("split-dead-letters")
         .name("split dead letters");
-    // Windowed CPU/power metrics from the agents' ResourceSamples; their dead letters share the DLQ.
-    DataStream<DeadLetter> resourceDeadLetters = ResourceMetrics.build(env, config, metricsTap);
+    DataStream<ServiceMappingUpdate> mappings = serviceMappings(env, config);
+    // Windowed CPU/power metrics from the agents' ResourceSamples (and the TransactionStats, whose
+    // VIPs the same mappings resolve); their dead letters share the DLQ.
+    DataStream<DeadLetter> resourceDeadLetters = ResourceMetrics.build(env, config, metricsTap, mappings);
     decoded.getSideOutput(SplitDeadLetters.DEAD_LETTERS)
         .union(resourceDeadLetters)
         .sinkTo(deadLetterSink(config))
         .uid("dlq-sink")
         .name("kafka: " + config.dlqTopic);
     DataStream<Observation> observations = tap.apply(decoded);
-
-    // Virtual service addresses (Kubernetes ClusterIPs, DNAT): mappings from the compacted topic,
-    // broadcast to the resolver, which is keyed by the client endpoint both views share.
-    KafkaSourceBuilder<ServiceMappingUpdate> mappingSource = KafkaSource.<ServiceMappingUpdate>builder()
-        .setBootstrapServers(config.kafkaBrokers)
-        .setGroupId(config.groupId + "-service-mappings")
-        // A compacted topic is the whole current mapping: always read it from the start.
-        .setStartingOffsets(OffsetsInitializer.earliest())
-        .setDeserializer(new ServiceMappingDeserializer());
-    if (config.bounded) {
-      // A bounded source over a topic that does not exist would wait for splits forever.
-      ensureCompactedTopic(config.kafkaBrokers, config.serviceMappingsTopic);
-      mappingSource.setTopics(config.serviceMappingsTopic).setBounded(OffsetsInitializer.latest());
-    } else {
-      // A pattern, not a topic list: the job starts (with no mappings) before the topic exists and
-      // picks it up once it does.
-      mappingSource.setTopicPattern(Pattern.compile(Pattern.quote(config.serviceMappingsTopic)))
-          .setProperty("partition.discovery.interval.ms", "10000");
-    }
-    DataStream<ServiceMappingUpdate> mappings = env
-        .fromSource(mappingSource.build(), WatermarkStrategy.noWatermarks(), "kafka: " + config.serviceMappingsTopic)
-        .uid("kafka-service-mappings")
-        .setParallelism(1);
 
     correlate(observations, mappings, config)
         .sinkTo(new Neo4jSink<>(config.neo4j(), GraphWriter::new))
@@ -160,6 +139,34 @@ public final class CorrelationJob {
         .process(new EdgeAggregator())
         .uid("aggregate-edges")
         .name("aggregate edges");
+  }
+
+  /**
+   * Virtual service addresses (Kubernetes ClusterIPs, DNAT): mappings from the compacted topic, for
+   * the resolvers of both the connection and the transaction path (broadcast to each, keyed by the
+   * client endpoint both views share).
+   */
+  static DataStream<ServiceMappingUpdate> serviceMappings(StreamExecutionEnvironment env, JobConfig config) {
+    KafkaSourceBuilder<ServiceMappingUpdate> mappingSource = KafkaSource.<ServiceMappingUpdate>builder()
+        .setBootstrapServers(config.kafkaBrokers)
+        .setGroupId(config.groupId + "-service-mappings")
+        // A compacted topic is the whole current mapping: always read it from the start.
+        .setStartingOffsets(OffsetsInitializer.earliest())
+        .setDeserializer(new ServiceMappingDeserializer());
+    if (config.bounded) {
+      // A bounded source over a topic that does not exist would wait for splits forever.
+      ensureCompactedTopic(config.kafkaBrokers, config.serviceMappingsTopic);
+      mappingSource.setTopics(config.serviceMappingsTopic).setBounded(OffsetsInitializer.latest());
+    } else {
+      // A pattern, not a topic list: the job starts (with no mappings) before the topic exists and
+      // picks it up once it does.
+      mappingSource.setTopicPattern(Pattern.compile(Pattern.quote(config.serviceMappingsTopic)))
+          .setProperty("partition.discovery.interval.ms", "10000");
+    }
+    return env
+        .fromSource(mappingSource.build(), WatermarkStrategy.noWatermarks(), "kafka: " + config.serviceMappingsTopic)
+        .uid("kafka-service-mappings")
+        .setParallelism(1);
   }
 
   /** Creates the topic (compacted, one partition) unless it exists. */

@@ -31,7 +31,7 @@ public final class ResourceMetrics {
 
   /** Adds the source, the windows and both sinks; returns the dead letters for the shared DLQ sink. */
   static DataStream<DeadLetter> build(StreamExecutionEnvironment env, JobConfig config,
-      UnaryOperator<DataStream<MetricInput>> tap) {
+      UnaryOperator<DataStream<MetricInput>> tap, DataStream<ServiceMappingUpdate> mappings) {
     KafkaSourceBuilder<DecodedSample> source = KafkaSource.<DecodedSample>builder()
         .setBootstrapServers(config.kafkaBrokers)
         .setGroupId(config.groupId + "-resources")
@@ -58,7 +58,7 @@ public final class ResourceMetrics {
     // TransactionStats feed the same windows (one state per entity and window holds its CPU seconds
     // and its transactions: Eq. 3.3-3.5 need no join); the PROCESS samples tell their groups.
     TransactionMetrics.Streams transactions = TransactionMetrics.build(env, config,
-        samples.filter(new IsProcess()).uid("process-samples").name("process samples"));
+        samples.filter(new IsProcess()).uid("process-samples").name("process samples"), mappings);
     DataStream<MetricInput> all = samples.union(transactions.windowInputs);
     SingleOutputStreamOperator<MetricsRow> rows = windows(
         all.filter(new IsNamespace(false)).uid("entity-inputs").name("entity inputs"), config);

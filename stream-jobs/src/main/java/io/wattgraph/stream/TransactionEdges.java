@@ -22,10 +22,15 @@ import org.apache.flink.util.Collector;
  * client). Both ends are kept while the connection reports (state TTL {@code idleTimeoutMs} of
  * processing time, refreshed by every record).
  *
- * <p>Not handled: virtual IPs. A client that dialled a Service VIP reports the VIP as its remote
- * endpoint, the backend the client's real endpoint, so the two ends have different keys here (the
- * connection graph resolves them in {@link VirtualIpResolver}); such a client's records count for
- * an edge to the External VIP:port, which the connection graph has not got (no properties written).
+ * <p>Virtual IPs are resolved before, by {@link TransactionVirtualIpResolver} (the connection path's
+ * rules and broadcast mappings): a client that dialled a Service VIP reports the VIP as its remote
+ * endpoint, the backend the client's real endpoint; the resolver rewrites the client's records to
+ * the backend, so both ends share a key here and count for the edge client process -> backend
+ * process, the edge the connection graph has. A client record left unresolved (several backends
+ * and none reported this client endpoint by its window's end, SNAT, or a client port 0 merge of a
+ * multi-backend service) keeps the VIP and counts for the External VIP:port edge, as before.
+ * Records with client port 0 (the agent's merge of short connections: CLIENT localPort 0, SERVER
+ * remotePort 0) pair like any other: both ends' merged records share the key client-ip:0 | server.
  */
 public class TransactionEdges extends KeyedProcessFunction<String, Transaction, EdgeInput> {
   private static final long serialVersionUID = 1L;

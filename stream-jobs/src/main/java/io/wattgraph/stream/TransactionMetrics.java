@@ -2,12 +2,16 @@ package io.wattgraph.stream;
 
 import java.time.Duration;
 import java.util.regex.Pattern;
+import org.apache.flink.api.common.eventtime.Watermark;
+import org.apache.flink.api.common.eventtime.WatermarkGenerator;
+import org.apache.flink.api.common.eventtime.WatermarkOutput;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.streaming.api.datastream.BroadcastStream;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -42,9 +46,11 @@ public final class TransactionMetrics {
 
   /**
    * Adds the source, the process -> group join (fed by {@code processSamples}, the PROCESS window
-   * inputs of the ResourceSamples), the edge windows and their sinks.
+   * inputs of the ResourceSamples), the VIP resolution (the connection path's service
+   * {@code mappings}), the edge windows and their sinks.
    */
-  static Streams build(StreamExecutionEnvironment env, JobConfig config, DataStream<MetricInput> processSamples) {
+  static Streams build(StreamExecutionEnvironment env, JobConfig config, DataStream<MetricInput> processSamples,
+      DataStream<ServiceMappingUpdate> mappings) {
     KafkaSourceBuilder<DecodedTransaction> source = KafkaSource.<DecodedTransaction>builder()
         .setBootstrapServers(config.kafkaBrokers)
         .setGroupId(config.groupId + "-transactions")
@@ -74,7 +80,7 @@ public final class TransactionMetrics {
         .uid("process-groups")
         .name("process groups of transactions");
 
-    SingleOutputStreamOperator<EdgeMetricsRow> edges = edgeWindows(transactions
+    SingleOutputStreamOperator<EdgeMetricsRow> edges = edgeWindows(resolveVirtualIps(transactions, mappings, config)
         .keyBy(new ByConnection())
         .process(new TransactionEdges(config.idleTimeoutMs, config.windowMs))
         .uid("transaction-edges")
@@ -91,6 +97,53 @@ public final class TransactionMetrics {
         .name("neo4j: edge metrics")
         .setParallelism(1);
     return new Streams(windowInputs, transactions.getSideOutput(SplitDeadLetters.DEAD_LETTERS));
+  }
+
+  /**
+   * Client records towards a Service VIP rewritten to the backend that served them, keyed by the
+   * client endpoint (as the connection path's {@link VirtualIpResolver}), so that both ends of a
+   * connection through a VIP share their connection key in {@link TransactionEdges}.
+   */
+  static DataStream<Transaction> resolveVirtualIps(DataStream<Transaction> transactions,
+      DataStream<ServiceMappingUpdate> mappings, JobConfig config) {
+    BroadcastStream<ServiceMappingUpdate> services = mappings
+        .assignTimestampsAndWatermarks(WatermarkStrategy.forGenerator(c -> new EndOfTime()))
+        .uid("service-mappings-end-of-time")
+        .name("service mappings: no event time")
+        .setParallelism(1)
+        .broadcast(AbstractVirtualIpResolver.SERVICES, AbstractVirtualIpResolver.BACKENDS);
+    return transactions
+        .keyBy(new ByClientEndpoint())
+        .connect(services)
+        .process(new TransactionVirtualIpResolver(vipRetentionMs(config), config.windowMs))
+        .uid("resolve-transaction-vips")
+        .name("resolve virtual IPs of transactions");
+  }
+
+  /**
+   * How long a backend's report resolves its client endpoint's records: the connection path's
+   * retention, and at least a window plus the out-of-orderness (how much later, live, the client's
+   * record of the same interval can still arrive in time for its window).
+   */
+  static long vipRetentionMs(JobConfig config) {
+    return Math.max(config.closedRetention(), config.windowMs + config.maxOutOfOrdernessMs);
+  }
+
+  /**
+   * The watermark of the service mappings: the end of time. They have no event time (their source
+   * has no watermarks), and a two-input operator's watermark is the minimum of its inputs': without
+   * this, the broadcast input would hold the transactions' watermark back for ever.
+   */
+  static final class EndOfTime implements WatermarkGenerator<ServiceMappingUpdate> {
+    @Override
+    public void onEvent(ServiceMappingUpdate u, long eventTimestamp, WatermarkOutput output) {
+      output.emitWatermark(new Watermark(Long.MAX_VALUE));
+    }
+
+    @Override
+    public void onPeriodicEmit(WatermarkOutput output) {
+      output.emitWatermark(new Watermark(Long.MAX_VALUE));
+    }
   }
 
   /** Edge windows: the same size, lateness and revisions as the entity windows. */
@@ -138,6 +191,16 @@ public final class TransactionMetrics {
     @Override
     public String getKey(Transaction t) {
       return t.processId();
+    }
+  }
+
+  /** As {@link CorrelationJob.ByClientEndpoint}: the endpoint both ends of a VIP connection report. */
+  static final class ByClientEndpoint implements KeySelector<Transaction, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(Transaction t) {
+      return t.isClient() ? Endpoints.of(t.localIp, t.localPort) : Endpoints.of(t.remoteIp, t.remotePort);
     }
   }
 

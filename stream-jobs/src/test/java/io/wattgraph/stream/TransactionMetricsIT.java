@@ -10,6 +10,8 @@ import io.wattgraph.schema.HttpRouteStats;
 import io.wattgraph.schema.IpAddresses;
 import io.wattgraph.schema.ResourceSample;
 import io.wattgraph.schema.ResourceScope;
+import io.wattgraph.schema.ServiceBackend;
+import io.wattgraph.schema.ServiceMapping;
 import io.wattgraph.schema.TransactionAddress;
 import io.wattgraph.schema.TransactionHistograms;
 import io.wattgraph.schema.TransactionRole;
@@ -364,6 +366,138 @@ class TransactionMetricsIT {
     } finally {
       job.cancel().get(1, TimeUnit.MINUTES);
     }
+  }
+
+  /**
+   * Transactions through Kubernetes Service VIPs (issue 5 item 2): the client's records name the VIP,
+   * the backend's the client's real endpoint. VIP 10.96.1.10:80 has two backends (10.0.1.2:8080, the
+   * watched process PB, and 10.0.1.3:8080, unwatched): the client PA's records arrive first and wait
+   * for PB's server records of the same client endpoint, which tell the backend. VIP 10.96.1.11:80 has
+   * one backend (PB): PC's records with client port 0 (short connections merged by the agent) are
+   * rewritten at once and pair with PB's merged server records. Each VIP connection must give exactly
+   * one edge, client process -> backend process, with both ends' exact sums, on the edge-metrics topic
+   * and on the connection graph's TALKS_TO edge; no External edge.
+   */
+  @Test
+  void transactionsThroughServiceVipsCountForTheEdgeClientToBackend() throws Exception {
+    stack.createTopics(1, "vip-tx", "vip-res", "vip-conn", "vip-metrics", "vip-edges", "vip-dlq", "vip-maps");
+    String pa = "host-v/110/5100";
+    String pb = "host-w/210/6100";
+    String pc = "host-x/310/7100";
+    // Windows of their own (the Neo4j of this class is shared with the test above, which counts edges by window).
+    long t0 = T0 + 1000 * S;
+    // The connection graph, as the connection path (which resolves the VIPs) leaves it.
+    write("MERGE (a:Process {id: $a}) MERGE (b:Process {id: $b}) MERGE (c:Process {id: $c}) "
+        + "MERGE (a)-[:TALKS_TO]->(b) MERGE (c)-[:TALKS_TO]->(b)", Map.of("a", pa, "b", pb, "c", pc));
+
+    JobConfig c = stack.config("vip-it");
+    c.topic = "vip-conn";
+    c.resourcesTopic = "vip-res";
+    c.transactionsTopic = "vip-tx";
+    c.metricsTopic = "vip-metrics";
+    c.edgeMetricsTopic = "vip-edges";
+    c.dlqTopic = "vip-dlq";
+    c.serviceMappingsTopic = "vip-maps";
+    c.parallelism = 1; // one partition per topic, no idleness: as in the test above
+    c.checkpointIntervalMs = 500;
+    c.maxOutOfOrdernessMs = 1000;
+    c.idlenessMs = 3_600_000;
+    c.allowedLatenessMs = 60_000;
+    StreamExecutionEnvironment env = StreamJobHarness.environment(false);
+    CorrelationJob.build(env, c);
+    long appliedBefore = TransactionVirtualIpResolver.UPDATES_APPLIED.get();
+    JobClient job = env.executeAsync("transactions-vip-it");
+    try {
+      stack.produce(List.of(mapping("10.96.1.10", "10.0.1.2", "10.0.1.3"), mapping("10.96.1.11", "10.0.1.2")));
+      // The transaction resolver must have both mappings before the transactions come.
+      stack.await(() -> TransactionVirtualIpResolver.UPDATES_APPLIED.get() >= appliedBefore + 2,
+          () -> "mappings applied: " + (TransactionVirtualIpResolver.UPDATES_APPLIED.get() - appliedBefore));
+
+      List<ProducerRecord<String, byte[]>> tx = new ArrayList<>();
+      // W0 = [t0, t0 + 10 s). PA (10.0.1.1:41000) -> VIP 1, 30 + 10 transactions; the client first.
+      tx.add(vipRecord(stats(TransactionRole.CLIENT, "host-v", "10.0.1.1", 41000, "10.96.1.10", 80, 110, 5100,
+          t0 + 5 * S, 30, 3000, 30_000, new long[] {2 * MS}, new long[] {30})));
+      tx.add(vipRecord(stats(TransactionRole.CLIENT, "host-v", "10.0.1.1", 41000, "10.96.1.10", 80, 110, 5100,
+          t0 + 9 * S, 10, 1000, 10_000, new long[] {2 * MS}, new long[] {10})));
+      // PB served them (it saw the client's real endpoint), one interval less (the last 10 in one).
+      tx.add(vipRecord(stats(TransactionRole.SERVER, "host-w", "10.0.1.2", 8080, "10.0.1.1", 41000, 210, 6100,
+          t0 + 6 * S, 40, 4000, 40_000, new long[] {MS}, new long[] {40})));
+      // PC (10.0.1.5, client port 0: merged short connections) -> VIP 2, and PB's merged records of them.
+      tx.add(vipRecord(stats(TransactionRole.CLIENT, "host-x", "10.0.1.5", 0, "10.96.1.11", 80, 310, 7100,
+          t0 + 4 * S, 7, 700, 7000, new long[] {3 * MS}, new long[] {7})));
+      tx.add(vipRecord(stats(TransactionRole.SERVER, "host-w", "10.0.1.2", 8080, "10.0.1.5", 0, 210, 6100,
+          t0 + 4 * S, 7, 700, 7000, new long[] {2 * MS}, new long[] {7})));
+      // W1: moves the watermark past W0's end.
+      tx.add(vipRecord(stats(TransactionRole.CLIENT, "host-v", "10.0.1.1", 41000, "10.96.1.10", 80, 110, 5100,
+          t0 + 16 * S, 1, 100, 1000, new long[] {2 * MS}, new long[] {1})));
+      stack.produce(tx);
+
+      long w0 = t0 + 10 * S;
+      String ab = "P:" + pa + ">P:" + pb;
+      String cb = "P:" + pc + ">P:" + pb;
+      stack.await(() -> vipEdges().keySet().containsAll(List.of(ab + "@" + w0, cb + "@" + w0)),
+          () -> "W0 edges through the VIPs: " + vipEdges().keySet());
+      Map<String, EdgeMetrics> e = vipEdges();
+      assertEquals(List.of(ab + "@" + w0, cb + "@" + w0),
+          e.keySet().stream().filter(k -> k.endsWith("@" + w0)).sorted().toList(),
+          "exactly one edge per VIP connection in W0, no External VIP or client");
+      EdgeMetrics a = e.get(ab + "@" + w0);
+      assertEquals(0, a.getRevision());
+      assertEquals(40, a.getClientTransactions());
+      assertEquals(40, a.getServerTransactions());
+      assertEquals(4.0, a.getRequestRate(), 1e-12);
+      assertEquals(4000, a.getRequestBytes());
+      assertEquals(40_000, a.getResponseBytes());
+      within(2 * MS, a.getClientRttP50Ns());
+      within(MS, a.getServerTimeP50Ns());
+      EdgeMetrics m = e.get(cb + "@" + w0);
+      assertEquals(7, m.getClientTransactions());
+      assertEquals(7, m.getServerTransactions());
+      assertEquals(700, m.getRequestBytes());
+      assertEquals(7000, m.getResponseBytes());
+      within(3 * MS, m.getClientRttP50Ns());
+
+      // Neo4j: the window on the connection graph's edges.
+      await(() -> count("MATCH (:Process {id: '" + pa + "'})-[t:TALKS_TO]->(:Process {id: '" + pb + "'}) "
+          + "WHERE t.latencyWindowEndNs = " + w0 + " RETURN count(t)") == 1
+          && count("MATCH (:Process {id: '" + pc + "'})-[t:TALKS_TO]->(:Process {id: '" + pb + "'}) "
+          + "WHERE t.latencyWindowEndNs = " + w0 + " RETURN count(t)") == 1, "W0 on the VIP edges in Neo4j");
+      Value t = single("MATCH (:Process {id: $a})-[t:TALKS_TO]->(:Process {id: $b}) RETURN t", Map.of("a", pa, "b", pb));
+      assertEquals(4.0, t.get("requestRate").asDouble(), 1e-12);
+      assertEquals(4000, t.get("windowRequestBytes").asLong());
+      assertEquals(40_000, t.get("windowResponseBytes").asLong());
+    } finally {
+      job.cancel().get(1, TimeUnit.MINUTES);
+    }
+  }
+
+  /** A service mapping VIP:80 -> backends:8080 on the mappings topic of the VIP test. */
+  static ProducerRecord<String, byte[]> mapping(String vip, String... backends) throws Exception {
+    ServiceMapping m = ServiceMapping.newBuilder().setVip(vip).setPort(80).setNamespace("shop").setService("svc")
+        .setBackends(java.util.Arrays.stream(backends)
+            .map(b -> ServiceBackend.newBuilder().setAddress(b).setPort(8080).build()).toList())
+        .build();
+    return new ProducerRecord<>("vip-maps", 0, vip + ":80", StreamJobHarness.bytes(ServiceMapping.getEncoder().encode(m)));
+  }
+
+  static ProducerRecord<String, byte[]> vipRecord(TransactionStats s) throws Exception {
+    return new ProducerRecord<>("vip-tx", 0, s.getHostId(), StreamJobHarness.bytes(TransactionStats.getEncoder().encode(s)));
+  }
+
+  /** The latest revision of every edge window of the VIP test, External ends included: "key@windowEndNs". */
+  static Map<String, EdgeMetrics> vipEdges() {
+    Map<String, EdgeMetrics> m = new TreeMap<>();
+    for (ConsumerRecord<byte[], byte[]> r : stack.readAll("vip-edges")) {
+      EdgeMetrics e;
+      try {
+        e = WattgraphSchemas.edgeMetricsDecoder().decode(r.value());
+      } catch (Exception ex) {
+        throw new AssertionError(ex);
+      }
+      m.merge(new String(r.key(), StandardCharsets.UTF_8) + "@" + e.getWindowEndNs(), e,
+          (x, y) -> y.getRevision() >= x.getRevision() ? y : x);
+    }
+    return m;
   }
 
   static TransactionStats routes(TransactionStats s, HttpRouteStats... routes) {

@@ -154,6 +154,18 @@ class VirtualIpResolverTest {
   }
 
   @Test
+  void clientPortZeroIsOnlyTranslatedForASingleBackendAndTeachesNothing() throws Exception {
+    h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080", "10.2.0.8:8080"), 0);
+    h.processElement(backend("10.2.0.7", 0), 0);
+    assertEquals(List.of("host-10.2.0.7 10.2.0.7:8080>10.1.0.5:0"), outViews());
+    h.processElement(client(0, 10), 0);
+    assertEquals(List.of("host-a 10.1.0.5:0>10.96.0.10:80"), outViews(), "many sockets: untranslated at once");
+    h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080"), 0);
+    h.processElement(client(0, 10), 0);
+    assertEquals(List.of("host-a 10.1.0.5:0>10.2.0.7:8080"), outViews());
+  }
+
+  @Test
   void deletedOrUnknownServicesPassThrough() throws Exception {
     h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080"), 0);
     h.processBroadcastElement(ServiceMappingUpdate.deletion(VIP), 0);
