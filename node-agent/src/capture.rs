@@ -830,6 +830,8 @@ struct TxnDrain {
     routes: RouteNames,
     closed_keys: Vec<u64>,
     cells: Vec<(TxnCell, u64)>,
+    /// Keys (TxnCell::key_bytes) of cells to delete at the end of the drain, in one batch.
+    dead_cells: Vec<u8>,
     /// `CaptureOptions::mask_client_port_below`, and the lifetime below which a connection
     /// counts as short (the drain interval).
     mask_below: u64,
@@ -888,6 +890,8 @@ impl TxnCell {
 }
 
 const TXN_CLIENT_RTT: u8 = 0;
+/// Entries per batched map read or delete.
+const MAP_BATCH: u32 = 4096;
 /// Quiet sockets (no new cells) are checked for disappearance every this many drains.
 const TXN_GONE_CHECK_EVERY: u64 = 16;
 
@@ -943,6 +947,7 @@ impl TxnDrain {
             routes: RouteNames::default(),
             closed_keys: Vec::new(),
             cells: Vec::new(),
+            dead_cells: Vec::new(),
             mask_below,
             mask_age_ns: mask_age.as_nanos() as u64,
             held: HashMap::new(),
@@ -950,8 +955,9 @@ impl TxnDrain {
         }
     }
 
+    /// Reads and deletes a closed socket's entry (the kernel no longer writes it).
     fn closed_totals(skel: &ConnectionsSkel<'_>, cookie: u64) -> Option<TxnTotals> {
-        let val = skel.maps.txn_conns.lookup(&cookie.to_ne_bytes(), MapFlags::ANY).ok()??;
+        let val = skel.maps.txn_conns.lookup_and_delete(&cookie.to_ne_bytes()).ok()??;
         let c: types::txn_conn = read_pod(&val)?;
         Some(TxnTotals {
             role: c.role,
@@ -1004,18 +1010,20 @@ impl TxnDrain {
         // 1. Closed sockets first: their entry is written after their last cell, so the
         //    cells read next are complete. Only the keys now; each entry's totals (written once,
         //    at close) are read when its record is made, so a close storm is not held in memory.
+        //    Maps are read in batches (one syscall per MAP_BATCH entries, not two per entry).
         let cmap = &skel.maps.txn_conns;
         closed_keys.clear();
-        closed_keys.extend(cmap.keys().filter_map(|k| Some(u64::from_ne_bytes(k.get(..8)?.try_into().ok()?))));
+        match cmap.lookup_batch(MAP_BATCH, MapFlags::ANY, MapFlags::ANY) {
+            Ok(it) => closed_keys.extend(it.filter_map(|(k, _)| Some(u64::from_ne_bytes(k.get(..8)?.try_into().ok()?)))),
+            Err(e) => log::warn!("reading closed transaction entries: {e}"),
+        }
         closed_keys.sort_unstable();
         // 2. Histogram cells (cumulative counts), grouped by socket (sorted by cookie).
         let hmap = &skel.maps.txn_hist;
         cells.clear();
-        for key in hmap.keys() {
-            let Some(cell) = TxnCell::from_key(&key) else { continue };
-            let Ok(Some(val)) = hmap.lookup(&key, MapFlags::ANY) else { continue };
-            let Some(count) = read_pod::<u64>(&val) else { continue };
-            cells.push((cell, count));
+        match hmap.lookup_batch(MAP_BATCH, MapFlags::ANY, MapFlags::ANY) {
+            Ok(it) => cells.extend(it.filter_map(|(k, v)| Some((TxnCell::from_key(&k)?, read_pod::<u64>(&v)?)))),
+            Err(e) => log::warn!("reading transaction histograms: {e}"),
         }
         cells.sort_unstable_by_key(|(c, _)| c.cookie);
         // 3. One record per socket with new transactions (or that closed): a merge of the two
@@ -1049,9 +1057,24 @@ impl TxnDrain {
             stats.txn_records.fetch_add(1, Ordering::Relaxed);
             send_blocking(tx, rec, stop);
         }
+        self.delete_dead_cells(hmap);
         self.missing = missing;
         self.last_ns = now;
         (self.closed_keys, self.cells) = (closed_keys, cells);
+    }
+
+    /// Deletes the cells of closed and vanished sockets, in batches.
+    fn delete_dead_cells(&mut self, hmap: &impl MapCore) {
+        for chunk in self.dead_cells.chunks(TxnCell::SIZE * MAP_BATCH as usize) {
+            let n = (chunk.len() / TxnCell::SIZE) as u32;
+            if hmap.delete_batch(chunk, n, MapFlags::ANY, MapFlags::ANY).is_err() {
+                // Stopped at a key it could not delete: the rest one by one.
+                for k in chunk.chunks_exact(TxnCell::SIZE) {
+                    let _ = hmap.delete(k);
+                }
+            }
+        }
+        self.dead_cells.clear();
     }
 
     /// The record of one socket from its cells (and its final totals if it closed).
@@ -1070,8 +1093,6 @@ impl TxnDrain {
         stop: &AtomicBool,
         stats: &CaptureStats,
     ) {
-        let hmap = &skel.maps.txn_hist;
-        let cmap = &skel.maps.txn_conns;
         let changed = cells.iter().any(|(c, n)| self.prev_hist.get(c).copied().unwrap_or(0) != *n);
         let totals = match closed {
             Some(t) => Some(t),
@@ -1083,7 +1104,7 @@ impl TxnDrain {
             // or evicted. Forget it only when it is still missing next time.
             if self.missing.contains(&cookie) {
                 for (cell, _) in cells {
-                    let _ = hmap.delete(&cell.key_bytes());
+                    self.dead_cells.extend_from_slice(&cell.key_bytes());
                     self.prev_hist.remove(cell);
                 }
                 self.prev_conn.remove(&cookie);
@@ -1146,11 +1167,11 @@ impl TxnDrain {
         let (pc, preq, presp) = self.prev_conn.insert(cookie, (t.count, t.req, t.resp)).unwrap_or((0, 0, 0));
         let dcount = t.count.saturating_sub(pc);
         if t.closed {
+            // Its txn_conns entry was deleted when read (closed_totals).
             for (cell, _) in cells {
-                let _ = hmap.delete(&cell.key_bytes());
+                self.dead_cells.extend_from_slice(&cell.key_bytes());
                 self.prev_hist.remove(cell);
             }
-            let _ = cmap.delete(&cookie.to_ne_bytes());
             self.prev_conn.remove(&cookie);
         } else if dcount == 0 && client_rtt.is_empty() && server_time.is_empty() {
             return;
