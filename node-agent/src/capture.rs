@@ -828,7 +828,10 @@ struct TxnDrain {
     /// Cookies found in neither map at the previous check.
     missing: HashSet<u64>,
     routes: RouteNames,
-    closed_keys: Vec<u64>,
+    /// Closed sockets of this drain (read and deleted in batches), by cookie.
+    closed: Vec<(u64, TxnTotals)>,
+    /// How many the previous drain had (to give a storm's buffer back).
+    closed_peak: usize,
     cells: Vec<(TxnCell, u64)>,
     /// Keys (TxnCell::key_bytes) of cells to delete at the end of the drain, in one batch.
     dead_cells: Vec<u8>,
@@ -945,7 +948,8 @@ impl TxnDrain {
             prev_hist: HashMap::new(),
             missing: HashSet::new(),
             routes: RouteNames::default(),
-            closed_keys: Vec::new(),
+            closed: Vec::new(),
+            closed_peak: 0,
             cells: Vec::new(),
             dead_cells: Vec::new(),
             mask_below,
@@ -955,10 +959,9 @@ impl TxnDrain {
         }
     }
 
-    /// Reads and deletes a closed socket's entry (the kernel no longer writes it).
-    fn closed_totals(skel: &ConnectionsSkel<'_>, cookie: u64) -> Option<TxnTotals> {
-        let val = skel.maps.txn_conns.lookup_and_delete(&cookie.to_ne_bytes()).ok()??;
-        let c: types::txn_conn = read_pod(&val)?;
+    /// A closed socket's final totals (`txn_conns` value).
+    fn closed_totals(val: &[u8]) -> Option<TxnTotals> {
+        let c: types::txn_conn = read_pod(val)?;
         Some(TxnTotals {
             role: c.role,
             proc_start_ns: c.proc_start_ns,
@@ -1006,18 +1009,22 @@ impl TxnDrain {
         self.drains += 1;
         let check_quiet = self.drains % TXN_GONE_CHECK_EVERY == 0;
         // Reused buffers (taken out so `process` may borrow self): no allocation per socket.
-        let (mut closed_keys, mut cells) = (std::mem::take(&mut self.closed_keys), std::mem::take(&mut self.cells));
+        let (mut closed, mut cells) = (std::mem::take(&mut self.closed), std::mem::take(&mut self.cells));
         // 1. Closed sockets first: their entry is written after their last cell, so the
-        //    cells read next are complete. Only the keys now; each entry's totals (written once,
-        //    at close) are read when its record is made, so a close storm is not held in memory.
-        //    Maps are read in batches (one syscall per MAP_BATCH entries, not two per entry).
+        //    cells read next are complete. Read and deleted in batches (one syscall per
+        //    MAP_BATCH entries): the kernel writes an entry once, at close. At most the map's
+        //    size is held (about 120 bytes each); the buffer shrinks back after a close storm.
         let cmap = &skel.maps.txn_conns;
-        closed_keys.clear();
-        match cmap.lookup_batch(MAP_BATCH, MapFlags::ANY, MapFlags::ANY) {
-            Ok(it) => closed_keys.extend(it.filter_map(|(k, _)| Some(u64::from_ne_bytes(k.get(..8)?.try_into().ok()?)))),
+        closed.clear();
+        if closed.capacity() > 16384 && closed.capacity() / 4 > self.closed_peak {
+            closed.shrink_to(self.closed_peak * 2);
+        }
+        match cmap.lookup_and_delete_batch(MAP_BATCH, MapFlags::ANY, MapFlags::ANY) {
+            Ok(it) => closed.extend(it.filter_map(|(k, v)| Some((u64::from_ne_bytes(k.get(..8)?.try_into().ok()?), Self::closed_totals(&v)?)))),
             Err(e) => log::warn!("reading closed transaction entries: {e}"),
         }
-        closed_keys.sort_unstable();
+        self.closed_peak = closed.len();
+        closed.sort_unstable_by_key(|c| c.0);
         // 2. Histogram cells (cumulative counts), grouped by socket (sorted by cookie).
         let hmap = &skel.maps.txn_hist;
         cells.clear();
@@ -1030,9 +1037,9 @@ impl TxnDrain {
         //    sorted lists.
         let mut missing = HashSet::new();
         let (mut i, mut k) = (0, 0);
-        while i < cells.len() || k < closed_keys.len() {
+        while i < cells.len() || k < closed.len() {
             let cell_cookie = cells.get(i).map(|c| c.0.cookie);
-            let closed_cookie = closed_keys.get(k).copied();
+            let closed_cookie = closed.get(k).map(|c| c.0);
             let cookie = match (cell_cookie, closed_cookie) {
                 (Some(a), Some(b)) => a.min(b),
                 (Some(a), None) => a,
@@ -1043,12 +1050,12 @@ impl TxnDrain {
             while j < cells.len() && cells[j].0.cookie == cookie {
                 j += 1;
             }
-            let closed_now = closed_cookie == Some(cookie);
-            if closed_now {
+            let totals = if closed_cookie == Some(cookie) {
                 k += 1;
-            }
-            // A closed entry that cannot be read (gone meanwhile) is treated as not closed.
-            let totals = if closed_now { Self::closed_totals(skel, cookie) } else { None };
+                Some(closed[k - 1].1)
+            } else {
+                None
+            };
             self.process(skel, cookie, &cells[i..j], totals, check_quiet, now, last, &mut missing, tx, stop, stats);
             i = j;
         }
@@ -1060,7 +1067,7 @@ impl TxnDrain {
         self.delete_dead_cells(hmap);
         self.missing = missing;
         self.last_ns = now;
-        (self.closed_keys, self.cells) = (closed_keys, cells);
+        (self.closed, self.cells) = (closed, cells);
     }
 
     /// Deletes the cells of closed and vanished sockets, in batches.
@@ -1167,7 +1174,7 @@ impl TxnDrain {
         let (pc, preq, presp) = self.prev_conn.insert(cookie, (t.count, t.req, t.resp)).unwrap_or((0, 0, 0));
         let dcount = t.count.saturating_sub(pc);
         if t.closed {
-            // Its txn_conns entry was deleted when read (closed_totals).
+            // Its txn_conns entry was deleted when read.
             for (cell, _) in cells {
                 self.dead_cells.extend_from_slice(&cell.key_bytes());
                 self.prev_hist.remove(cell);

@@ -89,6 +89,13 @@ impl Histogram {
 
     /// Exact merge: bucket-wise addition.
     pub fn merge(&mut self, other: &Histogram) {
+        // A few cells into many (a short connection's into a merged record): in place.
+        if other.cells.len() <= 4 {
+            for &(b, n) in &other.cells {
+                self.add(b, n);
+            }
+            return;
+        }
         let mut out = Vec::with_capacity(self.cells.len() + other.cells.len());
         let (mut i, mut j) = (0, 0);
         let (a, b) = (&self.cells, &other.cells);
