@@ -21,11 +21,31 @@ build_agent() {
   [ -x "$AGENT" ] || cargo build --release -p wattgraph-agent --manifest-path "$ROOT/Cargo.toml"
 }
 
+# build_example NAME PATH : the agent crate's example NAME (release) at PATH, built when missing
+# or older than its source or the agent's library (cargo puts it under CARGO_TARGET_DIR, default
+# ROOT/target).
+build_example() {
+  if [ ! -x "$2" ] || [ -n "$(find "$ROOT/node-agent/examples/$1.rs" "$ROOT/node-agent/src" "$ROOT/schemas/avro" -newer "$2" -print -quit)" ]; then
+    cargo build --release -q -p wattgraph-agent --example "$1" --manifest-path "$ROOT/Cargo.toml"
+  fi
+  [ -x "$2" ] || { echo "example $1 not found at $2" >&2; exit 1; }
+}
+
 # kill_pids : for the EXIT trap, so an interrupted run leaves nothing behind.
 kill_pids() {
   local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+}
+
+# forget_pids PID... : takes processes already waited for off `pids` (their ids may be reused).
+forget_pids() {
+  local keep=() p q
+  for p in "${pids[@]}"; do
+    for q in "$@"; do [ "$p" = "$q" ] && continue 2; done
+    keep+=("$p")
+  done
+  pids=("${keep[@]}")
 }
 
 # start_kafka PORT TOPIC... : a real single-node broker from local-stack, waited for.
