@@ -40,6 +40,7 @@ REPS=${REPS:-1}
 # closes, no response) with TRANSACTIONS=off; default rr (request/response, below).
 WORKLOAD=${WORKLOAD:-rr}
 TRANSACTIONS=${TRANSACTIONS:-on}
+# EXTRA_FLAGS: agent flags added to every run (e.g. "--shed-interval-ms 250").
 [ "$WORKLOAD" = conn ] && TRANSACTIONS=off
 AGENT=${AGENT:-$ROOT/target/release/wattgraph-agent}
 # TXN_TOTALS: reads a transaction topic back, per process (examples/txn_totals.rs).
@@ -75,7 +76,8 @@ run() { # run LABEL SETPOINT FLAGS... -> one line "LABEL SETPOINT cpu_mape mean_
   local ttopic="wattgraph.bench-txn.$label.$sp.$rep"
   local txn_flags=(--transaction-topic "$ttopic" --transaction-interval-ms 1000)
   [ "$TRANSACTIONS" = off ] && txn_flags=(--no-transactions)
-  start_agent "$WORK/agent-$label-$sp.log" "${txn_flags[@]}" --metrics-addr $METRICS "$@"
+  # shellcheck disable=SC2086 # EXTRA_FLAGS: more agent flags for every run, word-split
+  start_agent "$WORK/agent-$label-$sp.log" "${txn_flags[@]}" --metrics-addr $METRICS "$@" ${EXTRA_FLAGS:-}
   local apid=$!
   pids+=("$apid") # so the EXIT trap stops it too if the run is interrupted
   wait_ready "$WORK/ready"
