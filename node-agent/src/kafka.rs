@@ -168,16 +168,32 @@ struct Inner {
 }
 
 impl Inner {
+    /// One record into librdkafka. Topic C strings are made once per topic, under one read lock
+    /// per send afterwards: the hot path allocates nothing.
+    fn enqueue(&self, topic: &str, key: &[u8], payload: &[u8], segment: usize) -> Result<(), KafkaError> {
+        let topics = self.topics.read().unwrap();
+        match topics.iter().find(|(t, _)| &**t == topic) {
+            Some((_, c)) => self.produce(c, key, payload, segment)?,
+            None => {
+                // First record of this topic: one allocation, under the write lock.
+                drop(topics);
+                let mut topics = self.topics.write().unwrap();
+                if !topics.iter().any(|(t, _)| &**t == topic) {
+                    topics.push((topic.into(), CString::new(topic).map_err(KafkaError::from)?));
+                }
+                let c = &topics.iter().find(|(t, _)| &**t == topic).expect("present").1;
+                self.produce(c, key, payload, segment)?;
+            }
+        }
+        self.stats.enqueued_bytes.fetch_add((key.len() + payload.len()) as u64, Ordering::Relaxed);
+        self.stats.enqueued.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// What `BaseProducer::send` does (same librdkafka call and flags: copy key and payload,
     /// partitioner's choice, `segment` as the delivery opaque of `StatsContext`), without its
-    /// CString of the topic per send: the hot path allocates nothing.
-    fn enqueue(&self, topic: &str, key: &[u8], payload: &[u8], segment: usize) -> Result<(), KafkaError> {
-        if !self.topics.read().unwrap().iter().any(|(t, _)| &**t == topic) {
-            let c = CString::new(topic).map_err(KafkaError::from)?;
-            self.topics.write().unwrap().push((topic.into(), c));
-        }
-        let topics = self.topics.read().unwrap();
-        let topic_c = &topics.iter().find(|(t, _)| &**t == topic).expect("inserted above").1;
+    /// CString of the topic per send.
+    fn produce(&self, topic_c: &CString, key: &[u8], payload: &[u8], segment: usize) -> Result<(), KafkaError> {
         use rdkafka::bindings::rd_kafka_vtype_t::*;
         // SAFETY: the arguments are the (type, value) pairs rd_kafka_producev reads, with the
         // types rdkafka 0.39's send passes; librdkafka copies key and payload (F_COPY) and the
@@ -205,8 +221,6 @@ impl Inner {
         if err != rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
             return Err(KafkaError::MessageProduction(err.into()));
         }
-        self.stats.enqueued_bytes.fetch_add((key.len() + payload.len()) as u64, Ordering::Relaxed);
-        self.stats.enqueued.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
