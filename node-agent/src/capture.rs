@@ -1070,6 +1070,16 @@ impl TxnDrain {
         (self.closed, self.cells) = (closed, cells);
     }
 
+    /// A socket the kernel no longer writes: its cells go at the end of the drain, its
+    /// previous readings now.
+    fn forget(&mut self, cookie: u64, cells: &[(TxnCell, u64)]) {
+        for (cell, _) in cells {
+            self.dead_cells.extend_from_slice(&cell.key_bytes());
+            self.prev_hist.remove(cell);
+        }
+        self.prev_conn.remove(&cookie);
+    }
+
     /// Deletes the cells of closed and vanished sockets, in batches.
     fn delete_dead_cells(&mut self, hmap: &impl MapCore) {
         for chunk in self.dead_cells.chunks(TxnCell::SIZE * MAP_BATCH as usize) {
@@ -1110,11 +1120,7 @@ impl TxnDrain {
             // In neither map: closed between our reads (its entry shows up next time),
             // or evicted. Forget it only when it is still missing next time.
             if self.missing.contains(&cookie) {
-                for (cell, _) in cells {
-                    self.dead_cells.extend_from_slice(&cell.key_bytes());
-                    self.prev_hist.remove(cell);
-                }
-                self.prev_conn.remove(&cookie);
+                self.forget(cookie, cells);
                 self.held.remove(&cookie);
             } else {
                 missing.insert(cookie);
@@ -1175,11 +1181,7 @@ impl TxnDrain {
         let dcount = t.count.saturating_sub(pc);
         if t.closed {
             // Its txn_conns entry was deleted when read.
-            for (cell, _) in cells {
-                self.dead_cells.extend_from_slice(&cell.key_bytes());
-                self.prev_hist.remove(cell);
-            }
-            self.prev_conn.remove(&cookie);
+            self.forget(cookie, cells);
         } else if dcount == 0 && client_rtt.is_empty() && server_time.is_empty() {
             return;
         }
