@@ -28,6 +28,6 @@ public class Neo4jSink<R> implements Sink<R> {
   @Override
   public SinkWriter<R> createWriter(WriterInitContext context) {
     return new Neo4jSinkWriter<>(settings, target.create(settings), context.getProcessingTimeService(),
-        context.metricGroup().getNumRecordsSendCounter());
+        context.getMailboxExecutor(), context.metricGroup().getNumRecordsSendCounter());
   }
 }
