@@ -74,6 +74,10 @@ pub struct CaptureOptions {
     /// HTTP/1.x routes (method + normalised path) the kernel names per host; past them a
     /// transaction goes to the OTHER route. 0 = requests are not parsed.
     pub http_routes: u32,
+    /// A route no transaction used for this long leaves the kernel's table (room for new
+    /// routes); its name is kept one more such period for requests still under way. Zero =
+    /// routes stay until the agent stops.
+    pub http_route_idle: Duration,
     /// Client port masking (thesis §3.3.1): a connection that closes with fewer transactions
     /// than this over its life, within one `transaction_interval` of its handshake, is merged
     /// into one record per process, addresses and server port, client port 0. 0 = every
@@ -96,6 +100,7 @@ impl Default for CaptureOptions {
             transaction_interval: None,
             txn_hist_entries: 65536,
             http_routes: 1024,
+            http_route_idle: Duration::from_secs(600),
             mask_client_port_below: 0,
             shed: None,
         }
@@ -151,8 +156,10 @@ pub struct CaptureStats {
     /// Requests whose bytes were not visible (no syscall buffer: io_uring, sendfile, kernel
     /// threads), so no route was read.
     pub http_unread: AtomicU64,
-    /// Routes named so far.
+    /// Routes named now (used within `http_route_idle`).
     pub http_routes: AtomicU64,
+    /// Routes removed from the kernel's table after `http_route_idle` without a transaction.
+    pub http_routes_pruned: AtomicU64,
     /// Load shedding: set-point, measured CPU, keep fractions, per-domain counts.
     pub shed: ShedStats,
     /// Calls of the socket programs the kernel skipped because the same program was already
@@ -472,7 +479,7 @@ fn run(
     let poll_timeout = sweep_every.min(EVENT_POLL);
     let mut next_sweep = Instant::now() + sweep_every;
     let mut next_stats = Instant::now();
-    let mut txn = TxnDrain::new(boot_time_ns(), opts.mask_client_port_below, opts.transaction_interval.unwrap_or_default());
+    let mut txn = TxnDrain::new(boot_time_ns(), opts.mask_client_port_below, opts.transaction_interval.unwrap_or_default(), opts.http_route_idle);
     let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + d);
     let mut shed_clock = ShedClock::new(shed_every);
     if let Some(sh) = disp.borrow_mut().shed.as_mut() {
@@ -844,6 +851,12 @@ struct TxnDrain {
     held: HashMap<u64, u64>,
     /// This drain's masked records, merged.
     masked: HashMap<MaskKey, ConnTxn>,
+    /// `CaptureOptions::http_route_idle` (0 = never), when routes were last pruned, and
+    /// reused buffers for it.
+    route_idle_ns: u64,
+    last_route_prune_ns: u64,
+    route_keys: Vec<u64>,
+    route_prunes: Vec<u64>,
 }
 
 /// What a masked record is one per: the connection's identity without the client port.
@@ -940,7 +953,7 @@ fn read_pod<T: Copy>(val: &[u8]) -> Option<T> {
 }
 
 impl TxnDrain {
-    fn new(now: u64, mask_below: u64, mask_age: Duration) -> TxnDrain {
+    fn new(now: u64, mask_below: u64, mask_age: Duration, route_idle: Duration) -> TxnDrain {
         TxnDrain {
             last_ns: now,
             drains: 0,
@@ -956,6 +969,10 @@ impl TxnDrain {
             mask_age_ns: mask_age.as_nanos() as u64,
             held: HashMap::new(),
             masked: HashMap::new(),
+            route_idle_ns: route_idle.as_nanos() as u64,
+            last_route_prune_ns: now,
+            route_keys: Vec::new(),
+            route_prunes: Vec::new(),
         }
     }
 
@@ -1065,9 +1082,33 @@ impl TxnDrain {
             send_blocking(tx, rec, stop);
         }
         self.delete_dead_cells(hmap);
+        // A few times per idle period: enough to free a route within 1.25 idle periods.
+        if self.route_idle_ns > 0 && now.saturating_sub(self.last_route_prune_ns) >= self.route_idle_ns / 4 {
+            self.prune_routes(skel, now, stats);
+        }
         self.missing = missing;
         self.last_ns = now;
         (self.closed, self.cells) = (closed, cells);
+    }
+
+    /// Deletes routes nobody used for an idle period from the kernel's table, which new routes
+    /// can then take (a full table files them under OTHER).
+    fn prune_routes(&mut self, skel: &ConnectionsSkel<'_>, now: u64, stats: &CaptureStats) {
+        self.last_route_prune_ns = now;
+        let rmap = &skel.maps.http_routes;
+        self.route_keys.clear();
+        self.route_keys.extend(rmap.keys().filter_map(|k| Some(u64::from_ne_bytes(k.get(..8)?.try_into().ok()?))));
+        self.route_prunes.clear();
+        self.routes.prune(now, self.route_idle_ns, &self.route_keys, &mut self.route_prunes);
+        for id in &self.route_prunes {
+            match rmap.delete(&id.to_ne_bytes()) {
+                Ok(()) => {
+                    stats.http_routes_pruned.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => log::debug!("pruning route {id:#x}: {e}"),
+            }
+        }
+        stats.http_routes.store(self.routes.len() as u64, Ordering::Relaxed);
     }
 
     /// A socket the kernel no longer writes: its cells go at the end of the drain, its
@@ -1166,12 +1207,13 @@ impl TxnDrain {
             .map(|(id, latency)| {
                 let route = self
                     .routes
-                    .get(id, |id| {
+                    .get(id, now, |id| {
                         let v = rmap.lookup(&id.to_ne_bytes(), MapFlags::ANY).ok()??;
                         let r: types::http_route = read_pod(&v)?;
                         HttpRoute::from_kernel(r.method, &r.path.map(|c| c as u8), r.truncated)
                     })
-                    // Not in the map (cannot happen: ids are inserted before use): still counted.
+                    // Not in the map (only a request under way for over two idle periods, its
+                    // route pruned meanwhile): still counted.
                     .unwrap_or_else(|| Arc::new(HttpRoute::other()));
                 RouteTxn { route, latency }
             })

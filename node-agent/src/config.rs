@@ -144,6 +144,11 @@ pub struct Config {
     #[arg(long = "http-routes", default_value_t = 1024)]
     pub http_routes: u32,
 
+    /// A route without any transaction for this long leaves the route table, making room for
+    /// new routes (its name is kept one more such period for requests under way). 0 = never.
+    #[arg(long = "http-route-idle-s", default_value_t = 600)]
+    pub http_route_idle_s: u64,
+
     /// Client port masking (thesis §3.3.1): connections that close with fewer transactions than
     /// this, within one interval of their first, are reported merged per process, addresses and
     /// server port, with client port 0. 0 = one record per connection always.
@@ -499,6 +504,9 @@ impl Config {
         if self.http_routes > 1_048_576 {
             return Err(format!("--http-routes '{}' must be between 0 and 1048576", self.http_routes));
         }
+        if self.http_route_idle_s > 604_800 {
+            return Err(format!("--http-route-idle-s '{}' must be between 0 and 604800 (a week)", self.http_route_idle_s));
+        }
         if self.mask_client_port_below > 1_000_000 {
             return Err(format!("--mask-client-port-below '{}' must be between 0 and 1000000", self.mask_client_port_below));
         }
@@ -813,6 +821,7 @@ mod tests {
             (&["--transaction-interval-ms", "1"], "--transaction-interval-ms '1'"),
             (&["--transaction-hist-entries", "10"], "--transaction-hist-entries '10'"),
             (&["--http-routes", "2000000"], "--http-routes '2000000'"),
+            (&["--http-route-idle-s", "604801"], "--http-route-idle-s '604801'"),
             (&["--mask-client-port-below", "1000001"], "--mask-client-port-below '1000001'"),
             (&["--pod-metadata-url", "ftp://x/pods"], "--pod-metadata-url 'ftp://x/pods'"),
             (&["--pod-metadata-token-file", "/nonexistent/token"], "--pod-metadata-token-file '/nonexistent/token'"),

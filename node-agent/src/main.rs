@@ -75,6 +75,7 @@ fn run() -> i32 {
         transaction_interval: (!cfg.no_transactions).then(|| Duration::from_millis(cfg.transaction_interval_ms)),
         txn_hist_entries: cfg.transaction_hist_entries,
         http_routes: cfg.http_routes,
+        http_route_idle: Duration::from_secs(cfg.http_route_idle_s),
         mask_client_port_below: cfg.mask_client_port_below,
         shed: cfg.shed_options().unwrap_or(None),
         ..Default::default()
@@ -407,6 +408,7 @@ fn run_once(cfg: &Config) -> i32 {
         transaction_interval: (!cfg.no_transactions).then(|| Duration::from_millis(cfg.sample_interval_ms.max(100))),
         txn_hist_entries: cfg.transaction_hist_entries,
         http_routes: cfg.http_routes,
+        http_route_idle: Duration::from_secs(cfg.http_route_idle_s),
         mask_client_port_below: cfg.mask_client_port_below,
         ..Default::default()
     };

@@ -139,7 +139,13 @@ impl Renderer {
                 "Transactions not recorded because an in-kernel transaction map was full, by map.",
                 &[("map=\"histogram\"", g(&c.txn_hist_full) as f64), ("map=\"connection\"", g(&c.txn_conn_full) as f64)],
             );
-            metric("wattgraph_agent_http_routes", "gauge", "HTTP/1.x routes named so far (bounded by --http-routes).", &[("", g(&c.http_routes) as f64)]);
+            metric("wattgraph_agent_http_routes", "gauge", "HTTP/1.x routes named and in use (bounded by --http-routes).", &[("", g(&c.http_routes) as f64)]);
+            metric(
+                "wattgraph_agent_http_routes_pruned_total",
+                "counter",
+                "Routes removed from the route table after --http-route-idle-s without a transaction.",
+                &[("", g(&c.http_routes_pruned) as f64)],
+            );
             metric(
                 "wattgraph_agent_http_requests_unrouted_total",
                 "counter",

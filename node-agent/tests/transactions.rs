@@ -375,7 +375,7 @@ fn paused_connection(pause: Duration, after: usize) -> (u16, u16) {
     });
     let mut c = TcpStream::connect(addr).unwrap();
     let port = c.local_addr().unwrap().port();
-    let mut ping = |c: &mut TcpStream| {
+    let ping = |c: &mut TcpStream| {
         c.write_all(b"ping!").unwrap();
         c.read_exact(&mut [0u8; 6]).unwrap();
     };
@@ -633,6 +633,45 @@ fn http_routes_bounded_by_the_route_table() {
     h.stop(); // reads the kernel's counters a last time
     // Each side's request start that found the table full: 2 requests x 2 sides.
     assert_eq!(s.http_routes_full.load(std::sync::atomic::Ordering::Relaxed), 4);
+}
+
+/// A route table of 2 and routes idle after 300 ms: two routes fill the table, go unused,
+/// leave it, and two new routes later are named instead of filed under OTHER.
+#[test]
+fn idle_routes_leave_the_table_to_new_ones() {
+    let get = |p: &str| (format!("GET {p} HTTP/1.1"), "write");
+    let (first, second) = (vec![get("/a"), get("/b")], vec![get("/c"), get("/d")]);
+    let ns = NetnsThread::spawn(move || {
+        let a = http_requests(&first);
+        // Several idle periods and drains (100 ms): /a and /b are pruned meanwhile.
+        std::thread::sleep(Duration::from_millis(1500));
+        (a, http_requests(&second))
+    });
+    let opts = CaptureOptions {
+        http_routes: 2,
+        http_route_idle: Duration::from_millis(300),
+        netns: vec![ns.path.clone()],
+        ..start_options()
+    };
+    let Some(h) = start_with(opts) else {
+        ns.cancel();
+        return;
+    };
+    let (a, b) = ns.run();
+    let sides = collect(&h, &[a, b]);
+    let routes = |(c, s): (u16, u16)| {
+        let counts = |side: &Side| side.routes().into_iter().map(|((m, p, _), v)| (format!("{m} {p}"), v.0)).collect::<BTreeMap<_, _>>();
+        let (cl, sv) = (counts(&sides[&(c, s)]), counts(&sides[&(s, c)]));
+        assert_eq!(cl, sv, "client and server routes differ");
+        cl
+    };
+    let want = |p: [&str; 2]| p.iter().map(|p| (format!("GET {p}"), 1u64)).collect::<BTreeMap<_, _>>();
+    assert_eq!(routes(a), want(["/a", "/b"]));
+    assert_eq!(routes(b), want(["/c", "/d"]), "new routes named once the idle ones left the table");
+    let s = h.stats().clone();
+    h.stop();
+    assert_eq!(s.http_routes_full.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert!(s.http_routes_pruned.load(std::sync::atomic::Ordering::Relaxed) >= 2);
 }
 
 fn sendmsg(s: &TcpStream, data: &[u8]) {
