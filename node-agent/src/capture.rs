@@ -19,6 +19,7 @@ use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 use crate::event::{ConnEvent, Kind, Role};
 use crate::shedding::{Control, Domain, ShedController, ShedCount, ShedMode, ShedOptions, ShedStats, UserShed};
 use crate::http_route::{HttpRoute, RouteNames, ROUTE_NONE};
+use crate::map_batch::BatchReader;
 use crate::transactions::{ConnTxn, Histogram, RouteTxn, TxnRole};
 
 mod skel {
@@ -478,6 +479,7 @@ fn run(
     let sweep_every = opts.snapshot_interval;
     let poll_timeout = sweep_every.min(EVENT_POLL);
     let mut next_sweep = Instant::now() + sweep_every;
+    let (mut swept, mut sweep_reader) = (HashSet::new(), BatchReader::default());
     let mut next_stats = Instant::now();
     let mut txn = TxnDrain::new(boot_time_ns(), opts.mask_client_port_below, opts.transaction_interval.unwrap_or_default(), opts.http_route_idle);
     let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + d);
@@ -503,7 +505,7 @@ fn run(
         let _ = ring.consume();
         let now = Instant::now();
         if now >= next_sweep {
-            sweep(&skel, &disp, &stats);
+            sweep(&skel, &disp, &stats, &mut swept, &mut sweep_reader);
             next_sweep = now + sweep_every;
         }
         if let (Some(at), Some(every)) = (next_txn, opts.transaction_interval) {
@@ -600,27 +602,25 @@ fn load_and_attach<'a>(
 
 /// Emits SNAPSHOT for opened sockets with bytes not reported yet, so an idle
 /// connection's last bytes are not held back until close.
-fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &CaptureStats) {
+/// `seen` (the cookies of the live sockets, filled anew) and `reader` are buffers kept between
+/// sweeps.
+fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &CaptureStats, seen: &mut HashSet<u64>, reader: &mut BatchReader) {
     let now = boot_time_ns();
-    let mut seen = HashSet::new();
+    seen.clear();
     let map = &skel.maps.socks;
     // Inserts before the walk, deletes after it: entries that come and go meanwhile make
     // the difference smaller, never larger.
     let inserts = read_stat(skel, STAT_SOCK_INSERTS);
-    for key in map.keys() {
-        let Ok(Some(val)) = map.lookup(&key, MapFlags::ANY) else { continue };
-        if val.len() < size_of::<types::sock_info>() {
-            continue;
-        }
-        // SAFETY: size checked; generated POD type.
-        let si: types::sock_info = unsafe { std::ptr::read_unaligned(val.as_ptr() as *const types::sock_info) };
+    // In batches: one syscall per MAP_BATCH sockets, not two per socket.
+    let read = reader.for_each(map, MAP_BATCH, false, |_, val| {
+        let Some(si) = read_pod::<types::sock_info>(val) else { return };
         seen.insert(si.cookie);
         if si.opened == 0 || si.ignored != 0 || si.shed == SHED_UNREPORTED {
-            continue;
+            return;
         }
         let mut d = disp.borrow_mut();
         if d.shed.as_ref().and_then(|s| s.user.as_ref()).is_some_and(|u| u.is_unreported(si.cookie)) {
-            continue;
+            return;
         }
         let (ls, lr) = d.last.get(&si.cookie).copied().unwrap_or((0, 0));
         let (rs, rr) = (si.reported_sent.max(ls), si.reported_recv.max(lr));
@@ -630,6 +630,11 @@ fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &Capture
                 d.dispatch(ev);
             }
         }
+    });
+    if let Err(e) = read {
+        // Nothing is forgotten on a failed walk: what it did not see may still be live.
+        log::warn!("reading the socket map: {e}");
+        return;
     }
     let deletes = read_stat(skel, STAT_SOCK_DELETES);
     let live = seen.len() as u64;
@@ -851,6 +856,7 @@ struct TxnDrain {
     held: HashMap<u64, u64>,
     /// This drain's masked records, merged.
     masked: HashMap<MaskKey, ConnTxn>,
+    reader: BatchReader,
     /// `CaptureOptions::http_route_idle` (0 = never), when routes were last pruned, and
     /// reused buffers for it.
     route_idle_ns: u64,
@@ -969,6 +975,7 @@ impl TxnDrain {
             mask_age_ns: mask_age.as_nanos() as u64,
             held: HashMap::new(),
             masked: HashMap::new(),
+            reader: BatchReader::default(),
             route_idle_ns: route_idle.as_nanos() as u64,
             last_route_prune_ns: now,
             route_keys: Vec::new(),
@@ -1036,18 +1043,26 @@ impl TxnDrain {
         if closed.capacity() > 16384 && closed.capacity() / 4 > self.closed_peak {
             closed.shrink_to(self.closed_peak * 2);
         }
-        match cmap.lookup_and_delete_batch(MAP_BATCH, MapFlags::ANY, MapFlags::ANY) {
-            Ok(it) => closed.extend(it.filter_map(|(k, v)| Some((u64::from_ne_bytes(k.get(..8)?.try_into().ok()?), Self::closed_totals(&v)?)))),
-            Err(e) => log::warn!("reading closed transaction entries: {e}"),
+        let read = self.reader.for_each(cmap, MAP_BATCH, true, |k, v| {
+            if let (Some(Ok(cookie)), Some(t)) = (k.get(..8).map(<[u8; 8]>::try_from), Self::closed_totals(v)) {
+                closed.push((u64::from_ne_bytes(cookie), t));
+            }
+        });
+        if let Err(e) = read {
+            log::warn!("reading closed transaction entries: {e}");
         }
         self.closed_peak = closed.len();
         closed.sort_unstable_by_key(|c| c.0);
         // 2. Histogram cells (cumulative counts), grouped by socket (sorted by cookie).
         let hmap = &skel.maps.txn_hist;
         cells.clear();
-        match hmap.lookup_batch(MAP_BATCH, MapFlags::ANY, MapFlags::ANY) {
-            Ok(it) => cells.extend(it.filter_map(|(k, v)| Some((TxnCell::from_key(&k)?, read_pod::<u64>(&v)?)))),
-            Err(e) => log::warn!("reading transaction histograms: {e}"),
+        let read = self.reader.for_each(hmap, MAP_BATCH, false, |k, v| {
+            if let (Some(c), Some(n)) = (TxnCell::from_key(k), read_pod::<u64>(v)) {
+                cells.push((c, n));
+            }
+        });
+        if let Err(e) = read {
+            log::warn!("reading transaction histograms: {e}");
         }
         cells.sort_unstable_by_key(|(c, _)| c.cookie);
         // 3. One record per socket with new transactions (or that closed): a merge of the two
