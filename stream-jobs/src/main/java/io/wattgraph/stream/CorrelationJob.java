@@ -155,7 +155,7 @@ public final class CorrelationJob {
         .setDeserializer(new ServiceMappingDeserializer());
     if (config.bounded) {
       // A bounded source over a topic that does not exist would wait for splits forever.
-      ensureCompactedTopic(config.kafkaBrokers, config.serviceMappingsTopic);
+      ensureTopic(config.kafkaBrokers, config.serviceMappingsTopic, Map.of("cleanup.policy", "compact"));
       mappingSource.setTopics(config.serviceMappingsTopic).setBounded(OffsetsInitializer.latest());
     } else {
       // A pattern, not a topic list: the job starts (with no mappings) before the topic exists and
@@ -169,28 +169,17 @@ public final class CorrelationJob {
         .setParallelism(1);
   }
 
-  /** Creates the topic (compacted, one partition) unless it exists. */
-  static void ensureCompactedTopic(String brokers, String topic) {
-    try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, brokers))) {
-      if (!admin.listTopics().names().get().contains(topic)) {
-        admin.createTopics(List.of(new NewTopic(topic, Optional.of(1), Optional.empty())
-            .configs(Map.of("cleanup.policy", "compact")))).all().get();
-      }
-    } catch (ExecutionException e) {
-      if (!(e.getCause() instanceof TopicExistsException)) {
-        throw new IllegalStateException("cannot create topic " + topic, e);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
-    }
-  }
-
   /** Creates the topic (default settings, one partition) unless it exists: bounded sources need it. */
   static void ensureTopic(String brokers, String topic) {
+    ensureTopic(brokers, topic, Map.of());
+  }
+
+  /** Creates the topic (one partition, the given topic configs) unless it exists. */
+  static void ensureTopic(String brokers, String topic, Map<String, String> configs) {
     try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, brokers))) {
       if (!admin.listTopics().names().get().contains(topic)) {
-        admin.createTopics(List.of(new NewTopic(topic, Optional.of(1), Optional.empty()))).all().get();
+        admin.createTopics(List.of(new NewTopic(topic, Optional.of(1), Optional.empty()).configs(configs)))
+            .all().get();
       }
     } catch (ExecutionException e) {
       if (!(e.getCause() instanceof TopicExistsException)) {

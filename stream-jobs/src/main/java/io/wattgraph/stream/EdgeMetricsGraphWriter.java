@@ -54,17 +54,13 @@ public class EdgeMetricsGraphWriter implements Neo4jBatchTarget<EdgeMetricsRow> 
 
   @Override
   public boolean supersedes(EdgeMetricsRow incoming, EdgeMetricsRow buffered) {
-    return incoming.windowEndNs > buffered.windowEndNs
-        || (incoming.windowEndNs == buffered.windowEndNs && incoming.revision >= buffered.revision);
+    return MetricsGraphWriter.notOlder(incoming.windowEndNs, incoming.revision, buffered.windowEndNs,
+        buffered.revision);
   }
 
   @Override
   public void createConstraints() {
-    try (Session session = driver.session()) {
-      for (String c : GraphWriter.CONSTRAINTS) {
-        session.executeWrite(tx -> tx.run(c).consume());
-      }
-    }
+    GraphWriter.createConstraints(driver, GraphWriter.CONSTRAINTS);
   }
 
   @Override

@@ -103,8 +103,13 @@ public class GraphWriter implements Neo4jBatchTarget<EdgeRow> {
   /** Idempotent (IF NOT EXISTS); MERGE on these keys is only race-free with the constraints. */
   @Override
   public void createConstraints() {
+    createConstraints(driver, CONSTRAINTS);
+  }
+
+  /** Runs each schema statement in a write transaction of its own, all in one session. */
+  static void createConstraints(Driver driver, List<String> statements) {
     try (Session session = driver.session()) {
-      for (String c : CONSTRAINTS) {
+      for (String c : statements) {
         session.executeWrite(tx -> tx.run(c).consume());
       }
     }
@@ -172,7 +177,8 @@ public class GraphWriter implements Neo4jBatchTarget<EdgeRow> {
     writtenProcesses.putAll(processes);
   }
 
-  private static void run(TransactionContext tx, String cypher, List<?> rows) {
+  /** Runs one {@code UNWIND $rows} statement, unless there are no rows. */
+  static void run(TransactionContext tx, String cypher, List<?> rows) {
     if (!rows.isEmpty()) {
       tx.run(cypher, Map.of("rows", rows)).consume();
     }

@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Map;
 import org.neo4j.driver.Driver;
 import org.neo4j.driver.Session;
-import org.neo4j.driver.TransactionContext;
 
 /**
  * Writes the latest window's metrics as properties of the graph's nodes, one write transaction
@@ -116,19 +115,20 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
   /** An older window (or an older revision of the same window) never replaces a newer one. */
   @Override
   public boolean supersedes(MetricsRow incoming, MetricsRow buffered) {
-    return incoming.windowEndNs > buffered.windowEndNs
-        || (incoming.windowEndNs == buffered.windowEndNs && incoming.revision >= buffered.revision);
+    return notOlder(incoming.windowEndNs, incoming.revision, buffered.windowEndNs, buffered.revision);
+  }
+
+  /** A later window, or the same window at the same or a later revision. */
+  static boolean notOlder(long windowEndNs, int revision, long thanWindowEndNs, int thanRevision) {
+    return windowEndNs > thanWindowEndNs || (windowEndNs == thanWindowEndNs && revision >= thanRevision);
   }
 
   /** The same constraints as GraphWriter (idempotent): MERGE on Host/Container ids needs them. */
   @Override
   public void createConstraints() {
-    try (Session session = driver.session()) {
-      for (String c : GraphWriter.CONSTRAINTS) {
-        session.executeWrite(tx -> tx.run(c).consume());
-      }
-      session.executeWrite(tx -> tx.run(NAMESPACE_CONSTRAINT).consume());
-    }
+    List<String> statements = new ArrayList<>(GraphWriter.CONSTRAINTS);
+    statements.add(NAMESPACE_CONSTRAINT);
+    GraphWriter.createConstraints(driver, statements);
   }
 
   /** Whether a row has a node to go to (PROCESS, container GROUP, HOST, NAMESPACE); POD and the host group do not. */
@@ -215,10 +215,10 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
     try (Session session = driver.session()) {
       session.executeWrite(tx -> {
         // Hosts first, then containers, then processes: the order GraphWriter locks them in too.
-        run(tx, HOSTS, hosts);
-        run(tx, CONTAINERS, containers);
-        run(tx, PROCESSES, processes);
-        run(tx, NAMESPACES, namespaces);
+        GraphWriter.run(tx, HOSTS, hosts);
+        GraphWriter.run(tx, CONTAINERS, containers);
+        GraphWriter.run(tx, PROCESSES, processes);
+        GraphWriter.run(tx, NAMESPACES, namespaces);
         return null;
       });
     }
@@ -254,12 +254,6 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
     m.put("httpRouteP50Ns", none ? null : p50);
     m.put("httpRouteP90Ns", none ? null : p90);
     m.put("httpRouteP99Ns", none ? null : p99);
-  }
-
-  private static void run(TransactionContext tx, String cypher, List<?> rows) {
-    if (!rows.isEmpty()) {
-      tx.run(cypher, Map.of("rows", rows)).consume();
-    }
   }
 
   @Override

@@ -7,9 +7,7 @@ import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.schema.WindowHttpRoute;
 import io.wattgraph.schema.WindowMetrics;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Map;
-import org.apache.avro.message.BinaryMessageEncoder;
 
 /**
  * A window result as a record of the metrics topic: key UTF-8 {@code LEVEL|hostId|entityId}
@@ -20,27 +18,8 @@ public class WindowMetricsSerializer extends WindowResultSerializer<MetricsRow, 
   private static final long serialVersionUID = 1L;
 
   public WindowMetricsSerializer(String topic) {
-    super(topic);
-  }
-
-  @Override
-  BinaryMessageEncoder<WindowMetrics> newEncoder() {
-    return WattgraphSchemas.windowMetricsEncoder();
-  }
-
-  @Override
-  WindowMetrics toRecord(MetricsRow r) {
-    return toAvro(r);
-  }
-
-  @Override
-  String key(MetricsRow r) {
-    return r.key();
-  }
-
-  @Override
-  long windowEndNs(MetricsRow r) {
-    return r.windowEndNs;
+    super(topic, WattgraphSchemas::windowMetricsEncoder, WindowMetricsSerializer::toAvro, MetricsRow::key,
+        r -> r.windowEndNs);
   }
 
   public static WindowMetrics toAvro(MetricsRow r) {
@@ -72,36 +51,11 @@ public class WindowMetricsSerializer extends WindowResultSerializer<MetricsRow, 
         .setUtilization(r.utilization)
         .setServiceDemandSeconds(r.serviceDemandSeconds)
         .setSaturationRate(r.saturationRate);
-    TransactionTotals t = r.tx;
-    if (t == null) {
-      return b.build();
+    if (r.tx != null) {
+      // Routes come from TransactionStats: only a window with transaction fields has them.
+      b.setHttpRoutes(Arrays.stream(r.httpRoutes).map(WindowMetricsSerializer::toAvro).toList());
     }
-    double windowSeconds = (r.windowEndNs - r.windowStartNs) / 1e9;
-    return b.setClientTransactions(t.clientTransactions)
-        .setServerTransactions(t.serverTransactions)
-        .setClientRequestRate(t.clientTransactions / windowSeconds)
-        .setServerRequestRate(t.serverTransactions / windowSeconds)
-        .setClientRequestBytes(t.clientRequestBytes)
-        .setClientResponseBytes(t.clientResponseBytes)
-        .setServerRequestBytes(t.serverRequestBytes)
-        .setServerResponseBytes(t.serverResponseBytes)
-        .setLatencySubBucketBits(t.subBucketBits)
-        .setClientRttMeanNs(r.clientRtt.meanNs)
-        .setClientRttP50Ns(r.clientRtt.p50Ns)
-        .setClientRttP75Ns(r.clientRtt.p75Ns)
-        .setClientRttP90Ns(r.clientRtt.p90Ns)
-        .setClientRttP99Ns(r.clientRtt.p99Ns)
-        .setServerTimeMeanNs(r.serverTime.meanNs)
-        .setServerTimeP50Ns(r.serverTime.p50Ns)
-        .setServerTimeP75Ns(r.serverTime.p75Ns)
-        .setServerTimeP90Ns(r.serverTime.p90Ns)
-        .setServerTimeP99Ns(r.serverTime.p99Ns)
-        .setClientRttBuckets(ints(t.clientRtt.buckets))
-        .setClientRttCounts(longs(t.clientRtt.counts))
-        .setServerTimeBuckets(ints(t.serverTime.buckets))
-        .setServerTimeCounts(longs(t.serverTime.counts))
-        .setHttpRoutes(Arrays.stream(r.httpRoutes).map(WindowMetricsSerializer::toAvro).toList())
-        .build();
+    return putTransactions(b.build(), r);
   }
 
   static WindowHttpRoute toAvro(HttpRouteRow row) {
@@ -121,13 +75,5 @@ public class WindowMetricsSerializer extends WindowResultSerializer<MetricsRow, 
         .setLatencyBuckets(ints(h.latency.buckets))
         .setLatencyCounts(longs(h.latency.counts))
         .build();
-  }
-
-  static List<Integer> ints(int[] a) {
-    return Arrays.stream(a).boxed().toList();
-  }
-
-  static List<Long> longs(long[] a) {
-    return Arrays.stream(a).boxed().toList();
   }
 }
