@@ -744,10 +744,10 @@ fn shed_command(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, cmd: She
                 Some(_) => {}
                 None => shed_set_kernel(skel, domain, keep),
             }
-            if sh.user.is_some() {
+            if let Some(u) = sh.user.as_mut() {
                 let fr = sh.ctrl.manual_fractions();
                 let def = sh.ctrl.keep_of(crate::shedding::DOMAIN_DEFAULT);
-                sh.user.as_mut().unwrap().set_fractions(fr, def);
+                u.set_fractions(fr, def);
             }
         }
         ShedCmd::Counts(tx) => {
@@ -1031,7 +1031,7 @@ impl TxnDrain {
     fn drain(&mut self, skel: &ConnectionsSkel<'_>, tx: &SyncSender<ConnTxn>, stop: &AtomicBool, stats: &CaptureStats, last: bool) {
         let now = boot_time_ns();
         self.drains += 1;
-        let check_quiet = self.drains % TXN_GONE_CHECK_EVERY == 0;
+        let check_quiet = self.drains.is_multiple_of(TXN_GONE_CHECK_EVERY);
         // Reused buffers (taken out so `process` may borrow self): no allocation per socket.
         let (mut closed, mut cells) = (std::mem::take(&mut self.closed), std::mem::take(&mut self.cells));
         // 1. Closed sockets first: their entry is written after their last cell, so the

@@ -1,6 +1,6 @@
 //! Connection events as decoded from the kernel, plus the canonical Kafka key.
 use std::fmt::Write as _;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::Ipv6Addr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
@@ -91,7 +91,7 @@ pub fn write_endpoint(out: &mut String, addr: &[u8; 16], port: u16) {
     let v6 = Ipv6Addr::from(*addr);
     match v6.to_ipv4_mapped() {
         Some(v4) => {
-            let _ = write!(out, "{}:{}", Ipv4Addr::from(v4), port);
+            let _ = write!(out, "{}:{}", v4, port);
         }
         None => {
             let _ = write!(out, "[{}]:{}", v6, port);

@@ -382,7 +382,7 @@ pub fn spawn_sampler(
 fn online_cpus() -> Option<i32> {
     // SAFETY: sysconf has no memory effects.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    (n > 0).then(|| n as i32)
+    (n > 0).then_some(n as i32)
 }
 
 

@@ -119,7 +119,7 @@ fn read_record(f: &mut impl Read, buf: &mut Vec<u8>) -> Result<Option<usize>, ()
     }
     let len = u32::from_le_bytes(h[0..4].try_into().unwrap());
     let crc = u32::from_le_bytes(h[4..8].try_into().unwrap());
-    if len > MAX_BODY || len < 6 {
+    if !(6..=MAX_BODY).contains(&len) {
         return Err(());
     }
     buf.resize(len as usize, 0);

@@ -136,7 +136,7 @@ fn records_left_on_disk_are_sent_first_after_a_restart() {
     {
         // First run: 10 in memory (written back to disk at the stop, ahead), 40 on disk.
         let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
-        let outcome: Vec<Sent> = (0..50).map(|i| record(i)).map(|(k, v)| p.send(k.as_bytes(), &v)).collect();
+        let outcome: Vec<Sent> = (0..50).map(record).map(|(k, v)| p.send(k.as_bytes(), &v)).collect();
         assert_eq!(outcome.iter().filter(|s| **s == Sent::Disk).count(), 40);
         assert_eq!(p.flush(Duration::from_millis(200)), 10);
         assert_eq!(p.stats().delivery_errors.load(Ordering::Relaxed), 0, "nothing lost");
