@@ -86,7 +86,10 @@ impl RouteNames {
             out.push(id);
             false
         });
-        self.unused.retain(|id, _| in_kernel.contains(id));
+        if !self.unused.is_empty() {
+            let present: std::collections::HashSet<u64> = in_kernel.iter().copied().collect();
+            self.unused.retain(|id, _| present.contains(id));
+        }
         for &id in in_kernel {
             if self.by_id.contains_key(&id) || self.retired.contains_key(&id) {
                 continue;
