@@ -51,9 +51,10 @@ public class EdgeAggregator extends KeyedProcessFunction<String, ConnectionUpdat
         t.bytesServerToClient += u.bytesServerToClient - old.bytesServerToClient;
         t.firstSeenNs = Math.min(t.firstSeenNs, u.firstSeenNs);
         t.lastSeenNs = Math.max(t.lastSeenNs, u.lastSeenNs);
-        // Latest node properties win (e.g. a process whose cmdline became readable).
-        t.client = u.client;
-        t.server = u.server;
+        // Latest node properties win (e.g. a process whose cmdline became readable), except that
+        // a connection that never learnt them does not erase what another one knew.
+        t.client = GraphNode.keepingKnown(u.client, t.client);
+        t.server = GraphNode.keepingKnown(u.server, t.server);
         ConnectionStats now = ConnectionStats.of(u);
         now.counted = counted;
         live.put(u.connectionId, now);

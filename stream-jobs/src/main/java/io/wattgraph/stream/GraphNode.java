@@ -66,6 +66,23 @@ public class GraphNode {
     return (kind == Kind.PROCESS ? "P:" : "E:") + id;
   }
 
+  /**
+   * {@code latest}, its missing command line and container filled in (in place) from
+   * {@code known} when both are the same node: the sink writes rows as they are, and only the
+   * newest row per edge may reach Neo4j.
+   */
+  static GraphNode keepingKnown(GraphNode latest, GraphNode known) {
+    if (known != null && latest != known && latest.id.equals(known.id)) {
+      if (latest.cmdline == null) {
+        latest.cmdline = known.cmdline;
+      }
+      if (latest.containerId == null) {
+        latest.containerId = known.containerId;
+      }
+    }
+    return latest;
+  }
+
   static String edgeKey(GraphNode client, GraphNode server) {
     return client.qualifiedId() + ">" + server.qualifiedId();
   }

@@ -63,11 +63,14 @@ public class Side {
   }
 
   private void copyProcess(Observation o) {
+    boolean sameProcess = tgid == o.tgid && processStartTimeNs == o.processStartTimeNs;
     tgid = o.tgid;
     processStartTimeNs = o.processStartTimeNs;
     comm = o.comm;
-    cmdline = o.cmdline;
+    // A process's command line and container do not become unknown: null only means the agent
+    // could not read them this time (e.g. the process had exited before its CLOSED was read).
+    cmdline = o.cmdline != null || !sameProcess ? o.cmdline : cmdline;
     cgroupId = o.cgroupId;
-    containerId = o.containerId;
+    containerId = o.containerId != null || !sameProcess ? o.containerId : containerId;
   }
 }

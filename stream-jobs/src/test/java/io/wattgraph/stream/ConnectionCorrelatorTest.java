@@ -85,6 +85,19 @@ class ConnectionCorrelatorTest {
     assertEquals(List.of(), out());
   }
 
+  /** The server's CLOSED read after its process exited carries no command line: keep the known one. */
+  @Test
+  void aLaterObservationWithoutCmdlineKeepsTheKnownOne() throws Exception {
+    in(client(100, 520));
+    in(server(500, 90));
+    out();
+    Observation gone = closed(server(500, 90));
+    gone.cmdline = null;
+    in(gone);
+    List<ConnectionUpdate> o = out();
+    assertEquals("/usr/bin/proc200 --serve", o.get(o.size() - 1).server.cmdline);
+  }
+
   @Test
   void serverFirstAlsoPairs() throws Exception {
     in(server(5, 7));

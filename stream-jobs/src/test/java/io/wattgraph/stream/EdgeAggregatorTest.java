@@ -44,6 +44,23 @@ class EdgeAggregatorTest {
     return rows.isEmpty() ? null : rows.get(rows.size() - 1);
   }
 
+  /**
+   * A later connection of the same processes whose agent could not read the server's command
+   * line (it had exited) must not erase it from the edge's row: only the newest row per edge may
+   * reach Neo4j.
+   */
+  @Test
+  void aConnectionWithoutCmdlineKeepsTheOneAnotherKnew() throws Exception {
+    h.processElement(upsert("c1", 10, 20, 5, 6), 0);
+    ConnectionUpdate c2 = upsert("c2", 1, 2, 7, 8);
+    c2.server.cmdline = null;
+    c2.server.containerId = null;
+    h.processElement(c2, 0);
+    EdgeRow r = last();
+    assertEquals("/usr/bin/proc200 --serve", r.server.cmdline);
+    assertEquals(11, r.bytesClientToServer);
+  }
+
   @Test
   void sumsConnectionsAsAbsoluteTotals() throws Exception {
     h.processElement(upsert("c1", 10, 20, 5, 6), 0);
