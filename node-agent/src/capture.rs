@@ -1112,7 +1112,16 @@ impl TxnDrain {
         self.last_route_prune_ns = now;
         let rmap = &skel.maps.http_routes;
         self.route_keys.clear();
-        self.route_keys.extend(rmap.keys().filter_map(|k| Some(u64::from_ne_bytes(k.get(..8)?.try_into().ok()?))));
+        let keys = &mut self.route_keys;
+        if let Err(e) = self.reader.for_each(rmap, MAP_BATCH, false, |k, _| {
+            if let Some(b) = k.get(..8) {
+                keys.push(u64::from_ne_bytes(b.try_into().unwrap_or_default()));
+            }
+        }) {
+            // A partial list would restart the idle clocks of the routes it missed.
+            log::debug!("route table not read, prune skipped: {e}");
+            return;
+        }
         self.route_prunes.clear();
         self.routes.prune(now, self.route_idle_ns, &self.route_keys, &mut self.route_prunes);
         for id in &self.route_prunes {
