@@ -20,6 +20,7 @@ use crate::event::{ConnEvent, Kind, Role};
 use crate::shedding::{Control, Domain, ShedController, ShedCount, ShedMode, ShedOptions, ShedStats, UserShed};
 use crate::http_route::{HttpRoute, RouteNames, ROUTE_NONE};
 use crate::map_batch::BatchReader;
+use crate::proc_info::KernelCmdlines;
 use crate::transactions::{ConnTxn, Histogram, RouteTxn, TxnRole};
 
 mod skel {
@@ -56,6 +57,20 @@ struct RawEvent {
     _pad: [u8; 6],
 }
 const _: () = assert!(size_of::<RawEvent>() == 120);
+
+/// Mirror of the header of `struct proc_args` in src/bpf/connections.h (argv follows).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawProcArgsHeader {
+    proc_start_ns: u64,
+    tgid: u32,
+    len: u32,
+    full_len: u32,
+    _pad: u32,
+}
+const PROC_ARGS_MAX: usize = 1024;
+/// Untaken kernel command lines kept (as many as the kernel remembers processes for).
+const KERNEL_CMDLINES: usize = 16384;
 
 #[derive(Debug, Clone)]
 pub struct CaptureOptions {
@@ -171,6 +186,9 @@ pub struct CaptureStats {
     /// State changes the kernel skipped for handle_set_state (nested) and that
     /// handle_set_state_nested handled instead.
     pub set_state_nested: AtomicU64,
+    /// Processes whose command line the kernel could not copy (ring full, argv not resident):
+    /// theirs comes from /proc, if the process still lives when its first event is encoded.
+    pub cmdlines_not_copied: AtomicU64,
     /// Entries in the socket map at the last sweep.
     pub socket_map_entries: AtomicU64,
     /// Live sockets the LRU socket map evicted (a lower bound, exact when the map is quiet):
@@ -211,6 +229,7 @@ pub struct CaptureHandle {
     thread: Option<JoinHandle<()>>,
     stats: Arc<CaptureStats>,
     shed_tx: SyncSender<ShedCmd>,
+    cmdlines: Arc<KernelCmdlines>,
     pub attached: Vec<String>,
 }
 
@@ -226,6 +245,11 @@ impl CaptureHandle {
     }
     pub fn stats(&self) -> &Arc<CaptureStats> {
         &self.stats
+    }
+    /// Command lines the kernel copied as each process's first socket was identified,
+    /// filled before the events read with them are delivered (`ProcCache::use_kernel_cmdlines`).
+    pub fn kernel_cmdlines(&self) -> &Arc<KernelCmdlines> {
+        &self.cmdlines
     }
     /// Per-connection transaction histograms, one per connection per drain interval
     /// with activity (`CaptureOptions::transaction_interval`).
@@ -294,13 +318,14 @@ pub fn spawn(opts: CaptureOptions) -> Result<CaptureHandle, CaptureError> {
     let (shed_tx, shed_rx) = sync_channel(64);
     let stop = Arc::new(AtomicBool::new(false));
     let stats = Arc::new(CaptureStats::default());
-    let (stop2, stats2) = (stop.clone(), stats.clone());
+    let cmdlines = Arc::new(KernelCmdlines::new(KERNEL_CMDLINES));
+    let (stop2, stats2, cmdlines2) = (stop.clone(), stats.clone(), cmdlines.clone());
     let thread = std::thread::Builder::new()
         .name("wg-capture".into())
-        .spawn(move || run(opts, inodes, tx, txn_tx, stop2, stats2, ready_tx, shed_rx))
+        .spawn(move || run(opts, inodes, tx, txn_tx, stop2, stats2, cmdlines2, ready_tx, shed_rx))
         .map_err(|e| CaptureError::Other(format!("spawn capture thread: {e}")))?;
     match ready_rx.recv() {
-        Ok(Ok(attached)) => Ok(CaptureHandle { rx, txn_rx, stop, thread: Some(thread), stats, shed_tx, attached }),
+        Ok(Ok(attached)) => Ok(CaptureHandle { rx, txn_rx, stop, thread: Some(thread), stats, shed_tx, cmdlines, attached }),
         Ok(Err(e)) => {
             let _ = thread.join();
             Err(e)
@@ -411,6 +436,19 @@ fn decode_raw(data: &[u8]) -> Option<ConnEvent> {
     })
 }
 
+fn decode_proc_args(data: &[u8], cmdlines: &KernelCmdlines) {
+    let head = size_of::<RawProcArgsHeader>();
+    if data.len() < head {
+        return;
+    }
+    // SAFETY: length checked; plain old data.
+    let h: RawProcArgsHeader = unsafe { std::ptr::read_unaligned(data.as_ptr() as *const RawProcArgsHeader) };
+    let len = (h.len as usize).min(PROC_ARGS_MAX).min(data.len() - head);
+    if len > 0 {
+        cmdlines.insert((h.tgid, h.proc_start_ns), &data[head..head + len], h.len >= h.full_len);
+    }
+}
+
 fn from_sock_info(si: &types::sock_info, kind: Kind, now: u64) -> Option<ConnEvent> {
     Some(ConnEvent {
         kind,
@@ -439,6 +477,7 @@ fn run(
     txn_tx: SyncSender<ConnTxn>,
     stop: Arc<AtomicBool>,
     stats: Arc<CaptureStats>,
+    cmdlines: Arc<KernelCmdlines>,
     ready: SyncSender<Result<Vec<String>, CaptureError>>,
     shed_rx: Receiver<ShedCmd>,
 ) {
@@ -458,6 +497,15 @@ fn run(
     let shed_every = opts.shed.as_ref().map(|o| o.interval.max(Duration::from_millis(10)));
     let disp = RefCell::new(Dispatcher { tx, stop: stop.clone(), stats: stats.clone(), last: HashMap::new(), shed });
     let mut rb = RingBufferBuilder::new();
+    // Rings are read in the order added: a process's command line, written before its first
+    // event, is in place before that event is delivered.
+    if let Err(e) = rb.add(&skel.maps.proc_args_ring, |data: &[u8]| {
+        decode_proc_args(data, &cmdlines);
+        0
+    }) {
+        let _ = ready.send(Err(bpf_err("ring buffer", e)));
+        return;
+    }
     if let Err(e) = rb.add(&skel.maps.events, |data: &[u8]| {
         if let Some(ev) = decode_raw(data) {
             disp.borrow_mut().dispatch(ev);
@@ -654,6 +702,8 @@ const STAT_SOCK_DELETES: u32 = 4;
 const STAT_SET_STATE_NESTED: u32 = 5;
 const STAT_ROUTES_FULL: u32 = 6;
 const STAT_HTTP_NO_BUFFER: u32 = 7;
+const STAT_PROC_ARGS_DROPS: u32 = 8;
+const STAT_PROC_ARGS_UNREAD: u32 = 9;
 
 /// `enum shed_state` of connections.h.
 const SHED_UNREPORTED: u8 = 1;
@@ -825,6 +875,7 @@ fn read_stats(skel: &ConnectionsSkel<'_>, stats: &CaptureStats) {
     stats.txn_conn_full.store(read_stat(skel, 2), Ordering::Relaxed);
     stats.http_routes_full.store(read_stat(skel, STAT_ROUTES_FULL), Ordering::Relaxed);
     stats.http_unread.store(read_stat(skel, STAT_HTTP_NO_BUFFER), Ordering::Relaxed);
+    stats.cmdlines_not_copied.store(read_stat(skel, STAT_PROC_ARGS_DROPS) + read_stat(skel, STAT_PROC_ARGS_UNREAD), Ordering::Relaxed);
 }
 
 /// Reads the kernel's cumulative transaction maps without stopping the writers and turns

@@ -91,6 +91,7 @@ fn run() -> i32 {
         Ok(h) => h,
         Err(code) => return code,
     };
+    pipeline.use_kernel_cmdlines(handle.kernel_cmdlines().clone());
     let netns_desc = if cfg.netns.is_empty() {
         "all network namespaces".to_string()
     } else {

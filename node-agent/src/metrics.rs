@@ -172,6 +172,12 @@ impl Renderer {
                 "TCP state changes in a softirq that interrupted the state-change program, handled by its nested twin.",
                 &[("", g(&c.set_state_nested) as f64)],
             );
+            metric(
+                "wattgraph_agent_cmdlines_not_copied_total",
+                "counter",
+                "Processes whose command line the kernel could not copy (ring full, argv not resident): read from /proc instead, lost if the process already exited.",
+                &[("", g(&c.cmdlines_not_copied) as f64)],
+            );
             crate::shedding::render_metrics(&c.shed, &mut metric);
         }
         let r = &self.src.resources;

@@ -28,6 +28,11 @@ impl Pipeline {
         })
     }
 
+    /// Command lines from the kernel's copies first (`CaptureHandle::kernel_cmdlines`).
+    pub fn use_kernel_cmdlines(&mut self, kernel: std::sync::Arc<crate::proc_info::KernelCmdlines>) {
+        self.procs.use_kernel_cmdlines(kernel);
+    }
+
     /// Returns (key, single-object Avro payload), valid until the next call.
     pub fn process(&mut self, ev: &ConnEvent) -> (&[u8], &[u8]) {
         let Pipeline { host_id, boot_to_unix_ns, encoder, procs, payload, key } = self;

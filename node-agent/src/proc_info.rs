@@ -1,12 +1,60 @@
-//! Process details user space adds to kernel events: command line (read once per
-//! process incarnation) and container id derived from the cgroup path.
+//! Process details user space adds to kernel events: command line (once per process
+//! incarnation: the kernel's copy, else /proc) and container id derived from the cgroup path.
 use std::collections::HashMap;
 use std::fs;
+use std::sync::{Arc, Mutex};
+
+/// A process incarnation: tgid and the group leader's start time (boot clock ns).
+pub type ProcKey = (u32, u64);
+
+/// Command lines the kernel copied from each process's memory as its first socket was
+/// identified (capture thread inserts, the pipeline takes). Unlike /proc they outlive the
+/// process, which a pipeline working through a backlog may only reach after it exited.
+pub struct KernelCmdlines {
+    map: Mutex<HashMap<ProcKey, KernelCmdline>>,
+    cap: usize,
+}
+
+pub struct KernelCmdline {
+    pub cmdline: String,
+    /// False when the kernel's copy was cut (argv longer than it copies).
+    pub complete: bool,
+}
+
+impl KernelCmdlines {
+    pub fn new(cap: usize) -> Self {
+        KernelCmdlines { map: Mutex::new(HashMap::new()), cap: cap.max(1) }
+    }
+
+    /// From the raw NUL-separated argv; `complete` = nothing was cut. Empty argv is ignored.
+    pub fn insert(&self, key: ProcKey, raw: &[u8], complete: bool) {
+        let Some(cmdline) = cmdline_from_raw(raw) else { return };
+        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        // Entries nobody took (their events were shed or lost) go when full.
+        if m.len() >= self.cap {
+            m.clear();
+        }
+        m.insert(key, KernelCmdline { cmdline, complete });
+    }
+
+    pub fn take(&self, key: ProcKey) -> Option<KernelCmdline> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner()).remove(&key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
 
 /// Bounded caches; when full they are simply cleared (v0: cheap and good enough).
 pub struct ProcCache {
-    cmdlines: HashMap<(u32, u64), Option<String>>,
+    cmdlines: HashMap<ProcKey, Option<String>>,
     containers: HashMap<u64, Option<String>>,
+    kernel: Option<Arc<KernelCmdlines>>,
     cap: usize,
     clk_tck: u64,
     proc_root: String,
@@ -22,26 +70,48 @@ impl ProcCache {
         ProcCache {
             cmdlines: HashMap::new(),
             containers: HashMap::new(),
+            kernel: None,
             cap: cap.max(1),
             clk_tck: if clk > 0 { clk as u64 } else { 100 },
             proc_root: proc_root.to_string(),
         }
     }
 
-    /// Command line of (tgid, start time ns since boot); None when the process is gone,
-    /// its pid was reused, or it has no command line (kernel threads).
+    /// Takes command lines from the kernel's copies first (see `KernelCmdlines`).
+    pub fn use_kernel_cmdlines(&mut self, kernel: Arc<KernelCmdlines>) {
+        self.kernel = Some(kernel);
+    }
+
+    /// Command line of (tgid, start time ns since boot): the kernel's copy, else /proc; None
+    /// when neither has it (process gone before the kernel copy existed, pid reused, kernel
+    /// thread).
     pub fn cmdline(&mut self, tgid: u32, start_ns: u64) -> Option<&str> {
         if tgid == 0 {
             return None;
         }
-        if !self.cmdlines.contains_key(&(tgid, start_ns)) {
-            if self.cmdlines.len() >= self.cap {
-                self.cmdlines.clear();
+        let key = (tgid, start_ns);
+        match self.cmdlines.get(&key) {
+            Some(Some(_)) => {}
+            Some(None) => {
+                // /proc had nothing; the kernel's copy may have been read since.
+                if let Some(k) = self.kernel.as_ref().and_then(|k| k.take(key)) {
+                    self.cmdlines.insert(key, Some(k.cmdline));
+                }
             }
-            let v = self.read_cmdline(tgid, start_ns);
-            self.cmdlines.insert((tgid, start_ns), v);
+            None => {
+                if self.cmdlines.len() >= self.cap {
+                    self.cmdlines.clear();
+                }
+                let v = match self.kernel.as_ref().and_then(|k| k.take(key)) {
+                    Some(k) if k.complete => Some(k.cmdline),
+                    // Cut by the kernel: whole from /proc while the process lives.
+                    Some(k) => self.read_cmdline(tgid, start_ns).or(Some(k.cmdline)),
+                    None => self.read_cmdline(tgid, start_ns),
+                };
+                self.cmdlines.insert(key, v);
+            }
         }
-        self.cmdlines.get(&(tgid, start_ns)).and_then(|o| o.as_deref())
+        self.cmdlines.get(&key).and_then(|o| o.as_deref())
     }
 
     /// Container id for a cgroup id, learnt from `/proc/<tgid>/cgroup` the first time
@@ -190,5 +260,28 @@ mod tests {
             c.cmdline(me, i);
         }
         assert!(c.cmdlines.len() <= 4, "bounded");
+    }
+
+    #[test]
+    fn kernel_copy_outlives_the_process() {
+        let kernel = Arc::new(KernelCmdlines::new(2));
+        let mut c = ProcCache::with_root(16, "/nonexistent-proc");
+        c.use_kernel_cmdlines(kernel.clone());
+        assert_eq!(c.cmdline(4242, 7), None, "neither source has it yet");
+        // The copy arrives after the first event: later events of the process get it.
+        kernel.insert((4242, 7), b"srv\0--port\08080\0", true);
+        assert_eq!(c.cmdline(4242, 7), Some("srv --port 8080"));
+        assert!(kernel.is_empty(), "taken, not copied");
+        // A cut copy is used when /proc has nothing better.
+        kernel.insert((4343, 9), b"java\0-cp\0/very/lo", false);
+        assert_eq!(c.cmdline(4343, 9), Some("java -cp /very/lo"));
+        // Other incarnations of the pid do not get it.
+        kernel.insert((4444, 1), b"a\0", true);
+        assert_eq!(c.cmdline(4444, 2), None);
+        // Bounded: untaken entries go when full; an empty argv is not kept.
+        kernel.insert((1, 1), b"b\0", true);
+        kernel.insert((2, 2), b"c\0", true);
+        kernel.insert((3, 3), b"\0\0", true);
+        assert!(kernel.len() <= 2);
     }
 }

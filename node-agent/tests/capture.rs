@@ -12,6 +12,7 @@ use common::netns::NetnsThread;
 
 use wattgraph_agent::capture::{self, CaptureHandle, CaptureOptions};
 use wattgraph_agent::event::{addr16_from_ip, ConnEvent, Kind, Role};
+use wattgraph_agent::proc_info::ProcCache;
 
 fn start(opts: CaptureOptions) -> Option<CaptureHandle> {
     match capture::spawn(opts) {
@@ -201,6 +202,53 @@ fn idle_connection_bytes_are_swept() {
         let snap = evs[..closed_at].iter().find(|e| e.kind == Kind::Snapshot && e.bytes_sent + e.bytes_recv == 105);
         assert!(snap.is_some(), "no SNAPSHOT with all bytes before CLOSED: {evs:?}");
     }
+    h.stop();
+}
+
+/// A process that connects, sends and exits before anything reads its events still gets its
+/// command line: the kernel copies it from the process's memory at its first socket, while
+/// /proc/<pid>/cmdline (all user space can read later) is gone with the process.
+#[test]
+fn command_line_of_a_process_gone_before_its_events_were_read() {
+    let Some(h) = start(opts()) else { return };
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let marker = format!("wg-short-lived-{}", std::process::id());
+    let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port}; printf hello >&3; exec 3>&-");
+    let child = std::process::Command::new("bash").args(["-c", &script, &marker]).spawn().expect("bash");
+    let child_pid = child.id();
+    let (mut s, _) = listener.accept().unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    assert_eq!(got, b"hello");
+    let status = child.wait_with_output().unwrap().status;
+    assert!(status.success(), "bash /dev/tcp client: {status}");
+    // Reaped: /proc has nothing of it any more.
+    assert!(!std::path::Path::new(&format!("/proc/{child_pid}")).exists());
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut opened = None;
+    while opened.is_none() && Instant::now() < deadline {
+        if let Ok(e) = h.events().recv_timeout(Duration::from_millis(100)) {
+            if e.tgid == child_pid && e.kind == Kind::Opened && e.remote_port == port {
+                opened = Some(e);
+            }
+        }
+    }
+    let ev = opened.expect("OPENED of the short-lived client");
+    let mut from_proc_only = ProcCache::new(16);
+    assert_eq!(from_proc_only.cmdline(ev.tgid, ev.proc_start_ns), None, "control: /proc no longer has it");
+    let mut procs = ProcCache::new(16);
+    procs.use_kernel_cmdlines(h.kernel_cmdlines().clone());
+    // The copy is read with the event's ring poll; a later poll at worst (the pipeline asks again).
+    let mut cmdline = None;
+    wait_for("the kernel's copy of the command line", || {
+        cmdline = procs.cmdline(ev.tgid, ev.proc_start_ns).map(str::to_string);
+        cmdline.is_some()
+    });
+    let cmdline = cmdline.unwrap();
+    assert!(cmdline.starts_with("bash -c exec 3<>/dev/tcp/127.0.0.1/"), "{cmdline}");
+    assert!(cmdline.ends_with(&marker), "{cmdline}");
     h.stop();
 }
 

@@ -59,6 +59,21 @@ struct {
 // reader finds the events at its next poll, every EVENT_POLL (capture.rs, 20 ms).
 #define EVENTS_WAKEUP_BYTES (EVENTS_RING_BYTES / 16)
 
+// Command lines of processes as their first socket is identified (struct proc_args), and the
+// incarnations already sent (tgid -> group leader's start time). The reader finds them at its
+// next poll of `events` (no wakeup of their own), before the events read with them.
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 512 * 1024);
+} proc_args_ring SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} procs_seen SEC(".maps");
+
 // Per-CPU counters, summed in user space (STAT_*).
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -207,6 +222,38 @@ static __always_inline void fill_tuple(struct sock_info *si, const struct sock *
 	si->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 }
 
+// Copies the current process's argv once per incarnation (process context only).
+static __always_inline void note_process(struct task_struct *task, __u32 tgid, __u64 start_ns)
+{
+	__u64 *seen = bpf_map_lookup_elem(&procs_seen, &tgid);
+	if (seen && *seen == start_ns)
+		return;
+	struct proc_args *a = bpf_ringbuf_reserve(&proc_args_ring, sizeof(*a), 0);
+	if (!a) {
+		stat_inc(STAT_PROC_ARGS_DROPS); // not marked seen: the next socket tries again
+		return;
+	}
+	bpf_map_update_elem(&procs_seen, &tgid, &start_ns, BPF_ANY);
+	a->proc_start_ns = start_ns;
+	a->tgid = tgid;
+	a->_pad = 0;
+	unsigned long from = BPF_CORE_READ(task, mm, arg_start);
+	unsigned long to = BPF_CORE_READ(task, mm, arg_end);
+	__u64 n = to > from ? to - from : 0;
+	a->full_len = n > 0xffffffffULL ? 0xffffffff : (__u32)n;
+	if (n > PROC_ARGS_MAX)
+		n = PROC_ARGS_MAX;
+	a->len = 0;
+	if (n > 0) {
+		// Fails only if the page is not resident (argv was swapped out): /proc then.
+		if (!bpf_probe_read_user(a->args, n, (const void *)from))
+			a->len = n;
+		else
+			stat_inc(STAT_PROC_ARGS_UNREAD);
+	}
+	bpf_ringbuf_submit(a, BPF_RB_NO_WAKEUP);
+}
+
 // Identity of the current task; only meaningful in process context.
 static __always_inline void fill_identity(struct sock_info *si)
 {
@@ -218,6 +265,7 @@ static __always_inline void fill_identity(struct sock_info *si)
 	si->cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(&si->comm, sizeof(si->comm));
 	si->has_identity = 1;
+	note_process(task, si->tgid, si->proc_start_ns);
 }
 
 static __always_inline void emit(struct sock_info *si, __u8 kind, __u64 now)

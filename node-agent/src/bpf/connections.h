@@ -12,7 +12,9 @@ enum stat_idx { STAT_RINGBUF_DROPS = 0, STAT_TXN_HIST_FULL = 1, STAT_TXN_CONN_FU
 		STAT_SET_STATE_NESTED = 5,
 		/* HTTP routes: the route table was full (ROUTE_OTHER used); a request's bytes could
 		 * not be read (syscall without a visible buffer: io_uring, sendfile, kernel thread). */
-		STAT_ROUTES_FULL = 6, STAT_HTTP_NO_BUFFER = 7, STAT_MAX = 8 };
+		STAT_ROUTES_FULL = 6, STAT_HTTP_NO_BUFFER = 7,
+		/* Command lines: not copied for want of ring space; not readable (unmapped page). */
+		STAT_PROC_ARGS_DROPS = 8, STAT_PROC_ARGS_UNREAD = 9, STAT_MAX = 10 };
 /* Transaction phase of a socket: which direction carried the last payload. */
 enum txn_phase { TXN_NONE = 0, TXN_SENT = 1, TXN_RECEIVED = 2 };
 /* Histogram kinds. */
@@ -60,6 +62,18 @@ struct sock_info {
 	__u64 route;
 	/* Handshake (boot ns); 0 when it was not seen (socket older than the agent). */
 	__u64 open_ns;
+};
+
+/* A process's argv, copied from its memory the first time one of its sockets is identified:
+ * user space reading /proc/<pid>/cmdline later finds a short-lived process gone. */
+#define PROC_ARGS_MAX 1024
+struct proc_args {
+	__u64 proc_start_ns;
+	__u32 tgid;
+	__u32 len;       /* bytes in args: NUL-separated argv, cut at PROC_ARGS_MAX; 0 = unreadable */
+	__u32 full_len;  /* the whole argv (mm->arg_end - mm->arg_start) */
+	__u32 _pad;
+	char args[PROC_ARGS_MAX];
 };
 
 /* Final transaction totals of a socket that closed after at least one
