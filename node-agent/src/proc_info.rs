@@ -2,7 +2,10 @@
 //! incarnation: the kernel's copy, else /proc) and container id derived from the cgroup path.
 use std::collections::HashMap;
 use std::fs;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+
+use crate::cgroup::{default_v2_root, CgroupResolver};
 
 /// A process incarnation: tgid and the group leader's start time (boot clock ns).
 pub type ProcKey = (u32, u64);
@@ -55,6 +58,8 @@ pub struct ProcCache {
     cmdlines: HashMap<ProcKey, Option<String>>,
     containers: HashMap<u64, Option<String>>,
     kernel: Option<Arc<KernelCmdlines>>,
+    /// cgroup id -> path, for processes gone before /proc/<pid>/cgroup was read.
+    cgroups: CgroupResolver,
     cap: usize,
     clk_tck: u64,
     proc_root: String,
@@ -66,11 +71,17 @@ impl ProcCache {
     }
 
     pub fn with_root(cap: usize, proc_root: &str) -> Self {
+        Self::with_roots(cap, proc_root, default_v2_root())
+    }
+
+    /// With another /proc and cgroup v2 mount (fixture trees in tests).
+    pub fn with_roots(cap: usize, proc_root: &str, cgroup_root: PathBuf) -> Self {
         let clk = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         ProcCache {
             cmdlines: HashMap::new(),
             containers: HashMap::new(),
             kernel: None,
+            cgroups: CgroupResolver::new(cgroup_root),
             cap: cap.max(1),
             clk_tck: if clk > 0 { clk as u64 } else { 100 },
             proc_root: proc_root.to_string(),
@@ -121,14 +132,16 @@ impl ProcCache {
             return None;
         }
         if !self.containers.contains_key(&cgroup_id) {
-            let text = match fs::read_to_string(format!("{}/{}/cgroup", self.proc_root, tgid)) {
-                Ok(t) => t,
-                Err(_) => return None, // process gone: try again with the next event
+            let found = match fs::read_to_string(format!("{}/{}/cgroup", self.proc_root, tgid)) {
+                Ok(t) => container_id_from_proc_cgroup(&t),
+                // Process gone; its cgroup (the container) usually is not. Not found either:
+                // try again with the next event.
+                Err(_) => container_id_from_cgroup_path(self.cgroups.path(cgroup_id)?),
             };
             if self.containers.len() >= self.cap {
                 self.containers.clear();
             }
-            self.containers.insert(cgroup_id, container_id_from_proc_cgroup(&text));
+            self.containers.insert(cgroup_id, found);
         }
         self.containers.get(&cgroup_id).and_then(|o| o.as_deref())
     }
@@ -260,6 +273,24 @@ mod tests {
             c.cmdline(me, i);
         }
         assert!(c.cmdlines.len() <= 4, "bounded");
+    }
+
+    #[test]
+    fn container_of_a_process_gone_from_proc_comes_from_its_cgroup_id() {
+        use std::os::unix::fs::MetadataExt;
+        let root = std::env::temp_dir().join(format!("wg-proc-info-cg-{}", std::process::id()));
+        let scope = root.join(format!("kubepods.slice/kubepods-pod1.slice/cri-containerd-{ID}.scope"));
+        fs::create_dir_all(&scope).unwrap();
+        let host = root.join("system.slice/sshd.service");
+        fs::create_dir_all(&host).unwrap();
+        let id_of = |p: &std::path::Path| fs::metadata(p).unwrap().ino();
+        let mut c = ProcCache::with_roots(16, "/nonexistent-proc", root.clone());
+        assert_eq!(c.container_id(id_of(&scope), 4242), Some(ID));
+        assert_eq!(c.container_id(id_of(&host), 4242), None, "found, not a container");
+        assert_eq!(c.containers.get(&id_of(&host)), Some(&None), "and that is final");
+        assert_eq!(c.container_id(u64::MAX - 1, 4242), None, "unknown id");
+        assert!(!c.containers.contains_key(&(u64::MAX - 1)), "unknown: asked again with the next event");
+        fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
