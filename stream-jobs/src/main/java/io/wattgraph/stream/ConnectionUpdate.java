@@ -1,5 +1,8 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.typeinfo.ConnectionUpdateSerializer;
+import org.apache.flink.api.common.typeinfo.TypeInfo;
+
 /**
  * Correlator output for one connection instance, keyed downstream by {@link #edgeKey}.
  *
@@ -7,6 +10,7 @@ package io.wattgraph.stream;
  * removes the connection from an edge it no longer belongs to (it moved, e.g. External to the real
  * peer); FINISHED says the connection is over, so the edge may fold it into its totals and forget it.
  */
+@TypeInfo(ConnectionUpdateSerializer.Factory.class)
 public class ConnectionUpdate {
   public enum Type {
     UPSERT,

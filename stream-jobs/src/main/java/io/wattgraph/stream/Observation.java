@@ -1,14 +1,18 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.typeinfo.ObservationSerializer;
 import java.util.Objects;
+import org.apache.flink.api.common.typeinfo.TypeInfo;
 
 /**
  * One host's observation of one socket, decoded from a ConnectionEvent.
  *
- * <p>A Flink POJO of our own rather than the Avro class, so the job needs no Avro serializer and
- * state stays readable if the wire schema gains fields. Addresses are already formatted (dotted
+ * <p>A record of our own rather than the Avro class, so the job needs no Avro serializer and
+ * state stays readable if the wire schema gains fields; Flink moves it with the hand-written
+ * {@link ObservationSerializer}, not by reflection. Addresses are already formatted (dotted
  * quad / RFC 5952), so comparing strings compares addresses.
  */
+@TypeInfo(ObservationSerializer.Factory.class)
 public class Observation {
   public String hostId;
   public long eventTimeNs;

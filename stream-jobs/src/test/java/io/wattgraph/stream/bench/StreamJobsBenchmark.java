@@ -29,7 +29,7 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  * mvn -o -q -pl stream-jobs test-compile dependency:build-classpath -Dmdep.includeScope=test \
  *     -Dmdep.outputFile=target/bench-classpath.txt
  * java -cp stream-jobs/target/test-classes:stream-jobs/target/classes:$(cat stream-jobs/target/bench-classpath.txt) \
- *     io.wattgraph.stream.bench.StreamJobsBenchmark [EVENTS] [NEO4J_ROWS] [BATCH_SIZES=500,2000,5000]
+ *     io.wattgraph.stream.bench.StreamJobsBenchmark [EVENTS] [NEO4J_ROWS (0: correlation only)] [BATCH_SIZES=500,2000,5000]
  * </pre>
  * 1. Correlation: generated agent events through exactly the job's core
  *    ({@link CorrelationJob#correlate}: VIP resolver, correlator, edge aggregator) in a local
@@ -58,7 +58,9 @@ public final class StreamJobsBenchmark {
       correlation(events, "reuse", true);
     }
     for (String b : batchSizes.split(",")) {
-      neo4j(rows, Integer.parseInt(b.trim()));
+      if (rows > 0) {
+        neo4j(rows, Integer.parseInt(b.trim()));
+      }
     }
     System.exit(0);
   }

@@ -1,0 +1,164 @@
+package io.wattgraph.stream.typeinfo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.wattgraph.stream.ConnectionUpdate;
+import io.wattgraph.stream.EdgeTotals;
+import io.wattgraph.stream.GraphNode;
+import io.wattgraph.stream.Observation;
+import java.io.IOException;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.flink.api.common.serialization.SerializerConfigImpl;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.api.common.typeutils.TypeSerializerSchemaCompatibility;
+import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
+import org.apache.flink.api.java.typeutils.PojoTypeInfo;
+import org.apache.flink.core.memory.DataInputDeserializer;
+import org.apache.flink.core.memory.DataOutputSerializer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The hand-written serializers carry every field of their record: each public field is set to a
+ * value of its own (by reflection, so a field added to a record later is covered without touching
+ * this test) and must come back from serialize/deserialize, copy and the stream-to-stream copy.
+ */
+class RecordSerializersTest {
+
+  @Test
+  void observationKeepsEveryField() throws Exception {
+    roundTripsEveryField(Observation.class, ObservationSerializer.INSTANCE);
+  }
+
+  @Test
+  void graphNodeKeepsEveryField() throws Exception {
+    roundTripsEveryField(GraphNode.class, GraphNodeSerializer.INSTANCE);
+  }
+
+  @Test
+  void connectionUpdateKeepsEveryFieldIncludingItsNodes() throws Exception {
+    roundTripsEveryField(ConnectionUpdate.class, ConnectionUpdateSerializer.INSTANCE);
+  }
+
+  @Test
+  void flinkPicksThemForTheRecordsAndForRecordsInsidePojos() {
+    var config = new SerializerConfigImpl();
+    assertEquals(ObservationSerializer.INSTANCE, TypeInformation.of(Observation.class).createSerializer(config));
+    assertEquals(GraphNodeSerializer.INSTANCE, TypeInformation.of(GraphNode.class).createSerializer(config));
+    assertEquals(ConnectionUpdateSerializer.INSTANCE, TypeInformation.of(ConnectionUpdate.class).createSerializer(config));
+    // Edge state stays a POJO whose node fields use the node serializer.
+    PojoTypeInfo<EdgeTotals> totals = assertInstanceOf(PojoTypeInfo.class, TypeInformation.of(EdgeTotals.class));
+    assertEquals(GraphNodeSerializer.INSTANCE, totals.getTypeAt("client").createSerializer(config));
+  }
+
+  @Test
+  void snapshotsRestoreTheSameSerializer() throws Exception {
+    for (TypeSerializer<?> s : List.of(ObservationSerializer.INSTANCE, GraphNodeSerializer.INSTANCE, ConnectionUpdateSerializer.INSTANCE)) {
+      snapshotRoundTrip(s);
+    }
+  }
+
+  @Test
+  void aCorruptEnumIsAnErrorNamingTheType() {
+    DataOutputSerializer out = new DataOutputSerializer(8);
+    assertThrows(IOException.class, () -> {
+      out.writeByte(9);
+      RecordSerializer.readEnum(ConnectionUpdate.Type.values(), new DataInputDeserializer(out.getCopyOfBuffer()));
+    }, "Type");
+  }
+
+  private static <T> void snapshotRoundTrip(TypeSerializer<T> s) throws IOException {
+    TypeSerializerSnapshot<T> snap = s.snapshotConfiguration();
+    DataOutputSerializer out = new DataOutputSerializer(64);
+    TypeSerializerSnapshot.writeVersionedSnapshot(out, snap);
+    TypeSerializerSnapshot<T> back = TypeSerializerSnapshot.readVersionedSnapshot(
+        new DataInputDeserializer(out.getCopyOfBuffer()), RecordSerializersTest.class.getClassLoader());
+    assertEquals(s, back.restoreSerializer());
+    TypeSerializerSchemaCompatibility<T> compat = s.snapshotConfiguration().resolveSchemaCompatibility(back);
+    assertEquals(true, compat.isCompatibleAsIs(), s + ": " + compat);
+  }
+
+  private static <T> void roundTripsEveryField(Class<T> type, TypeSerializer<T> s) throws Exception {
+    for (boolean nulls : new boolean[] {false, true}) {
+      T original = filled(type, nulls, 1);
+      DataOutputSerializer out = new DataOutputSerializer(256);
+      s.serialize(original, out);
+      T back = s.deserialize(new DataInputDeserializer(out.getCopyOfBuffer()));
+      assertSameFields(type, original, back, "serialize/deserialize, nulls=" + nulls);
+      T copy = s.copy(original);
+      assertNotSame(original, copy);
+      assertSameFields(type, original, copy, "copy, nulls=" + nulls);
+      DataOutputSerializer again = new DataOutputSerializer(256);
+      s.copy(new DataInputDeserializer(out.getCopyOfBuffer()), again);
+      assertEquals(List.of(toList(out)), List.of(toList(again)), "stream copy, nulls=" + nulls);
+    }
+  }
+
+  private static List<Byte> toList(DataOutputSerializer out) {
+    List<Byte> l = new ArrayList<>();
+    for (byte b : out.getCopyOfBuffer()) {
+      l.add(b);
+    }
+    return l;
+  }
+
+  /** Every public instance field set: distinct numbers, strings, the last enum constant; nulls for references when asked. */
+  static <T> T filled(Class<T> type, boolean nulls, int seed) throws Exception {
+    T o = type.getDeclaredConstructor().newInstance();
+    int i = seed * 100;
+    for (Field f : fields(type)) {
+      i++;
+      Class<?> t = f.getType();
+      if (t == int.class) {
+        f.setInt(o, i);
+      } else if (t == long.class) {
+        f.setLong(o, 1_000_000_000_000L + i);
+      } else if (t == boolean.class) {
+        f.setBoolean(o, true);
+      } else if (nulls) {
+        continue; // every reference field left null
+      } else if (t == String.class) {
+        f.set(o, f.getName() + "-" + i + "-\u00e9\u4e2d");
+      } else if (t == Integer.class) {
+        f.set(o, i);
+      } else if (t.isEnum()) {
+        Object[] c = t.getEnumConstants();
+        f.set(o, c[c.length - 1]);
+      } else if (t == GraphNode.class) {
+        f.set(o, filled(GraphNode.class, false, i));
+      } else {
+        throw new AssertionError(type.getSimpleName() + "." + f.getName() + ": no test value for " + t);
+      }
+    }
+    return o;
+  }
+
+  static <T> void assertSameFields(Class<T> type, T a, T b, String what) throws Exception {
+    for (Field f : fields(type)) {
+      Object x = f.get(a);
+      Object y = f.get(b);
+      if (f.getType() == GraphNode.class && x != null && y != null) {
+        assertSameFields(GraphNode.class, (GraphNode) x, (GraphNode) y, what + " " + f.getName());
+        assertNotSame(x, y, what + ": " + f.getName() + " shared, not copied");
+      } else {
+        assertEquals(x, y, what + ": " + type.getSimpleName() + "." + f.getName());
+      }
+    }
+  }
+
+  private static List<Field> fields(Class<?> type) {
+    List<Field> l = new ArrayList<>();
+    for (Field f : type.getDeclaredFields()) {
+      if (!Modifier.isStatic(f.getModifiers()) && Modifier.isPublic(f.getModifiers())) {
+        l.add(f);
+      }
+    }
+    return l;
+  }
+}
