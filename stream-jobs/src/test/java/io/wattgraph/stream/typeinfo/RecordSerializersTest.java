@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.stream.ConnectionUpdate;
 import io.wattgraph.stream.EdgeTotals;
@@ -66,11 +67,34 @@ class RecordSerializersTest {
 
   @Test
   void aCorruptEnumIsAnErrorNamingTheType() {
-    DataOutputSerializer out = new DataOutputSerializer(8);
-    assertThrows(IOException.class, () -> {
-      out.writeByte(9);
-      RecordSerializer.readEnum(ConnectionUpdate.Type.values(), new DataInputDeserializer(out.getCopyOfBuffer()));
-    }, "Type");
+    IOException e = assertThrows(IOException.class,
+        () -> RecordSerializer.readEnum(ConnectionUpdate.Type.values(), new DataInputDeserializer(new byte[] {9})));
+    assertTrue(e.getMessage().contains("ordinal 9") && e.getMessage().contains("Type"), e.getMessage());
+  }
+
+  @Test
+  void stringsOfEveryLengthClassAndNullRoundTrip() throws Exception {
+    List<String> cases = new ArrayList<>(List.of("", "a", "\u00e9", "\u4e2d\u6587", "\ud83d\ude00 emoji", "x".repeat(127), "y".repeat(128),
+        "z".repeat(16_384), "w".repeat(70_000)));
+    cases.add(null);
+    for (String c : cases) {
+      DataOutputSerializer out = new DataOutputSerializer(16);
+      RecordSerializer.writeString(c, out);
+      out.writeByte(42); // what follows is still in place
+      DataInputDeserializer in = new DataInputDeserializer(out.getCopyOfBuffer());
+      assertEquals(c, RecordSerializer.readString(in));
+      assertEquals(42, in.readByte());
+    }
+  }
+
+  @Test
+  void aCorruptStringLengthIsAnError() {
+    byte[] tooLong = {(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff, 1};
+    IOException e = assertThrows(IOException.class, () -> RecordSerializer.readString(new DataInputDeserializer(tooLong)));
+    assertTrue(e.getMessage().contains("string length"), e.getMessage());
+    byte[] negative = {(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff, 0x0f};
+    e = assertThrows(IOException.class, () -> RecordSerializer.readString(new DataInputDeserializer(negative)));
+    assertTrue(e.getMessage().contains("out of range"), e.getMessage());
   }
 
   private static <T> void snapshotRoundTrip(TypeSerializer<T> s) throws IOException {
