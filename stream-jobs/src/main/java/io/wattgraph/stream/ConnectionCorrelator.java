@@ -83,6 +83,8 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       s = new ConnectionState();
       s.connectionId = ctx.getCurrentKey() + "@" + o.hostId + "/" + o.socketCookie;
       s.baseConnectionId = s.connectionId;
+      // Once per key, not per event (a no-op when the key has it); deleted with the key's state.
+      ctx.timerService().registerEventTimeTimer(END_OF_INPUT);
     }
     s.lastEventAt = now;
     if (s.idleTimer == 0) {
@@ -104,7 +106,6 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       emit(s, out);
     }
     scheduleCleanupIfDone(s, ctx, now);
-    ctx.timerService().registerEventTimeTimer(END_OF_INPUT);
     state.update(s);
   }
 
@@ -136,7 +137,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       if (!s.retired && s.allPresentClosed()) {
         // All sides closed and the retention passed: forget the tuple (it may be reused).
         finish(s, ctx, out);
-        state.clear();
+        forget(ctx);
         return;
       }
       // Otherwise a late peer joined after the lone side closed; wait for it to close too.
@@ -145,7 +146,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       s.idleTimer = 0;
       if (s.retired) {
         // The tombstone outlived its idle period too: forget the key.
-        state.clear();
+        forget(ctx);
         return;
       }
       long idleUntil = s.lastEventAt + idleTimeoutMs;
@@ -162,6 +163,16 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     }
     // Any other timestamp belongs to an earlier connection on this tuple: ignore.
     state.update(s);
+  }
+
+  /**
+   * Clears the key's state and its end-of-input timer. A timer left behind would keep every tuple
+   * ever seen in the timer queue of an unbounded job (its processing-time timers are all spent or
+   * deleted by now).
+   */
+  private void forget(Context ctx) {
+    state.clear();
+    ctx.timerService().deleteEventTimeTimer(END_OF_INPUT);
   }
 
   /** Idle expiry: report the connection as finished (its edge keeps it in the totals). */

@@ -81,6 +81,7 @@ class StateBoundsTest {
     h.setProcessingTime(3 * IDLE);
     assertEquals(0, h.numKeyedStateEntries());
     assertEquals(0, h.numProcessingTimeTimers(), "no timers left behind");
+    assertEquals(0, h.numEventTimeTimers(), "nor the end-of-input timer");
   }
 
   @Test
@@ -103,6 +104,7 @@ class StateBoundsTest {
 
     h.setProcessingTime(2 * IDLE);
     assertEquals(0, h.numKeyedStateEntries(), "key forgotten");
+    assertEquals(0, h.numEventTimeTimers(), "with its end-of-input timer");
     assertEquals(List.of(), drain(), "forgetting the tombstone emits nothing");
   }
 
