@@ -72,7 +72,10 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
         // Another socket on the same endpoint: the 4-tuple was reused by a new connection before
         // cleanup. Leave the old connection counted as it is and start over.
         if (!s.retired) {
-          finish(s, ctx, out);
+          finish(s, out);
+        }
+        if (s.timerAt != 0) {
+          ctx.timerService().deleteProcessingTimeTimer(s.timerAt);
         }
         s = null;
       } else if (s.retired) {
@@ -89,7 +92,6 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     s.lastEventAt = now;
     if (s.idleTimer == 0) {
       s.idleTimer = now + idleTimeoutMs;
-      ctx.timerService().registerProcessingTimeTimer(s.idleTimer);
     }
     Side side = s.side(isLow);
     if (side == null) {
@@ -100,13 +102,30 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
 
     if (!s.paired() && !s.horizonPassed && s.horizonTimer == 0) {
       s.horizonTimer = now + horizonMs;
-      ctx.timerService().registerProcessingTimeTimer(s.horizonTimer);
     }
     if (s.paired() || s.horizonPassed) {
       emit(s, out);
     }
-    scheduleCleanupIfDone(s, ctx, now);
+    scheduleCleanupIfDone(s, now);
+    arm(s, ctx);
     state.update(s);
+  }
+
+  /**
+   * Registers a timer at the earliest deadline unless one at or before it is pending: one timer per
+   * connection at a time, not one per deadline (the timer queue was a fifth of the job's CPU).
+   */
+  private static void arm(ConnectionState s, Context ctx) {
+    long next = earliest(earliest(s.horizonTimer, s.cleanupTimer), s.idleTimer);
+    if (next != 0 && (s.timerAt == 0 || next < s.timerAt)) {
+      s.timerAt = next;
+      ctx.timerService().registerProcessingTimeTimer(next);
+    }
+  }
+
+  /** The earlier of two deadlines, 0 meaning none. */
+  private static long earliest(long a, long b) {
+    return a == 0 ? b : b == 0 ? a : Math.min(a, b);
   }
 
   @Override
@@ -124,44 +143,46 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       return;
     }
     long now = ctx.timerService().currentProcessingTime();
-    // Several of these may share one timestamp (Flink then fires once): check each.
-    if (timestamp == s.horizonTimer) {
+    if (timestamp == s.timerAt) {
+      s.timerAt = 0;
+    }
+    // Whatever is due by now (a timer left from an earlier deadline or connection finds nothing).
+    if (s.horizonTimer != 0 && now >= s.horizonTimer) {
       s.horizonTimer = 0;
       if (!s.retired && !s.paired() && !s.horizonPassed) {
         expireHorizon(s, out);
-        scheduleCleanupIfDone(s, ctx, now);
+        scheduleCleanupIfDone(s, now);
       }
     }
-    if (timestamp == s.cleanupTimer) {
+    if (s.cleanupTimer != 0 && now >= s.cleanupTimer) {
       s.cleanupTimer = 0;
       if (!s.retired && s.allPresentClosed()) {
         // All sides closed and the retention passed: forget the tuple (it may be reused).
-        finish(s, ctx, out);
-        forget(ctx);
+        finish(s, out);
+        forget(s, ctx);
         return;
       }
       // Otherwise a late peer joined after the lone side closed; wait for it to close too.
     }
-    if (timestamp == s.idleTimer) {
+    if (s.idleTimer != 0 && now >= s.idleTimer) {
       s.idleTimer = 0;
       if (s.retired) {
         // The tombstone outlived its idle period too: forget the key.
-        forget(ctx);
+        forget(s, ctx);
         return;
       }
       long idleUntil = s.lastEventAt + idleTimeoutMs;
       if (now < idleUntil) {
-        // Activity since the timer was set: push it back (one timer per key, not one per event).
+        // Activity since the deadline was set: push it back (one deadline per key, not per event).
         s.idleTimer = idleUntil;
       } else {
         // No event for a whole idle period (CLOSED lost, agent gone, or just idle): fold into the
         // totals and keep only a tombstone.
-        retire(s, ctx, out);
+        retire(s, out);
         s.idleTimer = now + idleTimeoutMs;
       }
-      ctx.timerService().registerProcessingTimeTimer(s.idleTimer);
     }
-    // Any other timestamp belongs to an earlier connection on this tuple: ignore.
+    arm(s, ctx);
     state.update(s);
   }
 
@@ -170,14 +191,17 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
    * ever seen in the timer queue of an unbounded job (its processing-time timers are all spent or
    * deleted by now).
    */
-  private void forget(Context ctx) {
+  private void forget(ConnectionState s, Context ctx) {
+    if (s.timerAt != 0) {
+      ctx.timerService().deleteProcessingTimeTimer(s.timerAt);
+    }
     state.clear();
     ctx.timerService().deleteEventTimeTimer(END_OF_INPUT);
   }
 
   /** Idle expiry: report the connection as finished (its edge keeps it in the totals). */
-  private void retire(ConnectionState s, Context ctx, Collector<ConnectionUpdate> out) {
-    finish(s, ctx, out);
+  private void retire(ConnectionState s, Collector<ConnectionUpdate> out) {
+    finish(s, out);
     idleExpired.inc();
     s.horizonTimer = 0;
     s.cleanupTimer = 0;
@@ -201,26 +225,19 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     emit(s, out);
   }
 
-  private void scheduleCleanupIfDone(ConnectionState s, Context ctx, long now) {
+  private void scheduleCleanupIfDone(ConnectionState s, long now) {
     if (s.cleanupTimer == 0 && s.allPresentClosed() && (s.paired() || s.horizonPassed)) {
       s.cleanupTimer = now + cleanupDelayMs;
-      ctx.timerService().registerProcessingTimeTimer(s.cleanupTimer);
     }
   }
 
   /** Ends this connection instance: make sure it was reported once, then mark it finished. */
-  private void finish(ConnectionState s, Context ctx, Collector<ConnectionUpdate> out) {
+  private void finish(ConnectionState s, Collector<ConnectionUpdate> out) {
     if (s.emittedEdgeKey == null) {
       s.horizonPassed = true;
       emit(s, out);
     }
     out.collect(ConnectionUpdate.marker(ConnectionUpdate.Type.FINISHED, s.connectionId, s.emittedEdgeKey));
-    if (s.horizonTimer != 0) {
-      ctx.timerService().deleteProcessingTimeTimer(s.horizonTimer);
-    }
-    if (s.cleanupTimer != 0) {
-      ctx.timerService().deleteProcessingTimeTimer(s.cleanupTimer);
-    }
   }
 
   /** Emits the connection on its current edge, retracting it from the previous edge if it moved. */

@@ -13,11 +13,17 @@ public class ConnectionState {
   public boolean horizonPassed;
   /** Edge key and nodes of the last emitted update, so a move can retract it. */
   public String emittedEdgeKey;
+  /**
+   * Deadlines (processing time, 0 = none): the pairing horizon, the forgetting of a closed
+   * connection, the idle check (lazily pushed back). Only the earliest is a registered timer.
+   */
   public long horizonTimer;
   public long cleanupTimer;
-  /** Processing time of the latest observation, and the pending idle timer (lazily pushed back). */
+  /** Processing time of the latest observation. */
   public long lastEventAt;
   public long idleTimer;
+  /** The registered processing-time timer not yet fired (0 = none). */
+  public long timerAt;
   /**
    * Idle-expired: folded into its edge's totals (FINISHED sent). Kept as a tombstone for one more
    * idle period so that a connection that wakes up continues from these counters instead of
