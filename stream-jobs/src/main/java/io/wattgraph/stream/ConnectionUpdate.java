@@ -1,6 +1,6 @@
 package io.wattgraph.stream;
 
-import io.wattgraph.stream.typeinfo.ConnectionUpdateSerializer;
+import io.wattgraph.stream.typeinfo.RecordTypeInfoFactory;
 import org.apache.flink.api.common.typeinfo.TypeInfo;
 
 /**
@@ -10,7 +10,7 @@ import org.apache.flink.api.common.typeinfo.TypeInfo;
  * removes the connection from an edge it no longer belongs to (it moved, e.g. External to the real
  * peer); FINISHED says the connection is over, so the edge may fold it into its totals and forget it.
  */
-@TypeInfo(ConnectionUpdateSerializer.Factory.class)
+@TypeInfo(RecordTypeInfoFactory.class)
 public class ConnectionUpdate {
   public enum Type {
     UPSERT,

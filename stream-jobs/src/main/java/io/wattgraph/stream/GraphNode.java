@@ -1,10 +1,10 @@
 package io.wattgraph.stream;
 
-import io.wattgraph.stream.typeinfo.GraphNodeSerializer;
+import io.wattgraph.stream.typeinfo.RecordTypeInfoFactory;
 import org.apache.flink.api.common.typeinfo.TypeInfo;
 
 /** A Process or External node of the graph (contracts.md), with the properties the sink writes. */
-@TypeInfo(GraphNodeSerializer.Factory.class)
+@TypeInfo(RecordTypeInfoFactory.class)
 public class GraphNode {
   public enum Kind {
     PROCESS,

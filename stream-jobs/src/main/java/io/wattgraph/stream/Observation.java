@@ -1,6 +1,6 @@
 package io.wattgraph.stream;
 
-import io.wattgraph.stream.typeinfo.ObservationSerializer;
+import io.wattgraph.stream.typeinfo.RecordTypeInfoFactory;
 import java.util.Objects;
 import org.apache.flink.api.common.typeinfo.TypeInfo;
 
@@ -9,10 +9,10 @@ import org.apache.flink.api.common.typeinfo.TypeInfo;
  *
  * <p>A record of our own rather than the Avro class, so the job needs no Avro serializer and
  * state stays readable if the wire schema gains fields; Flink moves it with the hand-written
- * {@link ObservationSerializer}, not by reflection. Addresses are already formatted (dotted
+ * {@link io.wattgraph.stream.typeinfo.ObservationSerializer}, not by reflection. Addresses are already formatted (dotted
  * quad / RFC 5952), so comparing strings compares addresses.
  */
-@TypeInfo(ObservationSerializer.Factory.class)
+@TypeInfo(RecordTypeInfoFactory.class)
 public class Observation {
   public String hostId;
   public long eventTimeNs;

@@ -2,10 +2,6 @@ package io.wattgraph.stream.typeinfo;
 
 import io.wattgraph.stream.ConnectionUpdate;
 import java.io.IOException;
-import java.lang.reflect.Type;
-import java.util.Map;
-import org.apache.flink.api.common.typeinfo.TypeInfoFactory;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.core.memory.DataInputView;
@@ -76,14 +72,6 @@ public final class ConnectionUpdateSerializer extends RecordSerializer<Connectio
   public static final class Snapshot extends SimpleTypeSerializerSnapshot<ConnectionUpdate> {
     public Snapshot() {
       super(() -> INSTANCE);
-    }
-  }
-
-  /** Named by {@code @TypeInfo} on {@link ConnectionUpdate}. */
-  public static final class Factory extends TypeInfoFactory<ConnectionUpdate> {
-    @Override
-    public TypeInformation<ConnectionUpdate> createTypeInfo(Type t, Map<String, TypeInformation<?>> generics) {
-      return new RecordTypeInfo<>(ConnectionUpdate.class, INSTANCE);
     }
   }
 }

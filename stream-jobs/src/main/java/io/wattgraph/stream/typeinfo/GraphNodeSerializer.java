@@ -2,10 +2,6 @@ package io.wattgraph.stream.typeinfo;
 
 import io.wattgraph.stream.GraphNode;
 import java.io.IOException;
-import java.lang.reflect.Type;
-import java.util.Map;
-import org.apache.flink.api.common.typeinfo.TypeInfoFactory;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.core.memory.DataInputView;
@@ -105,14 +101,6 @@ public final class GraphNodeSerializer extends RecordSerializer<GraphNode> {
   public static final class Snapshot extends SimpleTypeSerializerSnapshot<GraphNode> {
     public Snapshot() {
       super(() -> INSTANCE);
-    }
-  }
-
-  /** Named by {@code @TypeInfo} on {@link GraphNode}. */
-  public static final class Factory extends TypeInfoFactory<GraphNode> {
-    @Override
-    public TypeInformation<GraphNode> createTypeInfo(Type t, Map<String, TypeInformation<?>> generics) {
-      return new RecordTypeInfo<>(GraphNode.class, INSTANCE);
     }
   }
 }

@@ -3,10 +3,6 @@ package io.wattgraph.stream.typeinfo;
 import io.wattgraph.stream.Observation;
 import io.wattgraph.stream.Role;
 import java.io.IOException;
-import java.lang.reflect.Type;
-import java.util.Map;
-import org.apache.flink.api.common.typeinfo.TypeInfoFactory;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.core.memory.DataInputView;
@@ -98,14 +94,6 @@ public final class ObservationSerializer extends RecordSerializer<Observation> {
   public static final class Snapshot extends SimpleTypeSerializerSnapshot<Observation> {
     public Snapshot() {
       super(() -> INSTANCE);
-    }
-  }
-
-  /** Named by {@code @TypeInfo} on {@link Observation}. */
-  public static final class Factory extends TypeInfoFactory<Observation> {
-    @Override
-    public TypeInformation<Observation> createTypeInfo(Type t, Map<String, TypeInformation<?>> generics) {
-      return new RecordTypeInfo<>(Observation.class, INSTANCE);
     }
   }
 }
