@@ -68,6 +68,7 @@ struct RawProcArgsHeader {
     full_len: u32,
     _pad: u32,
 }
+const _: () = assert!(size_of::<RawProcArgsHeader>() == 24);
 const PROC_ARGS_MAX: usize = 1024;
 /// Untaken kernel command lines kept (as many as the kernel remembers processes for).
 const KERNEL_CMDLINES: usize = 16384;
@@ -1095,8 +1096,8 @@ impl TxnDrain {
             closed.shrink_to(self.closed_peak * 2);
         }
         let read = self.reader.for_each(cmap, MAP_BATCH, true, |k, v| {
-            if let (Some(Ok(cookie)), Some(t)) = (k.get(..8).map(<[u8; 8]>::try_from), Self::closed_totals(v)) {
-                closed.push((u64::from_ne_bytes(cookie), t));
+            if let (Some(cookie), Some(t)) = (read_pod::<u64>(k), Self::closed_totals(v)) {
+                closed.push((cookie, t));
             }
         });
         if let Err(e) = read {
@@ -1164,11 +1165,7 @@ impl TxnDrain {
         let rmap = &skel.maps.http_routes;
         self.route_keys.clear();
         let keys = &mut self.route_keys;
-        if let Err(e) = self.reader.for_each(rmap, MAP_BATCH, false, |k, _| {
-            if let Some(b) = k.get(..8) {
-                keys.push(u64::from_ne_bytes(b.try_into().unwrap_or_default()));
-            }
-        }) {
+        if let Err(e) = self.reader.for_each(rmap, MAP_BATCH, false, |k, _| keys.extend(read_pod::<u64>(k))) {
             // A partial list would restart the idle clocks of the routes it missed.
             log::debug!("route table not read, prune skipped: {e}");
             return;
