@@ -14,7 +14,9 @@ import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -30,14 +32,19 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  *     -Dmdep.outputFile=target/bench-classpath.txt
  * java -cp stream-jobs/target/test-classes:stream-jobs/target/classes:$(cat stream-jobs/target/bench-classpath.txt) \
  *     io.wattgraph.stream.bench.StreamJobsBenchmark [EVENTS] [NEO4J_ROWS (0: correlation only)] [BATCH_SIZES=500,2000,5000]
+ *     [ROUNDS=3] [WRITERS=1,2]
  * </pre>
  * 1. Correlation: generated agent events through exactly the job's core
  *    ({@link CorrelationJob#correlate}: VIP resolver, correlator, edge aggregator) in a local
  *    MiniCluster at parallelism 1, into a discarding sink. Reports events/s of wall time and events
  *    per CPU-second of the whole process (that is "per core").
  * 2. Neo4j: {@link GraphWriter} batches of edge rows into a local Neo4j over Bolt, first as new
- *    edges (node and relationship creation), then the same edges again (updates); once per batch
- *    size, each in a fresh store, so the sizes compare side by side in one run. EVENTS 0 skips 1.
+ *    edges (node and relationship creation), then the same edges again (updates), each pass in a
+ *    fresh store. One unreported pass per batch size first (JIT of Neo4j, Cypher planning), then
+ *    ROUNDS rounds that alternate the batch sizes, so they compare side by side under the same
+ *    machine load; medians per size at the end. WRITERS: concurrent writers, each with its own
+ *    driver and its share of the rows by edge key, as the job's sink subtasks at that parallelism
+ *    get them. EVENTS 0 skips 1.
  */
 public final class StreamJobsBenchmark {
   static final int HOSTS = 50;
@@ -49,6 +56,8 @@ public final class StreamJobsBenchmark {
     long events = args.length > 0 ? Long.parseLong(args[0]) : 3_000_000L;
     int rows = args.length > 1 ? Integer.parseInt(args[1]) : 40_000;
     String batchSizes = args.length > 2 ? args[2] : "500,2000,5000";
+    int rounds = args.length > 3 ? Integer.parseInt(args[3]) : 3;
+    String writers = args.length > 4 ? args[4] : "1,2";
     System.out.printf("cores available: %d, JVM %s%n", Runtime.getRuntime().availableProcessors(),
         System.getProperty("java.version"));
     if (events > 0) {
@@ -57,10 +66,8 @@ public final class StreamJobsBenchmark {
       // Object reuse is not enabled in the job (not every operator is checked to tolerate it): measured only.
       correlation(events, "reuse", true);
     }
-    for (String b : batchSizes.split(",")) {
-      if (rows > 0) {
-        neo4j(rows, Integer.parseInt(b.trim()));
-      }
+    if (rows > 0) {
+      neo4jRounds(rows, batchSizes, writers, rounds);
     }
     System.exit(0);
   }
@@ -160,34 +167,108 @@ public final class StreamJobsBenchmark {
     return u;
   }
 
-  static void neo4j(int rows, int batch) throws Exception {
-    Path dir = Path.of("target", "bench", "neo4j-" + System.nanoTime()).toAbsolutePath();
-    Files.createDirectories(dir);
-    try (Neo4jServer server = Neo4jServer.start(dir, 0);
-        GraphWriter graph = new GraphWriter(new Neo4jSettings(server.boltUri(), null, null, batch, 200))) {
-      graph.createConstraints();
-      List<EdgeRow> all = new ArrayList<>();
-      for (int i = 0; i < rows; i++) {
-        all.add(row(i, 1));
-      }
-      write(graph, all.subList(0, Math.min(2000, rows)), "warm-up", batch);
-      List<EdgeRow> updated = new ArrayList<>();
-      for (int i = 0; i < rows; i++) {
-        updated.add(row(i, 2));
-      }
-      write(graph, all, "create", batch);
-      write(graph, updated, "update", batch);
+  /** Upserts per second of one pass: {create, update}. */
+  record Pass(double creates, double updates) {}
+
+  /** One benchmarked configuration: rows per transaction, concurrent writers. */
+  record Setup(int batch, int writers) {
+    @Override
+    public String toString() {
+      return "batches of " + batch + ", " + writers + " writer" + (writers > 1 ? "s" : "");
     }
   }
 
-  static void write(GraphWriter graph, List<EdgeRow> rows, String label, int batch) {
+  static void neo4jRounds(int rows, String batchSizes, String writerCounts, int rounds) throws Exception {
+    List<Setup> setups = new ArrayList<>();
+    for (String w : writerCounts.split(",")) {
+      for (String b : batchSizes.split(",")) {
+        setups.add(new Setup(Integer.parseInt(b.trim()), Integer.parseInt(w.trim())));
+      }
+    }
+    for (Setup setup : setups) {
+      neo4j(rows, setup, "warm-up");
+    }
+    Map<Setup, List<Pass>> passes = new LinkedHashMap<>();
+    for (int round = 1; round <= rounds; round++) {
+      for (Setup setup : setups) {
+        passes.computeIfAbsent(setup, k -> new ArrayList<>()).add(neo4j(rows, setup, "round " + round));
+      }
+    }
+    for (Map.Entry<Setup, List<Pass>> e : passes.entrySet()) {
+      System.out.printf("neo4j median of %d rounds, %s: %,.0f creates/s, %,.0f updates/s%n",
+          e.getValue().size(), e.getKey(), median(e.getValue(), Pass::creates), median(e.getValue(), Pass::updates));
+    }
+  }
+
+  static double median(List<Pass> passes, java.util.function.ToDoubleFunction<Pass> f) {
+    double[] v = passes.stream().mapToDouble(f).sorted().toArray();
+    return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+  }
+
+  static Pass neo4j(int rows, Setup setup, String label) throws Exception {
+    Path dir = Path.of("target", "bench", "neo4j-" + System.nanoTime()).toAbsolutePath();
+    Files.createDirectories(dir);
+    List<GraphWriter> graphs = new ArrayList<>();
+    try (Neo4jServer server = Neo4jServer.start(dir, 0)) {
+      for (int w = 0; w < setup.writers(); w++) {
+        graphs.add(new GraphWriter(new Neo4jSettings(server.boltUri(), null, null, setup.batch(), 200)));
+      }
+      graphs.get(0).createConstraints();
+      List<List<EdgeRow>> created = new ArrayList<>();
+      List<List<EdgeRow>> updated = new ArrayList<>();
+      for (int w = 0; w < setup.writers(); w++) {
+        created.add(new ArrayList<>());
+        updated.add(new ArrayList<>());
+      }
+      for (int i = 0; i < rows; i++) {
+        EdgeRow row = row(i, 1);
+        int w = Math.floorMod(row.edgeKey.hashCode(), setup.writers());
+        created.get(w).add(row);
+        updated.get(w).add(row(i, 2));
+      }
+      double creates = write(graphs, created, label + " create", setup);
+      double updates = write(graphs, updated, label + " update", setup);
+      return new Pass(creates, updates);
+    } finally {
+      for (GraphWriter g : graphs) {
+        g.close();
+      }
+      try (var paths = Files.walk(dir)) {
+        paths.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+      }
+    }
+  }
+
+  /** Each writer writes its share in batches on a thread of its own; upserts/s of all together. */
+  static double write(List<GraphWriter> graphs, List<List<EdgeRow>> shares, String label, Setup setup)
+      throws Exception {
+    int batch = setup.batch();
+    List<Thread> threads = new ArrayList<>();
+    List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
     long t0 = System.nanoTime();
-    for (int i = 0; i < rows.size(); i += batch) {
-      graph.write(rows.subList(i, Math.min(rows.size(), i + batch)));
+    for (int w = 0; w < graphs.size(); w++) {
+      GraphWriter graph = graphs.get(w);
+      List<EdgeRow> rows = shares.get(w);
+      Thread t = new Thread(() -> {
+        for (int i = 0; i < rows.size(); i += batch) {
+          graph.write(rows.subList(i, Math.min(rows.size(), i + batch)));
+        }
+      }, "bench-writer-" + w);
+      t.setUncaughtExceptionHandler((th, e) -> failures.add(e));
+      t.start();
+      threads.add(t);
+    }
+    for (Thread t : threads) {
+      t.join();
+    }
+    if (!failures.isEmpty()) {
+      throw new IllegalStateException("a writer failed", failures.get(0));
     }
     double s = (System.nanoTime() - t0) / 1e9;
-    System.out.printf("neo4j %-8s %,d edge rows in batches of %,d: %.1f s -> %,.0f edge upserts/s%n",
-        label, rows.size(), batch, s, rows.size() / s);
+    int total = shares.stream().mapToInt(List::size).sum();
+    System.out.printf("neo4j %-14s %,d edge rows, %s: %.1f s -> %,.0f edge upserts/s%n",
+        label, total, setup, s, total / s);
+    return total / s;
   }
 
   /** Edge i between two of 2,000 processes on 100 hosts (each process has ~40 edges). */
