@@ -29,41 +29,17 @@ public final class ResourceMetrics {
   /** Window inputs that came after their window's end plus the allowed lateness. */
   public static final OutputTag<MetricInput> LATE = new OutputTag<>("late-samples") {};
 
-  /** Adds the source, the windows and both sinks; returns the dead letters for the shared DLQ sink. */
+  /** The window results, and the dead letters of both inputs. */
+  public record Results(SingleOutputStreamOperator<MetricsRow> entities,
+      SingleOutputStreamOperator<MetricsRow> namespaces, SingleOutputStreamOperator<EdgeMetricsRow> edges,
+      DataStream<DeadLetter> deadLetters) {}
+
+  /** Adds the sources, the windows and their sinks; returns the dead letters for the shared DLQ sink. */
   static DataStream<DeadLetter> build(StreamExecutionEnvironment env, JobConfig config,
       UnaryOperator<DataStream<MetricInput>> tap, DataStream<ServiceMappingUpdate> mappings) {
-    KafkaSourceBuilder<DecodedSample> source = KafkaSource.<DecodedSample>builder()
-        .setBootstrapServers(config.kafkaBrokers)
-        .setGroupId(config.groupId + "-resources")
-        .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
-        .setDeserializer(new ResourceSampleDeserializer());
-    if (config.bounded) {
-      CorrelationJob.ensureTopic(config.kafkaBrokers, config.resourcesTopic);
-      source.setTopics(config.resourcesTopic).setBounded(OffsetsInitializer.latest());
-    } else {
-      // The job may start before any agent created the topic.
-      source.setTopicPattern(Pattern.compile(Pattern.quote(config.resourcesTopic)))
-          .setProperty("partition.discovery.interval.ms", "10000");
-    }
-    // Given to the source, the strategy runs per Kafka partition (split): the source's watermark is
-    // the minimum over its partitions, idle partitions excluded.
-    SingleOutputStreamOperator<MetricInput> inputs = env
-        .fromSource(source.build(), watermarks(config), "kafka: " + config.resourcesTopic)
-        .uid("kafka-resource-samples")
-        .process(new SplitResourceSamples())
-        .uid("split-resource-samples")
-        .name("split resource samples");
-
-    DataStream<MetricInput> samples = tap.apply(inputs);
-    // TransactionStats feed the same windows (one state per entity and window holds its CPU seconds
-    // and its transactions: Eq. 3.3-3.5 need no join); the PROCESS samples tell their groups.
-    TransactionMetrics.Streams transactions = TransactionMetrics.build(env, config,
-        samples.filter(new IsProcess()).uid("process-samples").name("process samples"), mappings);
-    DataStream<MetricInput> all = samples.union(transactions.windowInputs);
-    SingleOutputStreamOperator<MetricsRow> rows = windows(
-        all.filter(new IsNamespace(false)).uid("entity-inputs").name("entity inputs"), config);
-    SingleOutputStreamOperator<MetricsRow> namespaces = namespaceWindows(
-        all.filter(new IsNamespace(true)).uid("namespace-inputs").name("namespace inputs"), config);
+    Results results = windows(source(env, config), TransactionMetrics.source(env, config), mappings, config, tap);
+    SingleOutputStreamOperator<MetricsRow> rows = results.entities();
+    SingleOutputStreamOperator<MetricsRow> namespaces = results.namespaces();
     rows.getSideOutput(LATE)
         .union(namespaces.getSideOutput(LATE))
         .sinkTo(LateSampleCounter.windowInputs())
@@ -80,7 +56,57 @@ public final class ResourceMetrics {
         .uid("metrics-neo4j-sink")
         .name("neo4j: window metrics")
         .setParallelism(1);
-    return inputs.getSideOutput(SplitDeadLetters.DEAD_LETTERS).union(transactions.deadLetters);
+    TransactionMetrics.sinkEdges(results.edges(), config);
+    return results.deadLetters();
+  }
+
+  /** The ResourceSamples topic, decoded, with timestamps and watermarks per partition. */
+  static DataStream<DecodedSample> source(StreamExecutionEnvironment env, JobConfig config) {
+    KafkaSourceBuilder<DecodedSample> source = KafkaSource.<DecodedSample>builder()
+        .setBootstrapServers(config.kafkaBrokers)
+        .setGroupId(config.groupId + "-resources")
+        .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
+        .setDeserializer(new ResourceSampleDeserializer());
+    if (config.bounded) {
+      CorrelationJob.ensureTopic(config.kafkaBrokers, config.resourcesTopic);
+      source.setTopics(config.resourcesTopic).setBounded(OffsetsInitializer.latest());
+    } else {
+      // The job may start before any agent created the topic.
+      source.setTopicPattern(Pattern.compile(Pattern.quote(config.resourcesTopic)))
+          .setProperty("partition.discovery.interval.ms", "10000");
+    }
+    // Given to the source, the strategy runs per Kafka partition (split): the source's watermark is
+    // the minimum over its partitions, idle partitions excluded.
+    return env
+        .fromSource(source.build(), watermarks(config), "kafka: " + config.resourcesTopic)
+        .uid("kafka-resource-samples");
+  }
+
+  /**
+   * The window part of the job, from decoded ResourceSamples and TransactionStats (timestamps and
+   * watermarks assigned) to results, without sinks: what the job and the benchmark run. {@code tap}
+   * applies to the sample window inputs (tests inject failures there).
+   */
+  public static Results windows(DataStream<DecodedSample> decodedSamples,
+      DataStream<DecodedTransaction> decodedTransactions, DataStream<ServiceMappingUpdate> mappings,
+      JobConfig config, UnaryOperator<DataStream<MetricInput>> tap) {
+    SingleOutputStreamOperator<MetricInput> inputs = decodedSamples
+        .process(new SplitResourceSamples())
+        .uid("split-resource-samples")
+        .name("split resource samples");
+
+    DataStream<MetricInput> samples = tap.apply(inputs);
+    // TransactionStats feed the same windows (one state per entity and window holds its CPU seconds
+    // and its transactions: Eq. 3.3-3.5 need no join); the PROCESS samples tell their groups.
+    TransactionMetrics.Streams transactions = TransactionMetrics.windows(decodedTransactions,
+        samples.filter(new IsProcess()).uid("process-samples").name("process samples"), mappings, config);
+    DataStream<MetricInput> all = samples.union(transactions.windowInputs);
+    SingleOutputStreamOperator<MetricsRow> rows = windows(
+        all.filter(new IsNamespace(false)).uid("entity-inputs").name("entity inputs"), config);
+    SingleOutputStreamOperator<MetricsRow> namespaces = namespaceWindows(
+        all.filter(new IsNamespace(true)).uid("namespace-inputs").name("namespace inputs"), config);
+    return new Results(rows, namespaces, transactions.edges,
+        inputs.getSideOutput(SplitDeadLetters.DEAD_LETTERS).union(transactions.deadLetters));
   }
 
   /**

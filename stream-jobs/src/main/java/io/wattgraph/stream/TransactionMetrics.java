@@ -33,24 +33,25 @@ public final class TransactionMetrics {
   /** Edge window inputs that came after their window's end plus the allowed lateness. */
   public static final OutputTag<EdgeInput> LATE_EDGES = new OutputTag<>("late-edge-inputs") {};
 
-  /** What the entity windows and the shared DLQ sink get from here. */
+  /** What the entity windows, the edge sinks and the shared DLQ sink get from here. */
   static final class Streams {
     final DataStream<MetricInput> windowInputs;
+    final SingleOutputStreamOperator<EdgeMetricsRow> edges;
     final DataStream<DeadLetter> deadLetters;
 
-    Streams(DataStream<MetricInput> windowInputs, DataStream<DeadLetter> deadLetters) {
+    Streams(DataStream<MetricInput> windowInputs, SingleOutputStreamOperator<EdgeMetricsRow> edges,
+        DataStream<DeadLetter> deadLetters) {
       this.windowInputs = windowInputs;
+      this.edges = edges;
       this.deadLetters = deadLetters;
     }
   }
 
   /**
-   * Adds the source, the process -> group join (fed by {@code processSamples}, the PROCESS window
-   * inputs of the ResourceSamples), the VIP resolution (the connection path's service
-   * {@code mappings}), the edge windows and their sinks.
+   * The TransactionStats topic, decoded, with the same event-time settings as the ResourceSamples
+   * (per partition, out-of-orderness, idleness).
    */
-  static Streams build(StreamExecutionEnvironment env, JobConfig config, DataStream<MetricInput> processSamples,
-      DataStream<ServiceMappingUpdate> mappings) {
+  static DataStream<DecodedTransaction> source(StreamExecutionEnvironment env, JobConfig config) {
     KafkaSourceBuilder<DecodedTransaction> source = KafkaSource.<DecodedTransaction>builder()
         .setBootstrapServers(config.kafkaBrokers)
         .setGroupId(config.groupId + "-transactions")
@@ -64,11 +65,25 @@ public final class TransactionMetrics {
       source.setTopicPattern(Pattern.compile(Pattern.quote(config.transactionsTopic)))
           .setProperty("partition.discovery.interval.ms", "10000");
     }
-    // The same event-time settings as the ResourceSamples (per partition, out-of-orderness, idleness).
-    SingleOutputStreamOperator<Transaction> transactions = env
-        .fromSource(source.build(), ResourceMetrics.watermarks(config, DecodedTransaction::eventTimeMs),
-            "kafka: " + config.transactionsTopic)
-        .uid("kafka-transaction-stats")
+    return env
+        .fromSource(source.build(), watermarks(config), "kafka: " + config.transactionsTopic)
+        .uid("kafka-transaction-stats");
+  }
+
+  /** The ResourceSamples' event-time strategy, on the records' interval ends. */
+  public static WatermarkStrategy<DecodedTransaction> watermarks(JobConfig config) {
+    return ResourceMetrics.watermarks(config, DecodedTransaction::eventTimeMs);
+  }
+
+  /**
+   * From decoded records (timestamps and watermarks assigned) to the per-entity window inputs
+   * (joined with the process -> group mapping fed by {@code processSamples}, the PROCESS window
+   * inputs of the ResourceSamples), the VIP resolution (the connection path's service
+   * {@code mappings}) and the per-edge windows. Sinks are the caller's.
+   */
+  static Streams windows(DataStream<DecodedTransaction> decoded, DataStream<MetricInput> processSamples,
+      DataStream<ServiceMappingUpdate> mappings, JobConfig config) {
+    SingleOutputStreamOperator<Transaction> transactions = decoded
         .process(new SplitTransactions())
         .uid("split-transaction-stats")
         .name("split transaction stats");
@@ -85,6 +100,11 @@ public final class TransactionMetrics {
         .process(new TransactionEdges(config.idleTimeoutMs, config.windowMs))
         .uid("transaction-edges")
         .name("pair transaction ends"), config);
+    return new Streams(windowInputs, edges, transactions.getSideOutput(SplitDeadLetters.DEAD_LETTERS));
+  }
+
+  /** The edge windows' sinks: late inputs counted, results to their Kafka topic and onto the graph. */
+  static void sinkEdges(SingleOutputStreamOperator<EdgeMetricsRow> edges, JobConfig config) {
     edges.getSideOutput(LATE_EDGES)
         .sinkTo(LateSampleCounter.edgeInputs())
         .uid("late-edge-inputs")
@@ -96,7 +116,6 @@ public final class TransactionMetrics {
         .uid("edge-metrics-neo4j-sink")
         .name("neo4j: edge metrics")
         .setParallelism(1);
-    return new Streams(windowInputs, transactions.getSideOutput(SplitDeadLetters.DEAD_LETTERS));
   }
 
   /**

@@ -2,14 +2,21 @@ package io.wattgraph.stream.bench;
 
 import io.wattgraph.localstack.Neo4jServer;
 import io.wattgraph.stream.CorrelationJob;
+import io.wattgraph.stream.DecodedSample;
+import io.wattgraph.stream.DecodedTransaction;
 import io.wattgraph.stream.EdgeRow;
 import io.wattgraph.stream.GraphNode;
 import io.wattgraph.stream.GraphWriter;
 import io.wattgraph.stream.JobConfig;
 import io.wattgraph.stream.Neo4jSettings;
 import io.wattgraph.stream.Observation;
+import io.wattgraph.stream.PodMetadata;
+import io.wattgraph.stream.ResourceMetrics;
 import io.wattgraph.stream.Role;
+import io.wattgraph.stream.Sample;
 import io.wattgraph.stream.ServiceMappingUpdate;
+import io.wattgraph.stream.Transaction;
+import io.wattgraph.stream.TransactionMetrics;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -17,6 +24,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.UnaryOperator;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -31,12 +39,14 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  * mvn -o -q -pl stream-jobs test-compile dependency:build-classpath -Dmdep.includeScope=test \
  *     -Dmdep.outputFile=target/bench-classpath.txt
  * java -cp stream-jobs/target/test-classes:stream-jobs/target/classes:$(cat stream-jobs/target/bench-classpath.txt) \
- *     io.wattgraph.stream.bench.StreamJobsBenchmark [EVENTS] [NEO4J_ROWS (0: correlation only)] [BATCH_SIZES=500,2000,5000]
+ *     io.wattgraph.stream.bench.StreamJobsBenchmark [EVENTS] [NEO4J_ROWS (0: no Neo4j part)] [BATCH_SIZES=500,2000,5000]
  *     [ROUNDS=3] [WRITERS=1,2]
  * </pre>
- * 1. Correlation: generated agent events through exactly the job's core
- *    ({@link CorrelationJob#correlate}: VIP resolver, correlator, edge aggregator) in a local
- *    MiniCluster at parallelism 1, into a discarding sink. Reports events/s of wall time and events
+ * 1. Throughput, three jobs of EVENTS events each ({@link Mix}) in a local MiniCluster at
+ *    parallelism 1, into discarding sinks: correlation (generated agent connection events through
+ *    exactly the job's core, {@link CorrelationJob#correlate}: VIP resolver, correlator, edge
+ *    aggregator); windows (generated ResourceSamples and TransactionStats through exactly
+ *    {@link ResourceMetrics#windows}); both in one job. Reports events/s of wall time and events
  *    per CPU-second of the whole process (that is "per core").
  * 2. Neo4j: {@link GraphWriter} batches of edge rows into a local Neo4j over Bolt, first as new
  *    edges (node and relationship creation), then the same edges again (updates), each pass in a
@@ -61,10 +71,11 @@ public final class StreamJobsBenchmark {
     System.out.printf("cores available: %d, JVM %s%n", Runtime.getRuntime().availableProcessors(),
         System.getProperty("java.version"));
     if (events > 0) {
-      correlation(Math.min(events, 200_000), "warm-up", false);
-      correlation(events, "measured", false);
-      // Object reuse is not enabled in the job (not every operator is checked to tolerate it): measured only.
-      correlation(events, "reuse", true);
+      run(Math.min(events, 200_000), "warm-up", Mix.CORRELATION);
+      run(Math.min(events, 200_000), "warm-up", Mix.WINDOWS);
+      run(events, "measured", Mix.CORRELATION);
+      run(events, "measured", Mix.WINDOWS);
+      run(events, "measured", Mix.BOTH);
     }
     if (rows > 0) {
       neo4jRounds(rows, batchSizes, writers, rounds);
@@ -136,28 +147,194 @@ public final class StreamJobsBenchmark {
     }
   }
 
-  static void correlation(long events, String label, boolean objectReuse) throws Exception {
+  /**
+   * What a run feeds, per host and second of event time (the agent's default intervals of 1 s):
+   * 10 new connections (60 connection events, both ends), 25 ResourceSamples (20 PROCESS, 4 GROUP,
+   * 1 HOST) and 40 TransactionStats (20 keep-alive connections, both ends).
+   */
+  enum Mix {
+    CORRELATION(1, 0, 0), WINDOWS(0, 25, 40), BOTH(60, 25, 40);
+
+    final int connectionEvents;
+    final int samples;
+    final int transactions;
+
+    Mix(int connectionEvents, int samples, int transactions) {
+      this.connectionEvents = connectionEvents;
+      this.samples = samples;
+      this.transactions = transactions;
+    }
+
+    long share(long events, int part) {
+      return events * part / (connectionEvents + samples + transactions);
+    }
+  }
+
+  /**
+   * One job: connection events through {@link CorrelationJob#correlate}, ResourceSamples and
+   * TransactionStats through {@link ResourceMetrics#windows} (default window, lateness and
+   * out-of-orderness, watermarks as the job's sources assign them), results into discarding sinks.
+   */
+  static void run(long events, String label, Mix mix) throws Exception {
     Configuration conf = new Configuration();
     StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
-    if (objectReuse) {
-      env.getConfig().enableObjectReuse();
-    }
     JobConfig config = new JobConfig();
-    DataStream<Observation> observations = env.fromSequence(0, events - 1)
-        .map(new Generate()).returns(TypeInformation.of(Observation.class)).name("generate");
     DataStream<ServiceMappingUpdate> mappings = env.fromData(
         List.of(service("10.96.0.10:80", Generate.ip(0) + ":9000", Generate.ip(1) + ":9000", Generate.ip(2) + ":9000")),
         TypeInformation.of(ServiceMappingUpdate.class));
-    CorrelationJob.correlate(observations, mappings, config).sinkTo(new DiscardingSink<>());
+    long connectionEvents = mix.share(events, mix.connectionEvents);
+    long samples = mix.share(events, mix.samples);
+    long transactions = mix.share(events, mix.transactions);
+    if (connectionEvents > 0) {
+      DataStream<Observation> observations = env.fromSequence(0, connectionEvents - 1)
+          .map(new Generate()).returns(TypeInformation.of(Observation.class)).name("generate");
+      CorrelationJob.correlate(observations, mappings, config).sinkTo(new DiscardingSink<>());
+    }
+    if (samples > 0) {
+      DataStream<DecodedSample> decodedSamples = env.fromSequence(0, samples - 1)
+          .map(new GenerateSamples()).returns(TypeInformation.of(DecodedSample.class)).name("generate samples")
+          .assignTimestampsAndWatermarks(ResourceMetrics.watermarks(config));
+      DataStream<DecodedTransaction> decodedTransactions = env.fromSequence(0, transactions - 1)
+          .map(new GenerateTransactions()).returns(TypeInformation.of(DecodedTransaction.class))
+          .name("generate transactions")
+          .assignTimestampsAndWatermarks(TransactionMetrics.watermarks(config));
+      ResourceMetrics.Results results = ResourceMetrics.windows(decodedSamples, decodedTransactions, mappings,
+          config, UnaryOperator.identity());
+      results.entities().sinkTo(new DiscardingSink<>());
+      results.namespaces().sinkTo(new DiscardingSink<>());
+      results.edges().sinkTo(new DiscardingSink<>());
+    }
     var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
     long cpu0 = os.getProcessCpuTime();
     long t0 = System.nanoTime();
     JobExecutionResult r = env.execute("benchmark " + label);
     double wall = (System.nanoTime() - t0) / 1e9;
     double cpu = (os.getProcessCpuTime() - cpu0) / 1e9;
-    System.out.printf("correlation %-8s %,d events: wall %.1f s (job net %.1f s), process CPU %.1f s -> %,.0f events/s, "
-            + "%,.0f events per CPU-second%n", label, events, wall, r.getNetRuntime() / 1000.0, cpu,
-        events / wall, events / cpu);
+    long total = connectionEvents + samples + transactions;
+    System.out.printf("%-11s %-8s %,d events (%,d connection events, %,d samples, %,d transaction stats): wall %.1f s "
+            + "(job net %.1f s), process CPU %.1f s -> %,.0f events/s, %,.0f events per CPU-second%n",
+        mix.name().toLowerCase(java.util.Locale.ROOT), label, total, connectionEvents, samples, transactions, wall,
+        r.getNetRuntime() / 1000.0, cpu, total / wall, total / cpu);
+  }
+
+  static final long BASE_NS = 1_700_000_000_000_000_000L;
+  static final int PODS_PER_HOST = 4;
+
+  /**
+   * Sample j: per 1 s interval and host, 20 PROCESS samples (the processes of {@link Generate}),
+   * 4 GROUP samples (pods of 5 processes each, in 2 namespaces) and 1 HOST sample.
+   */
+  static final class GenerateSamples implements MapFunction<Long, DecodedSample> {
+    private static final long serialVersionUID = 1L;
+    static final int PER_HOST = PROCS_PER_HOST + PODS_PER_HOST + 1;
+
+    @Override
+    public DecodedSample map(Long j) {
+      long interval = j / (HOSTS * PER_HOST);
+      int host = (int) (j % (HOSTS * PER_HOST)) / PER_HOST;
+      int slot = (int) (j % PER_HOST);
+      Sample s = new Sample();
+      s.hostId = "host-" + host;
+      s.intervalEndNs = BASE_NS + (interval + 1) * 1_000_000_000L;
+      s.intervalStartNs = s.intervalEndNs - 1_000_000_000L;
+      s.hostCores = 16;
+      s.measured = true;
+      if (slot < PROCS_PER_HOST) {
+        int pod = slot % PODS_PER_HOST;
+        s.scope = "PROCESS";
+        s.tgid = 1000 + host * PROCS_PER_HOST + slot;
+        s.processStartTimeNs = s.tgid * 1_000_000L;
+        s.comm = "proc" + s.tgid;
+        s.groupId = group(host, pod);
+        s.podUid = podUid(host, pod);
+        s.pod = pod(host, pod);
+        s.threads = 8;
+        s.processes = 1;
+        s.cpuTimeNs = 50_000_000L + (j % 7) * 10_000_000L;
+        s.energyJoules = s.cpuTimeNs / 1e8;
+      } else if (slot < PROCS_PER_HOST + PODS_PER_HOST) {
+        int pod = slot - PROCS_PER_HOST;
+        s.scope = "GROUP";
+        s.groupId = group(host, pod);
+        s.podUid = podUid(host, pod);
+        s.pod = pod(host, pod);
+        s.threads = 40;
+        s.processes = 5;
+        s.cpuTimeNs = 300_000_000L;
+        s.energyJoules = 3;
+      } else {
+        s.scope = "HOST";
+        s.groupId = "host";
+        s.cpuTimeNs = 1_500_000_000L;
+        s.energyJoules = 120;
+        s.idlePowerWatts = 60;
+      }
+      DecodedSample d = new DecodedSample();
+      d.sample = s;
+      return d;
+    }
+
+    static String group(int host, int pod) {
+      return "cri-" + host + "-" + pod;
+    }
+
+    static String podUid(int host, int pod) {
+      return "uid-" + host + "-" + pod;
+    }
+
+    static PodMetadata pod(int host, int pod) {
+      PodMetadata m = new PodMetadata();
+      m.name = "pod-" + host + "-" + pod;
+      m.namespace = "ns-" + pod % 2;
+      m.labels = new String[] {"app=app-" + pod};
+      return m;
+    }
+  }
+
+  /**
+   * Record j: per 1 s interval, each of the 1,000 processes keeps one connection to a process on
+   * the next host, reported by both ends (client round-trip and server time histograms of 8
+   * buckets, 100 transactions).
+   */
+  static final class GenerateTransactions implements MapFunction<Long, DecodedTransaction> {
+    private static final long serialVersionUID = 1L;
+    static final int PER_INTERVAL = HOSTS * PROCS_PER_HOST * 2;
+
+    @Override
+    public DecodedTransaction map(Long j) {
+      long interval = j / PER_INTERVAL;
+      int conn = (int) (j % PER_INTERVAL) / 2;
+      boolean client = j % 2 == 0;
+      int clientHost = conn / PROCS_PER_HOST;
+      int serverHost = (clientHost + 1) % HOSTS;
+      int serverProc = serverHost * PROCS_PER_HOST + conn % PROCS_PER_HOST;
+      String clientIp = Generate.ip(clientHost);
+      int clientPort = 40_000 + conn % PROCS_PER_HOST;
+      String serverIp = Generate.ip(serverHost);
+      int serverPort = 8000 + serverProc % PROCS_PER_HOST;
+      Transaction t = new Transaction();
+      t.hostId = "host-" + (client ? clientHost : serverHost);
+      t.intervalEndNs = BASE_NS + (interval + 1) * 1_000_000_000L;
+      t.intervalStartNs = t.intervalEndNs - 1_000_000_000L;
+      t.role = client ? "CLIENT" : "SERVER";
+      t.localIp = client ? clientIp : serverIp;
+      t.localPort = client ? clientPort : serverPort;
+      t.remoteIp = client ? serverIp : clientIp;
+      t.remotePort = client ? serverPort : clientPort;
+      t.tgid = 1000 + (client ? conn : serverProc);
+      t.processStartTimeNs = t.tgid * 1_000_000L;
+      t.comm = "proc" + t.tgid;
+      t.transactions = 100;
+      t.requestBytes = 100 * 300;
+      t.responseBytes = 100 * 2_000;
+      t.subBucketBits = 7;
+      int base = client ? 1_300 : 1_100;
+      t.buckets = new int[] {base, base + 3, base + 9, base + 20, base + 41, base + 80, base + 130, base + 200};
+      t.counts = new long[] {30, 25, 15, 10, 8, 6, 4, 2};
+      DecodedTransaction d = new DecodedTransaction();
+      d.transaction = t;
+      return d;
+    }
   }
 
   static ServiceMappingUpdate service(String vip, String... backends) {
