@@ -100,11 +100,18 @@ public final class ResourceMetrics {
     // and its transactions: Eq. 3.3-3.5 need no join); the PROCESS samples tell their groups.
     TransactionMetrics.Streams transactions = TransactionMetrics.windows(decodedTransactions,
         samples.filter(new IsProcess()).uid("process-samples").name("process samples"), mappings, config);
-    DataStream<MetricInput> all = samples.union(transactions.windowInputs);
-    SingleOutputStreamOperator<MetricsRow> rows = windows(
-        all.filter(new IsNamespace(false)).uid("entity-inputs").name("entity inputs"), config);
-    SingleOutputStreamOperator<MetricsRow> namespaces = namespaceWindows(
-        all.filter(new IsNamespace(true)).uid("namespace-inputs").name("namespace inputs"), config);
+    // Split on each side, then united: a filter after the union could not chain to either input,
+    // so it ran as a task of its own that every input was serialised to twice (once per filter).
+    DataStream<MetricInput> entityInputs = samples
+        .filter(new IsNamespace(false)).uid("entity-inputs").name("entity inputs")
+        .union(transactions.windowInputs
+            .filter(new IsNamespace(false)).uid("entity-transaction-inputs").name("entity transaction inputs"));
+    DataStream<MetricInput> namespaceInputs = samples
+        .filter(new IsNamespace(true)).uid("namespace-inputs").name("namespace inputs")
+        .union(transactions.windowInputs
+            .filter(new IsNamespace(true)).uid("namespace-transaction-inputs").name("namespace transaction inputs"));
+    SingleOutputStreamOperator<MetricsRow> rows = windows(entityInputs, config);
+    SingleOutputStreamOperator<MetricsRow> namespaces = namespaceWindows(namespaceInputs, config);
     return new Results(rows, namespaces, transactions.edges,
         inputs.getSideOutput(SplitDeadLetters.DEAD_LETTERS).union(transactions.deadLetters));
   }
