@@ -1,5 +1,8 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.typeinfo.RecordTypeInfoFactory;
+import org.apache.flink.api.common.typeinfo.TypeInfo;
+
 /**
  * One sample as input of one window key: a PROCESS record feeds its process, a GROUP record its
  * group and (with a pod UID) its pod, a HOST record its host. Or one TransactionStats record
@@ -8,6 +11,7 @@ package io.wattgraph.stream;
  * also feeds its NAMESPACE (all hosts: the namespace windows are keyed by the namespace alone), as
  * do the transactions of that pod's processes.
  */
+@TypeInfo(RecordTypeInfoFactory.class)
 public class MetricInput {
   public static final String PROCESS = "PROCESS";
   public static final String GROUP = "GROUP";

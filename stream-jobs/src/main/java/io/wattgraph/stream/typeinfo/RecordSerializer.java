@@ -66,6 +66,7 @@ public abstract class RecordSerializer<T> extends TypeSerializerSingleton<T> {
     return new String(b, StandardCharsets.UTF_8);
   }
 
+  /** A length (of a string or array): unsigned LEB128, at most 5 bytes. */
   static void writeVarInt(int v, DataOutputView out) throws IOException {
     while ((v & ~0x7F) != 0) {
       out.writeByte((v & 0x7F) | 0x80);
@@ -81,12 +82,12 @@ public abstract class RecordSerializer<T> extends TypeSerializerSingleton<T> {
       v |= (b & 0x7F) << shift;
       if ((b & 0x80) == 0) {
         if (v < 0) {
-          throw new IOException("string length " + Integer.toUnsignedString(v) + " out of range");
+          throw new IOException("length " + Integer.toUnsignedString(v) + " out of range");
         }
         return v;
       }
     }
-    throw new IOException("string length: varint longer than 5 bytes");
+    throw new IOException("length: varint longer than 5 bytes");
   }
 
   /** An enum constant or null, as its ordinal (-1 for null). */

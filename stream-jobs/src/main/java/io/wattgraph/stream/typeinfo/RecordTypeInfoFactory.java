@@ -2,6 +2,7 @@ package io.wattgraph.stream.typeinfo;
 
 import io.wattgraph.stream.ConnectionUpdate;
 import io.wattgraph.stream.GraphNode;
+import io.wattgraph.stream.MetricInput;
 import io.wattgraph.stream.Observation;
 import java.lang.reflect.Type;
 import java.util.Map;
@@ -13,7 +14,8 @@ public final class RecordTypeInfoFactory<T> extends TypeInfoFactory<T> {
   private static final Map<Class<?>, RecordSerializer<?>> SERIALIZERS = Map.of(
       Observation.class, ObservationSerializer.INSTANCE,
       ConnectionUpdate.class, ConnectionUpdateSerializer.INSTANCE,
-      GraphNode.class, GraphNodeSerializer.INSTANCE);
+      GraphNode.class, GraphNodeSerializer.INSTANCE,
+      MetricInput.class, MetricInputSerializer.INSTANCE);
 
   @Override
   @SuppressWarnings("unchecked")
