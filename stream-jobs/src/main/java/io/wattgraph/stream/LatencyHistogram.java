@@ -29,6 +29,9 @@ public class LatencyHistogram {
     if (b.length == 0) {
       return;
     }
+    if (addInPlace(b, c)) {
+      return;
+    }
     int[] mb = new int[buckets.length + b.length];
     long[] mc = new long[mb.length];
     int i = 0;
@@ -48,6 +51,34 @@ public class LatencyHistogram {
     }
     buckets = Arrays.copyOf(mb, n);
     counts = Arrays.copyOf(mc, n);
+  }
+
+  /**
+   * The common case once a window has seen a few records: every bucket of {@code b} is here
+   * already, so the counts are added where they are, without new arrays. False (and nothing
+   * changed) when a bucket is missing.
+   */
+  private boolean addInPlace(int[] b, long[] c) {
+    if (b.length > buckets.length) {
+      return false;
+    }
+    int i = 0;
+    for (int bucket : b) {
+      while (i < buckets.length && buckets[i] < bucket) {
+        i++;
+      }
+      if (i == buckets.length || buckets[i] != bucket) {
+        return false;
+      }
+    }
+    i = 0;
+    for (int j = 0; j < b.length; j++) {
+      while (buckets[i] < b[j]) {
+        i++;
+      }
+      counts[i] += c[j];
+    }
+    return true;
   }
 
   void add(LatencyHistogram o) {

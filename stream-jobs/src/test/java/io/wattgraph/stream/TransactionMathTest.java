@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.schema.IpAddresses;
 import io.wattgraph.schema.TransactionAddress;
@@ -54,6 +55,38 @@ class TransactionMathTest {
     assertEquals(ref.buckets(), List.of(1, 200, 300, 400));
     assertEquals(ref.counts(), List.of(3L, 4L, 1L, 1L));
     assertThrows(IllegalArgumentException.class, () -> a.add(new int[] {1}, new long[0]));
+  }
+
+  /**
+   * Records whose buckets the histogram has already are added in place, the others merged into new
+   * arrays: either way the result is the reference merge's, and the records' arrays are neither
+   * changed nor kept.
+   */
+  @Test
+  void mergeInPlaceOrIntoNewArraysAgreesWithTheReferenceAndKeepsNoInput() {
+    java.util.Random random = new java.util.Random(42);
+    LatencyHistogram h = new LatencyHistogram();
+    TransactionHistograms.Histogram ref = new TransactionHistograms.Histogram(S7);
+    for (int r = 0; r < 500; r++) {
+      // Mostly buckets among the first 12 (soon all known: in place), now and then a new one.
+      java.util.TreeMap<Integer, Long> record = new java.util.TreeMap<>();
+      int n = 1 + random.nextInt(6);
+      for (int k = 0; k < n; k++) {
+        int bucket = random.nextInt(20) == 0 ? 100 + random.nextInt(2_000) : 10 * random.nextInt(12);
+        record.merge(bucket, 1L + random.nextInt(50), Long::sum);
+      }
+      int[] b = record.keySet().stream().mapToInt(Integer::intValue).toArray();
+      long[] c = record.values().stream().mapToLong(Long::longValue).toArray();
+      int[] bBefore = b.clone();
+      long[] cBefore = c.clone();
+      h.add(b, c);
+      ref.add(java.util.Arrays.stream(b).boxed().toList(), java.util.Arrays.stream(c).boxed().toList());
+      assertArrayEquals(bBefore, b);
+      assertArrayEquals(cBefore, c);
+      assertTrue(h.buckets != b && h.counts != c, "record " + r + ": the histogram kept the record's arrays");
+      assertEquals(ref.buckets(), java.util.Arrays.stream(h.buckets).boxed().toList(), "record " + r);
+      assertEquals(ref.counts(), java.util.Arrays.stream(h.counts).boxed().toList(), "record " + r);
+    }
   }
 
   /**
