@@ -1,6 +1,7 @@
 package io.wattgraph.stream;
 
 import java.time.Duration;
+import java.util.List;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
@@ -82,10 +83,12 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
   @Override
   public void processElement2(Transaction t, Context ctx, Collector<MetricInput> out) throws Exception {
     long release = PendingRelease.releaseTime(ctx.timestamp(), windowMs);
-    if (group.value() != null || release <= ctx.timerService().currentWatermark()) {
+    // Each read of a TTL state refreshes (rewrites) it: every value is read once per record.
+    String g = group.value();
+    if (g != null || release <= ctx.timerService().currentWatermark()) {
       // Known, or its window has fired already (waiting would not help): on at once, with its own
       // timestamp.
-      emit(t, out);
+      emit(t, g, out);
       return;
     }
     pending.add(t);
@@ -94,14 +97,19 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
 
   @Override
   public void onTimer(long timestamp, OnTimerContext ctx, Collector<MetricInput> out) throws Exception {
-    for (Transaction t : PendingRelease.due(pending, timestamp, windowMs)) {
-      emit(t, out);
+    List<Transaction> due = PendingRelease.due(pending, timestamp, windowMs);
+    if (due.isEmpty()) {
+      return;
+    }
+    String g = group.value();
+    for (Transaction t : due) {
+      emit(t, g, out);
     }
   }
 
-  private void emit(Transaction t, Collector<MetricInput> out) throws Exception {
-    String g = group.value();
-    String p = g == null || pod.value() == null || pod.value().isEmpty() ? null : pod.value();
+  private void emit(Transaction t, String g, Collector<MetricInput> out) throws Exception {
+    String podUid = g == null ? null : pod.value();
+    String p = podUid == null || podUid.isEmpty() ? null : podUid;
     out.collect(MetricInput.ofTransaction(t, MetricInput.PROCESS, t.processId(), g, p));
     if (g != null) {
       out.collect(MetricInput.ofTransaction(t, MetricInput.GROUP, g, g, p));
