@@ -10,6 +10,7 @@ import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -62,24 +63,34 @@ public final class ResourceMetrics {
 
   /** The ResourceSamples topic, decoded, with timestamps and watermarks per partition. */
   static DataStream<DecodedSample> source(StreamExecutionEnvironment env, JobConfig config) {
-    KafkaSourceBuilder<DecodedSample> source = KafkaSource.<DecodedSample>builder()
-        .setBootstrapServers(config.kafkaBrokers)
-        .setGroupId(config.groupId + "-resources")
-        .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
-        .setDeserializer(new ResourceSampleDeserializer());
-    if (config.bounded) {
-      CorrelationJob.ensureTopic(config.kafkaBrokers, config.resourcesTopic);
-      source.setTopics(config.resourcesTopic).setBounded(OffsetsInitializer.latest());
-    } else {
-      // The job may start before any agent created the topic.
-      source.setTopicPattern(Pattern.compile(Pattern.quote(config.resourcesTopic)))
-          .setProperty("partition.discovery.interval.ms", "10000");
-    }
     // Given to the source, the strategy runs per Kafka partition (split): the source's watermark is
     // the minimum over its partitions, idle partitions excluded.
     return env
-        .fromSource(source.build(), watermarks(config), "kafka: " + config.resourcesTopic)
+        .fromSource(agentTopicSource(config, config.resourcesTopic, "-resources", new ResourceSampleDeserializer()),
+            watermarks(config), "kafka: " + config.resourcesTopic)
         .uid("kafka-resource-samples");
+  }
+
+  /**
+   * A topic the agents write to (one consumer group per topic, resuming where it left off), as
+   * the metric windows read it: bounded runs read to the end of a topic made if missing; live ones
+   * follow a pattern, since the job may start before any agent created the topic.
+   */
+  static <T> KafkaSource<T> agentTopicSource(JobConfig config, String topic, String groupSuffix,
+      KafkaRecordDeserializationSchema<T> deserializer) {
+    KafkaSourceBuilder<T> source = KafkaSource.<T>builder()
+        .setBootstrapServers(config.kafkaBrokers)
+        .setGroupId(config.groupId + groupSuffix)
+        .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
+        .setDeserializer(deserializer);
+    if (config.bounded) {
+      CorrelationJob.ensureTopic(config.kafkaBrokers, topic);
+      source.setTopics(topic).setBounded(OffsetsInitializer.latest());
+    } else {
+      source.setTopicPattern(Pattern.compile(Pattern.quote(topic)))
+          .setProperty("partition.discovery.interval.ms", "10000");
+    }
+    return source.build();
   }
 
   /**

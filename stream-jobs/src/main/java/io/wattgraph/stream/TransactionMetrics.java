@@ -1,16 +1,12 @@
 package io.wattgraph.stream;
 
 import java.time.Duration;
-import java.util.regex.Pattern;
 import org.apache.flink.api.common.eventtime.Watermark;
 import org.apache.flink.api.common.eventtime.WatermarkGenerator;
 import org.apache.flink.api.common.eventtime.WatermarkOutput;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
-import org.apache.flink.connector.kafka.source.KafkaSource;
-import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
-import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
 import org.apache.flink.streaming.api.datastream.BroadcastStream;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
@@ -19,7 +15,6 @@ import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
-import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 
 /**
  * Request/response metrics from the agents' TransactionStats (issue 5 items 5-6): the source, the
@@ -52,21 +47,9 @@ public final class TransactionMetrics {
    * (per partition, out-of-orderness, idleness).
    */
   static DataStream<DecodedTransaction> source(StreamExecutionEnvironment env, JobConfig config) {
-    KafkaSourceBuilder<DecodedTransaction> source = KafkaSource.<DecodedTransaction>builder()
-        .setBootstrapServers(config.kafkaBrokers)
-        .setGroupId(config.groupId + "-transactions")
-        .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
-        .setDeserializer(new TransactionStatsDeserializer());
-    if (config.bounded) {
-      CorrelationJob.ensureTopic(config.kafkaBrokers, config.transactionsTopic);
-      source.setTopics(config.transactionsTopic).setBounded(OffsetsInitializer.latest());
-    } else {
-      // The job may start before any agent created the topic.
-      source.setTopicPattern(Pattern.compile(Pattern.quote(config.transactionsTopic)))
-          .setProperty("partition.discovery.interval.ms", "10000");
-    }
     return env
-        .fromSource(source.build(), watermarks(config), "kafka: " + config.transactionsTopic)
+        .fromSource(ResourceMetrics.agentTopicSource(config, config.transactionsTopic, "-transactions",
+                new TransactionStatsDeserializer()), watermarks(config), "kafka: " + config.transactionsTopic)
         .uid("kafka-transaction-stats");
   }
 
