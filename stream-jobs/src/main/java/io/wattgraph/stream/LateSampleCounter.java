@@ -1,7 +1,6 @@
 package io.wattgraph.stream;
 
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.flink.api.common.functions.FilterFunction;
 import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.connector.sink2.SinkWriter;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
@@ -13,8 +12,9 @@ import org.slf4j.LoggerFactory;
  * End of the windows' late side output: window inputs that arrived after their window's end plus
  * the allowed lateness. They are counted (metric {@code lateSamplesDropped}) and logged, not written
  * anywhere. Each dropped source record is counted once: {@link #windowInputs()} skips POD inputs
- * (they duplicate a GROUP input) and a TransactionStats record's GROUP/POD/HOST inputs (they
- * duplicate its PROCESS input); {@link #edgeInputs()} counts every edge input (one per record).
+ * (they duplicate a GROUP input) and a TransactionStats record's GROUP/POD/NAMESPACE/HOST inputs
+ * (they duplicate its PROCESS input), and counts a combined PROCESS input as the records it holds;
+ * {@link #edgeInputs()} counts every edge input (one per record).
  */
 public class LateSampleCounter<T> implements Sink<T> {
   private static final long serialVersionUID = 1L;
@@ -22,20 +22,25 @@ public class LateSampleCounter<T> implements Sink<T> {
   /** Over every subtask of this JVM (tests read it). */
   static final AtomicLong DROPPED = new AtomicLong();
 
-  private final FilterFunction<T> counted;
+  private final Records<T> records;
 
-  private LateSampleCounter(FilterFunction<T> counted) {
-    this.counted = counted;
+  private LateSampleCounter(Records<T> records) {
+    this.records = records;
+  }
+
+  /** How many source records one dropped input counts for (serializable: it travels with the job graph). */
+  interface Records<T> extends java.io.Serializable {
+    long of(T in);
   }
 
   static LateSampleCounter<MetricInput> windowInputs() {
-    return new LateSampleCounter<>(in -> in.transaction == null
-        ? !MetricInput.POD.equals(in.level)
-        : MetricInput.PROCESS.equals(in.level));
+    return new LateSampleCounter<>(in -> !in.isTransactions()
+        ? (MetricInput.POD.equals(in.level) ? 0 : 1)
+        : (MetricInput.PROCESS.equals(in.level) ? in.transactionRecords() : 0));
   }
 
   static LateSampleCounter<EdgeInput> edgeInputs() {
-    return new LateSampleCounter<>(in -> true);
+    return new LateSampleCounter<>(in -> 1);
   }
 
   @Override
@@ -45,16 +50,13 @@ public class LateSampleCounter<T> implements Sink<T> {
       private long logged;
 
       @Override
-      public void write(T in, Context ctx) throws java.io.IOException {
-        try {
-          if (!counted.filter(in)) {
-            return;
-          }
-        } catch (Exception e) {
-          throw new java.io.IOException(e);
+      public void write(T in, Context ctx) {
+        long n = records.of(in);
+        if (n == 0) {
+          return;
         }
-        counter.inc();
-        DROPPED.incrementAndGet();
+        counter.inc(n);
+        DROPPED.addAndGet(n);
         // The first few, then every 1000th: a skewed host could otherwise flood the log.
         if (logged < 10 || counter.getCount() % 1000 == 0) {
           logged++;

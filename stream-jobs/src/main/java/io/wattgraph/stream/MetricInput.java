@@ -42,6 +42,13 @@ public class MetricInput {
   public int hostCores;
   /** Set for a TransactionStats input (then no ResourceSample fields count); null for a sample. */
   public Transaction transaction;
+  /**
+   * Set instead of {@link #transaction} for TransactionStats inputs of one key and window combined
+   * ahead of the windows ({@link TransactionInputCombiner}): their exactly merged totals.
+   */
+  public TransactionTotals transactions;
+  /** The HTTP routes of those combined inputs (null for NAMESPACE, whose windows keep none). */
+  public HttpRouteTotals httpRoutes;
 
   public MetricInput() {}
 
@@ -52,6 +59,16 @@ public class MetricInput {
 
   boolean isNamespace() {
     return NAMESPACE.equals(level);
+  }
+
+  /** A TransactionStats input, one record or combined ones (no ResourceSample fields count). */
+  boolean isTransactions() {
+    return transaction != null || transactions != null;
+  }
+
+  /** The TransactionStats records this input stands for: 0 for a sample. */
+  int transactionRecords() {
+    return transaction != null ? 1 : transactions != null ? transactions.records : 0;
   }
 
   static MetricInput of(Sample s, String level, String entityId) {
@@ -117,6 +134,8 @@ public class MetricInput {
   @Override
   public String toString() {
     return "MetricInput{" + key() + " @" + intervalEndNs
-        + (transaction != null ? " " + transaction : " cpu=" + cpuTimeNs + " e=" + energyJoules) + "}";
+        + (transaction != null ? " " + transaction
+            : transactions != null ? " " + transactions.records + " transaction records combined"
+            : " cpu=" + cpuTimeNs + " e=" + energyJoules) + "}";
   }
 }

@@ -48,13 +48,20 @@ public class MetricsAccumulator {
       hostId = in.hostId;
       entityId = in.entityId;
     }
-    if (in.transaction != null) {
+    if (in.isTransactions()) {
       // Identity comes from the ResourceSamples (latest wins); a transaction only fills a gap.
       groupId = groupId != null ? groupId : in.groupId;
       podUid = podUid != null ? podUid : in.podUid;
       comm = comm != null ? comm : in.comm;
-      addTransaction(in.transaction);
-      httpRoutes.addAll(in.transaction.httpRoutes);
+      if (in.transaction != null) {
+        addTransaction(in.transaction);
+        httpRoutes.addAll(in.transaction.httpRoutes);
+      } else {
+        tx.merge(in.transactions);
+        if (in.httpRoutes != null) {
+          httpRoutes.merge(in.httpRoutes);
+        }
+      }
       return;
     }
     if (in.intervalEndNs >= latestIntervalEndNs) {

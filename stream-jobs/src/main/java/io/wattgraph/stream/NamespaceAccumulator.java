@@ -21,6 +21,8 @@ public class NamespaceAccumulator {
     if (in.transaction != null) {
       // No HTTP routes: NamespaceMetrics has none, so they are not kept either.
       totals.addTransaction(in.transaction);
+    } else if (in.transactions != null) {
+      totals.tx.merge(in.transactions);
     } else {
       totals.add(in);
     }

@@ -5,6 +5,7 @@ import org.apache.flink.api.common.eventtime.Watermark;
 import org.apache.flink.api.common.eventtime.WatermarkGenerator;
 import org.apache.flink.api.common.eventtime.WatermarkOutput;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.streaming.api.datastream.BroadcastStream;
@@ -64,6 +65,12 @@ public final class TransactionMetrics {
    * inputs of the ResourceSamples), the VIP resolution (the connection path's service
    * {@code mappings}) and the per-edge windows. Sinks are the caller's.
    */
+  /**
+   * Combined transaction inputs buffered at most per subtask between watermarks (each a few hundred
+   * bytes): a bound on memory, far above what one watermark interval brings on a busy subtask.
+   */
+  static final int COMBINED_INPUTS = 20_000;
+
   static Streams windows(DataStream<DecodedTransaction> decoded, DataStream<MetricInput> processSamples,
       DataStream<ServiceMappingUpdate> mappings, JobConfig config) {
     SingleOutputStreamOperator<Transaction> transactions = decoded
@@ -76,7 +83,10 @@ public final class TransactionMetrics {
         .connect(transactions.keyBy(new ByProcess()))
         .process(new ProcessGroups(config.idleTimeoutMs, config.windowMs))
         .uid("process-groups")
-        .name("process groups of transactions");
+        .name("process groups of transactions")
+        .transform("combine transaction inputs", TypeInformation.of(MetricInput.class),
+            new TransactionInputCombiner(config.windowMs, COMBINED_INPUTS))
+        .uid("combine-transaction-inputs");
 
     SingleOutputStreamOperator<EdgeMetricsRow> edges = edgeWindows(resolveVirtualIps(transactions, mappings, config)
         .keyBy(new ByConnection())

@@ -1,10 +1,12 @@
 package io.wattgraph.stream.typeinfo;
 
 import io.wattgraph.stream.HttpRoute;
+import io.wattgraph.stream.HttpRouteTotals;
 import io.wattgraph.stream.LatencyHistogram;
 import io.wattgraph.stream.MetricInput;
 import io.wattgraph.stream.PodMetadata;
 import io.wattgraph.stream.Transaction;
+import io.wattgraph.stream.TransactionTotals;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
@@ -14,7 +16,8 @@ import org.apache.flink.core.memory.DataOutputView;
 /**
  * {@link MetricInput}: every ResourceSample and TransactionStats record becomes one to five of
  * them (one per level), each shuffled to the windows. A transaction input carries its whole
- * {@link Transaction} (histograms, HTTP routes), written here field by field. Transaction itself
+ * {@link Transaction} (histograms, HTTP routes), written here field by field; an input of combined
+ * transactions their {@link TransactionTotals} and {@link HttpRouteTotals}. Transaction itself
  * keeps Flink's POJO serializer: it is kept in operator state, whose format this must not change.
  */
 public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
@@ -46,6 +49,8 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     m.processes = f.processes;
     m.hostCores = f.hostCores;
     m.transaction = f.transaction == null ? null : copy(f.transaction);
+    m.transactions = f.transactions == null ? null : copy(f.transactions);
+    m.httpRoutes = f.httpRoutes == null ? null : copy(f.httpRoutes);
     return m;
   }
 
@@ -76,6 +81,11 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     if (m.transaction != null) {
       serialize(m.transaction, out);
     }
+    out.writeBoolean(m.transactions != null);
+    if (m.transactions != null) {
+      serialize(m.transactions, out);
+    }
+    writeRoutes(m.httpRoutes == null ? null : m.httpRoutes.routes, out);
   }
 
   @Override
@@ -105,7 +115,62 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     if (in.readBoolean()) {
       m.transaction = readTransaction(in);
     }
+    if (in.readBoolean()) {
+      m.transactions = readTotals(in);
+    }
+    HttpRoute[] routes = readRoutes(in);
+    if (routes != null) {
+      m.httpRoutes = new HttpRouteTotals();
+      m.httpRoutes.routes = routes;
+    }
     return m;
+  }
+
+  private static void serialize(TransactionTotals t, DataOutputView out) throws IOException {
+    out.writeInt(t.records);
+    out.writeLong(t.clientTransactions);
+    out.writeLong(t.serverTransactions);
+    out.writeLong(t.clientRequestBytes);
+    out.writeLong(t.clientResponseBytes);
+    out.writeLong(t.serverRequestBytes);
+    out.writeLong(t.serverResponseBytes);
+    out.writeInt(t.subBucketBits);
+    writeHistogram(t.clientRtt, out);
+    writeHistogram(t.serverTime, out);
+  }
+
+  private static TransactionTotals readTotals(DataInputView in) throws IOException {
+    TransactionTotals t = new TransactionTotals();
+    t.records = in.readInt();
+    t.clientTransactions = in.readLong();
+    t.serverTransactions = in.readLong();
+    t.clientRequestBytes = in.readLong();
+    t.clientResponseBytes = in.readLong();
+    t.serverRequestBytes = in.readLong();
+    t.serverResponseBytes = in.readLong();
+    t.subBucketBits = in.readInt();
+    t.clientRtt = readHistogram(in);
+    t.serverTime = readHistogram(in);
+    return t;
+  }
+
+  /** A histogram as a presence flag, then its two arrays. */
+  private static void writeHistogram(LatencyHistogram h, DataOutputView out) throws IOException {
+    out.writeBoolean(h != null);
+    if (h != null) {
+      writeInts(h.buckets, out);
+      writeLongs(h.counts, out);
+    }
+  }
+
+  private static LatencyHistogram readHistogram(DataInputView in) throws IOException {
+    if (!in.readBoolean()) {
+      return null;
+    }
+    LatencyHistogram h = new LatencyHistogram();
+    h.buckets = readInts(in);
+    h.counts = readLongs(in);
+    return h;
   }
 
   private static void serialize(Transaction t, DataOutputView out) throws IOException {
@@ -127,23 +192,43 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     out.writeInt(t.subBucketBits);
     writeInts(t.buckets, out);
     writeLongs(t.counts, out);
-    if (t.httpRoutes == null) {
+    writeRoutes(t.httpRoutes, out);
+  }
+
+  /** Routes as a varint of length + 1 (0 = null), then each route. */
+  private static void writeRoutes(HttpRoute[] routes, DataOutputView out) throws IOException {
+    if (routes == null) {
       out.writeByte(0);
       return;
     }
-    writeVarInt(t.httpRoutes.length + 1, out);
-    for (HttpRoute r : t.httpRoutes) {
+    writeVarInt(routes.length + 1, out);
+    for (HttpRoute r : routes) {
       writeString(r.role, out);
       writeString(r.method, out);
       writeString(r.path, out);
       out.writeBoolean(r.pathTruncated);
       out.writeLong(r.transactions);
-      out.writeBoolean(r.latency != null);
-      if (r.latency != null) {
-        writeInts(r.latency.buckets, out);
-        writeLongs(r.latency.counts, out);
-      }
+      writeHistogram(r.latency, out);
     }
+  }
+
+  private static HttpRoute[] readRoutes(DataInputView in) throws IOException {
+    int n = readVarInt(in);
+    if (n == 0) {
+      return null;
+    }
+    HttpRoute[] routes = new HttpRoute[n - 1];
+    for (int i = 0; i < routes.length; i++) {
+      HttpRoute r = new HttpRoute();
+      r.role = readString(in);
+      r.method = readString(in);
+      r.path = readString(in);
+      r.pathTruncated = in.readBoolean();
+      r.transactions = in.readLong();
+      r.latency = readHistogram(in);
+      routes[i] = r;
+    }
+    return routes;
   }
 
   private static Transaction readTransaction(DataInputView in) throws IOException {
@@ -166,27 +251,7 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     t.subBucketBits = in.readInt();
     t.buckets = readInts(in);
     t.counts = readLongs(in);
-    int n = readVarInt(in);
-    if (n == 0) {
-      t.httpRoutes = null;
-      return t;
-    }
-    t.httpRoutes = new HttpRoute[n - 1];
-    for (int i = 0; i < t.httpRoutes.length; i++) {
-      HttpRoute r = new HttpRoute();
-      r.role = readString(in);
-      r.method = readString(in);
-      r.path = readString(in);
-      r.pathTruncated = in.readBoolean();
-      r.transactions = in.readLong();
-      if (in.readBoolean()) {
-        r.latency.buckets = readInts(in);
-        r.latency.counts = readLongs(in);
-      } else {
-        r.latency = null;
-      }
-      t.httpRoutes[i] = r;
-    }
+    t.httpRoutes = readRoutes(in);
     return t;
   }
 
@@ -218,28 +283,58 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     t.subBucketBits = f.subBucketBits;
     t.buckets = f.buckets == null ? null : f.buckets.clone();
     t.counts = f.counts == null ? null : f.counts.clone();
-    if (f.httpRoutes == null) {
-      t.httpRoutes = null;
-      return t;
+    t.httpRoutes = copy(f.httpRoutes);
+    return t;
+  }
+
+  private static HttpRoute[] copy(HttpRoute[] f) {
+    if (f == null) {
+      return null;
     }
-    t.httpRoutes = new HttpRoute[f.httpRoutes.length];
-    for (int i = 0; i < t.httpRoutes.length; i++) {
-      HttpRoute o = f.httpRoutes[i];
+    HttpRoute[] routes = new HttpRoute[f.length];
+    for (int i = 0; i < routes.length; i++) {
+      HttpRoute o = f[i];
       HttpRoute r = new HttpRoute();
       r.role = o.role;
       r.method = o.method;
       r.path = o.path;
       r.pathTruncated = o.pathTruncated;
       r.transactions = o.transactions;
-      if (o.latency == null) {
-        r.latency = null;
-      } else {
-        r.latency.buckets = o.latency.buckets == null ? null : o.latency.buckets.clone();
-        r.latency.counts = o.latency.counts == null ? null : o.latency.counts.clone();
-      }
-      t.httpRoutes[i] = r;
+      r.latency = copy(o.latency);
+      routes[i] = r;
     }
+    return routes;
+  }
+
+  private static LatencyHistogram copy(LatencyHistogram f) {
+    if (f == null) {
+      return null;
+    }
+    LatencyHistogram h = new LatencyHistogram();
+    h.buckets = f.buckets == null ? null : f.buckets.clone();
+    h.counts = f.counts == null ? null : f.counts.clone();
+    return h;
+  }
+
+  private static TransactionTotals copy(TransactionTotals f) {
+    TransactionTotals t = new TransactionTotals();
+    t.records = f.records;
+    t.clientTransactions = f.clientTransactions;
+    t.serverTransactions = f.serverTransactions;
+    t.clientRequestBytes = f.clientRequestBytes;
+    t.clientResponseBytes = f.clientResponseBytes;
+    t.serverRequestBytes = f.serverRequestBytes;
+    t.serverResponseBytes = f.serverResponseBytes;
+    t.subBucketBits = f.subBucketBits;
+    t.clientRtt = copy(f.clientRtt);
+    t.serverTime = copy(f.serverTime);
     return t;
+  }
+
+  private static HttpRouteTotals copy(HttpRouteTotals f) {
+    HttpRouteTotals h = new HttpRouteTotals();
+    h.routes = copy(f.routes);
+    return h;
   }
 
   /** Arrays as a varint of length + 1 (0 = null), then the elements. */

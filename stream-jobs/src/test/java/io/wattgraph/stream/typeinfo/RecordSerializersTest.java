@@ -10,11 +10,13 @@ import io.wattgraph.stream.ConnectionUpdate;
 import io.wattgraph.stream.EdgeTotals;
 import io.wattgraph.stream.GraphNode;
 import io.wattgraph.stream.HttpRoute;
+import io.wattgraph.stream.HttpRouteTotals;
 import io.wattgraph.stream.LatencyHistogram;
 import io.wattgraph.stream.MetricInput;
 import io.wattgraph.stream.Observation;
 import io.wattgraph.stream.PodMetadata;
 import io.wattgraph.stream.Transaction;
+import io.wattgraph.stream.TransactionTotals;
 import java.io.IOException;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
@@ -189,7 +191,7 @@ class RecordSerializersTest {
 
   /** Records inside records: filled and compared field by field, and never shared by a copy. */
   private static final List<Class<?>> NESTED = List.of(GraphNode.class, PodMetadata.class, Transaction.class,
-      HttpRoute.class, LatencyHistogram.class);
+      HttpRoute.class, LatencyHistogram.class, TransactionTotals.class, HttpRouteTotals.class);
 
   @SuppressWarnings({"unchecked", "rawtypes"})
   static <T> void assertSameFields(Class<T> type, T a, T b, String what) throws Exception {

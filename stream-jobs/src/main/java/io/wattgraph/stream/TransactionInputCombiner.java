@@ -1,0 +1,151 @@
+package io.wattgraph.stream;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.api.watermark.Watermark;
+import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
+
+/**
+ * Combines the TransactionStats window inputs of {@link ProcessGroups} ahead of the windows: one
+ * input per window key, group, pod and window instead of one per record (a host's 40 records of a
+ * second become one HOST input, a pod's its POD input...), each holding the exactly merged totals,
+ * histograms and HTTP routes ({@link MetricInput#transactions}). Histograms merge exactly in any
+ * grouping, so every window's result is the same as without it; what it saves is the shuffle, the
+ * timers and the state access of each record in the windows.
+ *
+ * <p>Nothing is held across a watermark: all that is buffered goes out before a watermark is
+ * passed on, so an input reaches its window no later, in event time, than uncombined (it is late
+ * exactly when its records would have been). Also flushed: when the input goes idle, before every
+ * checkpoint barrier (the buffer is not state: a restart replays what was not flushed), at the end
+ * of input, and when {@link #maxKeys} combinations are buffered. Group, pod and comm are part of
+ * the combination, and combinations go out in the order of their first record, so what a window
+ * fills its identity from (the first known) and the namespace windows' distinct pods and
+ * containers are unchanged. Inputs that are not transactions pass through.
+ */
+public class TransactionInputCombiner extends AbstractStreamOperator<MetricInput>
+    implements OneInputStreamOperator<MetricInput, MetricInput> {
+  private static final long serialVersionUID = 1L;
+
+  private final long windowMs;
+  private final int maxKeys;
+  /** Insertion order: combined inputs go out in the order their first record came. */
+  private transient Map<Combination, Combined> buffer;
+
+  public TransactionInputCombiner(long windowMs, int maxKeys) {
+    if (windowMs <= 0 || maxKeys <= 0) {
+      throw new IllegalArgumentException("windowMs and maxKeys must be positive: " + windowMs + ", " + maxKeys);
+    }
+    this.windowMs = windowMs;
+    this.maxKeys = maxKeys;
+  }
+
+  /**
+   * What may be combined: same window key, same identity (group, pod, comm: each combination then
+   * has one, and the window's first known one is the same as from the records), same window.
+   */
+  private record Combination(String level, String hostId, String entityId, String groupId, String podUid,
+      String comm, long windowStart) {}
+
+  /** One combined input and the latest event time of its records. */
+  private static final class Combined {
+    final MetricInput input;
+    long timestamp;
+
+    Combined(MetricInput input, long timestamp) {
+      this.input = input;
+      this.timestamp = timestamp;
+    }
+  }
+
+  @Override
+  public void open() throws Exception {
+    super.open();
+    buffer = new LinkedHashMap<>();
+  }
+
+  @Override
+  public void processElement(StreamRecord<MetricInput> element) throws Exception {
+    MetricInput in = element.getValue();
+    if (in.transaction == null || !element.hasTimestamp()) {
+      output.collect(element);
+      return;
+    }
+    long ts = element.getTimestamp();
+    Combination c = new Combination(in.level, in.hostId, in.entityId, in.groupId, in.podUid, in.comm,
+        TimeWindow.getWindowStartWithOffset(ts, 0, windowMs));
+    Combined combined = buffer.get(c);
+    if (combined == null) {
+      if (buffer.size() >= maxKeys) {
+        flush();
+      }
+      combined = new Combined(empty(in), ts);
+      buffer.put(c, combined);
+    }
+    add(combined.input, in.transaction);
+    combined.timestamp = Math.max(combined.timestamp, ts);
+  }
+
+  /** A combined input with the identity of {@code first} and nothing added yet. */
+  private static MetricInput empty(MetricInput first) {
+    MetricInput m = new MetricInput();
+    m.level = first.level;
+    m.hostId = first.hostId;
+    m.entityId = first.entityId;
+    m.groupId = first.groupId;
+    m.podUid = first.podUid;
+    m.comm = first.comm;
+    m.intervalEndNs = first.intervalEndNs;
+    m.intervalNs = first.intervalNs;
+    m.transactions = new TransactionTotals();
+    // The namespace windows keep no routes (NamespaceMetrics has none).
+    m.httpRoutes = first.isNamespace() ? null : new HttpRouteTotals();
+    return m;
+  }
+
+  private static void add(MetricInput combined, Transaction t) {
+    combined.transactions.add(t.isClient(), t.transactions, t.requestBytes, t.responseBytes, t.subBucketBits,
+        t.buckets, t.counts);
+    if (combined.httpRoutes != null && t.httpRoutes != null) {
+      combined.httpRoutes.addAll(t.httpRoutes);
+    }
+    combined.intervalEndNs = Math.max(combined.intervalEndNs, t.intervalEndNs);
+  }
+
+  private void flush() {
+    for (Combined c : buffer.values()) {
+      output.collect(new StreamRecord<>(c.input, c.timestamp));
+    }
+    buffer.clear();
+  }
+
+  @Override
+  public void processWatermark(Watermark mark) throws Exception {
+    flush();
+    super.processWatermark(mark);
+  }
+
+  @Override
+  public void processWatermarkStatus(WatermarkStatus status) throws Exception {
+    // Idle: the windows stop waiting for this input, so what it holds must be there first.
+    if (status.isIdle()) {
+      flush();
+    }
+    super.processWatermarkStatus(status);
+  }
+
+  @Override
+  public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
+    flush();
+    super.prepareSnapshotPreBarrier(checkpointId);
+  }
+
+  @Override
+  public void finish() throws Exception {
+    flush();
+    super.finish();
+  }
+}
