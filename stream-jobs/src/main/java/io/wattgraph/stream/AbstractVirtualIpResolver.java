@@ -69,7 +69,8 @@ public abstract class AbstractVirtualIpResolver<T>
   /** Marks a client socket whose first records went on untranslated (no backend in time). */
   static final String UNRESOLVED = "";
 
-  private final Class<T> type;
+  /** Of the records waiting for their backend, in state. */
+  private final TypeInformation<T> pendingType;
   protected final long retentionMs;
   private final boolean keepUnresolvedOnOneKey;
 
@@ -89,8 +90,8 @@ public abstract class AbstractVirtualIpResolver<T>
    *     going on untranslated (needed when the records are cumulative, so that one connection is not
    *     split over two keys and counted twice)
    */
-  protected AbstractVirtualIpResolver(Class<T> type, long retentionMs, boolean keepUnresolvedOnOneKey) {
-    this.type = type;
+  protected AbstractVirtualIpResolver(TypeInformation<T> pendingType, long retentionMs, boolean keepUnresolvedOnOneKey) {
+    this.pendingType = pendingType;
     this.retentionMs = retentionMs;
     this.keepUnresolvedOnOneKey = keepUnresolvedOnOneKey;
   }
@@ -127,7 +128,7 @@ public abstract class AbstractVirtualIpResolver<T>
   public void open(OpenContext openContext) throws Exception {
     seenBackends = getRuntimeContext().getMapState(new MapStateDescriptor<>("seen-backends", Types.STRING, Types.LONG));
     resolved = getRuntimeContext().getMapState(new MapStateDescriptor<>("resolved-vips", Types.STRING, Types.STRING));
-    pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", type));
+    pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", pendingType));
     timer = getRuntimeContext().getState(new ValueStateDescriptor<>("timer", Types.LONG));
     translated = getRuntimeContext().getMetricGroup().counter("vipTranslated");
     unresolved = getRuntimeContext().getMetricGroup().counter("vipUnresolved");

@@ -1,9 +1,13 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.typeinfo.RecordTypeInfoFactory;
+import org.apache.flink.api.common.typeinfo.TypeInfo;
+
 /**
  * One TransactionStats record as input of its edge's window: the edge's two ends (graph ids, a
  * Process or an External node, as GraphWriter names them) and the record (one end's view).
  */
+@TypeInfo(RecordTypeInfoFactory.class)
 public class EdgeInput {
   public static final String PROCESS = "PROCESS";
   public static final String EXTERNAL = "EXTERNAL";

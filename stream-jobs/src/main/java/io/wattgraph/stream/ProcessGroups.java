@@ -56,7 +56,7 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
     group = getRuntimeContext().getState(g);
     namespace = getRuntimeContext().getState(ns);
     pod = getRuntimeContext().getState(p);
-    pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.class));
+    pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.STATE_TYPE));
   }
 
   /** A PROCESS window input (ResourceSample): remember its group, pod and namespace. */

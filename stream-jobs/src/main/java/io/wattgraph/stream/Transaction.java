@@ -1,11 +1,28 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.typeinfo.RecordTypeInfoFactory;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.flink.api.common.typeinfo.TypeInfo;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.java.typeutils.PojoField;
+import org.apache.flink.api.java.typeutils.PojoTypeInfo;
+
 /**
  * The fields of a {@code TransactionStats} record the job uses (a Flink POJO, no Avro on the wire):
  * one connection end's transactions over one agent interval, with its latency histogram (client
  * round trips for a CLIENT record, server times for a SERVER record) as parallel sorted arrays.
+ * Between tasks it has a hand-written serializer ({@code TransactionSerializer}); in operator state
+ * (records waiting for their process's group, their peer or their VIP's backend) it keeps the
+ * POJO format it always had, {@link #STATE_TYPE}, so state written before stays readable.
  */
+@TypeInfo(RecordTypeInfoFactory.class)
 public class Transaction {
+  /** Flink's POJO type of this class, field by field as the type extractor made it before the annotation. */
+  public static final TypeInformation<Transaction> STATE_TYPE = pojoType();
+
   public String hostId;
   public long intervalStartNs;
   public long intervalEndNs;
@@ -59,5 +76,15 @@ public class Transaction {
     return "Transaction{" + hostId + " " + role + " " + Endpoints.of(localIp, localPort) + "->"
         + Endpoints.of(remoteIp, remotePort) + " tgid=" + tgid + " @" + intervalEndNs + " n=" + transactions
         + (httpRoutes.length == 0 ? "" : " routes=" + java.util.Arrays.toString(httpRoutes)) + "}";
+  }
+
+  private static TypeInformation<Transaction> pojoType() {
+    List<PojoField> fields = new ArrayList<>();
+    for (Field f : Transaction.class.getFields()) {
+      if (!Modifier.isStatic(f.getModifiers())) {
+        fields.add(new PojoField(f, TypeInformation.of(f.getType())));
+      }
+    }
+    return new PojoTypeInfo<>(Transaction.class, fields);
   }
 }

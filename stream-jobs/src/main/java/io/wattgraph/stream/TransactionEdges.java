@@ -55,7 +55,7 @@ public class TransactionEdges extends KeyedProcessFunction<String, Transaction, 
     s.enableTimeToLive(ttl);
     clientProcess = getRuntimeContext().getState(c);
     serverProcess = getRuntimeContext().getState(s);
-    pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.class));
+    pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.STATE_TYPE));
   }
 
   @Override

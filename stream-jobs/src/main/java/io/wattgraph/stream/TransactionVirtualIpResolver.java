@@ -38,7 +38,7 @@ public class TransactionVirtualIpResolver extends AbstractVirtualIpResolver<Tran
    *     (processing time) after the key's last record
    */
   public TransactionVirtualIpResolver(long retentionMs, long windowMs) {
-    super(Transaction.class, retentionMs, false);
+    super(Transaction.STATE_TYPE, retentionMs, false);
     this.windowMs = windowMs;
   }
 

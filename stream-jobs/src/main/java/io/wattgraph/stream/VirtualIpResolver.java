@@ -5,6 +5,7 @@ import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ReadOnlyBroadcastState;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.util.Collector;
 import org.slf4j.Logger;
@@ -31,7 +32,7 @@ public class VirtualIpResolver extends AbstractVirtualIpResolver<Observation> {
   private transient ValueState<Long> pendingUntil;
 
   public VirtualIpResolver(long horizonMs, long retentionMs) {
-    super(Observation.class, retentionMs, true);
+    super(TypeInformation.of(Observation.class), retentionMs, true);
     this.horizonMs = horizonMs;
   }
 

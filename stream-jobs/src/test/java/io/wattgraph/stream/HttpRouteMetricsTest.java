@@ -306,13 +306,19 @@ class HttpRouteMetricsTest {
 
   /**
    * Kryo fallback would be slow and make state evolution impossible (as ConnectionEventDeserializerTest).
-   * MetricInput, which carries routes in streams only, has a serializer of its own (RecordSerializersTest).
+   * MetricInput and Transaction, which carry routes between tasks, have serializers of their own
+   * (RecordSerializersTest); in state a Transaction is the POJO {@link Transaction#STATE_TYPE}.
    */
   @Test
   void routeTypesInStreamsAndStateArePojos() {
-    for (Class<?> c : List.of(HttpRoute.class, HttpRouteTotals.class, HttpRouteRow.class, Transaction.class,
-        MetricsAccumulator.class, MetricsRow.class)) {
-      TypeInformation<?> info = TypeInformation.of(c);
+    List<TypeInformation<?>> types = new java.util.ArrayList<>();
+    for (Class<?> c : List.of(HttpRoute.class, HttpRouteTotals.class, HttpRouteRow.class, MetricsAccumulator.class,
+        MetricsRow.class)) {
+      types.add(TypeInformation.of(c));
+    }
+    types.add(Transaction.STATE_TYPE);
+    for (TypeInformation<?> info : types) {
+      Class<?> c = info.getTypeClass();
       assertInstanceOf(PojoTypeInfo.class, info, c.getName());
       PojoTypeInfo<?> pojo = (PojoTypeInfo<?>) info;
       for (int i = 0; i < pojo.getArity(); i++) {

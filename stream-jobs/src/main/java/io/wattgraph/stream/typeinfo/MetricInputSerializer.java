@@ -48,7 +48,7 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     m.threads = f.threads;
     m.processes = f.processes;
     m.hostCores = f.hostCores;
-    m.transaction = f.transaction == null ? null : copy(f.transaction);
+    m.transaction = f.transaction == null ? null : TransactionSerializer.copyOf(f.transaction);
     m.transactions = f.transactions == null ? null : copy(f.transactions);
     m.httpRoutes = f.httpRoutes == null ? null : copy(f.httpRoutes);
     return m;
@@ -79,13 +79,13 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     out.writeInt(m.hostCores);
     out.writeBoolean(m.transaction != null);
     if (m.transaction != null) {
-      serialize(m.transaction, out);
+      TransactionSerializer.write(m.transaction, out);
     }
     out.writeBoolean(m.transactions != null);
     if (m.transactions != null) {
       serialize(m.transactions, out);
     }
-    writeRoutes(m.httpRoutes == null ? null : m.httpRoutes.routes, out);
+    TransactionSerializer.writeRoutes(m.httpRoutes == null ? null : m.httpRoutes.routes, out);
   }
 
   @Override
@@ -113,12 +113,12 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     m.processes = in.readInt();
     m.hostCores = in.readInt();
     if (in.readBoolean()) {
-      m.transaction = readTransaction(in);
+      m.transaction = TransactionSerializer.readTransaction(in);
     }
     if (in.readBoolean()) {
       m.transactions = readTotals(in);
     }
-    HttpRoute[] routes = readRoutes(in);
+    HttpRoute[] routes = TransactionSerializer.readRoutes(in);
     if (routes != null) {
       m.httpRoutes = new HttpRouteTotals();
       m.httpRoutes.routes = routes;
@@ -135,8 +135,8 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     out.writeLong(t.serverRequestBytes);
     out.writeLong(t.serverResponseBytes);
     out.writeInt(t.subBucketBits);
-    writeHistogram(t.clientRtt, out);
-    writeHistogram(t.serverTime, out);
+    TransactionSerializer.writeHistogram(t.clientRtt, out);
+    TransactionSerializer.writeHistogram(t.serverTime, out);
   }
 
   private static TransactionTotals readTotals(DataInputView in) throws IOException {
@@ -149,111 +149,16 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     t.serverRequestBytes = in.readLong();
     t.serverResponseBytes = in.readLong();
     t.subBucketBits = in.readInt();
-    t.clientRtt = readHistogram(in);
-    t.serverTime = readHistogram(in);
+    t.clientRtt = TransactionSerializer.readHistogram(in);
+    t.serverTime = TransactionSerializer.readHistogram(in);
     return t;
   }
 
-  /** A histogram as a presence flag, then its two arrays. */
-  private static void writeHistogram(LatencyHistogram h, DataOutputView out) throws IOException {
-    out.writeBoolean(h != null);
-    if (h != null) {
-      writeInts(h.buckets, out);
-      writeLongs(h.counts, out);
-    }
-  }
 
-  private static LatencyHistogram readHistogram(DataInputView in) throws IOException {
-    if (!in.readBoolean()) {
-      return null;
-    }
-    LatencyHistogram h = new LatencyHistogram();
-    h.buckets = readInts(in);
-    h.counts = readLongs(in);
-    return h;
-  }
 
-  private static void serialize(Transaction t, DataOutputView out) throws IOException {
-    writeString(t.hostId, out);
-    out.writeLong(t.intervalStartNs);
-    out.writeLong(t.intervalEndNs);
-    writeString(t.role, out);
-    writeString(t.localIp, out);
-    out.writeInt(t.localPort);
-    writeString(t.remoteIp, out);
-    out.writeInt(t.remotePort);
-    out.writeInt(t.tgid);
-    out.writeLong(t.processStartTimeNs);
-    writeString(t.comm, out);
-    out.writeBoolean(t.closed);
-    out.writeLong(t.transactions);
-    out.writeLong(t.requestBytes);
-    out.writeLong(t.responseBytes);
-    out.writeInt(t.subBucketBits);
-    writeInts(t.buckets, out);
-    writeLongs(t.counts, out);
-    writeRoutes(t.httpRoutes, out);
-  }
 
-  /** Routes as a varint of length + 1 (0 = null), then each route. */
-  private static void writeRoutes(HttpRoute[] routes, DataOutputView out) throws IOException {
-    if (routes == null) {
-      out.writeByte(0);
-      return;
-    }
-    writeVarInt(routes.length + 1, out);
-    for (HttpRoute r : routes) {
-      writeString(r.role, out);
-      writeString(r.method, out);
-      writeString(r.path, out);
-      out.writeBoolean(r.pathTruncated);
-      out.writeLong(r.transactions);
-      writeHistogram(r.latency, out);
-    }
-  }
 
-  private static HttpRoute[] readRoutes(DataInputView in) throws IOException {
-    int n = readVarInt(in);
-    if (n == 0) {
-      return null;
-    }
-    HttpRoute[] routes = new HttpRoute[n - 1];
-    for (int i = 0; i < routes.length; i++) {
-      HttpRoute r = new HttpRoute();
-      r.role = readString(in);
-      r.method = readString(in);
-      r.path = readString(in);
-      r.pathTruncated = in.readBoolean();
-      r.transactions = in.readLong();
-      r.latency = readHistogram(in);
-      routes[i] = r;
-    }
-    return routes;
-  }
 
-  private static Transaction readTransaction(DataInputView in) throws IOException {
-    Transaction t = new Transaction();
-    t.hostId = readString(in);
-    t.intervalStartNs = in.readLong();
-    t.intervalEndNs = in.readLong();
-    t.role = readString(in);
-    t.localIp = readString(in);
-    t.localPort = in.readInt();
-    t.remoteIp = readString(in);
-    t.remotePort = in.readInt();
-    t.tgid = in.readInt();
-    t.processStartTimeNs = in.readLong();
-    t.comm = readString(in);
-    t.closed = in.readBoolean();
-    t.transactions = in.readLong();
-    t.requestBytes = in.readLong();
-    t.responseBytes = in.readLong();
-    t.subBucketBits = in.readInt();
-    t.buckets = readInts(in);
-    t.counts = readLongs(in);
-    t.httpRoutes = readRoutes(in);
-    return t;
-  }
 
   private static PodMetadata copy(PodMetadata f) {
     PodMetadata p = new PodMetadata();
@@ -263,58 +168,8 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     return p;
   }
 
-  private static Transaction copy(Transaction f) {
-    Transaction t = new Transaction();
-    t.hostId = f.hostId;
-    t.intervalStartNs = f.intervalStartNs;
-    t.intervalEndNs = f.intervalEndNs;
-    t.role = f.role;
-    t.localIp = f.localIp;
-    t.localPort = f.localPort;
-    t.remoteIp = f.remoteIp;
-    t.remotePort = f.remotePort;
-    t.tgid = f.tgid;
-    t.processStartTimeNs = f.processStartTimeNs;
-    t.comm = f.comm;
-    t.closed = f.closed;
-    t.transactions = f.transactions;
-    t.requestBytes = f.requestBytes;
-    t.responseBytes = f.responseBytes;
-    t.subBucketBits = f.subBucketBits;
-    t.buckets = f.buckets == null ? null : f.buckets.clone();
-    t.counts = f.counts == null ? null : f.counts.clone();
-    t.httpRoutes = copy(f.httpRoutes);
-    return t;
-  }
 
-  private static HttpRoute[] copy(HttpRoute[] f) {
-    if (f == null) {
-      return null;
-    }
-    HttpRoute[] routes = new HttpRoute[f.length];
-    for (int i = 0; i < routes.length; i++) {
-      HttpRoute o = f[i];
-      HttpRoute r = new HttpRoute();
-      r.role = o.role;
-      r.method = o.method;
-      r.path = o.path;
-      r.pathTruncated = o.pathTruncated;
-      r.transactions = o.transactions;
-      r.latency = copy(o.latency);
-      routes[i] = r;
-    }
-    return routes;
-  }
 
-  private static LatencyHistogram copy(LatencyHistogram f) {
-    if (f == null) {
-      return null;
-    }
-    LatencyHistogram h = new LatencyHistogram();
-    h.buckets = f.buckets == null ? null : f.buckets.clone();
-    h.counts = f.counts == null ? null : f.counts.clone();
-    return h;
-  }
 
   private static TransactionTotals copy(TransactionTotals f) {
     TransactionTotals t = new TransactionTotals();
@@ -326,14 +181,14 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     t.serverRequestBytes = f.serverRequestBytes;
     t.serverResponseBytes = f.serverResponseBytes;
     t.subBucketBits = f.subBucketBits;
-    t.clientRtt = copy(f.clientRtt);
-    t.serverTime = copy(f.serverTime);
+    t.clientRtt = TransactionSerializer.copy(f.clientRtt);
+    t.serverTime = TransactionSerializer.copy(f.serverTime);
     return t;
   }
 
   private static HttpRouteTotals copy(HttpRouteTotals f) {
     HttpRouteTotals h = new HttpRouteTotals();
-    h.routes = copy(f.routes);
+    h.routes = TransactionSerializer.copy(f.routes);
     return h;
   }
 
@@ -359,47 +214,9 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     return a;
   }
 
-  private static void writeInts(int[] a, DataOutputView out) throws IOException {
-    writeVarInt(a == null ? 0 : a.length + 1, out);
-    if (a != null) {
-      for (int v : a) {
-        out.writeInt(v);
-      }
-    }
-  }
 
-  private static int[] readInts(DataInputView in) throws IOException {
-    int n = readVarInt(in);
-    if (n == 0) {
-      return null;
-    }
-    int[] a = new int[n - 1];
-    for (int i = 0; i < a.length; i++) {
-      a[i] = in.readInt();
-    }
-    return a;
-  }
 
-  private static void writeLongs(long[] a, DataOutputView out) throws IOException {
-    writeVarInt(a == null ? 0 : a.length + 1, out);
-    if (a != null) {
-      for (long v : a) {
-        out.writeLong(v);
-      }
-    }
-  }
 
-  private static long[] readLongs(DataInputView in) throws IOException {
-    int n = readVarInt(in);
-    if (n == 0) {
-      return null;
-    }
-    long[] a = new long[n - 1];
-    for (int i = 0; i < a.length; i++) {
-      a[i] = in.readLong();
-    }
-    return a;
-  }
 
   @Override
   public TypeSerializerSnapshot<MetricInput> snapshotConfiguration() {

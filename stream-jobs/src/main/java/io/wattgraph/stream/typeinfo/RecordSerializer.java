@@ -90,6 +90,46 @@ public abstract class RecordSerializer<T> extends TypeSerializerSingleton<T> {
     throw new IOException("length: varint longer than 5 bytes");
   }
 
+  /** Primitive arrays as a varint of length + 1 (0 = null), then the elements. */
+  static void writeInts(int[] a, DataOutputView out) throws IOException {
+    writeVarInt(a == null ? 0 : a.length + 1, out);
+    if (a != null) {
+      for (int v : a) {
+        out.writeInt(v);
+      }
+    }
+  }
+  static int[] readInts(DataInputView in) throws IOException {
+    int n = readVarInt(in);
+    if (n == 0) {
+      return null;
+    }
+    int[] a = new int[n - 1];
+    for (int i = 0; i < a.length; i++) {
+      a[i] = in.readInt();
+    }
+    return a;
+  }
+  static void writeLongs(long[] a, DataOutputView out) throws IOException {
+    writeVarInt(a == null ? 0 : a.length + 1, out);
+    if (a != null) {
+      for (long v : a) {
+        out.writeLong(v);
+      }
+    }
+  }
+  static long[] readLongs(DataInputView in) throws IOException {
+    int n = readVarInt(in);
+    if (n == 0) {
+      return null;
+    }
+    long[] a = new long[n - 1];
+    for (int i = 0; i < a.length; i++) {
+      a[i] = in.readLong();
+    }
+    return a;
+  }
+
   /** An enum constant or null, as its ordinal (-1 for null). */
   static void writeEnum(Enum<?> e, DataOutputView out) throws IOException {
     out.writeByte(e == null ? -1 : e.ordinal());

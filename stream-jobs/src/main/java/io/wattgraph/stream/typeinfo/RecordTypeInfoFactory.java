@@ -1,9 +1,11 @@
 package io.wattgraph.stream.typeinfo;
 
 import io.wattgraph.stream.ConnectionUpdate;
+import io.wattgraph.stream.EdgeInput;
 import io.wattgraph.stream.GraphNode;
 import io.wattgraph.stream.MetricInput;
 import io.wattgraph.stream.Observation;
+import io.wattgraph.stream.Transaction;
 import java.lang.reflect.Type;
 import java.util.Map;
 import org.apache.flink.api.common.typeinfo.TypeInfoFactory;
@@ -15,7 +17,9 @@ public final class RecordTypeInfoFactory<T> extends TypeInfoFactory<T> {
       Observation.class, ObservationSerializer.INSTANCE,
       ConnectionUpdate.class, ConnectionUpdateSerializer.INSTANCE,
       GraphNode.class, GraphNodeSerializer.INSTANCE,
-      MetricInput.class, MetricInputSerializer.INSTANCE);
+      MetricInput.class, MetricInputSerializer.INSTANCE,
+      Transaction.class, TransactionSerializer.INSTANCE,
+      EdgeInput.class, EdgeInputSerializer.INSTANCE);
 
   @Override
   @SuppressWarnings("unchecked")
