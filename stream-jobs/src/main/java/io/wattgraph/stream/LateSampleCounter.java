@@ -55,10 +55,11 @@ public class LateSampleCounter<T> implements Sink<T> {
         if (n == 0) {
           return;
         }
+        long before = counter.getCount();
         counter.inc(n);
         DROPPED.addAndGet(n);
-        // The first few, then every 1000th: a skewed host could otherwise flood the log.
-        if (logged < 10 || counter.getCount() % 1000 == 0) {
+        // The first few, then one per 1000: a skewed host could otherwise flood the log.
+        if (logged < 10 || before / 1000 != counter.getCount() / 1000) {
           logged++;
           LOG.warn("Sample beyond the allowed lateness dropped ({} so far): {} (event time {} ms)",
               counter.getCount(), in, ctx.timestamp());

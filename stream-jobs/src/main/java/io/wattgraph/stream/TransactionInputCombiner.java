@@ -2,43 +2,47 @@ package io.wattgraph.stream;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
-import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.runtime.event.WatermarkEvent;
+import org.apache.flink.streaming.api.operators.Output;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
+import org.apache.flink.streaming.runtime.streamrecord.LatencyMarker;
+import org.apache.flink.streaming.runtime.streamrecord.RecordAttributes;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
+import org.apache.flink.util.OutputTag;
 
 /**
- * Combines the TransactionStats window inputs of {@link ProcessGroups} ahead of the windows: one
- * input per window key, group, pod and window instead of one per record (a host's 40 records of a
+ * Combines the TransactionStats window inputs of {@link ProcessGroups} on their way out of its
+ * operator ({@link ProcessGroupsOperator}), before Flink copies or serializes them: one input per
+ * window key, group, pod, comm and window instead of one per record (a host's 40 records of a
  * second become one HOST input, a pod's its POD input...), each holding the exactly merged totals,
  * histograms and HTTP routes ({@link MetricInput#transactions}). Histograms merge exactly in any
- * grouping, so every window's result is the same as without it; what it saves is the shuffle, the
- * timers and the state access of each record in the windows.
+ * grouping, so every window's result is the same as without it; what it saves is the copy, the
+ * shuffle, the timers and the state access of each record.
  *
  * <p>Nothing is held across a watermark: all that is buffered goes out before a watermark is
- * passed on, so an input reaches its window no later, in event time, than uncombined (it is late
- * exactly when its records would have been). Also flushed: when the input goes idle, before every
- * checkpoint barrier (the buffer is not state: a restart replays what was not flushed), at the end
- * of input, and when {@link #maxKeys} combinations are buffered. Group, pod and comm are part of
- * the combination, and combinations go out in the order of their first record, so what a window
- * fills its identity from (the first known) and the namespace windows' distinct pods and
- * containers are unchanged. Inputs that are not transactions pass through.
+ * passed on (after the operator's timers released what they hold), so an input reaches its window
+ * no later, in event time, than uncombined (it is late exactly when its records would have been).
+ * Also flushed: when the output goes idle, before every checkpoint barrier and at the end (by the
+ * operator: the buffer is not state, a restart replays what was not flushed), and when
+ * {@code maxKeys} combinations are buffered. Group, pod and comm are part of the combination, and
+ * combinations go out in the order of their first record, so what a window fills its identity from
+ * (the first known) and the namespace windows' distinct pods and containers are unchanged. Records
+ * that are not transactions, and side outputs, pass through.
  */
-public class TransactionInputCombiner extends AbstractStreamOperator<MetricInput>
-    implements OneInputStreamOperator<MetricInput, MetricInput> {
-  private static final long serialVersionUID = 1L;
-
+public final class TransactionInputCombiner implements Output<StreamRecord<MetricInput>> {
+  private final Output<StreamRecord<MetricInput>> out;
   private final long windowMs;
   private final int maxKeys;
   /** Insertion order: combined inputs go out in the order their first record came. */
-  private transient Map<Combination, Combined> buffer;
+  private final Map<Combination, Combined> buffer = new LinkedHashMap<>();
 
-  public TransactionInputCombiner(long windowMs, int maxKeys) {
+  public TransactionInputCombiner(Output<StreamRecord<MetricInput>> out, long windowMs, int maxKeys) {
     if (windowMs <= 0 || maxKeys <= 0) {
       throw new IllegalArgumentException("windowMs and maxKeys must be positive: " + windowMs + ", " + maxKeys);
     }
+    this.out = out;
     this.windowMs = windowMs;
     this.maxKeys = maxKeys;
   }
@@ -62,16 +66,10 @@ public class TransactionInputCombiner extends AbstractStreamOperator<MetricInput
   }
 
   @Override
-  public void open() throws Exception {
-    super.open();
-    buffer = new LinkedHashMap<>();
-  }
-
-  @Override
-  public void processElement(StreamRecord<MetricInput> element) throws Exception {
+  public void collect(StreamRecord<MetricInput> element) {
     MetricInput in = element.getValue();
     if (in.transaction == null || !element.hasTimestamp()) {
-      output.collect(element);
+      out.collect(element);
       return;
     }
     long ts = element.getTimestamp();
@@ -115,37 +113,52 @@ public class TransactionInputCombiner extends AbstractStreamOperator<MetricInput
     combined.intervalEndNs = Math.max(combined.intervalEndNs, t.intervalEndNs);
   }
 
-  private void flush() {
+  /** Sends every buffered input on. */
+  public void flush() {
     for (Combined c : buffer.values()) {
-      output.collect(new StreamRecord<>(c.input, c.timestamp));
+      out.collect(new StreamRecord<>(c.input, c.timestamp));
     }
     buffer.clear();
   }
 
   @Override
-  public void processWatermark(Watermark mark) throws Exception {
+  public void emitWatermark(Watermark mark) {
     flush();
-    super.processWatermark(mark);
+    out.emitWatermark(mark);
   }
 
   @Override
-  public void processWatermarkStatus(WatermarkStatus status) throws Exception {
+  public void emitWatermarkStatus(WatermarkStatus status) {
     // Idle: the windows stop waiting for this input, so what it holds must be there first.
     if (status.isIdle()) {
       flush();
     }
-    super.processWatermarkStatus(status);
+    out.emitWatermarkStatus(status);
   }
 
   @Override
-  public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
+  public void emitWatermark(WatermarkEvent event) {
     flush();
-    super.prepareSnapshotPreBarrier(checkpointId);
+    out.emitWatermark(event);
   }
 
   @Override
-  public void finish() throws Exception {
-    flush();
-    super.finish();
+  public <X> void collect(OutputTag<X> tag, StreamRecord<X> record) {
+    out.collect(tag, record);
+  }
+
+  @Override
+  public void emitLatencyMarker(LatencyMarker marker) {
+    out.emitLatencyMarker(marker);
+  }
+
+  @Override
+  public void emitRecordAttributes(RecordAttributes attributes) {
+    out.emitRecordAttributes(attributes);
+  }
+
+  @Override
+  public void close() {
+    out.close();
   }
 }

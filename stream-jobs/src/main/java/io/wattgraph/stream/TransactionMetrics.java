@@ -67,7 +67,8 @@ public final class TransactionMetrics {
    */
   /**
    * Combined transaction inputs buffered at most per subtask between watermarks (each a few hundred
-   * bytes): a bound on memory, far above what one watermark interval brings on a busy subtask.
+   * bytes): a bound on memory. Live, a watermark interval (200 ms) brings at most the combinations
+   * of about one agent interval per subtask; replays and benchmarks, many intervals at once.
    */
   static final int COMBINED_INPUTS = 20_000;
 
@@ -81,12 +82,10 @@ public final class TransactionMetrics {
     DataStream<MetricInput> windowInputs = processSamples
         .keyBy(new ByEntity())
         .connect(transactions.keyBy(new ByProcess()))
-        .process(new ProcessGroups(config.idleTimeoutMs, config.windowMs))
-        .uid("process-groups")
-        .name("process groups of transactions")
-        .transform("combine transaction inputs", TypeInformation.of(MetricInput.class),
-            new TransactionInputCombiner(config.windowMs, COMBINED_INPUTS))
-        .uid("combine-transaction-inputs");
+        .transform("process groups of transactions", TypeInformation.of(MetricInput.class),
+            new ProcessGroupsOperator(new ProcessGroups(config.idleTimeoutMs, config.windowMs), config.windowMs,
+                COMBINED_INPUTS))
+        .uid("process-groups");
 
     SingleOutputStreamOperator<EdgeMetricsRow> edges = edgeWindows(resolveVirtualIps(transactions, mappings, config)
         .keyBy(new ByConnection())

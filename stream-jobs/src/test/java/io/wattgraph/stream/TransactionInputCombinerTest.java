@@ -6,25 +6,35 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.Random;
 import org.apache.flink.api.common.serialization.SerializerConfigImpl;
+import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
-import org.apache.flink.streaming.util.OneInputStreamOperatorTestHarness;
+import org.apache.flink.runtime.event.WatermarkEvent;
+import org.apache.flink.streaming.api.operators.Output;
+import org.apache.flink.streaming.runtime.streamrecord.LatencyMarker;
+import org.apache.flink.streaming.runtime.streamrecord.RecordAttributes;
+import org.apache.flink.streaming.util.KeyedTwoInputStreamOperatorTestHarness;
+import org.apache.flink.util.OutputTag;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link TransactionInputCombiner} in Flink's harness (window 10 s): what it emits and when, and
- * that the windows' state built from its combined inputs is, byte for byte, the state built from
- * the records one by one.
+ * {@link TransactionInputCombiner} (window 10 s) in front of an output that records what reaches
+ * it: what it emits and when, and that the windows' state built from its combined inputs is, byte
+ * for byte, the state built from the records one by one. Then {@link ProcessGroupsOperator} in
+ * Flink's harness: the combiner on ProcessGroups' output, flushed by watermarks after the timers
+ * released what waited, and before checkpoint barriers.
  */
 class TransactionInputCombinerTest {
 
@@ -62,11 +72,10 @@ class TransactionInputCombinerTest {
     assertEquals("HOST|h1|h1", record(out.get(4)).getValue().key());
     assertEquals(10_500, record(out.get(4)).getTimestamp());
     assertEquals(7, record(out.get(4)).getValue().transactions.clientTransactions);
-    h.close();
   }
 
   @Test
-  void samplesPassAtOnceAndTheBufferIsFlushedBeforeBarriersWhenIdleWhenFullAndAtTheEnd() throws Exception {
+  void samplesPassAtOnceAndTheBufferIsFlushedOnDemandWhenIdleAndWhenFull() throws Exception {
     var h = harness(2);
     MetricInput sample = new MetricInput();
     sample.level = MetricInput.HOST;
@@ -79,8 +88,9 @@ class TransactionInputCombinerTest {
     assertEquals(0, passed.transactionRecords());
 
     h.processElement(input(MetricInput.HOST, "h1", "h1", null, null, tx("CLIENT", 1000, 1, 1)), 1000);
-    h.prepareSnapshotPreBarrier(1);
-    assertEquals(1, h.getOutput().size(), "a checkpoint barrier must not pass buffered inputs");
+    assertEquals(0, h.getOutput().size());
+    h.flush();
+    assertEquals(1, h.getOutput().size());
     h.getOutput().clear();
 
     h.processElement(input(MetricInput.HOST, "h1", "h1", null, null, tx("CLIENT", 1000, 1, 1)), 1000);
@@ -96,10 +106,6 @@ class TransactionInputCombinerTest {
     h.processElement(input(MetricInput.HOST, "h3", "h3", null, null, tx("CLIENT", 1000, 1, 1)), 1000);
     assertEquals(2, h.getOutput().size());
     h.getOutput().clear();
-
-    h.endInput();
-    h.close();
-    assertEquals(1, h.getOutput().size(), "the end of input flushes the rest");
   }
 
   /**
@@ -159,7 +165,7 @@ class TransactionInputCombinerTest {
         h.processWatermark(new Watermark(watermark));
       }
     }
-    h.close(); // the end: flushes the rest
+    h.flush(); // the end
     Map<String, MetricsAccumulator> combined = new LinkedHashMap<>();
     Map<String, NamespaceAccumulator> combinedNs = new LinkedHashMap<>();
     int inputs = 0;
@@ -183,6 +189,43 @@ class TransactionInputCombinerTest {
     assertSameState(rawNs, combinedNs, NamespaceAccumulator.class);
   }
 
+  @Test
+  void processGroupsOperatorCombinesItsOutputAndFlushesAfterTimersBeforeBarriersAndAtTheEnd() throws Exception {
+    var h = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
+        new ProcessGroupsOperator(new ProcessGroups(3_600_000, 10_000), 10_000, 1000), new TransactionMetrics.ByEntity(),
+        new TransactionMetrics.ByProcess(), Types.STRING);
+    h.open();
+    // Not known yet: waits in ProcessGroups for the watermark to reach 9999.
+    h.processElement2(new StreamRecord<>(TransactionJoinsTest.server(1000), 1000));
+    h.processElement1(new StreamRecord<>(TransactionJoinsTest.processSample("c", "pod-x"), 1000));
+    // Known now: on at once, into the combiner.
+    h.processElement2(new StreamRecord<>(TransactionJoinsTest.server(1500), 1500));
+    h.processElement2(new StreamRecord<>(TransactionJoinsTest.server(2000), 2000));
+    assertEquals(0, h.getOutput().size());
+    h.processWatermark1(new Watermark(9999));
+    h.processWatermark2(new Watermark(9999));
+    List<Object> out = new ArrayList<>(h.getOutput());
+    // The released record and the two others, one input per level, all before the watermark.
+    assertEquals(List.of("PROCESS|host-b|" + TransactionJoinsTest.P, "GROUP|host-b|c", "POD|host-b|pod-x",
+        "HOST|host-b|host-b"), out.subList(0, 4).stream().map(o -> record(o).getValue().key()).toList());
+    assertTrue(out.subList(0, 4).stream().allMatch(o -> record(o).getValue().transactionRecords() == 3), out.toString());
+    assertEquals(9999, record(out.get(0)).getTimestamp());
+    assertEquals(new Watermark(9999), out.get(4));
+    h.getOutput().clear();
+
+    h.processElement2(new StreamRecord<>(TransactionJoinsTest.server(12_000), 12_000));
+    assertEquals(0, h.getOutput().size());
+    h.prepareSnapshotPreBarrier(1);
+    assertEquals(4, h.getOutput().size(), "a checkpoint barrier must not pass buffered inputs");
+    h.getOutput().clear();
+
+    h.processElement2(new StreamRecord<>(TransactionJoinsTest.server(13_000), 13_000));
+    h.endInput1();
+    h.endInput2();
+    h.close();
+    assertEquals(4, h.getOutput().size(), "the end flushes the rest");
+  }
+
   private static <A> void assertSameState(Map<String, A> expected, Map<String, A> actual, Class<A> type)
       throws Exception {
     assertEquals(expected.keySet(), actual.keySet());
@@ -198,10 +241,72 @@ class TransactionInputCombinerTest {
     return out.getCopyOfBuffer();
   }
 
-  static OneInputStreamOperatorTestHarness<MetricInput, MetricInput> harness(int maxKeys) throws Exception {
-    var h = new OneInputStreamOperatorTestHarness<>(new TransactionInputCombiner(10_000, maxKeys));
-    h.open();
-    return h;
+  static Recorder harness(int maxKeys) {
+    return new Recorder(maxKeys);
+  }
+
+  /** A combiner and what reached the output behind it, as the test harnesses present it. */
+  static final class Recorder {
+    final Queue<Object> out = new ArrayDeque<>();
+    final TransactionInputCombiner combiner;
+
+    Recorder(int maxKeys) {
+      combiner = new TransactionInputCombiner(new Output<>() {
+        @Override
+        public void collect(StreamRecord<MetricInput> r) {
+          // Copied, as the record object may be reused by the caller.
+          out.add(new StreamRecord<>(r.getValue(), r.getTimestamp()));
+        }
+
+        @Override
+        public void emitWatermark(Watermark mark) {
+          out.add(mark);
+        }
+
+        @Override
+        public void emitWatermarkStatus(WatermarkStatus status) {
+          out.add(status);
+        }
+
+        @Override
+        public <X> void collect(OutputTag<X> tag, StreamRecord<X> record) {
+          out.add(record);
+        }
+
+        @Override
+        public void emitLatencyMarker(LatencyMarker marker) {}
+
+        @Override
+        public void emitRecordAttributes(RecordAttributes attributes) {}
+
+        @Override
+        public void emitWatermark(WatermarkEvent event) {}
+
+        @Override
+        public void close() {}
+      }, 10_000, maxKeys);
+    }
+
+    void processElement(MetricInput in, long ts) {
+      combiner.collect(new StreamRecord<>(in, ts));
+    }
+
+    void processWatermark(Watermark mark) {
+      combiner.emitWatermark(mark);
+    }
+
+    void processWatermarkStatus(WatermarkStatus status) {
+      combiner.emitWatermarkStatus(status);
+    }
+
+    Queue<Object> getOutput() {
+      return out;
+    }
+
+    /** What ProcessGroupsOperator does before a checkpoint barrier and at the end. */
+    void flush() {
+      combiner.flush();
+    }
   }
 
   static MetricInput input(String level, String host, String entity, String group, String pod, Transaction t) {
