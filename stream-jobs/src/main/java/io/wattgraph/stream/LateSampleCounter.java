@@ -43,6 +43,11 @@ public class LateSampleCounter<T> implements Sink<T> {
     return new LateSampleCounter<>(in -> 1);
   }
 
+  /** The source records a dropped input counts for. */
+  long records(T in) {
+    return records.of(in);
+  }
+
   @Override
   public SinkWriter<T> createWriter(WriterInitContext context) {
     Counter counter = context.metricGroup().counter("lateSamplesDropped");
@@ -51,7 +56,7 @@ public class LateSampleCounter<T> implements Sink<T> {
 
       @Override
       public void write(T in, Context ctx) {
-        long n = records.of(in);
+        long n = records(in);
         if (n == 0) {
           return;
         }
