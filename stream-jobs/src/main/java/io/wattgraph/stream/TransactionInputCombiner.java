@@ -2,6 +2,9 @@ package io.wattgraph.stream;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.metrics.SimpleCounter;
 import org.apache.flink.runtime.event.WatermarkEvent;
 import org.apache.flink.streaming.api.operators.Output;
 import org.apache.flink.streaming.api.watermark.Watermark;
@@ -37,6 +40,9 @@ public final class TransactionInputCombiner implements Output<StreamRecord<Metri
   private final int maxKeys;
   /** Insertion order: combined inputs go out in the order their first record came. */
   private final Map<Combination, Combined> buffer = new LinkedHashMap<>();
+  /** Transaction inputs taken in, and combined inputs sent on: their ratio is what combining saves. */
+  private Counter received = new SimpleCounter();
+  private Counter sent = new SimpleCounter();
 
   public TransactionInputCombiner(Output<StreamRecord<MetricInput>> out, long windowMs, int maxKeys) {
     if (windowMs <= 0 || maxKeys <= 0) {
@@ -45,6 +51,20 @@ public final class TransactionInputCombiner implements Output<StreamRecord<Metri
     this.out = out;
     this.windowMs = windowMs;
     this.maxKeys = maxKeys;
+  }
+
+  /** Reports the counts as metrics of {@code group}. */
+  public void registerMetrics(MetricGroup group) {
+    received = group.counter("transactionWindowInputsReceived", received);
+    sent = group.counter("transactionWindowInputsSent", sent);
+  }
+
+  long received() {
+    return received.getCount();
+  }
+
+  long sent() {
+    return sent.getCount();
   }
 
   /**
@@ -72,6 +92,7 @@ public final class TransactionInputCombiner implements Output<StreamRecord<Metri
       out.collect(element);
       return;
     }
+    received.inc();
     long ts = element.getTimestamp();
     Combination c = new Combination(in.level, in.hostId, in.entityId, in.groupId, in.podUid, in.comm,
         TimeWindow.getWindowStartWithOffset(ts, 0, windowMs));
@@ -118,6 +139,7 @@ public final class TransactionInputCombiner implements Output<StreamRecord<Metri
     for (Combined c : buffer.values()) {
       out.collect(new StreamRecord<>(c.input, c.timestamp));
     }
+    sent.inc(buffer.size());
     buffer.clear();
   }
 

@@ -219,11 +219,17 @@ class TransactionInputCombinerTest {
     assertEquals(4, h.getOutput().size(), "a checkpoint barrier must not pass buffered inputs");
     h.getOutput().clear();
 
+    // Received: 4 records x 4 levels; sent: 2 flushes x 4 combined inputs.
+    ProcessGroupsOperator op = (ProcessGroupsOperator) h.getOperator();
+    assertEquals(16, op.combiner().received());
+    assertEquals(8, op.combiner().sent());
     h.processElement2(new StreamRecord<>(TransactionJoinsTest.server(13_000), 13_000));
     h.endInput1();
     h.endInput2();
     h.close();
     assertEquals(4, h.getOutput().size(), "the end flushes the rest");
+    assertEquals(20, op.combiner().received());
+    assertEquals(12, op.combiner().sent());
   }
 
   private static <A> void assertSameState(Map<String, A> expected, Map<String, A> actual, Class<A> type)
