@@ -120,6 +120,65 @@ class TransactionJoinsTest {
     loneServer.close();
   }
 
+  /**
+   * State TTL of processing time (1 s here), refreshed by every access: a process's group is kept
+   * while its samples or transactions come and forgotten a TTL after the last; an edge end likewise,
+   * its peer's records refreshing it too.
+   */
+  @Test
+  void mappingsAreKeptWhileUsedAndForgottenATtlAfterTheLastUse() throws Exception {
+    var h = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
+        new KeyedCoProcessOperator<>(new ProcessGroups(1000, 10_000)), new TransactionMetrics.ByEntity(),
+        new TransactionMetrics.ByProcess(), Types.STRING);
+    h.open();
+    h.setStateTtlProcessingTime(0);
+    h.processElement1(new StreamRecord<>(processSample("c", "pod-x"), 1000));
+    h.setStateTtlProcessingTime(900);
+    h.processElement2(new StreamRecord<>(server(1000), 1000));
+    assertEquals(4, records(h.getOutput()).size(), "900 ms after the sample: known");
+    h.getOutput().clear();
+    h.setStateTtlProcessingTime(1800);
+    h.processElement2(new StreamRecord<>(server(1000), 1000));
+    assertEquals(4, records(h.getOutput()).size(), "1,800 ms after the sample, 900 after the last transaction: known");
+    h.getOutput().clear();
+    // 1,100 ms after the last use: forgotten.
+    h.setStateTtlProcessingTime(2900);
+    h.processElement2(new StreamRecord<>(server(1000), 1000));
+    h.processWatermark1(new Watermark(9999));
+    h.processWatermark2(new Watermark(9999));
+    assertEquals(List.of("PROCESS|host-b|" + P, "HOST|host-b|host-b"),
+        TransactionJoinsTest.<MetricInput>records(h.getOutput()).stream().map(r -> r.getValue().key()).toList());
+    h.close();
+
+    var e = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
+        new KeyedProcessOperator<>(new TransactionEdges(1000, 10_000)), new TransactionMetrics.ByConnection(),
+        Types.STRING);
+    e.open();
+    e.setStateTtlProcessingTime(0);
+    e.processElement(new StreamRecord<>(server(1000), 1000));
+    e.setStateTtlProcessingTime(600);
+    e.processElement(new StreamRecord<>(client(1000), 1000));
+    e.processWatermark(new Watermark(9999));
+    assertEquals(List.of("P:host-a/100/5000>P:" + P, "P:host-a/100/5000>P:" + P),
+        TransactionJoinsTest.<EdgeInput>records(e.getOutput()).stream().map(r -> r.getValue().key()).toList(),
+        "the client's record at once, the server's at its window's end");
+    e.getOutput().clear();
+    // 1,500 ms after the server's own record, but 900 after the client's read it: still known.
+    e.setStateTtlProcessingTime(1500);
+    e.processElement(new StreamRecord<>(client(11_000), 11_000));
+    assertEquals(1, records(e.getOutput()).size());
+    e.getOutput().clear();
+    // 1,200 ms after the last use: the client's next record waits for its peer until its window's
+    // end, then counts for the External server.
+    e.setStateTtlProcessingTime(2700);
+    e.processElement(new StreamRecord<>(client(21_000), 21_000));
+    assertEquals(0, records(e.getOutput()).size());
+    e.processWatermark(new Watermark(29_999));
+    assertEquals(List.of("P:host-a/100/5000>E:10.0.0.2:8080"),
+        TransactionJoinsTest.<EdgeInput>records(e.getOutput()).stream().map(r -> r.getValue().key()).toList());
+    e.close();
+  }
+
   @Test
   void aPodsNamespaceLearntFromItsProcessSamplesGetsItsTransactions() throws Exception {
     var h = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
