@@ -166,8 +166,11 @@ def gen(port, count, rate, name, seconds, req_bytes, resp_bytes, reqs_per_conn):
             failed += 1
         s.close()
     rtts.sort()
-    print(name, os.getpid(), conns, reqs, sent, got,
-          percentile(rtts, 0.50), percentile(rtts, 0.90), percentile(rtts, 0.99), failed, flush=True)
+    # One write(2) per line: the generators append to one file at once, and print() may split a
+    # line into several writes that interleave with another generator's.
+    fields = (name, os.getpid(), conns, reqs, sent, got,
+              percentile(rtts, 0.50), percentile(rtts, 0.90), percentile(rtts, 0.99), failed)
+    os.write(1, (" ".join(str(f) for f in fields) + "\n").encode())
 
 
 if __name__ == "__main__":
