@@ -196,11 +196,13 @@ if [ "$REPS" -gt 1 ]; then
   echo
   echo "| set-point (cores) | mode | runs | CPU MAPE mean (min-max) | mean agent CPU (cores) | count MAPE mean | request MAPE mean | request-bytes MAPE mean | response-bytes MAPE mean | p50 error mean | p99 error mean | shed mean |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-  awk '!/^#/ { k = $2 " " $1; n[k]++; m[k] += $3; c[k] += $4; q[k] += $5
-               for (j = 6; j <= 11; j++) x[k, j] += $j
+  # A column that is nan in any run of a cell (off's count, everything of TRANSACTIONS=off) is "-".
+  awk 'function pc(k, j, d) { return (k, j) in none ? "-" : sprintf("%." d "f%%", x[k, j] / n[k]) }
+       !/^#/ { k = $2 " " $1; n[k]++; m[k] += $3; c[k] += $4
+               for (j = 5; j <= 11; j++) { if ($j ~ /nan/) none[k, j] = 1; else x[k, j] += $j }
                if (!(k in lo) || $3 < lo[k]) lo[k] = $3; if (!(k in hi) || $3 > hi[k]) hi[k] = $3 }
-       END { for (k in n) { split(k, f, " "); printf "| %s | %s | %d | %.2f%% (%.2f-%.2f) | %.4f | %.3f%% | %.3f%% | %.3f%% | %.3f%% | %.1f%% | %.1f%% | %.1f%% |\n", f[1], f[2], n[k], m[k]/n[k], lo[k], hi[k], c[k]/n[k], q[k]/n[k],
-             x[k, 6]/n[k], x[k, 7]/n[k], x[k, 8]/n[k], x[k, 9]/n[k], x[k, 10]/n[k], x[k, 11]/n[k] } }' \
+       END { for (k in n) { split(k, f, " "); printf "| %s | %s | %d | %.2f%% (%.2f-%.2f) | %.4f | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], n[k], m[k]/n[k], lo[k], hi[k], c[k]/n[k],
+             pc(k, 5, 3), pc(k, 6, 3), pc(k, 7, 3), pc(k, 8, 3), pc(k, 9, 1), pc(k, 10, 1), pc(k, 11, 1) } }' \
     "$WORK/results.txt" | sort
 fi
 echo "raw: $WORK/results.txt"
