@@ -7,9 +7,10 @@ import org.apache.flink.api.common.typeinfo.TypeInfo;
  * One sample as input of one window key: a PROCESS record feeds its process, a GROUP record its
  * group and (with a pod UID) its pod, a HOST record its host. Or one TransactionStats record
  * ({@link #transaction} set, the resource fields zero) as input of its process, its group and pod
- * (when {@link ProcessGroups} knows them) and its host. A GROUP record whose pod namespace is known
- * also feeds its NAMESPACE (all hosts: the namespace windows are keyed by the namespace alone), as
- * do the transactions of that pod's processes.
+ * (when {@link ProcessGroups} knows them) and its host; or several such records of one key and
+ * window, combined ({@link #transactions} set, {@link TransactionInputCombiner}). A GROUP record
+ * whose pod namespace is known also feeds its NAMESPACE (all hosts: the namespace windows are keyed
+ * by the namespace alone), as do the transactions of that pod's processes.
  */
 @TypeInfo(RecordTypeInfoFactory.class)
 public class MetricInput {

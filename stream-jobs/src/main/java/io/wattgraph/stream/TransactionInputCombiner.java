@@ -18,8 +18,8 @@ import org.apache.flink.util.OutputTag;
 /**
  * Combines the TransactionStats window inputs of {@link ProcessGroups} on their way out of its
  * operator ({@link ProcessGroupsOperator}), before Flink copies or serializes them: one input per
- * window key, group, pod, comm and window instead of one per record (a host's 40 records of a
- * second become one HOST input, a pod's its POD input...), each holding the exactly merged totals,
+ * window key, group, pod, comm and window instead of one per record (all of a host's records in a
+ * window's part between two watermarks become one HOST input), each holding the exactly merged totals,
  * histograms and HTTP routes ({@link MetricInput#transactions}). Histograms merge exactly in any
  * grouping, so every window's result is the same as without it; what it saves is the copy, the
  * shuffle, the timers and the state access of each record.

@@ -60,18 +60,18 @@ public final class TransactionMetrics {
   }
 
   /**
-   * From decoded records (timestamps and watermarks assigned) to the per-entity window inputs
-   * (joined with the process -> group mapping fed by {@code processSamples}, the PROCESS window
-   * inputs of the ResourceSamples), the VIP resolution (the connection path's service
-   * {@code mappings}) and the per-edge windows. Sinks are the caller's.
-   */
-  /**
    * Combined transaction inputs buffered at most per subtask between watermarks (each a few hundred
    * bytes): a bound on memory. Live, a watermark interval (200 ms) brings at most the combinations
    * of about one agent interval per subtask; replays and benchmarks, many intervals at once.
    */
   static final int COMBINED_INPUTS = 20_000;
 
+  /**
+   * From decoded records (timestamps and watermarks assigned) to the per-entity window inputs
+   * (joined with the process -> group mapping fed by {@code processSamples}, the PROCESS window
+   * inputs of the ResourceSamples), the VIP resolution (the connection path's service
+   * {@code mappings}) and the per-edge windows. Sinks are the caller's.
+   */
   static Streams windows(DataStream<DecodedTransaction> decoded, DataStream<MetricInput> processSamples,
       DataStream<ServiceMappingUpdate> mappings, JobConfig config) {
     SingleOutputStreamOperator<Transaction> transactions = decoded

@@ -99,6 +99,7 @@ public abstract class RecordSerializer<T> extends TypeSerializerSingleton<T> {
       }
     }
   }
+
   static int[] readInts(DataInputView in) throws IOException {
     int n = readVarInt(in);
     if (n == 0) {
@@ -110,6 +111,7 @@ public abstract class RecordSerializer<T> extends TypeSerializerSingleton<T> {
     }
     return a;
   }
+
   static void writeLongs(long[] a, DataOutputView out) throws IOException {
     writeVarInt(a == null ? 0 : a.length + 1, out);
     if (a != null) {
@@ -118,6 +120,7 @@ public abstract class RecordSerializer<T> extends TypeSerializerSingleton<T> {
       }
     }
   }
+
   static long[] readLongs(DataInputView in) throws IOException {
     int n = readVarInt(in);
     if (n == 0) {
