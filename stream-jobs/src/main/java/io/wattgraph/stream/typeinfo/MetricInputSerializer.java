@@ -16,9 +16,8 @@ import org.apache.flink.core.memory.DataOutputView;
 /**
  * {@link MetricInput}: every ResourceSample and TransactionStats record becomes one to five of
  * them (one per level), each shuffled to the windows. A transaction input carries its whole
- * {@link Transaction} (histograms, HTTP routes), written here field by field; an input of combined
- * transactions their {@link TransactionTotals} and {@link HttpRouteTotals}. Transaction itself
- * keeps Flink's POJO serializer: it is kept in operator state, whose format this must not change.
+ * {@link Transaction} (histograms, HTTP routes), in {@link TransactionSerializer}'s layout; an
+ * input of combined transactions their {@link TransactionTotals} and {@link HttpRouteTotals}.
  */
 public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
   private static final long serialVersionUID = 1L;
