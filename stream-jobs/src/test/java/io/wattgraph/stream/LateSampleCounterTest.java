@@ -25,7 +25,7 @@ class LateSampleCounterTest {
       assertEquals(0, counter.records(MetricInput.ofTransaction(t, level, "x", "g", "p")), level + " transaction");
     }
 
-    TransactionInputCombinerTest.Recorder r = TransactionInputCombinerTest.harness(100);
+    var r = new TransactionInputCombinerTest.Recorder(100);
     for (int i = 0; i < 3; i++) {
       r.processElement(MetricInput.ofTransaction(TransactionInputCombinerTest.tx("CLIENT", 1000 + i, 1, 1),
           MetricInput.PROCESS, "h/1/1", "g", null), 1000 + i);

@@ -40,7 +40,7 @@ class TransactionInputCombinerTest {
 
   @Test
   void combinesPerKeyGroupPodAndWindowAndHoldsNothingAcrossAWatermark() throws Exception {
-    var h = harness(100);
+    var h = new Recorder(100);
     h.processElement(input(MetricInput.HOST, "h1", "h1", "g", "p", tx("CLIENT", 1500, 2, 10)), 1500);
     h.processElement(input(MetricInput.GROUP, "h1", "g", "g", "p", tx("SERVER", 1600, 3, 20)), 1600);
     h.processElement(input(MetricInput.PROCESS, "h1", "h1/1/1", "g", "p", tx("SERVER", 1700, 4, 30)), 1700);
@@ -76,7 +76,7 @@ class TransactionInputCombinerTest {
 
   @Test
   void samplesPassAtOnceAndTheBufferIsFlushedOnDemandWhenIdleAndWhenFull() throws Exception {
-    var h = harness(2);
+    var h = new Recorder(2);
     MetricInput sample = new MetricInput();
     sample.level = MetricInput.HOST;
     sample.hostId = "h1";
@@ -116,7 +116,7 @@ class TransactionInputCombinerTest {
   @Test
   void windowStateFromCombinedInputsEqualsStateFromEveryRecord() throws Exception {
     Random random = new Random(42);
-    var h = harness(7);
+    var h = new Recorder(7);
     Map<String, MetricsAccumulator> raw = new LinkedHashMap<>();
     Map<String, NamespaceAccumulator> rawNs = new LinkedHashMap<>();
     long watermark = Long.MIN_VALUE;
@@ -245,10 +245,6 @@ class TransactionInputCombinerTest {
     DataOutputSerializer out = new DataOutputSerializer(256);
     s.serialize(a, out);
     return out.getCopyOfBuffer();
-  }
-
-  static Recorder harness(int maxKeys) {
-    return new Recorder(maxKeys);
   }
 
   /** A combiner and what reached the output behind it, as the test harnesses present it. */

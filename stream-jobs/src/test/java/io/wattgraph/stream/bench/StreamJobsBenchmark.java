@@ -110,7 +110,7 @@ public final class StreamJobsBenchmark {
       boolean clientSide = step % 2 == 0;
       long bytes = (step / 2 + 1) * (1000 + c % 4096);
       Observation o = new Observation();
-      o.eventTimeNs = 1_700_000_000_000_000_000L + i * 1000;
+      o.eventTimeNs = BASE_NS + i * 1000;
       o.closed = step >= 4;
       o.socketCookie = c * 2 + (clientSide ? 0 : 1);
       if (clientSide) {
