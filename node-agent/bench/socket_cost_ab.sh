@@ -5,13 +5,15 @@
 # process), then PROCS connections each from a new short-lived process (bash /dev/tcp: a new
 # process per socket, the worst case for work done once per process). Agent in `--once` mode
 # (no Kafka). Prints avg ns per call of each program per run, the means, and A/B ratios.
-# Needs root. Usage: node-agent/bench/socket_cost_ab.sh AGENT_A AGENT_B [ROUNDS=3]
+# TXN=on runs the agents with transaction tracking (their default; adds handle_sendmsg_begin).
+# Needs root. Usage: [TXN=on] node-agent/bench/socket_cost_ab.sh AGENT_A AGENT_B [ROUNDS=3]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$ROOT/node-agent/bench/lib.sh"
 A=$1; B=$2; ROUNDS=${3:-3}
 CONNS=${CONNS:-20000}; PROCS=${PROCS:-500}
+if [ "${TXN:-off}" = on ]; then TXN_FLAGS=(); else TXN_FLAGS=(--no-transactions); fi
 PORT=25311; SINK=25312
 need_root
 need_cmds iperf3 bpftool jq
@@ -24,7 +26,7 @@ for r in $(seq 1 "$ROUNDS"); do
   for label in A B; do
     if [ $label = A ]; then AGENT=$A; else AGENT=$B; fi
     sysctl -qw kernel.bpf_stats_enabled=1
-    "$AGENT" --host-id cost --once --no-transactions --sample-interval-ms 15000 --log-level warn >/dev/null 2>&1 & apid=$!
+    "$AGENT" --host-id cost --once "${TXN_FLAGS[@]}" --sample-interval-ms 15000 --log-level warn >/dev/null 2>&1 & apid=$!
     pids+=("$apid")
     sleep 1.5
     iperf3 -c 127.0.0.1 -p $PORT -l 1K -t 3 >/dev/null
@@ -34,7 +36,7 @@ for r in $(seq 1 "$ROUNDS"); do
     done
     # Only this agent's programs: prog ids from its fds.
     ids=$(grep -h '^prog_id:' /proc/$apid/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -u | paste -sd, -)
-    bpftool prog show -j | jq -r --argjson ids "[${ids}]" --arg l "$label" '.[] | select(.id as $i | $ids | index($i)) | select(.name|test("^handle_(set_state|send|recv)$")) | "\($l) \(.name) \(.run_cnt // 0) \(if (.run_cnt // 0) > 0 then (.run_time_ns // 0) / .run_cnt else 0 end)"' | tee -a "$WORK/rows"
+    bpftool prog show -j | jq -r --argjson ids "[${ids}]" --arg l "$label" '.[] | select(.id as $i | $ids | index($i)) | select(.name|test("^handle_(set_state|send|recv|sendmsg_begin)$")) | "\($l) \(.name) \(.run_cnt // 0) \(if (.run_cnt // 0) > 0 then (.run_time_ns // 0) / .run_cnt else 0 end)"' | tee -a "$WORK/rows"
     kill -TERM "$apid" 2>/dev/null; wait "$apid" 2>/dev/null || true; forget_pids "$apid"
     sysctl -qw kernel.bpf_stats_enabled=0
   done

@@ -29,7 +29,7 @@ pub struct Config {
     #[arg(long = "netns", value_name = "PATH")]
     pub netns: Vec<PathBuf>,
 
-    /// Report a SNAPSHOT at most this long after the previous report of a socket with new bytes.
+    /// Every this often, a SNAPSHOT of each socket with bytes not reported yet (the sweep).
     #[arg(long = "snapshot-interval-ms", default_value_t = 5000)]
     pub snapshot_interval_ms: u64,
 
