@@ -2,7 +2,9 @@
 # Agent overhead, side by side in one run: iperf3 throughput over loopback with the agent off and
 # on (alternating rounds, so drift hits both alike), the agent's CPU and RSS while on, and the
 # average kernel run time per call of each BPF program (kernel.bpf_stats_enabled).
-# Needs root. Usage: node-agent/bench/overhead.sh [ROUNDS] [SECONDS_PER_RUN]
+# AGENT_BEFORE=path adds a third run per round with that build (e.g. the commit before a change),
+# so before, after and off are measured side by side.
+# Needs root. Usage: [AGENT_BEFORE=path] node-agent/bench/overhead.sh [ROUNDS] [SECONDS_PER_RUN]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -31,8 +33,9 @@ run_iperf() { # run_iperf LEN -> Gbit/s
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-declare -A off on
+declare -A off on before
 agent_cpu=() agent_rss=()
+AGENT_AFTER=$AGENT
 for len in 1K 128K; do
   for r in $(seq 1 "$ROUNDS"); do
     off[$len]+="$(run_iperf $len) "
@@ -44,8 +47,15 @@ for len in 1K 128K; do
     agent_cpu+=("$(echo "($t1 - $t0) / $(getconf CLK_TCK) / (($s1 - $s0) / 1000000000) * 1000" | bc -l | xargs printf '%.0f')")
     agent_rss+=("$(awk '/VmRSS/ {print $2}' /proc/$apid/status)")
     kill -TERM $apid; wait $apid || true
+    if [ -n "${AGENT_BEFORE:-}" ]; then
+      AGENT=$AGENT_BEFORE start_agent "$WORK/agent.log"; apid=$!
+      wait_ready "$WORK/ready"
+      before[$len]+="$(run_iperf $len) "
+      kill -TERM $apid; wait $apid || true
+    fi
   done
 done
+AGENT=$AGENT_AFTER
 
 # Per-call cost of each program, in a separate run: bpf_stats_enabled itself adds two clock
 # reads per call, so it stays off while throughput is measured.
@@ -67,6 +77,15 @@ for len in 1K 128K; do
   a=$(mean ${off[$len]}); b=$(mean ${on[$len]})
   printf "| %s | %s | %s | %.4f | %.2f%% |\n" "$len" "$a" "$b" "$(echo "$b/$a" | bc -l)" "$(echo "(1-$b/$a)*100" | bc -l)"
 done
+if [ -n "${AGENT_BEFORE:-}" ]; then
+  echo
+  echo "| message | iperf3 with AGENT_BEFORE (Gbit/s) | throughput loss | after/before |"
+  echo "|---|---|---|---|"
+  for len in 1K 128K; do
+    a=$(mean ${off[$len]}); b=$(mean ${on[$len]}); c=$(mean ${before[$len]})
+    printf "| %s | %s | %.2f%% | %.4f |\n" "$len" "$c" "$(echo "(1-$c/$a)*100" | bc -l)" "$(echo "$b/$c" | bc -l)"
+  done
+fi
 echo
 echo "agent CPU while iperf3 ran (millicores, per run): ${agent_cpu[*]}"
 echo "agent RSS (kB, per run): ${agent_rss[*]}"
