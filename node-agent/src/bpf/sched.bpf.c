@@ -6,7 +6,6 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include <bpf/bpf_core_read.h>
 
 #include "sched.h"
 
@@ -105,9 +104,9 @@ static __always_inline struct thread_stat *thread_entry(struct task_struct *t, _
 	n->tgid = t->tgid;
 	n->rt_seen = rt;
 	n->thread_start_ns = t->start_boottime;
-	n->proc_start_ns = BPF_CORE_READ(t, group_leader, start_boottime);
-	n->cgroup_id = BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
-	BPF_CORE_READ_STR_INTO(&n->comm, t, group_leader, comm);
+	n->proc_start_ns = t->group_leader->start_boottime;
+	n->cgroup_id = t->cgroups->dfl_cgrp->kn->id;
+	__builtin_memcpy(n->comm, t->group_leader->comm, sizeof(n->comm));
 	if (bpf_map_update_elem(&threads, &tid, n, BPF_NOEXIST) != 0)
 		sstat_inc(SSTAT_MAP_FULL);
 	return bpf_map_lookup_elem(&threads, &tid);
@@ -179,12 +178,12 @@ int BPF_PROG(wg_sched_switch, bool preempt, struct task_struct *prev, struct tas
 				ts->cycles += dc;
 				ts->instructions += di;
 			}
-			ts->cgroup_id = bpf_get_current_cgroup_id();
-			/* The process name: the leader's own comm, refreshed (prctl changes it;
-			 * current == prev here). Other threads keep the leader's name from their
+			/* current == prev here: its cgroup and, for a leader, the process name (prctl
+			 * changes it) are refreshed. Other threads keep the leader's name from their
 			 * creation; user space names a process after its leader's entry. */
+			ts->cgroup_id = prev->cgroups->dfl_cgrp->kn->id;
 			if (prev_tid == ts->tgid)
-				bpf_get_current_comm(&ts->comm, sizeof(ts->comm));
+				__builtin_memcpy(ts->comm, prev->comm, sizeof(ts->comm));
 			/* Final switch of a dead thread (do_task_dead): hand the totals over.
 			 * Only here: a thread preempted while exiting runs again. */
 			if (prev_state & TASK_DEAD)
@@ -213,7 +212,7 @@ int BPF_PROG(wg_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	__u32 tid = p->pid;
 	struct thread_stat *ts = bpf_map_lookup_elem(&threads, &tid);
 	if (ts)
-		BPF_CORE_READ_STR_INTO(&ts->comm, p, comm);
+		__builtin_memcpy(ts->comm, p->comm, sizeof(ts->comm));
 	__u32 old = old_pid;
 	if (old != tid) {
 		struct thread_stat *o = bpf_map_lookup_elem(&threads, &old);
