@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Latency accuracy of the agent against wrk --latency (nginx on loopback, real Kafka broker):
-# client-side p50/p75/p90/p99 of the agent vs wrk's own at three request rates, request counts,
-# server time. Needs root. Usage: node-agent/bench/latency_accuracy.sh [SECONDS_PER_SCENARIO]
+# client-side p50/p75/p90/p99 of the agent vs wrk's own at four request rates, request counts,
+# server time, the agent's CPU per scenario. Needs root. Usage: node-agent/bench/latency_accuracy.sh [SECONDS_PER_SCENARIO]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SECS=${1:-10}

@@ -33,7 +33,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * high request rate. The agent's TransactionStats records of that wrk process (role CLIENT) and of
  * nginx on that port (role SERVER) are read back from Kafka, their histograms merged exactly, and
  * the client-side p50/p75/p90/p99 compared with wrk's own; the request counts with wrk's count; the
- * server time with the client round trip. Prints one table; exits 1 if a scenario saw no data.
+ * server time with the client round trip; and the agent's own CPU over the wrk run (its threads'
+ * schedstat, the agent running as deployed: resources sampled too). Prints one table; exits 1 if a
+ * scenario saw no data.
  *
  * <p>Arguments: AGENT_BINARY WORK_DIR [SECONDS_PER_SCENARIO=10].
  */
@@ -48,6 +50,7 @@ public final class LatencyAccuracyBenchmark {
   private static final List<Scenario> SCENARIOS = List.of(
       new Scenario("low (1 conn, 10 ms think time)", 1, 10),
       new Scenario("middle (4 conns, 1 ms think time)", 4, 1),
+      new Scenario("10k/s (12 conns, 1 ms think time)", 12, 1),
       new Scenario("high (16 conns, no think time)", 16, 0));
 
   private record WrkResult(long requests, double seconds, long[] percentileNs) {}
@@ -76,12 +79,15 @@ public final class LatencyAccuracyBenchmark {
       for (int i = 0; i < SCENARIOS.size(); i++) {
         Scenario s = SCENARIOS.get(i);
         int port = BASE_PORT + i;
+        long cpu0 = cpuNs(agent.pid());
+        long t0 = System.nanoTime();
         Process wrk = wrk(work, s, port, seconds);
         long wrkPid = wrk.pid();
         String out = new String(wrk.getInputStream().readAllBytes());
         if (!wrk.waitFor(seconds + 30L, TimeUnit.SECONDS) || wrk.exitValue() != 0) {
           throw new IllegalStateException("wrk failed for " + s + ":\n" + out);
         }
+        double agentMillicores = 1000.0 * (cpuNs(agent.pid()) - cpu0) / (System.nanoTime() - t0);
         WrkResult w = parseWrk(out);
         Merged m = awaitAgent(kafka.bootstrapServers(), wrkPid, port, w.requests());
         if (m.client.total() == 0) {
@@ -101,9 +107,9 @@ public final class LatencyAccuracyBenchmark {
         table.append(String.format(Locale.ROOT, "%-36s %9.0f %9d %+6.2f%% | %-29s | %-29s | %s%n", s.name(),
             w.requests() / w.seconds(), m.client.total(), 100.0 * (m.client.total() - w.requests()) / w.requests(),
             wrkCol, agentCol, errCol));
-        table.append(String.format(Locale.ROOT, "%-36s server time p50/p99 %s/%s us (%d txn); client minus server p50 %s us%n",
+        table.append(String.format(Locale.ROOT, "%-36s server time p50/p99 %s/%s us (%d txn); client minus server p50 %s us; agent CPU %.1f millicores%n",
             "", us(m.server.percentile(0.5)), us(m.server.percentile(0.99)), m.server.total(),
-            us(m.client.percentile(0.5) - m.server.percentile(0.5))));
+            us(m.client.percentile(0.5) - m.server.percentile(0.5)), agentMillicores));
       }
       System.out.print(table);
     } finally {
@@ -112,6 +118,21 @@ public final class LatencyAccuracyBenchmark {
       }
     }
     System.exit(exit);
+  }
+
+  /** On-CPU ns of all threads of a process (first field of each thread's schedstat). */
+  static long cpuNs(long pid) throws IOException {
+    long sum = 0;
+    try (var tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
+      for (Path t : (Iterable<Path>) tasks::iterator) {
+        try {
+          sum += Long.parseLong(Files.readString(t.resolve("schedstat")).trim().split("\\s+")[0]);
+        } catch (IOException e) {
+          // the thread exited between the listing and the read: its time is gone with it
+        }
+      }
+    }
+    return sum;
   }
 
   private static String us(long ns) {
@@ -154,7 +175,7 @@ public final class LatencyAccuracyBenchmark {
     Path ready = work.resolve("agent.ready");
     Files.deleteIfExists(ready);
     Process p = new ProcessBuilder(bin.toString(), "--host-id", "bench", "--kafka-brokers", kafka,
-        "--ready-file", ready.toString(), "--no-resources", "--transaction-interval-ms", "1000",
+        "--ready-file", ready.toString(), "--transaction-interval-ms", "1000",
         "--log-level", "warn").redirectErrorStream(true).redirectOutput(work.resolve("agent.log").toFile()).start();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     while (!Files.exists(ready)) {
