@@ -554,7 +554,7 @@ fn run(
         let _ = ring.consume();
         let now = Instant::now();
         if now >= next_sweep {
-            sweep(&skel, &disp, &stats, &mut swept, &mut sweep_reader);
+            sweep(&skel, &disp, &stats, sweep_every, &mut swept, &mut sweep_reader);
             next_sweep = now + sweep_every;
         }
         if let (Some(at), Some(every)) = (next_txn, opts.transaction_interval) {
@@ -651,9 +651,10 @@ fn load_and_attach<'a>(
 
 /// Emits SNAPSHOT for opened sockets with bytes not reported yet, so an idle
 /// connection's last bytes are not held back until close.
-/// `seen` (the cookies of the live sockets, filled anew) and `reader` are buffers kept between
-/// sweeps.
-fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &CaptureStats, seen: &mut HashSet<u64>, reader: &mut BatchReader) {
+/// This is the time rule of SNAPSHOT: the kernel emits by bytes only (connections.bpf.c).
+/// `every` is the sweep interval; `seen` (the cookies of the live sockets, filled anew) and
+/// `reader` are buffers kept between sweeps.
+fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &CaptureStats, every: Duration, seen: &mut HashSet<u64>, reader: &mut BatchReader) {
     let now = boot_time_ns();
     seen.clear();
     let map = &skel.maps.socks;
@@ -668,7 +669,11 @@ fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &Capture
             return;
         }
         let mut d = disp.borrow_mut();
-        if d.shed.as_ref().and_then(|s| s.user.as_ref()).is_some_and(|u| u.is_unreported(si.cookie)) {
+        // A connection shed in user space is reported once it has been open for an interval
+        // (as the kernel does for its own shed ones): the SNAPSHOT marks it reported (admit).
+        if d.shed.as_ref().and_then(|s| s.user.as_ref()).is_some_and(|u| u.is_unreported(si.cookie))
+            && now.saturating_sub(si.last_report_ns) < every.as_nanos() as u64
+        {
             return;
         }
         let (ls, lr) = d.last.get(&si.cookie).copied().unwrap_or((0, 0));

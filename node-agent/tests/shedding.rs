@@ -299,3 +299,38 @@ fn shed_connections_report_only_once_heavy_and_their_bytes_are_counted() {
     assert!(mine.iter().filter(|e| e.kind == Kind::Snapshot).count() >= 2);
     drop(sink);
 }
+
+/// The time rule for shed connections, in both places that shed: a connection shed at its open
+/// that stays open past the snapshot interval with new bytes is reported from then on (a
+/// SNAPSHOT, then its CLOSED with all its bytes), and its bytes are not counted as unreported.
+/// Kernel mode applies the rule at the connection's next send; user mode at the sweep.
+#[test]
+fn shed_connections_open_for_an_interval_are_reported() {
+    for mode in [ShedMode::Kernel, ShedMode::User] {
+        let every = Duration::from_millis(300);
+        let Some(h) = start(CaptureOptions { snapshot_interval: every, ..opts(mode, Control::Manual) }) else { return };
+        let sink = Sink::new();
+        let script = format!(
+            "read go; exec 3<>/dev/tcp/127.0.0.1/{}; head -c 100 /dev/zero >&3; sleep 1; head -c 100 /dev/zero >&3; sleep 1; exec 3>&-",
+            sink.port
+        );
+        let mut a = Command::new("bash").arg("-c").arg(script).stdin(Stdio::piped()).spawn().expect("bash");
+        let pid = a.id();
+        h.shed_set_keep(u64::from(pid), 0.0);
+        let _ = h.shed_counts();
+        go(&mut a);
+        finish(a);
+        let mut all = collect(&h, &[(pid, 0, 1)]);
+        let c = counts_of(&h, pid.into(), 1);
+        all.extend(h.stop_and_drain());
+        let mine: Vec<&ConnEvent> = all.iter().filter(|e| e.tgid == pid).collect();
+        assert_eq!((c.kept, c.shed), (0, 1), "{mode:?}");
+        assert_eq!(mine.iter().filter(|e| e.kind == Kind::Opened).count(), 0, "{mode:?}: {mine:?}");
+        assert!(mine.iter().any(|e| e.kind == Kind::Snapshot), "{mode:?}: no SNAPSHOT: {mine:?}");
+        let closed: Vec<&&ConnEvent> = mine.iter().filter(|e| e.kind == Kind::Closed).collect();
+        assert_eq!(closed.len(), 1, "{mode:?}: {mine:?}");
+        assert_eq!(closed[0].bytes_sent, 200, "{mode:?}");
+        assert_eq!((c.shed_bytes_sent, c.shed_bytes_recv), (0, 0), "{mode:?}: bytes of a reported connection");
+        drop(sink);
+    }
+}
