@@ -649,9 +649,9 @@ fn load_and_attach<'a>(
     Ok((skel, attached))
 }
 
-/// Emits SNAPSHOT for opened sockets with bytes not reported yet, so an idle
-/// connection's last bytes are not held back until close.
-/// This is the time rule of SNAPSHOT: the kernel emits by bytes only (connections.bpf.c).
+/// Emits SNAPSHOT for opened sockets with bytes not reported yet, busy or idle, so no
+/// connection's bytes wait for its close. This is the time rule of SNAPSHOT: the kernel emits by
+/// bytes, and by time only for its shed connections not yet reported (connections.bpf.c).
 /// `every` is the sweep interval; `seen` (the cookies of the live sockets, filled anew) and
 /// `reader` are buffers kept between sweeps.
 fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &CaptureStats, every: Duration, seen: &mut HashSet<u64>, reader: &mut BatchReader) {

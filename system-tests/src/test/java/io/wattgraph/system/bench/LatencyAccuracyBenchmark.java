@@ -29,8 +29,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * node-agent/bench/latency_accuracy.sh, not part of the test suite.
  *
  * <p>One run: a real Kafka broker (local-stack), nginx (Debian package) on loopback, the real agent,
- * then for each scenario {@code wrk --latency} against its own nginx port at a low, a middle and a
- * high request rate. The agent's TransactionStats records of that wrk process (role CLIENT) and of
+ * then for each scenario {@code wrk --latency} against its own nginx port at a low, a middle, a
+ * ~10,000 requests/s and a high request rate. The agent's TransactionStats records of that wrk process (role CLIENT) and of
  * nginx on that port (role SERVER) are read back from Kafka, their histograms merged exactly, and
  * the client-side p50/p75/p90/p99 compared with wrk's own; the request counts with wrk's count; the
  * server time with the client round trip; and the agent's own CPU over the wrk run (its threads'
