@@ -153,12 +153,6 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     return t;
   }
 
-
-
-
-
-
-
   private static PodMetadata copy(PodMetadata f) {
     PodMetadata p = new PodMetadata();
     p.name = f.name;
@@ -166,9 +160,6 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     p.labels = f.labels == null ? null : f.labels.clone();
     return p;
   }
-
-
-
 
   private static TransactionTotals copy(TransactionTotals f) {
     TransactionTotals t = new TransactionTotals();
@@ -212,10 +203,6 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     }
     return a;
   }
-
-
-
-
 
   @Override
   public TypeSerializerSnapshot<MetricInput> snapshotConfiguration() {
