@@ -8,16 +8,16 @@ use apache_avro::rabin::Rabin;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use crate::event::{Kind, Role};
+use crate::event::{Kind, NatTuple, Role};
 
 /// The one schema file shared with the JVM side.
 pub const SCHEMA_JSON: &str = include_str!("../../schemas/avro/ConnectionEvent.avsc");
 
 /// Field names in schema order; `encode` writes exactly this layout, checked at start-up.
-const FIELD_LAYOUT: [&str; 19] = [
+const FIELD_LAYOUT: [&str; 20] = [
     "kind", "hostId", "eventTimeNs", "localAddress", "localPort", "remoteAddress",
     "remotePort", "role", "pid", "tgid", "processStartTimeNs", "comm", "cmdline",
-    "cgroupId", "containerId", "netnsInode", "socketCookie", "bytesSent", "bytesReceived",
+    "cgroupId", "containerId", "netnsInode", "socketCookie", "bytesSent", "bytesReceived", "nat",
 ];
 
 pub fn schema() -> &'static Schema {
@@ -53,6 +53,7 @@ pub struct EventRecord<'a> {
     pub socket_cookie: i64,
     pub bytes_sent: i64,
     pub bytes_received: i64,
+    pub nat: Option<NatTuple>,
 }
 
 /// Owned form, for decoding and tests.
@@ -77,6 +78,7 @@ pub struct OwnedEventRecord {
     pub socket_cookie: i64,
     pub bytes_sent: i64,
     pub bytes_received: i64,
+    pub nat: Option<NatTuple>,
 }
 
 impl OwnedEventRecord {
@@ -101,6 +103,7 @@ impl OwnedEventRecord {
             socket_cookie: self.socket_cookie,
             bytes_sent: self.bytes_sent,
             bytes_received: self.bytes_received,
+            nat: self.nat,
         }
     }
 }
@@ -143,6 +146,38 @@ impl Encoder {
         write_long(out, e.socket_cookie);
         write_long(out, e.bytes_sent);
         write_long(out, e.bytes_received);
+        write_opt_nat(out, e.nat.as_ref());
+    }
+}
+
+/// `["null", {localAddress, localPort, remoteAddress, remotePort}]`, the layout of both
+/// ConnectionEvent.nat and TransactionStats.nat.
+pub(crate) fn write_opt_nat(out: &mut Vec<u8>, nat: Option<&NatTuple>) {
+    match nat {
+        None => write_long(out, 0),
+        Some(n) => {
+            write_long(out, 1);
+            out.extend_from_slice(&n.local_addr);
+            write_long(out, n.local_port as i64);
+            out.extend_from_slice(&n.remote_addr);
+            write_long(out, n.remote_port as i64);
+        }
+    }
+}
+
+/// apache-avro `Value` of an optional NAT tuple (tests).
+pub(crate) fn nat_value(nat: Option<&NatTuple>) -> Value {
+    match nat {
+        None => Value::Union(0, Box::new(Value::Null)),
+        Some(n) => Value::Union(
+            1,
+            Box::new(Value::Record(vec![
+                ("localAddress".into(), Value::Fixed(16, n.local_addr.to_vec())),
+                ("localPort".into(), Value::Int(n.local_port as i32)),
+                ("remoteAddress".into(), Value::Fixed(16, n.remote_addr.to_vec())),
+                ("remotePort".into(), Value::Int(n.remote_port as i32)),
+            ])),
+        ),
     }
 }
 
@@ -213,6 +248,7 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedEventRecord> {
         socket_cookie: f.long("socketCookie")?,
         bytes_sent: f.long("bytesSent")?,
         bytes_received: f.long("bytesReceived")?,
+        nat: f.opt_nat("nat")?,
     })
 }
 
@@ -341,6 +377,21 @@ impl<'a> RecordFields<'a> {
         }
     }
 
+    pub(crate) fn opt_nat(&self, name: &str) -> Result<Option<NatTuple>> {
+        match self.optional(name)? {
+            None => Ok(None),
+            Some(v) => {
+                let n = RecordFields::of(v).with_context(|| format!("{name}"))?;
+                Ok(Some(NatTuple {
+                    local_addr: n.fixed16("localAddress")?,
+                    local_port: n.int("localPort")? as u16,
+                    remote_addr: n.fixed16("remoteAddress")?,
+                    remote_port: n.int("remotePort")? as u16,
+                }))
+            }
+        }
+    }
+
     pub(crate) fn array<T>(&self, name: &str, item: impl Fn(&Value) -> Option<T>) -> Result<Vec<T>> {
         match self.get(name)? {
             Value::Array(a) => a.iter().map(|x| item(x).ok_or_else(|| anyhow!("{name}: unexpected item {x:?}"))).collect(),
@@ -375,6 +426,7 @@ pub fn to_value(e: &EventRecord<'_>) -> Value {
         ("socketCookie".into(), Value::Long(e.socket_cookie)),
         ("bytesSent".into(), Value::Long(e.bytes_sent)),
         ("bytesReceived".into(), Value::Long(e.bytes_received)),
+        ("nat".into(), nat_value(e.nat.as_ref())),
     ])
 }
 
@@ -405,6 +457,12 @@ mod tests {
             socket_cookie: if i == 5 { i64::MAX } else { i * 999_999_937 },
             bytes_sent: if i == 6 { i64::MIN } else { i << 20 },
             bytes_received: -i,
+            nat: (i % 4 == 1).then(|| NatTuple {
+                local_addr: addr16_from_ip("192.0.2.1".parse().unwrap()),
+                local_port: (i * 101 % 65536) as u16,
+                remote_addr: addr16_from_ip("2001:db8::2".parse().unwrap()),
+                remote_port: if i == 9 { 65535 } else { 8080 },
+            }),
         }
     }
 

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 
-use crate::event::{ConnEvent, Kind, Role};
+use crate::conntrack::{NatStats, NatTable};
+use crate::event::{ConnEvent, Kind, NatTuple, Role};
 use crate::shedding::{Control, Domain, ShedController, ShedCount, ShedMode, ShedOptions, ShedStats, UserShed};
 use crate::http_route::{HttpRoute, RouteNames, ROUTE_NONE};
 use crate::map_batch::BatchReader;
@@ -103,6 +104,9 @@ pub struct CaptureOptions {
     /// Load shedding of connection lifecycle events; None = off (the shedder is not even
     /// loaded in the kernel).
     pub shed: Option<ShedOptions>,
+    /// Translated connections kept from the host's connection tracking (`crate::conntrack`), to
+    /// report dialled virtual addresses past their NAT; 0 = NAT translation off.
+    pub nat_entries: usize,
 }
 
 impl Default for CaptureOptions {
@@ -120,6 +124,7 @@ impl Default for CaptureOptions {
             http_route_idle: Duration::from_secs(600),
             mask_client_port_below: 0,
             shed: None,
+            nat_entries: 0,
         }
     }
 }
@@ -195,6 +200,8 @@ pub struct CaptureStats {
     /// Live sockets the LRU socket map evicted (a lower bound, exact when the map is quiet):
     /// inserts - deletes - entries found by the sweep.
     pub socket_map_evictions: AtomicU64,
+    /// NAT translation (conntrack).
+    pub nat: Arc<NatStats>,
 }
 
 /// Inode of a network namespace file (= the kernel's ns.inum).
@@ -346,6 +353,29 @@ struct Dispatcher {
     stats: Arc<CaptureStats>,
     last: HashMap<u64, (u64, u64)>,
     shed: Option<Shedder>,
+    nat: NatTable,
+}
+
+/// How long a connection conntrack has forgotten still translates (records of a closed socket
+/// are encoded up to a transaction interval later).
+const NAT_GRACE: Duration = Duration::from_secs(120);
+
+/// The host's NAT table, or an empty one (said once) when conntrack cannot be read.
+fn open_nat(opts: &CaptureOptions, stats: &CaptureStats) -> NatTable {
+    let grace = NAT_GRACE.as_nanos() as u64;
+    if opts.nat_entries == 0 {
+        return NatTable::detached(0, grace, stats.nat.clone());
+    }
+    match NatTable::open(&opts.netns, opts.nat_entries, grace, stats.nat.clone()) {
+        Ok(t) => {
+            log::info!("NAT translation on: {} translated connections in conntrack", t.len());
+            t
+        }
+        Err(e) => {
+            log::warn!("NAT translation off (dialled virtual addresses are reported as such): {e}");
+            NatTable::detached(0, grace, stats.nat.clone())
+        }
+    }
 }
 
 /// The shedding state of the capture thread.
@@ -395,6 +425,10 @@ impl Dispatcher {
             }
         }
         let mut ev = ev;
+        if ev.role != Role::Server {
+            let first = ev.kind == Kind::Opened;
+            ev.nat = self.nat.translate(first, ev.ts_boot_ns, (ev.local_addr, ev.local_port), (ev.remote_addr, ev.remote_port));
+        }
         loop {
             match self.tx.try_send(ev) {
                 Ok(()) => return,
@@ -434,6 +468,7 @@ fn decode_raw(data: &[u8]) -> Option<ConnEvent> {
         remote_addr: r.raddr,
         remote_port: r.rport,
         comm: r.comm,
+        nat: None,
     })
 }
 
@@ -468,6 +503,7 @@ fn from_sock_info(si: &types::sock_info, kind: Kind, now: u64) -> Option<ConnEve
         remote_addr: si.raddr,
         remote_port: si.rport,
         comm: si.comm.map(|c| c as u8),
+        nat: None,
     })
 }
 
@@ -496,7 +532,8 @@ fn run(
         opened_read: 0,
     });
     let shed_every = opts.shed.as_ref().map(|o| o.interval.max(Duration::from_millis(10)));
-    let disp = RefCell::new(Dispatcher { tx, stop: stop.clone(), stats: stats.clone(), last: HashMap::new(), shed });
+    let nat = open_nat(&opts, &stats);
+    let disp = RefCell::new(Dispatcher { tx, stop: stop.clone(), stats: stats.clone(), last: HashMap::new(), shed, nat });
     let mut rb = RingBufferBuilder::new();
     // Rings are read in the order added: a process's command line, written before its first
     // event, is in place before that event is delivered.
@@ -559,7 +596,7 @@ fn run(
         }
         if let (Some(at), Some(every)) = (next_txn, opts.transaction_interval) {
             if now >= at {
-                txn.drain(&skel, &txn_tx, &stop, &stats, false);
+                txn.drain(&skel, &txn_tx, &stop, &stats, &disp.borrow().nat, false);
                 next_txn = Some(at + every.max(Duration::from_millis(10)));
                 if next_txn.is_some_and(|t| t < now) {
                     next_txn = Some(now + every);
@@ -567,6 +604,13 @@ fn run(
             }
         }
         if now >= next_stats {
+            let mut d = disp.borrow_mut();
+            if d.nat.is_reading() {
+                // DESTROY events arrive without any lookup to read them.
+                d.nat.read_events();
+                d.nat.expire(boot_time_ns());
+            }
+            drop(d);
             read_stats(&skel, &stats);
             next_stats = now + Duration::from_secs(1);
         }
@@ -574,7 +618,7 @@ fn run(
     let _ = ring.consume();
     if opts.transaction_interval.is_some() {
         // Final drain; nobody may be reading any more, so a full channel drops the rest.
-        txn.drain(&skel, &txn_tx, &AtomicBool::new(true), &stats, true);
+        txn.drain(&skel, &txn_tx, &AtomicBool::new(true), &stats, &disp.borrow().nat, true);
     }
     read_stats(&skel, &stats);
     // skel dropped here: links detached, maps freed.
@@ -933,6 +977,7 @@ struct MaskKey {
     local: ([u8; 16], u16),
     remote: ([u8; 16], u16),
     comm: [u8; 16],
+    nat: Option<NatTuple>,
 }
 
 
@@ -1085,7 +1130,8 @@ impl TxnDrain {
     }
 
     /// `last`: the final drain at stop, which holds nothing back.
-    fn drain(&mut self, skel: &ConnectionsSkel<'_>, tx: &SyncSender<ConnTxn>, stop: &AtomicBool, stats: &CaptureStats, last: bool) {
+    #[allow(clippy::too_many_arguments)]
+    fn drain(&mut self, skel: &ConnectionsSkel<'_>, tx: &SyncSender<ConnTxn>, stop: &AtomicBool, stats: &CaptureStats, nat: &NatTable, last: bool) {
         let now = boot_time_ns();
         self.drains += 1;
         let check_quiet = self.drains.is_multiple_of(TXN_GONE_CHECK_EVERY);
@@ -1145,7 +1191,7 @@ impl TxnDrain {
             } else {
                 None
             };
-            self.process(skel, cookie, &cells[i..j], totals, check_quiet, now, last, &mut missing, tx, stop, stats);
+            self.process(skel, cookie, &cells[i..j], totals, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
             i = j;
         }
         for (_, rec) in self.masked.drain() {
@@ -1227,6 +1273,7 @@ impl TxnDrain {
         tx: &SyncSender<ConnTxn>,
         stop: &AtomicBool,
         stats: &CaptureStats,
+        nat: &NatTable,
     ) {
         let changed = cells.iter().any(|(c, n)| self.prev_hist.get(c).copied().unwrap_or(0) != *n);
         let totals = match closed {
@@ -1326,6 +1373,8 @@ impl TxnDrain {
             client_rtt,
             server_time,
             routes,
+            // Looked up before masking: short connections merge per translated destination.
+            nat: if t.role == 0 { nat.lookup((t.laddr, t.lport), (t.raddr, t.rport)) } else { None },
         };
         if mask {
             self.merge_masked(rec);
@@ -1338,7 +1387,12 @@ impl TxnDrain {
     /// Adds a short-lived connection's record to its masked record of this drain (exact sums).
     fn merge_masked(&mut self, mut rec: ConnTxn) {
         match rec.role {
-            TxnRole::Client => rec.local_port = 0,
+            TxnRole::Client => {
+                rec.local_port = 0;
+                if let Some(n) = rec.nat.as_mut() {
+                    n.local_port = 0;
+                }
+            }
             TxnRole::Server => rec.remote_port = 0,
         }
         rec.cookie = 0;
@@ -1351,6 +1405,7 @@ impl TxnDrain {
             local: (rec.local_addr, rec.local_port),
             remote: (rec.remote_addr, rec.remote_port),
             comm: rec.comm,
+            nat: rec.nat,
         };
         match self.masked.entry(key) {
             Entry::Vacant(v) => {

@@ -155,6 +155,12 @@ pub struct Config {
     #[arg(long = "mask-client-port-below", default_value_t = 10)]
     pub mask_client_port_below: u64,
 
+    /// Translated connections (DNAT and/or SNAT in the connection tracking of this host, or of
+    /// the --netns namespaces) kept to report a socket that dialled a virtual address as its peer
+    /// sees it (ConnectionEvent.nat). 0 = off: virtual addresses are reported as dialled.
+    #[arg(long = "nat-entries", default_value_t = 65536)]
+    pub nat_entries: u32,
+
     /// PodList to name pods (name, namespace, labels) from their cgroup UID: the kubelet's
     /// https://NODE:10250/pods or the API server's
     /// https://kubernetes.default.svc/api/v1/pods?fieldSelector=spec.nodeName=NODE. Unset: UIDs only.
@@ -510,6 +516,9 @@ impl Config {
         if self.mask_client_port_below > 1_000_000 {
             return Err(format!("--mask-client-port-below '{}' must be between 0 and 1000000", self.mask_client_port_below));
         }
+        if self.nat_entries > 4_194_304 {
+            return Err(format!("--nat-entries '{}' must be between 0 and 4194304", self.nat_entries));
+        }
         if !(64..=4_194_304).contains(&self.thread_entries) {
             return Err(format!("--thread-entries '{}' must be between 64 and 4194304", self.thread_entries));
         }
@@ -823,6 +832,7 @@ mod tests {
             (&["--http-routes", "2000000"], "--http-routes '2000000'"),
             (&["--http-route-idle-s", "604801"], "--http-route-idle-s '604801'"),
             (&["--mask-client-port-below", "1000001"], "--mask-client-port-below '1000001'"),
+            (&["--nat-entries", "4194305"], "--nat-entries '4194305'"),
             (&["--pod-metadata-url", "ftp://x/pods"], "--pod-metadata-url 'ftp://x/pods'"),
             (&["--pod-metadata-token-file", "/nonexistent/token"], "--pod-metadata-token-file '/nonexistent/token'"),
             (&["--pod-metadata-interval-ms", "10"], "--pod-metadata-interval-ms '10'"),

@@ -67,9 +67,29 @@ pub struct ConnEvent {
     pub remote_addr: [u8; 16],
     pub remote_port: u16,
     pub comm: [u8; 16],
+    /// The connection past this host's NAT, on the socket that dialled it (`crate::conntrack`).
+    pub nat: Option<NatTuple>,
+}
+
+/// A connection as its peer sees it past the NAT this host's kernel applied (conntrack's reply
+/// tuple, reversed): local after SNAT, remote after DNAT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NatTuple {
+    pub local_addr: [u8; 16],
+    pub local_port: u16,
+    pub remote_addr: [u8; 16],
+    pub remote_port: u16,
 }
 
 impl ConnEvent {
+    /// The endpoints correlation uses: past the NAT when there was one.
+    pub fn key_endpoints(&self) -> (([u8; 16], u16), ([u8; 16], u16)) {
+        match self.nat {
+            Some(n) => ((n.local_addr, n.local_port), (n.remote_addr, n.remote_port)),
+            None => ((self.local_addr, self.local_port), (self.remote_addr, self.remote_port)),
+        }
+    }
+
     /// The task name up to the first NUL (lossy only if the kernel gave non-UTF-8).
     pub fn comm_str(&self) -> &str {
         let end = self.comm.iter().position(|&b| b == 0).unwrap_or(16);

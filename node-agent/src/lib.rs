@@ -2,6 +2,7 @@
 //! and producing (Kafka), so tests can drive the pipeline without Kafka.
 pub mod avro;
 pub mod capture;
+pub mod conntrack;
 pub mod map_batch;
 pub mod config;
 pub mod event;

@@ -77,6 +77,7 @@ fn run() -> i32 {
         http_routes: cfg.http_routes,
         http_route_idle: Duration::from_secs(cfg.http_route_idle_s),
         mask_client_port_below: cfg.mask_client_port_below,
+        nat_entries: cfg.nat_entries as usize,
         shed: cfg.shed_options().unwrap_or(None),
         ..Default::default()
     };
@@ -411,6 +412,7 @@ fn run_once(cfg: &Config) -> i32 {
         http_routes: cfg.http_routes,
         http_route_idle: Duration::from_secs(cfg.http_route_idle_s),
         mask_client_port_below: cfg.mask_client_port_below,
+        nat_entries: cfg.nat_entries as usize,
         ..Default::default()
     };
     let handle = match spawn_capture(opts) {

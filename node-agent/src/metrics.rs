@@ -133,6 +133,20 @@ impl Renderer {
                 "Short-lived connections reported merged with their client port masked (--mask-client-port-below).",
                 &[("", g(&c.txn_masked_connections) as f64)],
             );
+            metric("wattgraph_agent_nat_available", "gauge", "1 when the connection tracking (conntrack) is read to report dialled virtual addresses past their NAT (--nat-entries).", &[("", g(&c.nat.available) as f64)]);
+            metric("wattgraph_agent_nat_entries", "gauge", "Translated connections known from conntrack (bounded by --nat-entries).", &[("", g(&c.nat.entries) as f64)]);
+            metric(
+                "wattgraph_agent_nat_translated_total",
+                "counter",
+                "Connection events and transaction records reported with the connection past its NAT.",
+                &[("", g(&c.nat.translated) as f64)],
+            );
+            metric(
+                "wattgraph_agent_nat_lost_total",
+                "counter",
+                "Conntrack reading trouble, by reason: event socket overrun (the table is read again) or table full (that connection goes untranslated).",
+                &[("reason=\"overrun\"", g(&c.nat.overruns) as f64), ("reason=\"table_full\"", g(&c.nat.table_full) as f64)],
+            );
             metric(
                 "wattgraph_agent_transaction_map_full_total",
                 "counter",

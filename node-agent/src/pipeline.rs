@@ -57,9 +57,11 @@ impl Pipeline {
             socket_cookie: ev.cookie as i64,
             bytes_sent: ev.bytes_sent as i64,
             bytes_received: ev.bytes_recv as i64,
+            nat: ev.nat,
         };
         encoder.encode(&rec, payload);
-        canonical_key(key, ev.role, (&ev.local_addr, ev.local_port), (&ev.remote_addr, ev.remote_port));
+        let ((la, lp), (ra, rp)) = ev.key_endpoints();
+        canonical_key(key, ev.role, (&la, lp), (&ra, rp));
         (key.as_bytes(), payload.as_slice())
     }
 }
@@ -93,6 +95,7 @@ mod tests {
             remote_addr: addr16_from_ip("::1".parse().unwrap()),
             remote_port: 50000,
             comm,
+            nat: None,
         };
         let (key, payload) = p.process(&ev);
         assert_eq!(std::str::from_utf8(key).unwrap(), "[::1]:50000>127.0.0.1:8080");

@@ -10,7 +10,8 @@ use apache_avro::types::Value;
 use apache_avro::Schema;
 
 use crate::http_route::HttpRoute;
-use crate::avro::{decode_datum, single_object_header, write_long, write_str, RecordFields};
+use crate::avro::{decode_datum, nat_value, single_object_header, write_long, write_opt_nat, write_str, RecordFields};
+use crate::event::NatTuple;
 
 pub const SCHEMA_JSON: &str = include_str!("../../schemas/avro/TransactionStats.avsc");
 
@@ -173,6 +174,8 @@ pub struct ConnTxn {
     pub server_time: Histogram,
     /// The HTTP/1.x part of the role's histogram, per route (route order is the kernel's).
     pub routes: Vec<RouteTxn>,
+    /// The connection past this host's NAT (CLIENT records of translated connections).
+    pub nat: Option<NatTuple>,
 }
 
 /// Transactions of one route of one connection in one interval.
@@ -217,6 +220,7 @@ impl ConnTxn {
         rec.socket_cookie = self.cookie as i64;
         rec.closed = self.closed;
         rec.connections = self.connections as i64;
+        rec.nat = self.nat;
         rec.transactions = self.transactions as i64;
         rec.request_bytes = self.request_bytes as i64;
         rec.response_bytes = self.response_bytes as i64;
@@ -244,7 +248,10 @@ impl ConnTxn {
             TxnRole::Client => crate::event::Role::Client,
             TxnRole::Server => crate::event::Role::Server,
         };
-        crate::event::canonical_key(key, role, (&self.local_addr, self.local_port), (&self.remote_addr, self.remote_port));
+        match &self.nat {
+            Some(n) => crate::event::canonical_key(key, role, (&n.local_addr, n.local_port), (&n.remote_addr, n.remote_port)),
+            None => crate::event::canonical_key(key, role, (&self.local_addr, self.local_port), (&self.remote_addr, self.remote_port)),
+        }
     }
 }
 
@@ -290,6 +297,7 @@ pub struct TxnRecord {
     pub server_time: Histogram,
     pub http_routes: Vec<RouteRecord>,
     pub connections: i64,
+    pub nat: Option<NatTuple>,
 }
 
 /// One HttpRouteStats of a record.
@@ -302,11 +310,11 @@ pub struct RouteRecord {
     pub latency: Histogram,
 }
 
-const FIELD_LAYOUT: [&str; 25] = [
+const FIELD_LAYOUT: [&str; 26] = [
     "hostId", "intervalStartNs", "intervalEndNs", "role", "localAddress", "localPort", "remoteAddress",
     "remotePort", "tgid", "processStartTimeNs", "comm", "cgroupId", "netnsInode", "socketCookie", "closed",
     "transactions", "requestBytes", "responseBytes", "subBucketBits", "clientRttBuckets", "clientRttCounts",
-    "serverTimeBuckets", "serverTimeCounts", "httpRoutes", "connections",
+    "serverTimeBuckets", "serverTimeCounts", "httpRoutes", "connections", "nat",
 ];
 
 pub fn schema() -> &'static Schema {
@@ -365,6 +373,7 @@ impl TxnEncoder {
         }
         write_long(out, 0);
         write_long(out, r.connections);
+        write_opt_nat(out, r.nat.as_ref());
     }
 }
 
@@ -438,6 +447,7 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<TxnRecord> {
         server_time: hist("serverTimeBuckets", "serverTimeCounts")?,
         http_routes,
         connections: f.long("connections")?,
+        nat: f.opt_nat("nat")?,
     })
 }
 
@@ -491,6 +501,7 @@ pub fn to_value(r: &TxnRecord) -> Value {
             ),
         ),
         ("connections".into(), Value::Long(r.connections)),
+        ("nat".into(), nat_value(r.nat.as_ref())),
     ])
 }
 
@@ -668,6 +679,12 @@ mod tests {
             client_rtt: if i % 2 == 0 { c } else { Histogram::default() },
             server_time: if i % 2 == 1 { s } else { Histogram::default() },
             connections: 1 + (i % 5) * 1000,
+            nat: (i % 2 == 0).then(|| NatTuple {
+                local_addr: [0xc0; 16],
+                local_port: if i % 4 == 0 { 0 } else { 61000 },
+                remote_addr: [i as u8 ^ 0x55; 16],
+                remote_port: 8080,
+            }),
         }
     }
 

@@ -55,6 +55,7 @@ fn to_record(e: &Value) -> TxnRecord {
             })
             .unwrap_or_default(), // optional in the JSON: the schema default
         connections: e.get("connections").map_or(1, |c| c.as_i64().expect("connections not a long")),
+        nat: common::nat_of(e),
     }
 }
 

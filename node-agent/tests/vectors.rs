@@ -36,6 +36,7 @@ fn to_record(ev: &Value) -> OwnedEventRecord {
         socket_cookie: l("socketCookie"),
         bytes_sent: l("bytesSent"),
         bytes_received: l("bytesReceived"),
+        nat: common::nat_of(ev),
     }
 }
 

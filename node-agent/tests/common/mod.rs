@@ -74,3 +74,17 @@ pub fn check_vectors<R: PartialEq + Debug>(
     println!("checked {} {folder} vector files", files.len());
     files.len()
 }
+
+/// A vector's optional `nat` object (absent or null = None; addresses as text).
+#[allow(dead_code)]
+pub fn nat_of(v: &serde_json::Value) -> Option<wattgraph_agent::event::NatTuple> {
+    let n = v.get("nat").filter(|n| !n.is_null())?;
+    let a = |k: &str| wattgraph_agent::event::addr16_from_ip(n[k].as_str().unwrap_or_else(|| panic!("nat.{k}")).parse().unwrap());
+    let p = |k: &str| u16::try_from(n[k].as_u64().unwrap_or_else(|| panic!("nat.{k}"))).unwrap();
+    Some(wattgraph_agent::event::NatTuple {
+        local_addr: a("localAddress"),
+        local_port: p("localPort"),
+        remote_addr: a("remoteAddress"),
+        remote_port: p("remotePort"),
+    })
+}
