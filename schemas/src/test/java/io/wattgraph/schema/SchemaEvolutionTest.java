@@ -62,7 +62,7 @@ class SchemaEvolutionTest {
 
   @Test
   void aFutureWriterWithAnAddedFieldIsReadWhenItsSchemaIsKnown() throws IOException {
-    // A hypothetical v2 that adds a defaulted field, written by a newer agent.
+    // A hypothetical later version that adds a defaulted field, written by a newer agent.
     Schema v2 = new Schema.Parser().parse(ConnectionEvent.getClassSchema().toString()
         .replace("{\"name\":\"bytesReceived\"", "{\"name\":\"retransmits\",\"type\":\"long\",\"default\":0},{\"name\":\"bytesReceived\""));
     GenericRecord r = new GenericData.Record(v2);

@@ -12,7 +12,7 @@ import java.nio.ByteBuffer;
 class TestVectorsTest extends SharedVectorsTest<ConnectionEvent> {
 
   TestVectorsTest() {
-    super("connection-event", 5, ConnectionEvent.getClassSchema());
+    super("connection-event", 6, ConnectionEvent.getClassSchema());
   }
 
   @Override
@@ -51,6 +51,20 @@ class TestVectorsTest extends SharedVectorsTest<ConnectionEvent> {
         .setSocketCookie(e.get("socketCookie").asLong())
         .setBytesSent(e.get("bytesSent").asLong())
         .setBytesReceived(e.get("bytesReceived").asLong())
+        .setNat(nat(e.get("nat")))
+        .build();
+  }
+
+  /** Optional in the JSON (added in v2): absent or null means no translation. */
+  static ConnectionNat nat(JsonNode n) {
+    if (n == null || n.isNull()) {
+      return null;
+    }
+    return ConnectionNat.newBuilder()
+        .setLocalAddress(IpAddresses.parse(n.get("localAddress").asText()))
+        .setLocalPort(n.get("localPort").asInt())
+        .setRemoteAddress(IpAddresses.parse(n.get("remoteAddress").asText()))
+        .setRemotePort(n.get("remotePort").asInt())
         .build();
   }
 

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 class TransactionStatsVectorsTest extends SharedVectorsTest<TransactionStats> {
 
   TransactionStatsVectorsTest() {
-    super("transaction-stats", 6, TransactionStats.getClassSchema());
+    super("transaction-stats", 7, TransactionStats.getClassSchema());
   }
 
   @Override
@@ -70,7 +70,7 @@ class TransactionStatsVectorsTest extends SharedVectorsTest<TransactionStats> {
         h.add(r); // merging a record twice doubles every count
       }
     }
-    assertEquals(60, h.total());
+    assertEquals(66, h.total()); // 01: 30 and 07: 3 round trips, each added twice
     int b5 = TransactionHistograms.bucketOf(5_000_000, 7);
     assertTrue(h.percentileBucket(0.5) >= b5 && h.percentileBucket(0.5) < TransactionHistograms.bucketOf(20_000_000, 7));
     assertTrue(TransactionHistograms.upperBound(h.percentileBucket(0.9), 7) >= 20_000_000);
@@ -119,6 +119,20 @@ class TransactionStatsVectorsTest extends SharedVectorsTest<TransactionStats> {
         .setServerTimeCounts(longs(e.get("serverTimeCounts")))
         .setHttpRoutes(routes(e.get("httpRoutes")))
         .setConnections(e.has("connections") ? e.get("connections").asLong() : 1L) // optional: the schema default
+        .setNat(nat(e.get("nat")))
+        .build();
+  }
+
+  /** Optional in the JSON (added in v4): absent or null means no translation. */
+  private static TransactionNat nat(JsonNode n) {
+    if (n == null || n.isNull()) {
+      return null;
+    }
+    return TransactionNat.newBuilder()
+        .setLocalAddress(new TransactionAddress(IpAddresses.parse(n.get("localAddress").asText()).bytes()))
+        .setLocalPort(n.get("localPort").asInt())
+        .setRemoteAddress(new TransactionAddress(IpAddresses.parse(n.get("remoteAddress").asText()).bytes()))
+        .setRemotePort(n.get("remotePort").asInt())
         .build();
   }
 

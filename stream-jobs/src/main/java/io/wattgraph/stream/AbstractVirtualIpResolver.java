@@ -50,9 +50,11 @@ import org.slf4j.LoggerFactory;
  * A record whose client port is 0 (the agent's merge of many short connections of one client
  * address) names no socket: it is rewritten only for a single-backend service, otherwise passed on
  * untranslated at once, and a server record of that kind teaches nothing. Everything else passes
- * through untouched. With SNAT (the backend sees a node address instead of the client's) the
- * client endpoint differs on the two sides, so multi-backend services stay unresolved (see
- * stream-jobs/README.md).
+ * through untouched. Records carrying the agent's NAT tuple (ConnectionEvent v2, TransactionStats
+ * v4 {@code nat}) arrive already translated: their remote is the backend and their local the SNAT
+ * endpoint the backend sees, so they pass through. Without it, with SNAT (the backend sees a node
+ * address instead of the client's) the client endpoint differs on the two sides, so multi-backend
+ * services stay unresolved (see stream-jobs/README.md).
  */
 public abstract class AbstractVirtualIpResolver<T>
     extends KeyedBroadcastProcessFunction<String, T, ServiceMappingUpdate, T> {

@@ -2,6 +2,7 @@ package io.wattgraph.stream;
 
 import io.wattgraph.schema.ConnectionEvent;
 import io.wattgraph.schema.ConnectionEventKind;
+import io.wattgraph.schema.ConnectionNat;
 import io.wattgraph.schema.IpAddresses;
 import io.wattgraph.schema.WattgraphSchemas;
 import org.apache.avro.message.BinaryMessageDecoder;
@@ -91,19 +92,42 @@ public class ConnectionEventDeserializer implements KafkaRecordDeserializationSc
     if (e.getTgid() < 0) {
       return "invalid: negative tgid " + e.getTgid();
     }
+    ConnectionNat n = e.getNat();
+    return n == null ? null : natReason(n.getLocalAddress(), n.getLocalPort(), n.getRemoteAddress(), n.getRemotePort());
+  }
+
+  /** Why a record's NAT tuple (ConnectionEvent v2, TransactionStats v4) cannot be used, or null. */
+  static String natReason(Object localAddress, int localPort, Object remoteAddress, int remotePort) {
+    if (localAddress == null) {
+      return "invalid: missing nat.localAddress";
+    }
+    if (remoteAddress == null) {
+      return "invalid: missing nat.remoteAddress";
+    }
+    if (localPort < 0 || localPort > 65535) {
+      return "invalid: nat.localPort " + localPort + " out of range 0..65535";
+    }
+    if (remotePort < 0 || remotePort > 65535) {
+      return "invalid: nat.remotePort " + remotePort + " out of range 0..65535";
+    }
     return null;
   }
 
-  /** Field-by-field copy; addresses become text so keys are readable in the graph. */
+  /**
+   * Field-by-field copy; addresses become text so keys are readable in the graph. With {@code nat}
+   * (ConnectionEvent v2) the endpoints are the translated ones, as the peer reports them, so both
+   * ends of a connection through DNAT/SNAT share one connection key.
+   */
   public static Observation toObservation(ConnectionEvent e) {
     Observation o = new Observation();
     o.hostId = e.getHostId();
     o.eventTimeNs = e.getEventTimeNs();
     o.closed = e.getKind() == ConnectionEventKind.CLOSED;
-    o.localIp = IpAddresses.format(e.getLocalAddress());
-    o.localPort = e.getLocalPort();
-    o.remoteIp = IpAddresses.format(e.getRemoteAddress());
-    o.remotePort = e.getRemotePort();
+    ConnectionNat nat = e.getNat();
+    o.localIp = IpAddresses.format(nat == null ? e.getLocalAddress() : nat.getLocalAddress());
+    o.localPort = nat == null ? e.getLocalPort() : nat.getLocalPort();
+    o.remoteIp = IpAddresses.format(nat == null ? e.getRemoteAddress() : nat.getRemoteAddress());
+    o.remotePort = nat == null ? e.getRemotePort() : nat.getRemotePort();
     o.role = Role.valueOf(e.getRole().name());
     o.tgid = e.getTgid();
     o.processStartTimeNs = e.getProcessStartTimeNs();

@@ -3,6 +3,8 @@ package io.wattgraph.stream;
 import io.wattgraph.schema.HttpRouteStats;
 import io.wattgraph.schema.IpAddress;
 import io.wattgraph.schema.IpAddresses;
+import io.wattgraph.schema.TransactionAddress;
+import io.wattgraph.schema.TransactionNat;
 import io.wattgraph.schema.TransactionRole;
 import io.wattgraph.schema.TransactionStats;
 import io.wattgraph.schema.WattgraphSchemas;
@@ -111,7 +113,9 @@ public class TransactionStatsDeserializer implements KafkaRecordDeserializationS
         return route;
       }
     }
-    return null;
+    TransactionNat n = r.getNat();
+    return n == null ? null
+        : ConnectionEventDeserializer.natReason(n.getLocalAddress(), n.getLocalPort(), n.getRemoteAddress(), n.getRemotePort());
   }
 
   /** Why a histogram cannot be merged (parallel arrays, buckets strictly ascending, counts > 0), or null. */
@@ -144,16 +148,21 @@ public class TransactionStatsDeserializer implements KafkaRecordDeserializationS
     return histogramProblem(name + ".latency", route.getLatencyBuckets(), route.getLatencyCounts());
   }
 
+  /**
+   * With {@code nat} (TransactionStats v4) the endpoints are the translated ones, as the peer
+   * reports them, so both ends of a connection through DNAT/SNAT meet in {@code TransactionEdges}.
+   */
   public static Transaction toTransaction(TransactionStats r) {
     Transaction t = new Transaction();
     t.hostId = r.getHostId();
     t.intervalStartNs = r.getIntervalStartNs();
     t.intervalEndNs = r.getIntervalEndNs();
     t.role = r.getRole().name();
-    t.localIp = IpAddresses.format(new IpAddress(r.getLocalAddress().bytes()));
-    t.localPort = r.getLocalPort();
-    t.remoteIp = IpAddresses.format(new IpAddress(r.getRemoteAddress().bytes()));
-    t.remotePort = r.getRemotePort();
+    TransactionNat nat = r.getNat();
+    t.localIp = text(nat == null ? r.getLocalAddress() : nat.getLocalAddress());
+    t.localPort = nat == null ? r.getLocalPort() : nat.getLocalPort();
+    t.remoteIp = text(nat == null ? r.getRemoteAddress() : nat.getRemoteAddress());
+    t.remotePort = nat == null ? r.getRemotePort() : nat.getRemotePort();
     t.tgid = r.getTgid();
     t.processStartTimeNs = r.getProcessStartTimeNs();
     t.comm = r.getComm();
@@ -172,6 +181,10 @@ public class TransactionStatsDeserializer implements KafkaRecordDeserializationS
             ints(h.getLatencyBuckets()), longs(h.getLatencyCounts())))
         .toArray(HttpRoute[]::new);
     return t;
+  }
+
+  private static String text(TransactionAddress a) {
+    return IpAddresses.format(new IpAddress(a.bytes()));
   }
 
   private static int[] ints(List<Integer> l) {

@@ -8,7 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.schema.ConnectionEvent;
 import io.wattgraph.schema.ConnectionEventKind;
+import io.wattgraph.schema.ConnectionNat;
 import io.wattgraph.schema.ConnectionRole;
+import io.wattgraph.schema.IpAddresses;
 import io.wattgraph.stream.typeinfo.RecordTypeInfo;
 import java.util.ArrayList;
 import java.util.List;
@@ -87,6 +89,62 @@ class ConnectionEventDeserializerTest {
     assertEquals("invalid: empty hostId", deadLetter(CorrelationJobIT.encode(e)).reason);
     e.setHostId("host-a");
     assertEquals(1, decode(CorrelationJobIT.encode(e)).size());
+  }
+
+  /** A client of Service VIP 10.96.0.10:80 on a host whose kernel applied DNAT to a backend and SNAT. */
+  static ConnectionEvent natClient() {
+    ConnectionEvent e = CorrelationJobIT.event("node-1", 42, "curl", null, null, ConnectionEventKind.OPENED,
+        ConnectionRole.CLIENT, "10.244.1.5", 43210, "10.96.0.10", 80, 123, 5, 6, 99);
+    e.setNat(nat("192.0.2.7", 61000, "10.244.2.9", 8080));
+    return e;
+  }
+
+  static ConnectionNat nat(String localIp, int localPort, String remoteIp, int remotePort) {
+    return ConnectionNat.newBuilder()
+        .setLocalAddress(IpAddresses.parse(localIp)).setLocalPort(localPort)
+        .setRemoteAddress(IpAddresses.parse(remoteIp)).setRemotePort(remotePort).build();
+  }
+
+  @Test
+  void aTranslatedClientIsObservedAtTheEndpointsItsPeerSees() throws Exception {
+    List<Observation> out = decode(CorrelationJobIT.encode(natClient()));
+    assertEquals(1, out.size());
+    Observation o = out.get(0);
+    assertEquals("192.0.2.7", o.localIp);
+    assertEquals(61000, o.localPort);
+    assertEquals("10.244.2.9", o.remoteIp);
+    assertEquals(8080, o.remotePort);
+    assertEquals(Role.CLIENT, o.role);
+    assertEquals(99, o.socketCookie);
+    // The backend's view of the same connection: SNAT address as client.
+    Observation backend = Observations.obs("node-2", 7, Role.SERVER, "10.244.2.9", 8080, "192.0.2.7", 61000, 2, 0, 0);
+    assertEquals(backend.connectionKey(), o.connectionKey());
+  }
+
+  @Test
+  void withoutNatTheSocketsOwnEndpointsStay() throws Exception {
+    ConnectionEvent e = natClient();
+    e.setNat(null);
+    Observation o = decode(CorrelationJobIT.encode(e)).get(0);
+    assertEquals("10.244.1.5", o.localIp);
+    assertEquals(43210, o.localPort);
+    assertEquals("10.96.0.10", o.remoteIp);
+    assertEquals(80, o.remotePort);
+  }
+
+  @Test
+  void invalidNatBecomesADeadLetterNamingTheField() throws Exception {
+    ConnectionEvent e = natClient();
+    e.getNat().setRemotePort(70000);
+    assertEquals("invalid: nat.remotePort 70000 out of range 0..65535", deadLetter(CorrelationJobIT.encode(e)).reason);
+    e.getNat().setRemotePort(8080);
+    e.getNat().setLocalPort(-1);
+    assertEquals("invalid: nat.localPort -1 out of range 0..65535", deadLetter(CorrelationJobIT.encode(e)).reason);
+    e.getNat().setLocalPort(61000);
+    e.getNat().setRemoteAddress(null); // cannot be encoded: only a record built in memory has it
+    assertEquals("invalid: missing nat.remoteAddress", ConnectionEventDeserializer.invalidReason(e));
+    e.getNat().setLocalAddress(null);
+    assertEquals("invalid: missing nat.localAddress", ConnectionEventDeserializer.invalidReason(e));
   }
 
   @Test

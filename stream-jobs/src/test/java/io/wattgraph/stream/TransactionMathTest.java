@@ -9,10 +9,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.wattgraph.schema.IpAddresses;
 import io.wattgraph.schema.TransactionAddress;
 import io.wattgraph.schema.TransactionHistograms;
+import io.wattgraph.schema.TransactionNat;
 import io.wattgraph.schema.TransactionRole;
 import io.wattgraph.schema.TransactionStats;
+import java.util.ArrayList;
 import java.util.List;
+import org.apache.flink.api.common.functions.util.ListCollector;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -255,6 +259,87 @@ class TransactionMathTest {
     assertEquals("10.0.0.2", t.localIp);
     assertEquals("10.0.0.1:40000|10.0.0.2:8080", t.connectionKey());
     assertEquals("h/7/9", t.processId());
+  }
+
+  /** A CLIENT record towards Service VIP 10.96.0.10:80 whose kernel applied DNAT to 10.244.2.9:8080 and SNAT. */
+  static TransactionStats natClient() {
+    return TransactionStats.newBuilder(stats()).setRole(TransactionRole.CLIENT)
+        .setLocalAddress(address("10.244.1.5")).setLocalPort(43210)
+        .setRemoteAddress(address("10.96.0.10")).setRemotePort(80)
+        .setServerTimeBuckets(List.of()).setServerTimeCounts(List.of())
+        .setClientRttBuckets(List.of(3, 9)).setClientRttCounts(List.of(1L, 1L))
+        .setNat(TransactionNat.newBuilder().setLocalAddress(address("192.0.2.7")).setLocalPort(61000)
+            .setRemoteAddress(address("10.244.2.9")).setRemotePort(8080).build())
+        .build();
+  }
+
+  static TransactionAddress address(String ip) {
+    return new TransactionAddress(IpAddresses.parse(ip).bytes());
+  }
+
+  @Test
+  void aTranslatedClientRecordHasTheEndpointsItsPeerSees() {
+    TransactionStats r = natClient();
+    assertNull(TransactionStatsDeserializer.invalidReason(r));
+    Transaction t = TransactionStatsDeserializer.toTransaction(r);
+    assertEquals("192.0.2.7", t.localIp);
+    assertEquals(61000, t.localPort);
+    assertEquals("10.244.2.9", t.remoteIp);
+    assertEquals(8080, t.remotePort);
+    // The backend's SERVER record of the same connection meets it.
+    TransactionStats server = TransactionStats.newBuilder(stats())
+        .setLocalAddress(address("10.244.2.9")).setLocalPort(8080)
+        .setRemoteAddress(address("192.0.2.7")).setRemotePort(61000).build();
+    assertEquals(TransactionStatsDeserializer.toTransaction(server).connectionKey(), t.connectionKey());
+
+    r.setNat(null);
+    t = TransactionStatsDeserializer.toTransaction(r);
+    assertEquals("10.244.1.5:43210|10.96.0.10:80", Endpoints.of(t.localIp, t.localPort) + "|" + Endpoints.of(t.remoteIp, t.remotePort));
+  }
+
+  @Test
+  void aMergedTranslatedClientRecordKeepsClientPortZero() {
+    TransactionStats r = natClient();
+    r.setLocalPort(0);
+    r.setSocketCookie(0);
+    r.setClosed(true);
+    r.setConnections(3);
+    r.getNat().setLocalAddress(address("10.244.1.5")); // DNAT only
+    r.getNat().setLocalPort(0);
+    assertNull(TransactionStatsDeserializer.invalidReason(r));
+    Transaction t = TransactionStatsDeserializer.toTransaction(r);
+    assertEquals("10.244.1.5", t.localIp);
+    assertEquals(0, t.localPort);
+    assertEquals("10.244.2.9", t.remoteIp);
+    assertEquals(8080, t.remotePort);
+  }
+
+  @Test
+  void invalidNatIsNamed() {
+    TransactionStats r = natClient();
+    r.getNat().setRemotePort(70000);
+    assertEquals("invalid: nat.remotePort 70000 out of range 0..65535", TransactionStatsDeserializer.invalidReason(r));
+    r.getNat().setRemotePort(8080);
+    r.getNat().setLocalPort(-1);
+    assertEquals("invalid: nat.localPort -1 out of range 0..65535", TransactionStatsDeserializer.invalidReason(r));
+    r.getNat().setLocalPort(61000);
+    r.getNat().setLocalAddress(null);
+    assertEquals("invalid: missing nat.localAddress", TransactionStatsDeserializer.invalidReason(r));
+    r.getNat().setLocalAddress(address("192.0.2.7"));
+    r.getNat().setRemoteAddress(null);
+    assertEquals("invalid: missing nat.remoteAddress", TransactionStatsDeserializer.invalidReason(r));
+  }
+
+  @Test
+  void theDeserializerTurnsAnInvalidNatIntoADeadLetter() throws Exception {
+    TransactionStats r = natClient();
+    r.getNat().setLocalPort(65536);
+    List<DecodedTransaction> out = new ArrayList<>();
+    new TransactionStatsDeserializer().deserialize(new ConsumerRecord<>("t", 0, 5L, new byte[0],
+        StreamJobHarness.bytes(TransactionStats.getEncoder().encode(r))), new ListCollector<>(out));
+    assertEquals(1, out.size());
+    assertNull(out.get(0).transaction);
+    assertEquals("invalid: nat.localPort 65536 out of range 0..65535", out.get(0).deadLetter.reason);
   }
 
   static TransactionStats stats() {

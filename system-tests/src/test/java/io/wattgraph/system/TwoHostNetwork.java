@@ -11,6 +11,7 @@ final class TwoHostNetwork implements AutoCloseable {
   final String nsB;
   final String addrA;
   final String addrB;
+  final String vethA;
 
   TwoHostNetwork(String tag, int subnet) {
     this.nsA = "wg-" + tag + "-a";
@@ -18,7 +19,7 @@ final class TwoHostNetwork implements AutoCloseable {
     this.addrA = "10.231." + subnet + ".1";
     this.addrB = "10.231." + subnet + ".2";
     close(); // leftovers of an aborted earlier run
-    String vethA = "wga" + tag;
+    this.vethA = "wga" + tag;
     String vethB = "wgb" + tag;
     Shell.run("ip", "netns", "add", nsA);
     Shell.run("ip", "netns", "add", nsB);

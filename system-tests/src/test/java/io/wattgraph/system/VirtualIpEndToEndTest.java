@@ -33,11 +33,14 @@ import org.junit.jupiter.api.TestInstance;
 import org.neo4j.driver.Record;
 
 /**
- * A Kubernetes-style virtual IP for real: host A's kernel DNATs a service address (an unused
+ * Kubernetes-style virtual IPs for real: host A's kernel DNATs a service address (an unused
  * address of the test /24) to the server in host B, with an iptables rule in A's namespace. The
  * mapping (VIP:port to two backends, only one of which exists) is published to the compacted
  * service-mappings topic. A real client dials the VIP; the graph must show an edge from the client
- * process to the server process with the exact bytes, and nothing for the virtual address.
+ * process to the server process with the exact bytes, and nothing for the virtual address. A
+ * second VIP, without any mapping, is also SNATed to another address and port range of A's (as
+ * kube-proxy masquerades): B sees neither the client's address nor its port, and only the agent's
+ * reading of A's conntrack ({@code nat} on A's events) can link the two ends.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class VirtualIpEndToEndTest {
@@ -47,6 +50,10 @@ class VirtualIpEndToEndTest {
   private static final String VIP = "10.231." + SUBNET + ".100";
   private static final int VIP_PORT = 8080;
   private static final int SERVER_PORT = 7080;
+  private static final String SNAT_VIP = "10.231." + SUBNET + ".101";
+  private static final int SNAT_VIP_PORT = 8081;
+  private static final int SNAT_SERVER_PORT = 7081;
+  private static final String SNAT_SOURCE = "10.231." + SUBNET + ".4";
 
   private TwoHostStack stack;
 
@@ -57,6 +64,13 @@ class VirtualIpEndToEndTest {
     // Host A's kernel translates VIP:8080 to the server in host B, as kube-proxy would (no SNAT).
     Shell.run("ip", "netns", "exec", net.nsA, "iptables", "-t", "nat", "-A", "OUTPUT", "-d", VIP, "-p", "tcp",
         "--dport", String.valueOf(VIP_PORT), "-j", "DNAT", "--to-destination", net.addrB + ":" + SERVER_PORT);
+    // The second VIP: DNAT, then SNAT of what was DNATed to an address of A's and a port range.
+    Shell.run("ip", "-n", net.nsA, "addr", "add", SNAT_SOURCE + "/24", "dev", net.vethA);
+    Shell.run("ip", "netns", "exec", net.nsA, "iptables", "-t", "nat", "-A", "OUTPUT", "-d", SNAT_VIP, "-p", "tcp",
+        "--dport", String.valueOf(SNAT_VIP_PORT), "-j", "DNAT", "--to-destination", net.addrB + ":" + SNAT_SERVER_PORT);
+    Shell.run("ip", "netns", "exec", net.nsA, "iptables", "-t", "nat", "-A", "POSTROUTING", "-d", net.addrB, "-p", "tcp",
+        "--dport", String.valueOf(SNAT_SERVER_PORT), "-m", "conntrack", "--ctstate", "DNAT", "-j", "SNAT",
+        "--to-source", SNAT_SOURCE + ":41000-41999");
     stack.kafka.createTopic(MAPPINGS, 1, Map.of("cleanup.policy", "compact"));
     long appliedBefore = VirtualIpResolver.UPDATES_APPLIED.get();
     publishMapping();
@@ -120,8 +134,43 @@ class VirtualIpEndToEndTest {
         Map.of("cpid", ex.clientPid())).size(), "the client talks to nothing else");
   }
 
+  @Test
+  void clientBehindDnatAndSnatIsLinkedToTheBackendWithoutAnyMapping() throws Exception {
+    long request = 300_007;
+    long response = 1_234_567;
+    TwoHostStack.Exchange ex = stack.exchange(SNAT_SERVER_PORT, SNAT_VIP, SNAT_VIP_PORT, request, response);
+
+    String q = "MATCH (c:Process {hostId:'host-a', pid:$cpid})-[t:TALKS_TO]->(s:Process {hostId:'host-b', pid:$spid}) "
+        + "RETURN t.bytesClientToServer AS c2s, t.bytesServerToClient AS s2c, t.connections AS n";
+    Record edge = stack.awaitRow(q, Map.of("cpid", ex.clientPid(), "spid", ex.serverPid()),
+        r -> r.get("c2s").asLong() == request && r.get("s2c").asLong() == response);
+    assertTrue(edge != null, "no edge client -> backend process with exact bytes through DNAT and SNAT; graph: "
+        + stack.read("MATCH (a)-[t:TALKS_TO]->(b) RETURN a.id AS a, b.id AS b, properties(t) AS t", Map.of())
+            .stream().map(Record::asMap).toList()
+        + stack.agentLogs());
+    assertEquals(1, edge.get("n").asLong());
+    ConnectionEvent translated = agentAEventTowards(SNAT_VIP, SNAT_VIP_PORT);
+    assertTrue(translated != null && translated.getNat() != null, "host A's agent reports the VIP with its NAT tuple");
+    assertEquals(SNAT_SOURCE, IpAddresses.format(translated.getNat().getLocalAddress()), "the source B sees");
+    assertEquals(stack.net.addrB, IpAddresses.format(translated.getNat().getRemoteAddress()));
+    assertEquals(SNAT_SERVER_PORT, translated.getNat().getRemotePort());
+    for (String address : List.of(SNAT_VIP, SNAT_SOURCE)) {
+      assertEquals(0, stack.read("MATCH (x:External) WHERE x.address = $a RETURN x", Map.of("a", address)).size(),
+          "no External node for " + address);
+    }
+    assertEquals(0, stack.read("MATCH (:Process {hostId:'host-a', pid:$cpid})-[t:TALKS_TO]->(:External) RETURN t",
+        Map.of("cpid", ex.clientPid())).size(), "the client talks to nothing else");
+    assertEquals(0, stack.read("MATCH (:External)-[t:TALKS_TO]->(:Process {hostId:'host-b', pid:$spid}) RETURN t",
+        Map.of("spid", ex.serverPid())).size(), "nothing else talks to the backend");
+  }
+
   /** Whether a client event of host A names the VIP as remote endpoint (the socket never sees the DNAT). */
   private boolean agentAReportedTheVirtualAddress() {
+    return agentAEventTowards(VIP, VIP_PORT) != null;
+  }
+
+  /** The first event of host A whose remote endpoint is vip:port, or null. */
+  private ConnectionEvent agentAEventTowards(String vip, int port) {
     Properties p = new Properties();
     p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, stack.kafka.bootstrapServers());
     var decoder = WattgraphSchemas.connectionEventDecoder();
@@ -134,9 +183,9 @@ class VirtualIpEndToEndTest {
         for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
           try {
             ConnectionEvent e = decoder.decode(r.value());
-            if (e.getHostId().equals("host-a") && IpAddresses.format(e.getRemoteAddress()).equals(VIP)
-                && e.getRemotePort() == VIP_PORT) {
-              return true;
+            if (e.getHostId().equals("host-a") && IpAddresses.format(e.getRemoteAddress()).equals(vip)
+                && e.getRemotePort() == port) {
+              return e;
             }
           } catch (Exception ignored) {
             // not an event of ours
@@ -144,6 +193,6 @@ class VirtualIpEndToEndTest {
         }
       }
     }
-    return false;
+    return null;
   }
 }
