@@ -454,6 +454,7 @@ fn run_once(cfg: &Config) -> i32 {
         }
         (label, m, cg_rx.try_iter().collect::<Vec<_>>())
     });
+    let nat_stats = handle.stats().nat.clone();
     let (events, txns) = handle.stop_and_drain_all();
     let mut out = String::new();
     use std::fmt::Write as _;
@@ -468,16 +469,27 @@ fn run_once(cfg: &Config) -> i32 {
         count(Kind::Snapshot),
         count(Kind::Closed)
     );
+    let translated = events.iter().filter(|e| e.nat.is_some()).count();
+    let _ = writeln!(
+        out,
+        "nat: {translated} events past NAT; conntrack {}",
+        if nat_stats.available.load(std::sync::atomic::Ordering::Relaxed) == 1 { "read" } else { "not read (--nat-entries 0 or unavailable)" }
+    );
     let mut seen = std::collections::BTreeMap::new();
     let mut key = String::new();
     for e in &events {
-        wattgraph_agent::event::canonical_key(&mut key, e.role, (&e.local_addr, e.local_port), (&e.remote_addr, e.remote_port));
-        let v = seen.entry(key.clone()).or_insert((e.tgid, e.comm_str().to_string(), e.role, 0u64, 0u64));
+        let ((la, lp), (ra, rp)) = e.key_endpoints();
+        wattgraph_agent::event::canonical_key(&mut key, e.role, (&la, lp), (&ra, rp));
+        let v = seen.entry(key.clone()).or_insert((e.tgid, e.comm_str().to_string(), e.role, 0u64, 0u64, String::new()));
         v.3 = v.3.max(e.bytes_sent);
         v.4 = v.4.max(e.bytes_recv);
+        if e.nat.is_some() && v.5.is_empty() {
+            v.5.push_str(" dialled ");
+            wattgraph_agent::event::write_endpoint(&mut v.5, &e.remote_addr, e.remote_port);
+        }
     }
-    for (k, (tgid, comm, role, s, r)) in seen.iter().take(20) {
-        let _ = writeln!(out, "  {k:<48} {:<7} {comm}[{tgid}] sent {s} recv {r}", role.symbol());
+    for (k, (tgid, comm, role, s, r, via)) in seen.iter().take(20) {
+        let _ = writeln!(out, "  {k:<48} {:<7} {comm}[{tgid}] sent {s} recv {r}{via}", role.symbol());
     }
     if seen.len() > 20 {
         let _ = writeln!(out, "  ... {} more", seen.len() - 20);
