@@ -55,6 +55,9 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  *    machine load; medians per size at the end. WRITERS: concurrent writers, each with its own
  *    driver and its share of the rows by edge key, as the job's sink subtasks at that parallelism
  *    get them. EVENTS 0 skips 1.
+ * 3. With {@code -Dwattgraph.bench.skewParallelism=P}, only: the windows part at parallelism P
+ *    with the TransactionStats spread over 1,000 server processes, then all on one (a hot
+ *    service), alternated over ROUNDS, and their ratio.
  */
 public final class StreamJobsBenchmark {
   static final int HOSTS = 50;
@@ -70,6 +73,11 @@ public final class StreamJobsBenchmark {
     String writers = args.length > 4 ? args[4] : "1,2";
     System.out.printf("cores available: %d, JVM %s%n", Runtime.getRuntime().availableProcessors(),
         System.getProperty("java.version"));
+    int skewParallelism = Integer.getInteger("wattgraph.bench.skewParallelism", 0);
+    if (skewParallelism > 0) {
+      skewRounds(events, skewParallelism, rounds);
+      System.exit(0);
+    }
     if (events > 0) {
       run(Math.min(events, 200_000), "warm-up", Mix.CORRELATION);
       run(Math.min(events, 200_000), "warm-up", Mix.WINDOWS);
@@ -176,8 +184,33 @@ public final class StreamJobsBenchmark {
    * out-of-orderness, watermarks as the job's sources assign them), results into discarding sinks.
    */
   static void run(long events, String label, Mix mix) throws Exception {
+    run(events, label, mix, 1, false);
+  }
+
+  /**
+   * The windows part at {@code parallelism}, with the TransactionStats spread over 1,000 server
+   * processes or all on one ({@code hot}), alternated over rounds: what one hot service costs.
+   */
+  static void skewRounds(long events, int parallelism, int rounds) throws Exception {
+    run(Math.min(events, 200_000), "warm-up", Mix.WINDOWS, parallelism, false);
+    double[] uniform = new double[2];
+    double[] hot = new double[2];
+    for (int r = 0; r < rounds; r++) {
+      double[] u = run(events, "uniform", Mix.WINDOWS, parallelism, false);
+      double[] h = run(events, "hot", Mix.WINDOWS, parallelism, true);
+      for (int i = 0; i < 2; i++) {
+        uniform[i] += u[i];
+        hot[i] += h[i];
+      }
+    }
+    System.out.printf("parallelism %d, %d rounds: hot/uniform events/s (wall) %.3f, events per CPU-second %.3f%n",
+        parallelism, rounds, hot[0] / uniform[0], hot[1] / uniform[1]);
+  }
+
+  /** Returns {events/s of wall time, events per CPU-second}. */
+  static double[] run(long events, String label, Mix mix, int parallelism, boolean hot) throws Exception {
     Configuration conf = new Configuration();
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(parallelism, conf);
     JobConfig config = new JobConfig();
     DataStream<ServiceMappingUpdate> mappings = env.fromData(
         List.of(service("10.96.0.10:80", Generate.ip(0) + ":9000", Generate.ip(1) + ":9000", Generate.ip(2) + ":9000")),
@@ -195,7 +228,7 @@ public final class StreamJobsBenchmark {
           .map(new GenerateSamples()).returns(TypeInformation.of(DecodedSample.class)).name("generate samples")
           .assignTimestampsAndWatermarks(ResourceMetrics.watermarks(config));
       DataStream<DecodedTransaction> decodedTransactions = env.fromSequence(0, transactions - 1)
-          .map(new GenerateTransactions()).returns(TypeInformation.of(DecodedTransaction.class))
+          .map(new GenerateTransactions(hot)).returns(TypeInformation.of(DecodedTransaction.class))
           .name("generate transactions")
           .assignTimestampsAndWatermarks(TransactionMetrics.watermarks(config));
       ResourceMetrics.Results results = ResourceMetrics.windows(decodedSamples, decodedTransactions, mappings,
@@ -215,6 +248,7 @@ public final class StreamJobsBenchmark {
             + "(job net %.1f s), process CPU %.1f s -> %,.0f events/s, %,.0f events per CPU-second%n",
         mix.name().toLowerCase(java.util.Locale.ROOT), label, total, connectionEvents, samples, transactions, wall,
         r.getNetRuntime() / 1000.0, cpu, total / wall, total / cpu);
+    return new double[] {total / wall, total / cpu};
   }
 
   static final long BASE_NS = 1_700_000_000_000_000_000L;
@@ -299,6 +333,12 @@ public final class StreamJobsBenchmark {
   static final class GenerateTransactions implements MapFunction<Long, DecodedTransaction> {
     private static final long serialVersionUID = 1L;
     static final int PER_INTERVAL = HOSTS * PROCS_PER_HOST * 2;
+    /** Every connection's server is one process (host 1's first): one hot service. */
+    private final boolean hot;
+
+    GenerateTransactions(boolean hot) {
+      this.hot = hot;
+    }
 
     @Override
     public DecodedTransaction map(Long j) {
@@ -306,8 +346,8 @@ public final class StreamJobsBenchmark {
       int conn = (int) (j % PER_INTERVAL) / 2;
       boolean client = j % 2 == 0;
       int clientHost = conn / PROCS_PER_HOST;
-      int serverHost = (clientHost + 1) % HOSTS;
-      int serverProc = serverHost * PROCS_PER_HOST + conn % PROCS_PER_HOST;
+      int serverHost = hot ? 1 : (clientHost + 1) % HOSTS;
+      int serverProc = serverHost * PROCS_PER_HOST + (hot ? 0 : conn % PROCS_PER_HOST);
       String clientIp = Generate.ip(clientHost);
       int clientPort = 40_000 + conn % PROCS_PER_HOST;
       String serverIp = Generate.ip(serverHost);
