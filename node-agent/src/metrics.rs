@@ -21,6 +21,7 @@ pub struct ResourceMetrics {
     pub sched_ringbuf_drops: AtomicU64,
     pub thread_map_entries: AtomicU64,
     pub thread_map_capacity: AtomicU64,
+    pub thread_map_evictions: AtomicU64,
     pub host_power_watts_bits: AtomicU64,
     pub power_measured: AtomicU64,
     pub hw_counters: AtomicU64,
@@ -209,6 +210,12 @@ impl Renderer {
             "gauge",
             "Thread map entries over its capacity.",
             &[("", if cap > 0.0 { entries / cap } else { 0.0 })],
+        );
+        metric(
+            "wattgraph_agent_thread_map_evictions_total",
+            "counter",
+            "Live threads the full LRU thread map evicted (their CPU time so far is lost; lower bound). Raise --thread-entries.",
+            &[("", g(&r.thread_map_evictions) as f64)],
         );
         metric(
             "wattgraph_agent_host_power_watts",

@@ -359,6 +359,7 @@ pub fn spawn_sampler(
                 metrics.sched_ringbuf_drops.store(st.ringbuf_drops, Ordering::Relaxed);
                 metrics.thread_map_entries.store(fill, Ordering::Relaxed);
                 metrics.thread_map_capacity.store(cap, Ordering::Relaxed);
+                metrics.thread_map_evictions.store(st.map_evictions, Ordering::Relaxed);
                 // Last, with Release: a scrape that sees the interval counted sees its figures.
                 metrics.intervals.fetch_add(1, Ordering::Release);
                 if cfg.max_intervals.is_some_and(|m| k >= m) {

@@ -209,7 +209,19 @@ pub struct SchedStats {
     pub exits: u64,
     pub ringbuf_drops: u64,
     pub map_full: u64,
+    /// Live threads the full LRU thread map evicted (their counts so far are lost): inserts read
+    /// before a scan, minus deletes read after it, minus the entries it found. A lower bound,
+    /// exact when the map is quiet.
+    pub map_evictions: u64,
 }
+
+// Indexes of `sstats` (enum sched_stat_idx in src/bpf/sched.h).
+const SSTAT_SWITCHES: u32 = 0;
+const SSTAT_EXITS: u32 = 1;
+const SSTAT_RINGBUF_DROPS: u32 = 2;
+const SSTAT_MAP_FULL: u32 = 3;
+const SSTAT_INSERTS: u32 = 4;
+const SSTAT_DELETES: u32 = 5;
 
 struct ExitRing {
     rb: *mut libbpf_sys::ring_buffer,
@@ -248,6 +260,8 @@ pub struct CpuCollector {
     scan: Vec<ThreadStat>,
     gen: u64,
     last_mono: u64,
+    /// `SchedStats::map_evictions`, never decreasing.
+    evictions: u64,
     out: CpuInterval,
 }
 
@@ -334,6 +348,7 @@ impl CpuCollector {
             scan: Vec::with_capacity(4096),
             gen: 0,
             last_mono: mono_ns(),
+            evictions: 0,
             out: CpuInterval::default(),
         })
     }
@@ -350,18 +365,23 @@ impl CpuCollector {
         &self.topo
     }
 
-    /// Kernel-side counters (switches, exits, ring-buffer drops, map-full).
+    /// Kernel-side counters (switches, exits, ring-buffer drops, map-full) and the thread map's
+    /// evictions as of the last `collect`.
     pub fn stats(&self) -> SchedStats {
-        let mut s = [0u64; 4];
-        if let Ok(Some(per_cpu)) = self.skel.maps.sstats.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
-            s[0] = sum_percpu(&per_cpu);
+        SchedStats {
+            switches: self.sstat(SSTAT_SWITCHES),
+            exits: self.sstat(SSTAT_EXITS),
+            ringbuf_drops: self.sstat(SSTAT_RINGBUF_DROPS),
+            map_full: self.sstat(SSTAT_MAP_FULL),
+            map_evictions: self.evictions,
         }
-        for (i, slot) in s.iter_mut().enumerate().skip(1) {
-            if let Ok(Some(per_cpu)) = self.skel.maps.sstats.lookup_percpu(&(i as u32).to_ne_bytes(), MapFlags::ANY) {
-                *slot = sum_percpu(&per_cpu);
-            }
+    }
+
+    fn sstat(&self, idx: u32) -> u64 {
+        match self.skel.maps.sstats.lookup_percpu(&idx.to_ne_bytes(), MapFlags::ANY) {
+            Ok(Some(per_cpu)) => sum_percpu(&per_cpu),
+            _ => 0,
         }
-        SchedStats { switches: s[0], exits: s[1], ringbuf_drops: s[2], map_full: s[3] }
     }
 
     /// Entries in the in-kernel thread map and its capacity.
@@ -392,6 +412,7 @@ impl CpuCollector {
         }
 
         // 2. Live threads, copied out first ...
+        let inserts = self.sstat(SSTAT_INSERTS);
         self.scan.clear();
         let tfd = self.skel.maps.threads.as_fd().as_raw_fd();
         let mut key: u32 = 0;
@@ -445,6 +466,8 @@ impl CpuCollector {
             self.table.insert(k, Prev { gen, ..seen });
         }
         self.out.threads_tracked = tracked;
+        let deletes = self.sstat(SSTAT_DELETES);
+        self.evictions = self.evictions.max(inserts.saturating_sub(deletes + tracked));
         // Forget threads gone for two reads (evicted, or exit record lost).
         self.table.retain(|_, p| gen - p.gen <= 2);
         self.out.procs.extend(self.procs.values().filter(|p| p.oncpu_total() > 0 || p.cycles > 0).copied());

@@ -297,3 +297,41 @@ fn exited_threads_count_for_their_process() {
     assert!(exits >= 4, "the four worker threads' exits were seen: {exits}");
     assert!(close_to_stat(total, stat_ns, 0.03), "agent {total} vs stat {stat_ns}");
 }
+
+/// A thread map far too small for the live threads (200 of the test's own, waking every few ms,
+/// plus the host's) evicts, and the count says so; the default size, over the same threads,
+/// evicts nothing.
+#[test]
+fn thread_map_evictions_are_counted() {
+    let Some(mut big) = load() else { return };
+    let mut small = match CpuCollector::load(&SchedOptions { thread_entries: 64, ..SchedOptions::default() }) {
+        Ok(c) => c,
+        Err(e) => panic!("a second collector with a small map: {e}"),
+    };
+    big.collect();
+    small.collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let threads: Vec<_> = (0..200)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && std::time::Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(3));
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    big.collect();
+    small.collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    let (s, b) = (small.stats(), big.stats());
+    assert!(s.map_evictions > 0, "the 64-entry map evicted nothing: {s:?}");
+    assert!(small.map_fill().0 <= 64);
+    assert_eq!(b.map_evictions, 0, "the default map evicted: {b:?} (fill {:?})", big.map_fill());
+    println!("64-entry map: {} evictions; default map: {} threads, none evicted", s.map_evictions, big.map_fill().0);
+}

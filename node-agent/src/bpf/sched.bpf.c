@@ -109,6 +109,8 @@ static __always_inline struct thread_stat *thread_entry(struct task_struct *t, _
 	__builtin_memcpy(n->comm, t->group_leader->comm, sizeof(n->comm));
 	if (bpf_map_update_elem(&threads, &tid, n, BPF_NOEXIST) != 0)
 		sstat_inc(SSTAT_MAP_FULL);
+	else
+		sstat_inc(SSTAT_INSERTS); /* with deletes and the scan: LRU evictions (sched.rs) */
 	return bpf_map_lookup_elem(&threads, &tid);
 }
 
@@ -123,7 +125,8 @@ static __always_inline void flush_thread(struct thread_stat *ts, __u32 tid)
 		/* Counted; the entry goes anyway so the map never fills with the dead. */
 		sstat_inc(SSTAT_RINGBUF_DROPS);
 	}
-	bpf_map_delete_elem(&threads, &tid);
+	if (!bpf_map_delete_elem(&threads, &tid))
+		sstat_inc(SSTAT_DELETES);
 	sstat_inc(SSTAT_EXITS);
 }
 

@@ -6,7 +6,7 @@
 #define MAX_SOCKETS 4
 #define NO_SIBLING 0xffffffffu
 
-enum sched_stat_idx { SSTAT_SWITCHES = 0, SSTAT_EXITS = 1, SSTAT_RINGBUF_DROPS = 2, SSTAT_MAP_FULL = 3, SSTAT_MAX = 4 };
+enum sched_stat_idx { SSTAT_SWITCHES = 0, SSTAT_EXITS = 1, SSTAT_RINGBUF_DROPS = 2, SSTAT_MAP_FULL = 3, SSTAT_INSERTS = 4, SSTAT_DELETES = 5, SSTAT_MAX = 6 };
 
 /* Cumulative per thread since first seen (created at the thread's first switch-in or
  * switch-out). Written only by the CPU the thread is switching on or off (a task is
