@@ -103,9 +103,10 @@ fn busy_process_cpu_matches_proc_stat() {
         100.0 * rel_err(total, sched_ns.max(1))
     );
     assert!(intervals_with_cpu >= 6, "child seen in {intervals_with_cpu} intervals");
-    assert!(close_to_stat(total, stat_ns, 0.03), "agent {total} vs stat {stat_ns}");
+    // The bound: within 2 % of /proc/<pid>/stat (plus its tick rounding).
+    assert!(close_to_stat(total, stat_ns, 0.02), "agent {total} vs stat {stat_ns}");
     if sched_ns > 0 {
-        assert!(rel_err(total, sched_ns) < 0.03, "agent {total} vs schedstat {sched_ns}");
+        assert!(rel_err(total, sched_ns) < 0.02, "agent {total} vs schedstat {sched_ns}");
     }
     let st = col.stats();
     println!("sched stats: {st:?}");
@@ -151,7 +152,7 @@ fn exited_process_keeps_its_cpu_time() {
     let rusage_ns = tv(ru.ru_utime) + tv(ru.ru_stime);
     println!("exited child: agent {total} ns, rusage {rusage_ns} ns (err {:.2}%)", 100.0 * rel_err(total, rusage_ns));
     assert!(rusage_ns > 100_000_000, "child did real work: {rusage_ns}");
-    assert!(rel_err(total, rusage_ns) < 0.03, "agent {total} vs rusage {rusage_ns}");
+    assert!(rel_err(total, rusage_ns) < 0.02, "agent {total} vs rusage {rusage_ns}");
     let st = col.stats();
     assert!(st.exits > 0 && exits > 0, "exit records seen: {st:?}, {exits}");
 }
