@@ -110,6 +110,16 @@ public final class LatencyAccuracyBenchmark {
         table.append(String.format(Locale.ROOT, "%-36s server time p50/p99 %s/%s us (%d txn); client minus server p50 %s us; agent CPU %.1f millicores%n",
             "", us(m.server.percentile(0.5)), us(m.server.percentile(0.99)), m.server.total(),
             us(m.client.percentile(0.5) - m.server.percentile(0.5)), agentMillicores));
+        // Server side against client side: counts (the same transactions seen from both ends) as
+        // a relative error, and each server-time percentile relative to the client round trip's.
+        StringBuilder share = new StringBuilder();
+        for (int q = 0; q < QS.length; q++) {
+          long c = m.client.percentile(QS[q]);
+          share.append(q == 0 ? "" : " / ").append(String.format(Locale.ROOT, "%.1f%%",
+              c == 0 ? 0.0 : 100.0 * m.server.percentile(QS[q]) / c));
+        }
+        table.append(String.format(Locale.ROOT, "%-36s server vs client: count %+.2f%%; server time / client RTT at p50/p75/p90/p99 %s%n",
+            "", m.client.total() == 0 ? 0.0 : 100.0 * (m.server.total() - m.client.total()) / m.client.total(), share));
       }
       System.out.print(table);
     } finally {

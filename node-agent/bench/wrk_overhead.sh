@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Agent overhead on request latency, side by side in one run: wrk --latency against nginx on
+# loopback with the agent off and on (rounds alternate, so drift hits both alike), for a small
+# (100 B) and a large (128 KiB) response; requests/s and p50/p90/p99 with their on/off ratios.
+# The agent runs as deployed (transactions, resources) against a real broker.
+# Needs root. Usage: node-agent/bench/wrk_overhead.sh [ROUNDS] [SECONDS_PER_RUN] [CONNECTIONS]
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$ROOT/node-agent/bench/lib.sh"
+ROUNDS=${1:-3}
+SECS=${2:-8}
+CONNS=${3:-8}
+AGENT=$ROOT/target/release/wattgraph-agent
+WORK=$(mktemp -d "$ROOT/target/bench-wrk.XXXXXX")
+KAFKA_PORT=29093
+PORT=25211
+need_root
+command -v wrk >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+command -v nginx >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null \
+  || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null
+build_agent
+trap 'kill_pids' EXIT
+
+start_kafka $KAFKA_PORT wattgraph.connections wattgraph.transactions wattgraph.resources
+
+mkdir -p "$WORK/www" "$WORK/nginx"
+head -c 100 /dev/zero | tr '\0' 'a' > "$WORK/www/small"
+head -c 131072 /dev/zero | tr '\0' 'b' > "$WORK/www/large"
+cat > "$WORK/nginx/nginx.conf" <<EOF
+daemon off;
+user root;
+worker_processes 1;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $WORK/nginx/body; proxy_temp_path $WORK/nginx/proxy;
+  fastcgi_temp_path $WORK/nginx/fcgi; uwsgi_temp_path $WORK/nginx/uwsgi; scgi_temp_path $WORK/nginx/scgi;
+  server { listen 127.0.0.1:$PORT; root $WORK/www; }
+}
+EOF
+nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" & pids+=($!)
+for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$PORT/small" >/dev/null && break; sleep 0.1; done
+for path in small large; do
+  got=$(curl -sf "http://127.0.0.1:$PORT/$path" | wc -c)
+  [ "$got" = "$(stat -c %s "$WORK/www/$path")" ] || { echo "nginx served $got bytes for /$path" >&2; exit 1; }
+done
+
+# run_wrk PATH -> "req/s p50 p90 p99" (latencies in µs)
+run_wrk() {
+  wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "http://127.0.0.1:$PORT/$1" | awk '
+    /Non-2xx/ { print "wrk: " $0 > "/dev/stderr"; bad = 1 }
+    function us(v) { if (v ~ /us$/) return v + 0; if (v ~ /ms$/) return v * 1000; if (v ~ /s$/) return v * 1000000; return v }
+    /^ +50%/ { p50 = us($2) } /^ +90%/ { p90 = us($2) } /^ +99%/ { p99 = us($2) }
+    /^Requests\/sec:/ { rps = $2 }
+    END { if (bad) exit 1; printf "%s %s %s %s\n", rps, p50, p90, p99 }'
+}
+
+declare -A off on
+for path in small large; do
+  for r in $(seq 1 "$ROUNDS"); do
+    off[$path]+="$(run_wrk $path);"
+    start_agent "$WORK/agent.log"; apid=$!
+    wait_ready "$WORK/ready"
+    on[$path]+="$(run_wrk $path);"
+    kill -TERM $apid; wait $apid || true
+  done
+done
+
+echo "# wrk against nginx, agent off and on (rounds=$ROUNDS, ${SECS}s per run, $CONNS connections, $(nproc) cores, kernel $(uname -r))"
+echo "| response | off req/s | on req/s | on/off | off p50/p90/p99 (µs) | on p50/p90/p99 (µs) | on/off p50 / p90 / p99 |"
+echo "|---|---|---|---|---|---|---|"
+for path in small large; do
+  printf '%s\n%s\n' "${off[$path]}" "${on[$path]}" | awk -F';' -v name="$path" '
+    NR == 1 { for (i = 1; i < NF; i++) { split($i, v, " "); for (k = 1; k <= 4; k++) a[k] += v[k]; n++ } }
+    NR == 2 { for (i = 1; i < NF; i++) { split($i, v, " "); for (k = 1; k <= 4; k++) b[k] += v[k]; m++ } }
+    END {
+      for (k = 1; k <= 4; k++) { a[k] /= n; b[k] /= m }
+      printf "| %s | %.0f | %.0f | %.3f | %.0f/%.0f/%.0f | %.0f/%.0f/%.0f | %.3f / %.3f / %.3f |\n",
+        name, a[1], b[1], b[1] / a[1], a[2], a[3], a[4], b[2], b[3], b[4], b[2] / a[2], b[3] / a[3], b[4] / a[4]
+    }'
+done
+echo "per run (req/s p50 p90 p99): small off ${off[small]} on ${on[small]}; large off ${off[large]} on ${on[large]}"
