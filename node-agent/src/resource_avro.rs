@@ -14,12 +14,12 @@ use crate::power::PowerSource;
 
 pub const SCHEMA_JSON: &str = include_str!("../../schemas/avro/ResourceSample.avsc");
 
-const FIELD_LAYOUT: [&str; 32] = [
+const FIELD_LAYOUT: [&str; 34] = [
     "scope", "hostId", "intervalStartNs", "intervalEndNs", "tgid", "processStartTimeNs", "comm",
     "cgroupId", "groupId", "runtime", "podUid", "qosClass", "threads", "processes", "cpuTimeNs",
     "cycles", "instructions", "weightedCycles", "weightKind", "weight", "powerSource", "powerWatts",
     "energyJoules", "idlePowerWatts", "unattributedPowerWatts", "packageWatts", "coreWatts", "dramWatts",
-    "hostCores", "podName", "podNamespace", "podLabels",
+    "hostCores", "podName", "podNamespace", "podLabels", "cacheReferences", "cacheMisses",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,6 +97,9 @@ pub struct ResourceRecord {
     pub host_cores: Option<i32>,
     /// Name, namespace and kept labels of the pod (podUid set and the pod known).
     pub pod: PodFields,
+    /// Last-level cache references and misses (v4); None without those counters.
+    pub cache_references: Option<i64>,
+    pub cache_misses: Option<i64>,
 }
 
 pub struct ResourceEncoder {
@@ -166,6 +169,8 @@ impl ResourceEncoder {
         write_opt_double(out, r.dram_watts);
         write_opt_long(out, r.host_cores.map(i64::from)); // an int is the same varint
         r.pod.as_ref().encode(out);
+        write_opt_long(out, r.cache_references);
+        write_opt_long(out, r.cache_misses);
     }
 }
 
@@ -203,6 +208,8 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<ResourceRecord> {
         dram_watts: f.opt_double("dramWatts")?,
         host_cores: f.opt_int("hostCores")?,
         pod: PodFields::decode(&f)?,
+        cache_references: f.opt_long("cacheReferences")?,
+        cache_misses: f.opt_long("cacheMisses")?,
     })
 }
 
@@ -258,6 +265,8 @@ pub fn to_value(r: &ResourceRecord) -> Value {
         ),
     ];
     fields.extend(r.pod.as_ref().values());
+    fields.push(("cacheReferences".into(), ol(r.cache_references)));
+    fields.push(("cacheMisses".into(), ol(r.cache_misses)));
     Value::Record(fields)
 }
 
@@ -303,6 +312,8 @@ mod tests {
             } else {
                 PodFields::default()
             },
+            cache_references: (i % 2 == 1).then_some(if i == 5 { i64::MAX } else { i * 52_000 }),
+            cache_misses: (i % 2 == 1).then_some(i * 3_100),
         }
     }
 

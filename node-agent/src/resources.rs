@@ -48,6 +48,8 @@ struct GroupAgg {
     cpu_ns: u64,
     cycles: u64,
     instructions: u64,
+    cache_references: u64,
+    cache_misses: u64,
     wcycles: u64,
     weight: f64,
     power: f64,
@@ -115,6 +117,7 @@ impl ResourceSampler {
     /// PROCESSes (highest on-CPU time first).
     pub fn sample(&mut self) -> &[ResourceRecord] {
         let counters = self.cpu.has_counters();
+        let cache = self.cpu.has_cache_counters();
         let iv = self.cpu.collect();
         let dt = iv.end_mono_ns.saturating_sub(iv.start_mono_ns).max(1);
         let start = iv.start_mono_ns as i64 + self.mono_to_unix_ns;
@@ -133,6 +136,7 @@ impl ResourceSampler {
         self.last_power = Some(hp);
         let weight_kind = if counters { WeightKind::WeightedCycles } else { WeightKind::CpuTime };
         let opt = |x: u64| counters.then_some(x as i64);
+        let copt = |x: u64| cache.then_some(x as i64);
 
         self.records.clear();
         self.groups.clear();
@@ -167,8 +171,11 @@ impl ResourceSampler {
             dram_watts: None,
             pod: PodFields::default(),
             host_cores: online_cpus(),
+            cache_references: None,
+            cache_misses: None,
         };
         let (mut threads, mut cyc, mut ins, mut wc) = (0u64, 0u64, 0u64, 0u64);
+        let (mut cref, mut cmiss) = (0u64, 0u64);
         let mut procs = Vec::with_capacity(iv.procs.len());
         for p in &iv.procs {
             let w = weights(p, counters);
@@ -194,6 +201,8 @@ impl ResourceSampler {
             threads += p.threads as u64;
             cyc += p.cycles;
             ins += p.instructions;
+            cref += p.cache_references;
+            cmiss += p.cache_misses;
             wc += wcyc;
             let g = self.groups.entry(ident.group.clone()).or_default();
             if !ident.is_host() {
@@ -207,6 +216,8 @@ impl ResourceSampler {
             g.cpu_ns += p.oncpu_total();
             g.cycles += p.cycles;
             g.instructions += p.instructions;
+            g.cache_references += p.cache_references;
+            g.cache_misses += p.cache_misses;
             g.wcycles += wcyc;
             g.weight += wsum;
             g.power += watts;
@@ -226,6 +237,8 @@ impl ResourceSampler {
                 cycles: opt(p.cycles),
                 instructions: opt(p.instructions),
                 weighted_cycles: opt(wcyc),
+                cache_references: copt(p.cache_references),
+                cache_misses: copt(p.cache_misses),
                 weight: wsum,
                 power_watts: watts,
                 energy_joules: watts * secs,
@@ -239,6 +252,8 @@ impl ResourceSampler {
             cycles: opt(cyc),
             instructions: opt(ins),
             weighted_cycles: opt(wc),
+            cache_references: copt(cref),
+            cache_misses: copt(cmiss),
             weight: total_w.iter().sum(),
             power_watts: hp.total(),
             energy_joules: hp.total() * secs,
@@ -265,6 +280,8 @@ impl ResourceSampler {
                 cycles: opt(g.cycles),
                 instructions: opt(g.instructions),
                 weighted_cycles: opt(g.wcycles),
+                cache_references: copt(g.cache_references),
+                cache_misses: copt(g.cache_misses),
                 weight: g.weight,
                 power_watts: g.power,
                 energy_joules: g.power * secs,
@@ -320,6 +337,9 @@ pub fn spawn_sampler(
             match &s.cpu.counters_absent {
                 Some(why) => log::warn!("hardware counters absent ({why}): on-CPU time is the power attribution weight"),
                 None => log::info!("hardware counters open: weighted cycles (HT_r {}) are the power attribution weight", cfg.opts.sched.ht_ratio),
+            }
+            if let (None, Some(why)) = (&s.cpu.counters_absent, &s.cpu.cache_absent) {
+                log::warn!("cache counters absent ({why}): cacheReferences and cacheMisses are null");
             }
             if s.power_source() == PowerSource::Estimated {
                 log::warn!(

@@ -30,8 +30,8 @@ const NO_SIBLING: u32 = u32::MAX;
 pub const TRACEPOINTS: [&str; 2] = ["sched:sched_switch", "sched:sched_process_exec"];
 
 pub type ThreadStat = types::thread_stat;
-const _: () = assert!(size_of::<ThreadStat>() == 136);
-const _: () = assert!(size_of::<types::cpu_state>() == 56);
+const _: () = assert!(size_of::<ThreadStat>() == 152);
+const _: () = assert!(size_of::<types::cpu_state>() == 72);
 
 /// CLOCK_MONOTONIC ns (= bpf_ktime_get_ns).
 pub fn mono_ns() -> u64 {
@@ -115,21 +115,34 @@ fn perf_open(config: u64, cpu: u32) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
-/// Per-CPU hardware cycles and instructions counters, or the reason they are absent.
+/// Per-CPU hardware cycles and instructions counters, or the reason they are absent; with them,
+/// the last-level cache references and misses where the CPU counts those too.
 pub struct HwCounters {
     pub cycles: Vec<OwnedFd>,
     pub instructions: Vec<OwnedFd>,
+    /// (references, misses) per CPU, or why they are absent (cycles are used without them).
+    pub cache: Result<(Vec<OwnedFd>, Vec<OwnedFd>), String>,
 }
 
 pub fn open_hw_counters(ncpus: usize) -> Result<HwCounters, String> {
-    let mut hw = HwCounters { cycles: Vec::new(), instructions: Vec::new() };
+    let mut hw = HwCounters { cycles: Vec::new(), instructions: Vec::new(), cache: Ok((Vec::new(), Vec::new())) };
     for cpu in 0..ncpus as u32 {
         let c = perf_open(0 /* PERF_COUNT_HW_CPU_CYCLES */, cpu).map_err(|e| format!("cycles on cpu {cpu}: {e}"))?;
         let i = perf_open(1 /* PERF_COUNT_HW_INSTRUCTIONS */, cpu).map_err(|e| format!("instructions on cpu {cpu}: {e}"))?;
         hw.cycles.push(c);
         hw.instructions.push(i);
     }
+    hw.cache = open_cache_counters(ncpus);
     Ok(hw)
+}
+
+fn open_cache_counters(ncpus: usize) -> Result<(Vec<OwnedFd>, Vec<OwnedFd>), String> {
+    let (mut refs, mut misses) = (Vec::new(), Vec::new());
+    for cpu in 0..ncpus as u32 {
+        refs.push(perf_open(2 /* PERF_COUNT_HW_CACHE_REFERENCES */, cpu).map_err(|e| format!("cache references on cpu {cpu}: {e}"))?);
+        misses.push(perf_open(3 /* PERF_COUNT_HW_CACHE_MISSES */, cpu).map_err(|e| format!("cache misses on cpu {cpu}: {e}"))?);
+    }
+    Ok((refs, misses))
 }
 
 // ---------------------------------------------------------------- collector
@@ -167,6 +180,8 @@ pub struct ProcCpu {
     pub wcycles: [u64; MAX_SOCKETS],
     pub cycles: u64,
     pub instructions: u64,
+    pub cache_references: u64,
+    pub cache_misses: u64,
 }
 
 impl ProcCpu {
@@ -199,6 +214,8 @@ struct Prev {
     wcyc: [u64; MAX_SOCKETS],
     cycles: u64,
     instr: u64,
+    cref: u64,
+    cmiss: u64,
     gen: u64,
 }
 
@@ -253,6 +270,8 @@ pub struct CpuCollector {
     _hw: Option<HwCounters>,
     /// Why hardware counters are not used (None = they are).
     pub counters_absent: Option<String>,
+    /// Why cache references and misses are not counted, or None when they are.
+    pub cache_absent: Option<String>,
     ncpus: usize,
     topo: Vec<CpuTopo>,
     table: HashMap<(u32, u64), Prev>,
@@ -296,6 +315,7 @@ impl CpuCollector {
         {
             let ro = open.maps.rodata_data.as_deref_mut().ok_or_else(|| CaptureError::Other("BPF rodata not mmapped".into()))?;
             ro.have_counters = u8::from(hw.is_some());
+            ro.have_cache_counters = u8::from(hw.as_ref().is_some_and(|h| h.cache.is_ok()));
             ro.ht_ratio_milli = (opts.ht_ratio * 1000.0).round().clamp(0.0, 4000.0) as u32;
         }
         let n = ncpus as u32;
@@ -304,6 +324,8 @@ impl CpuCollector {
         m.cpus.set_max_entries(n).map_err(|e| bpf_err("size cpu map", e))?;
         m.cycles_pe.set_max_entries(n).map_err(|e| bpf_err("size perf array", e))?;
         m.instr_pe.set_max_entries(n).map_err(|e| bpf_err("size perf array", e))?;
+        m.cache_ref_pe.set_max_entries(n).map_err(|e| bpf_err("size perf array", e))?;
+        m.cache_miss_pe.set_max_entries(n).map_err(|e| bpf_err("size perf array", e))?;
         let mut skel = open.load().map_err(|e| bpf_err("load sched BPF programs", e))?;
         for (cpu, t) in topo.iter().enumerate() {
             let mut st: types::cpu_state = unsafe { std::mem::zeroed() };
@@ -326,6 +348,16 @@ impl CpuCollector {
                     .instr_pe
                     .update(&k, &h.instructions[cpu].as_raw_fd().to_ne_bytes(), MapFlags::ANY)
                     .map_err(|e| bpf_err("fill instructions perf array", e))?;
+                if let Ok((refs, misses)) = &h.cache {
+                    skel.maps
+                        .cache_ref_pe
+                        .update(&k, &refs[cpu].as_raw_fd().to_ne_bytes(), MapFlags::ANY)
+                        .map_err(|e| bpf_err("fill cache references perf array", e))?;
+                    skel.maps
+                        .cache_miss_pe
+                        .update(&k, &misses[cpu].as_raw_fd().to_ne_bytes(), MapFlags::ANY)
+                        .map_err(|e| bpf_err("fill cache misses perf array", e))?;
+                }
             }
         }
         skel.attach().map_err(|e| bpf_err("attach sched tracepoints", e))?;
@@ -336,10 +368,15 @@ impl CpuCollector {
             unsafe { drop(Box::from_raw(sink)) };
             return Err(CaptureError::Other(format!("exit ring buffer: {}", std::io::Error::last_os_error())));
         }
+        let cache_absent = match &hw {
+            Some(h) => h.cache.as_ref().err().cloned(),
+            None => absent.clone(),
+        };
         Ok(CpuCollector {
             skel,
             ring: ExitRing { rb, sink },
             _hw: hw,
+            cache_absent,
             counters_absent: absent,
             ncpus,
             topo,
@@ -355,6 +392,11 @@ impl CpuCollector {
 
     pub fn has_counters(&self) -> bool {
         self.counters_absent.is_none()
+    }
+
+    /// Cache references and misses are counted (they need the other counters too).
+    pub fn has_cache_counters(&self) -> bool {
+        self.cache_absent.is_none()
     }
 
     pub fn ncpus(&self) -> usize {
@@ -488,7 +530,7 @@ fn account(
     pending: &[u64; MAX_SOCKETS],
     prev: Option<&Prev>,
 ) -> Prev {
-    let zero = Prev { oncpu: [0; MAX_SOCKETS], raw_oncpu: 0, wcyc: [0; MAX_SOCKETS], cycles: 0, instr: 0, gen: 0 };
+    let zero = Prev { oncpu: [0; MAX_SOCKETS], raw_oncpu: 0, wcyc: [0; MAX_SOCKETS], cycles: 0, instr: 0, cref: 0, cmiss: 0, gen: 0 };
     let raw: u64 = ts.oncpu_ns.iter().sum();
     // The kernel entry was recreated (LRU eviction, or a second flush during exit):
     // everything it holds is new.
@@ -496,7 +538,16 @@ fn account(
         Some(p) if raw >= p.raw_oncpu && ts.cycles >= p.cycles => *p,
         _ => zero,
     };
-    let mut obs = Prev { oncpu: [0; MAX_SOCKETS], raw_oncpu: raw, wcyc: ts.wcycles, cycles: ts.cycles, instr: ts.instructions, gen: 0 };
+    let mut obs = Prev {
+        oncpu: [0; MAX_SOCKETS],
+        raw_oncpu: raw,
+        wcyc: ts.wcycles,
+        cycles: ts.cycles,
+        instr: ts.instructions,
+        cref: ts.cache_references,
+        cmiss: ts.cache_misses,
+        gen: 0,
+    };
     let tgid = if ts.tgid == 0 { ts.tid } else { ts.tgid };
     let e = procs.entry((tgid, ts.proc_start_ns)).or_insert_with(|| ProcCpu {
         tgid,
@@ -520,6 +571,8 @@ fn account(
     }
     e.cycles += obs.cycles.saturating_sub(p.cycles);
     e.instructions += obs.instr.saturating_sub(p.instr);
+    e.cache_references += obs.cref.saturating_sub(p.cref);
+    e.cache_misses += obs.cmiss.saturating_sub(p.cmiss);
     if any {
         e.threads += 1;
     }
@@ -593,5 +646,28 @@ mod tests {
         account(&mut procs, &ts, &[0; 4], Some(&p2));
         assert_eq!(procs[&(10, 5)].oncpu_ns[0], 20);
         assert_eq!(procs[&(10, 5)].threads, 1);
+    }
+
+    #[test]
+    fn account_adds_counter_growth_per_thread_into_its_process() {
+        let mut procs = HashMap::new();
+        let mut a: ThreadStat = unsafe { std::mem::zeroed() };
+        (a.tid, a.tgid, a.proc_start_ns) = (11, 10, 5);
+        a.oncpu_ns = [100, 0, 0, 0];
+        (a.cycles, a.instructions, a.cache_references, a.cache_misses) = (1_000, 800, 40, 4);
+        let mut b = a;
+        b.tid = 12;
+        (b.cycles, b.instructions, b.cache_references, b.cache_misses) = (500, 300, 10, 1);
+        let pa = account(&mut procs, &a, &[0; 4], None);
+        let pb = account(&mut procs, &b, &[0; 4], None);
+        let p = procs[&(10, 5)];
+        assert_eq!((p.cycles, p.instructions, p.cache_references, p.cache_misses), (1_500, 1_100, 50, 5));
+        procs.clear();
+        a.oncpu_ns = [150, 0, 0, 0];
+        (a.cycles, a.instructions, a.cache_references, a.cache_misses) = (1_600, 1_000, 70, 9);
+        account(&mut procs, &a, &[0; 4], Some(&pa));
+        account(&mut procs, &b, &[0; 4], Some(&pb)); // no growth
+        let p = procs[&(10, 5)];
+        assert_eq!((p.cycles, p.instructions, p.cache_references, p.cache_misses), (600, 200, 30, 5));
     }
 }

@@ -228,8 +228,14 @@ fn hardware_counters_absent_degrade_to_cpu_time() {
             println!("hardware counters absent: {why}");
             assert!(why.contains("cycles"), "{why}");
             assert!(!col.has_counters());
+            // Cache counters need the others: absent for the same reason.
+            assert!(!col.has_cache_counters());
+            assert_eq!(col.cache_absent.as_deref(), Some(why.as_str()));
         }
-        None => println!("hardware counters present on this machine: weighted cycles in use"),
+        None => match &col.cache_absent {
+            Some(why) => println!("hardware counters present, cache counters absent: {why}"),
+            None => println!("hardware and cache counters present on this machine: weighted cycles in use"),
+        },
     }
 }
 

@@ -47,6 +47,8 @@ fn to_record(e: &Value) -> ResourceRecord {
         dram_watts: od("dramWatts"),
         host_cores: ol("hostCores").map(|x| i32::try_from(x).expect("hostCores not an int")),
         pod: common::pod_fields(e),
+        cache_references: ol("cacheReferences"),
+        cache_misses: ol("cacheMisses"),
     }
 }
 

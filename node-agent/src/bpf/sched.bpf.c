@@ -14,6 +14,7 @@
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u8 have_counters = 0;     // perf event arrays filled by user space
+const volatile __u8 have_cache_counters = 0; // cache references/misses arrays filled too
 const volatile __u32 ht_ratio_milli = 1100; // HT_r * 1000
 
 struct {
@@ -45,6 +46,20 @@ struct {
 } instr_pe SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+	__uint(max_entries, 1024);
+} cache_ref_pe SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+	__uint(max_entries, 1024);
+} cache_miss_pe SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1024 * 1024);
 } exits SEC(".maps");
@@ -70,10 +85,10 @@ static __always_inline void sstat_inc(__u32 idx)
 		*v += 1;
 }
 
-static __always_inline __u64 read_counter(void *map)
+static __always_inline __u64 read_counter(void *map, __u8 have)
 {
 	struct bpf_perf_event_value v = {};
-	if (!have_counters)
+	if (!have)
 		return 0;
 	if (bpf_perf_event_read_value(map, BPF_F_CURRENT_CPU, &v, sizeof(v)) != 0)
 		return 0;
@@ -143,8 +158,10 @@ int BPF_PROG(wg_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	/* tp_btf: typed pointers, read directly (CO-RE relocated, no probe_read helper). */
 	__u32 prev_tid = prev->pid;
 	__u32 next_tid = next->pid;
-	__u64 cyc = read_counter(&cycles_pe);
-	__u64 ins = read_counter(&instr_pe);
+	__u64 cyc = read_counter(&cycles_pe, have_counters);
+	__u64 ins = read_counter(&instr_pe, have_counters);
+	__u64 cref = read_counter(&cache_ref_pe, have_cache_counters);
+	__u64 cmiss = read_counter(&cache_miss_pe, have_cache_counters);
 	bool ours = prev_tid != 0 && c->tid == prev_tid && c->ts_in && now > c->ts_in;
 	__u64 slice = ours ? now - c->ts_in : 0;
 
@@ -181,6 +198,10 @@ int BPF_PROG(wg_sched_switch, bool preempt, struct task_struct *prev, struct tas
 				ts->cycles += dc;
 				ts->instructions += di;
 			}
+			if (have_cache_counters && ours) {
+				ts->cache_references += cref > c->cache_ref_in ? cref - c->cache_ref_in : 0;
+				ts->cache_misses += cmiss > c->cache_miss_in ? cmiss - c->cache_miss_in : 0;
+			}
 			/* current == prev here: its cgroup and, for a leader, the process name (prctl
 			 * changes it) are refreshed. Other threads keep the leader's name from their
 			 * creation; user space names a process after its leader's entry. */
@@ -203,6 +224,8 @@ int BPF_PROG(wg_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	c->ts_in = now;
 	c->cycles_in = cyc;
 	c->instr_in = ins;
+	c->cache_ref_in = cref;
+	c->cache_miss_in = cmiss;
 	c->sib_busy_in = c->sibling != NO_SIBLING ? cpu_busy_now(c->sibling, now) : 0;
 	return 0;
 }

@@ -17,6 +17,8 @@ struct thread_stat {
 	__u64 wcycles[MAX_SOCKETS];    /* HT-weighted cycles (Eq. 3.1), per socket */
 	__u64 cycles;                  /* raw unhalted cycles (0 without counters) */
 	__u64 instructions;
+	__u64 cache_references;        /* last-level cache (0 without those counters) */
+	__u64 cache_misses;
 	__u64 thread_start_ns;         /* task->start_boottime: tells a reused tid apart */
 	__u64 proc_start_ns;           /* group_leader->start_boottime (as in ConnectionEvent) */
 	__u64 cgroup_id;               /* cgroup v2 id at the last switch */
@@ -33,6 +35,8 @@ struct cpu_state {
 	__u64 sib_busy_in;    /* sibling's busy ns (incl. its running slice) at our switch-in */
 	__u64 cycles_in;      /* this CPU's cycle counter at switch-in */
 	__u64 instr_in;
+	__u64 cache_ref_in;
+	__u64 cache_miss_in;
 	__u32 tid;            /* running thread, 0 = idle */
 	__u32 sibling;        /* HT sibling CPU or NO_SIBLING (filled by user space) */
 	__u32 socket;         /* physical package (filled by user space), < MAX_SOCKETS */

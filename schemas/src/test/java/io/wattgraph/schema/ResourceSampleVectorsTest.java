@@ -31,8 +31,16 @@ class ResourceSampleVectorsTest extends SharedVectorsTest<ResourceSample> {
     return ResourceSample.getDecoder().decode(b);
   }
 
+  /** A nullable long field; absent counts as null (fields added later with a null default). */
   private static Long optLong(JsonNode e, String k) {
-    return e.get(k).isNull() ? null : e.get(k).asLong();
+    JsonNode v = e.get(k);
+    if (v == null || v.isNull()) {
+      return null;
+    }
+    if (!v.isIntegralNumber() || !v.canConvertToLong()) {
+      throw new IllegalArgumentException(k + " is not a JSON integer that fits a long: " + v);
+    }
+    return v.longValue();
   }
 
   private static Double optDouble(JsonNode e, String k) {
@@ -73,6 +81,8 @@ class ResourceSampleVectorsTest extends SharedVectorsTest<ResourceSample> {
         .setPodName(optText(e, "podName"))
         .setPodNamespace(optText(e, "podNamespace"))
         .setPodLabels(podLabels(e))
+        .setCacheReferences(optLong(e, "cacheReferences"))
+        .setCacheMisses(optLong(e, "cacheMisses"))
         .build();
   }
 
