@@ -107,6 +107,8 @@ pub struct CaptureOptions {
     /// Translated connections kept from the host's connection tracking (`crate::conntrack`), to
     /// report dialled virtual addresses past their NAT; 0 = NAT translation off.
     pub nat_entries: usize,
+    /// Pod metadata for `--shed-priority pod:NAME` / `namespace:NS`.
+    pub pods: Option<Arc<crate::pod_metadata::PodDirectory>>,
 }
 
 impl Default for CaptureOptions {
@@ -125,6 +127,7 @@ impl Default for CaptureOptions {
             mask_client_port_below: 0,
             shed: None,
             nat_entries: 0,
+            pods: None,
         }
     }
 }
@@ -526,10 +529,13 @@ fn run(
             return;
         }
     };
-    let shed = opts.shed.clone().filter(|o| o.mode != ShedMode::Off).map(|o| Shedder {
-        user: (o.mode == ShedMode::User).then(UserShed::default),
-        ctrl: ShedController::new(o),
-        opened_read: 0,
+    let shed = opts.shed.clone().filter(|o| o.mode != ShedMode::Off).map(|o| {
+        let user = (o.mode == ShedMode::User).then(UserShed::default);
+        let mut ctrl = ShedController::new(o);
+        if let Some(p) = &opts.pods {
+            ctrl.use_pods(p.clone());
+        }
+        Shedder { user, ctrl, opened_read: 0 }
     });
     let shed_every = opts.shed.as_ref().map(|o| o.interval.max(Duration::from_millis(10)));
     let nat = open_nat(&opts, &stats);

@@ -66,6 +66,15 @@ fn run() -> i32 {
         }
     };
 
+    let pods = match start_pod_metadata(&cfg, stop.clone()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("wattgraph-agent: error: {e:#}");
+            return 2;
+        }
+    };
+    // Before the capture: shedding priorities by pod name read the same pod metadata.
+    let pod_dir = pods.as_ref().map(|(d, _)| d.clone());
     let opts = CaptureOptions {
         snapshot_bytes: cfg.snapshot_bytes,
         snapshot_interval: Duration::from_millis(cfg.snapshot_interval_ms),
@@ -79,6 +88,7 @@ fn run() -> i32 {
         mask_client_port_below: cfg.mask_client_port_below,
         nat_entries: cfg.nat_entries as usize,
         shed: cfg.shed_options().unwrap_or(None),
+        pods: pod_dir.clone(),
         ..Default::default()
     };
     let txn_encoder = match TxnEncoder::new() {
@@ -117,14 +127,6 @@ fn run() -> i32 {
         }
     };
 
-    let pods = match start_pod_metadata(&cfg, stop.clone()) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("wattgraph-agent: error: {e:#}");
-            return 2;
-        }
-    };
-    let pod_dir = pods.as_ref().map(|(d, _)| d.clone());
     let res_metrics = Arc::new(ResourceMetrics::default());
     let mut res_thread = None;
     if !cfg.no_resources {

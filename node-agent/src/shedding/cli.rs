@@ -32,7 +32,20 @@ impl Config {
                 .ok()
                 .filter(|l| (1..=1000).contains(l))
                 .ok_or_else(|| format!("--shed-priority '{p}': LEVEL must be an integer between 1 and 1000"))?;
-            if name.is_empty() || (!by_cgroup && name.len() > 15) {
+            let pod_key = name.strip_prefix("pod:").or_else(|| name.strip_prefix("namespace:"));
+            if let Some(key) = pod_key {
+                if !by_cgroup {
+                    return Err(format!("--shed-priority '{p}': pod and namespace priorities need --shed-domain cgroup"));
+                }
+                if key.is_empty() {
+                    return Err(format!("--shed-priority '{p}': empty pod or namespace"));
+                }
+                // A pod UID is in the cgroup path; names come from the pod metadata.
+                let uid = name.starts_with("pod:") && key.len() == 36 && key.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+                if !uid && self.pod_metadata_url.is_none() {
+                    return Err(format!("--shed-priority '{p}': pod names and namespaces need --pod-metadata-url"));
+                }
+            } else if name.is_empty() || (!by_cgroup && name.len() > 15) {
                 return Err(format!("--shed-priority '{p}': NAME must be a process name of 1..15 bytes (comm)"));
             }
             priorities.push((name.to_string(), level));
@@ -104,6 +117,19 @@ mod tests {
     }
 
     #[test]
+    fn pod_and_namespace_priorities_on_cgroup_domains() {
+        let uid = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+        let base = ["--shed-mode", "kernel", "--shed-policy", "priority", "--cpu-setpoint", "0.05", "--shed-domain", "cgroup"];
+        // A pod UID needs no metadata: it is in the cgroup path.
+        let by_uid = format!("pod:{uid}=9");
+        let o = parse(&[&base[..], &["--shed-priority", &by_uid]].concat()).unwrap().unwrap();
+        assert!(matches!(&o.control, Control::Auto { priorities, .. } if priorities == &vec![(format!("pod:{uid}"), 9)]));
+        let names = ["--pod-metadata-url", "https://127.0.0.1:10250/pods", "--shed-priority", "pod:shop/web-0=7", "--shed-priority", "namespace:shop=3"];
+        let o = parse(&[&base[..], &names[..]].concat()).unwrap().unwrap();
+        assert!(matches!(&o.control, Control::Auto { priorities, .. } if priorities.len() == 2));
+    }
+
+    #[test]
     fn errors_name_the_value() {
         let cases: &[(&[&str], &str)] = &[
             (&["--shed-mode", "fast"], "--shed-mode 'fast'"),
@@ -117,6 +143,9 @@ mod tests {
             (&["--shed-policy", "priority", "--shed-priority", "nginx=0"], "--shed-priority 'nginx=0'"),
             (&["--shed-priority", "nginx=3"], "needs --shed-policy priority"),
             (&["--shed-mode", "kernel-drop", "--shed-policy", "priority", "--cpu-setpoint", "0.1"], "kernel-drop"),
+            (&["--shed-policy", "priority", "--shed-priority", "pod:web-0=5"], "need --shed-domain cgroup"),
+            (&["--shed-policy", "priority", "--shed-domain", "cgroup", "--shed-priority", "namespace:shop=5"], "need --pod-metadata-url"),
+            (&["--shed-policy", "priority", "--shed-domain", "cgroup", "--shed-priority", "pod:=5"], "empty pod"),
         ];
         for (args, needle) in cases {
             let err = parse(args).unwrap_err();

@@ -12,10 +12,11 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::{Domain, FairPolicy, KernelDropBaseline, LoadManager, PriorityPolicy, SheddingPolicy, ShedPlan};
 use super::IntervalStats;
+use crate::pod_metadata::{PodDirectory, PodMeta};
 
 /// Fixed point of keep fractions in the kernel map (`SHED_KEEP_ONE` in connections.h).
 pub const KEEP_ONE: u32 = 1 << 24;
@@ -198,6 +199,8 @@ pub struct ShedController {
     default_keep: f64,
     last_cpu_s: Option<f64>,
     ticks: u64,
+    /// Pod names and namespaces for `pod:` / `namespace:` priorities.
+    pods: Option<Arc<PodDirectory>>,
 }
 
 /// Seed of μ_max (connections per interval at one full core) before it is measured.
@@ -223,11 +226,17 @@ impl ShedController {
             default_keep: 1.0,
             last_cpu_s: None,
             ticks: 0,
+            pods: None,
         }
     }
 
     pub fn options(&self) -> &ShedOptions {
         &self.opts
+    }
+
+    /// The pod metadata `pod:NAME` and `namespace:NS` priorities are resolved with.
+    pub fn use_pods(&mut self, pods: Arc<PodDirectory>) {
+        self.pods = Some(pods);
     }
 
     /// The domain of an event, as the kernel computes it.
@@ -401,7 +410,7 @@ impl ShedController {
                             if st.name.is_none() {
                                 st.name = Some(name(d).unwrap_or_default());
                             }
-                            prio.insert(d, priority_of(st.name.as_deref().unwrap_or(""), priorities, self.opts.by_cgroup));
+                            prio.insert(d, priority_of(st.name.as_deref().unwrap_or(""), priorities, self.opts.by_cgroup, self.pods.as_deref()));
                         }
                         PriorityPolicy::new(prio, 1).plan(budget, &self.rates, &mut self.plan);
                     }
@@ -496,10 +505,36 @@ impl ShedController {
 }
 
 /// Priority of a domain from `--shed-priority NAME=LEVEL`: a process domain matches its name
-/// (comm) exactly; a cgroup domain matches when NAME equals its path or one of its components.
-pub fn priority_of(name: &str, priorities: &[(String, u32)], by_cgroup: bool) -> u32 {
+/// (comm) exactly; a cgroup domain matches when NAME equals its path or one of its components,
+/// or, for a Kubernetes pod's cgroup, `pod:UID`, `pod:NAME` or `pod:NAMESPACE/NAME` and
+/// `namespace:NAMESPACE` (names from the pod metadata, when the agent reads it).
+pub fn priority_of(name: &str, priorities: &[(String, u32)], by_cgroup: bool, pods: Option<&PodDirectory>) -> u32 {
+    let mut pod: Option<(String, Option<Arc<PodMeta>>)> = None;
     for (n, p) in priorities {
-        let hit = if by_cgroup { name == n || name.split('/').any(|c| c == n) } else { name == n };
+        let hit = if !by_cgroup {
+            name == n
+        } else if let Some(key) = n.strip_prefix("pod:").map(|k| (k, true)).or_else(|| n.strip_prefix("namespace:").map(|k| (k, false))) {
+            if pod.is_none() {
+                let uid = crate::cgroup::identify(name).pod_uid;
+                pod = Some(match uid {
+                    Some(u) => {
+                        let meta = pods.and_then(|d| d.get(&u));
+                        (u, meta)
+                    }
+                    None => (String::new(), None),
+                });
+            }
+            let (uid, meta) = pod.as_ref().unwrap();
+            match key {
+                (k, true) => {
+                    (!uid.is_empty() && k == uid)
+                        || meta.as_ref().is_some_and(|m| k == m.name || k.split_once('/') == Some((m.namespace.as_str(), m.name.as_str())))
+                }
+                (k, false) => meta.as_ref().is_some_and(|m| k == m.namespace),
+            }
+        } else {
+            name == n || name.split('/').any(|c| c == n)
+        };
         if hit {
             return *p;
         }
@@ -751,9 +786,38 @@ mod tests {
     #[test]
     fn priorities_match_comm_or_cgroup_component() {
         let p = vec![("nginx".to_string(), 4), ("db.scope".to_string(), 7)];
-        assert_eq!(priority_of("nginx", &p, false), 4);
-        assert_eq!(priority_of("nginx-worker", &p, false), 1);
-        assert_eq!(priority_of("/system.slice/db.scope", &p, true), 7);
-        assert_eq!(priority_of("/other", &p, true), 1);
+        assert_eq!(priority_of("nginx", &p, false, None), 4);
+        assert_eq!(priority_of("nginx-worker", &p, false, None), 1);
+        assert_eq!(priority_of("/system.slice/db.scope", &p, true, None), 7);
+        assert_eq!(priority_of("/other", &p, true, None), 1);
+    }
+
+    #[test]
+    fn pod_and_namespace_priorities_match_a_pods_cgroup() {
+        let uid = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+        let path = format!(
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{}.scope",
+            uid.replace('-', "_"),
+            "ab".repeat(32)
+        );
+        let other = "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod11111111_2222_3333_4444_555555555555.slice/cri-containerd-x.scope";
+        let p = |k: &str| vec![(k.to_string(), 8)];
+        // UID: from the path alone.
+        assert_eq!(priority_of(&path, &p(&format!("pod:{uid}")), true, None), 8);
+        assert_eq!(priority_of(other, &p(&format!("pod:{uid}")), true, None), 1);
+        // Names need the metadata: unknown until it is read, then by name, namespace/name, namespace.
+        assert_eq!(priority_of(&path, &p("pod:web-0"), true, None), 1);
+        let dir = PodDirectory::default();
+        let meta = PodMeta { name: "web-0".into(), namespace: "shop".into(), labels: vec![] };
+        dir.replace(HashMap::from([(uid.to_string(), Arc::new(meta))]));
+        for key in ["pod:web-0", "pod:shop/web-0", "namespace:shop"] {
+            assert_eq!(priority_of(&path, &p(key), true, Some(&dir)), 8, "{key}");
+            assert_eq!(priority_of(other, &p(key), true, Some(&dir)), 1, "{key} on another pod");
+        }
+        assert_eq!(priority_of(&path, &p("pod:other/web-0"), true, Some(&dir)), 1);
+        assert_eq!(priority_of(&path, &p("namespace:web-0"), true, Some(&dir)), 1);
+        // First match wins, as for names.
+        let both = vec![("namespace:shop".to_string(), 2), (format!("pod:{uid}"), 9)];
+        assert_eq!(priority_of(&path, &both, true, Some(&dir)), 2);
     }
 }
