@@ -15,16 +15,7 @@ use wattgraph_agent::event::{addr16_from_ip, ConnEvent, Kind, Role};
 use wattgraph_agent::proc_info::ProcCache;
 
 fn start(opts: CaptureOptions) -> Option<CaptureHandle> {
-    match capture::spawn(opts) {
-        Ok(h) => Some(h),
-        Err(e) => {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("BPF capture could not be loaded and CI=true: {e}");
-            }
-            eprintln!("SKIPPED: BPF capture could not be loaded: {e}");
-            None
-        }
-    }
+    common::start_capture(opts)
 }
 
 fn opts() -> CaptureOptions {

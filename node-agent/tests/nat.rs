@@ -4,6 +4,8 @@
 //! capture reads A's conntrack; the dialling socket's events and transaction records must carry
 //! the connection as B sees it, so both ends share one key. Needs root, iproute2 and iptables.
 //! Without BPF: fail when CI=true, otherwise skip.
+mod common;
+
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -14,7 +16,7 @@ use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use wattgraph_agent::capture::{self, CaptureHandle, CaptureOptions};
+use wattgraph_agent::capture::{CaptureHandle, CaptureOptions};
 use wattgraph_agent::event::{addr16_from_ip, canonical_key, ConnEvent, Kind, NatTuple, Role};
 use wattgraph_agent::transactions::{ConnTxn, TxnRole};
 
@@ -124,16 +126,7 @@ fn dial(to: &str, port: u16, req: usize, resp: usize, hold: Duration) -> SocketA
 }
 
 fn start(opts: CaptureOptions) -> Option<CaptureHandle> {
-    match capture::spawn(opts) {
-        Ok(h) => Some(h),
-        Err(e) => {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("BPF capture could not be loaded and CI=true: {e}");
-            }
-            eprintln!("SKIPPED: BPF capture could not be loaded: {e}");
-            None
-        }
-    }
+    common::start_capture(opts)
 }
 
 fn a(s: &str) -> [u8; 16] {

@@ -2,6 +2,8 @@
 //! counters are exact (kept + shed = connections opened), only kept connections produce
 //! events, and rescaled counts equal the true counts when nothing is shed.
 //! Need root. Without BPF: fail when CI=true, otherwise skip with a reason.
+mod common;
+
 use std::io::Write;
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -9,21 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wattgraph_agent::capture::{self, CaptureHandle, CaptureOptions};
+use wattgraph_agent::capture::{CaptureHandle, CaptureOptions};
 use wattgraph_agent::event::{ConnEvent, Kind};
 use wattgraph_agent::shedding::{Control, PolicyKind, ShedCount, ShedMode, ShedOptions, DOMAIN_DEFAULT};
 
 fn start(opts: CaptureOptions) -> Option<CaptureHandle> {
-    match capture::spawn(opts) {
-        Ok(h) => Some(h),
-        Err(e) => {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("BPF capture could not be loaded and CI=true: {e}");
-            }
-            eprintln!("SKIPPED: BPF capture could not be loaded: {e}");
-            None
-        }
-    }
+    common::start_capture(opts)
 }
 
 fn opts(mode: ShedMode, control: Control) -> CaptureOptions {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::netns::NetnsThread;
-use wattgraph_agent::capture::{self, CaptureHandle, CaptureOptions};
+use wattgraph_agent::capture::{CaptureHandle, CaptureOptions};
 use wattgraph_agent::event::addr16_from_ip;
 use wattgraph_agent::transactions::{bucket_lower, bucket_of, bucket_upper, ConnTxn, Histogram, TxnEncoder, TxnRecord, TxnRole};
 
@@ -31,16 +31,7 @@ fn start() -> Option<CaptureHandle> {
 }
 
 fn start_with(opts: CaptureOptions) -> Option<CaptureHandle> {
-    match capture::spawn(opts) {
-        Ok(h) => Some(h),
-        Err(e) => {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("BPF capture could not be loaded and CI=true: {e}");
-            }
-            eprintln!("SKIPPED: BPF capture could not be loaded: {e}");
-            None
-        }
-    }
+    common::start_capture(opts)
 }
 
 const MS: u64 = 1_000_000;
