@@ -357,7 +357,14 @@ struct Dispatcher {
     last: HashMap<u64, (u64, u64)>,
     shed: Option<Shedder>,
     nat: NatTable,
+    /// Roles of sockets whose handshake was not seen, decided from the listening sockets at
+    /// their first event and kept for the socket's life.
+    listening: crate::listening::Listening,
+    decided: HashMap<u64, Role>,
 }
+
+/// Sockets of unseen handshakes whose decided role is remembered (their CLOSED forgets them).
+const DECIDED_ROLES: usize = 65536;
 
 /// How long a connection conntrack has forgotten still translates (records of a closed socket
 /// are encoded up to a transaction interval later).
@@ -391,6 +398,25 @@ struct Shedder {
 }
 
 impl Dispatcher {
+    /// The role of a socket whose handshake was not seen: the same for all its events.
+    fn decide_role(&mut self, ev: &ConnEvent) -> Role {
+        let role = match self.decided.get(&ev.cookie) {
+            Some(r) => *r,
+            None => {
+                let r = self.listening.role_of(ev.netns, ev.tgid, (ev.local_addr, ev.local_port), (ev.remote_addr, ev.remote_port));
+                if self.decided.len() >= DECIDED_ROLES {
+                    self.decided.clear(); // sockets evicted without a CLOSED; decided again
+                }
+                self.decided.insert(ev.cookie, r);
+                r
+            }
+        };
+        if ev.kind == Kind::Closed {
+            self.decided.remove(&ev.cookie);
+        }
+        role
+    }
+
     fn dispatch(&mut self, ev: ConnEvent) {
         if let Some(sh) = self.shed.as_mut() {
             if ev.kind == Kind::Opened {
@@ -428,6 +454,9 @@ impl Dispatcher {
             }
         }
         let mut ev = ev;
+        if ev.role == Role::Unknown {
+            ev.role = self.decide_role(&ev);
+        }
         if ev.role != Role::Server {
             let first = ev.kind == Kind::Opened;
             ev.nat = self.nat.translate(first, ev.ts_boot_ns, (ev.local_addr, ev.local_port), (ev.remote_addr, ev.remote_port));
@@ -539,7 +568,16 @@ fn run(
     });
     let shed_every = opts.shed.as_ref().map(|o| o.interval.max(Duration::from_millis(10)));
     let nat = open_nat(&opts, &stats);
-    let disp = RefCell::new(Dispatcher { tx, stop: stop.clone(), stats: stats.clone(), last: HashMap::new(), shed, nat });
+    let disp = RefCell::new(Dispatcher {
+        tx,
+        stop: stop.clone(),
+        stats: stats.clone(),
+        last: HashMap::new(),
+        shed,
+        nat,
+        listening: crate::listening::Listening::new("/proc"),
+        decided: HashMap::new(),
+    });
     let mut rb = RingBufferBuilder::new();
     // Rings are read in the order added: a process's command line, written before its first
     // event, is in place before that event is delivered.

@@ -3,6 +3,7 @@
 pub mod avro;
 pub mod capture;
 pub mod conntrack;
+pub mod listening;
 pub mod map_batch;
 pub mod config;
 pub mod event;

@@ -338,3 +338,43 @@ fn socket_map_evictions_are_counted() {
     assert_eq!(st.socket_map_evictions.load(Relaxed), 0, "evictions counted in a map with room");
     drop(held);
 }
+
+/// A connection older than the agent: the kernel saw no handshake, so it cannot tell the ends
+/// apart; the listening sockets can. The accepted socket (its port listens) is the SERVER, the
+/// dialling one (its peer listens on this host) the CLIENT, for every event of each.
+#[test]
+fn sockets_older_than_the_agent_get_their_role_from_the_listeners() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut client = TcpStream::connect(addr).unwrap();
+    let (mut server, _) = listener.accept().unwrap();
+    let cport = client.local_addr().unwrap().port();
+    let Some(h) = start(opts()) else { return };
+    client.write_all(&[1u8; 1000]).unwrap();
+    let mut buf = [0u8; 1000];
+    server.read_exact(&mut buf).unwrap();
+    server.write_all(&[2u8; 300]).unwrap();
+    client.read_exact(&mut buf[..300]).unwrap();
+    drop(client);
+    drop(server);
+    let (mut cl, mut sv) = (Vec::new(), Vec::new());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let closed = |v: &Vec<ConnEvent>| v.iter().any(|e| e.kind == Kind::Closed);
+    while std::time::Instant::now() < deadline && !(closed(&cl) && closed(&sv)) {
+        if let Ok(e) = h.events().recv_timeout(Duration::from_millis(100)) {
+            if (e.local_port, e.remote_port) == (cport, addr.port()) {
+                cl.push(e);
+            } else if (e.local_port, e.remote_port) == (addr.port(), cport) {
+                sv.push(e);
+            }
+        }
+    }
+    h.stop();
+    drop(listener);
+    assert!(closed(&cl) && closed(&sv), "client {cl:?}\nserver {sv:?}");
+    assert!(cl.iter().all(|e| e.role == Role::Client), "{cl:?}");
+    assert!(sv.iter().all(|e| e.role == Role::Server), "{sv:?}");
+    let last = |v: &Vec<ConnEvent>| *v.iter().find(|e| e.kind == Kind::Closed).unwrap();
+    assert_eq!((last(&cl).bytes_sent, last(&cl).bytes_recv), (1000, 300));
+    assert_eq!((last(&sv).bytes_sent, last(&sv).bytes_recv), (300, 1000));
+}
