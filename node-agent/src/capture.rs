@@ -107,6 +107,8 @@ pub struct CaptureOptions {
     /// Translated connections kept from the host's connection tracking (`crate::conntrack`), to
     /// report dialled virtual addresses past their NAT; 0 = NAT translation off.
     pub nat_entries: usize,
+    /// Namespaces whose conntrack is read; empty = `netns`, else the capture thread's own.
+    pub nat_netns: Vec<PathBuf>,
     /// Pod metadata for `--shed-priority pod:NAME` / `namespace:NS`.
     pub pods: Option<Arc<crate::pod_metadata::PodDirectory>>,
 }
@@ -127,6 +129,7 @@ impl Default for CaptureOptions {
             mask_client_port_below: 0,
             shed: None,
             nat_entries: 0,
+            nat_netns: Vec::new(),
             pods: None,
         }
     }
@@ -376,7 +379,8 @@ fn open_nat(opts: &CaptureOptions, stats: &CaptureStats) -> NatTable {
     if opts.nat_entries == 0 {
         return NatTable::detached(0, grace, stats.nat.clone());
     }
-    match NatTable::open(&opts.netns, opts.nat_entries, grace, stats.nat.clone()) {
+    let netns = if opts.nat_netns.is_empty() { &opts.netns } else { &opts.nat_netns };
+    match NatTable::open(netns, opts.nat_entries, grace, stats.nat.clone()) {
         Ok(t) => {
             log::info!("NAT translation on: {} translated connections in conntrack", t.len());
             t

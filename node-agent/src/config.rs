@@ -161,6 +161,12 @@ pub struct Config {
     #[arg(long = "nat-entries", default_value_t = 65536)]
     pub nat_entries: u32,
 
+    /// Network namespace(s) whose connection tracking holds the NAT (nsfs path). Default: the
+    /// --netns namespaces, else the agent's own. An agent in its own pod network reads the host's
+    /// with /proc/1/ns/net (host PID namespace). Repeatable.
+    #[arg(long = "nat-netns", value_name = "PATH")]
+    pub nat_netns: Vec<PathBuf>,
+
     /// PodList to name pods (name, namespace, labels) from their cgroup UID: the kubelet's
     /// https://NODE:10250/pods or the API server's
     /// https://kubernetes.default.svc/api/v1/pods?fieldSelector=spec.nodeName=NODE. Unset: UIDs only.
@@ -595,6 +601,11 @@ impl Config {
                 return Err(format!("--netns '{}' does not exist", p.display()));
             }
         }
+        for p in &self.nat_netns {
+            if !p.exists() {
+                return Err(format!("--nat-netns '{}' does not exist", p.display()));
+            }
+        }
         Ok(())
     }
 }
@@ -833,6 +844,7 @@ mod tests {
             (&["--http-route-idle-s", "604801"], "--http-route-idle-s '604801'"),
             (&["--mask-client-port-below", "1000001"], "--mask-client-port-below '1000001'"),
             (&["--nat-entries", "4194305"], "--nat-entries '4194305'"),
+            (&["--nat-netns", "/nonexistent/ns"], "--nat-netns '/nonexistent/ns'"),
             (&["--pod-metadata-url", "ftp://x/pods"], "--pod-metadata-url 'ftp://x/pods'"),
             (&["--pod-metadata-token-file", "/nonexistent/token"], "--pod-metadata-token-file '/nonexistent/token'"),
             (&["--pod-metadata-interval-ms", "10"], "--pod-metadata-interval-ms '10'"),

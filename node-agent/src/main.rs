@@ -87,6 +87,7 @@ fn run() -> i32 {
         http_route_idle: Duration::from_secs(cfg.http_route_idle_s),
         mask_client_port_below: cfg.mask_client_port_below,
         nat_entries: cfg.nat_entries as usize,
+        nat_netns: cfg.nat_netns.clone(),
         shed: cfg.shed_options().unwrap_or(None),
         pods: pod_dir.clone(),
         ..Default::default()
@@ -415,6 +416,7 @@ fn run_once(cfg: &Config) -> i32 {
         http_route_idle: Duration::from_secs(cfg.http_route_idle_s),
         mask_client_port_below: cfg.mask_client_port_below,
         nat_entries: cfg.nat_entries as usize,
+        nat_netns: cfg.nat_netns.clone(),
         ..Default::default()
     };
     let handle = match spawn_capture(opts) {

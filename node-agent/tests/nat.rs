@@ -272,4 +272,34 @@ fn dialled_virtual_address_is_reported_past_dnat_and_snat() {
         nat.remote_port,
         client.len()
     );
+
+    // --nat-netns picks whose conntrack is read: B's holds no NAT, so the same dial through the
+    // VIP (A's rule) goes out untranslated although A's sockets are captured.
+    let Some(h) = start(CaptureOptions {
+        snapshot_bytes: 1 << 30,
+        snapshot_interval: Duration::from_secs(600),
+        ignore_self: false,
+        map_entries: 4096,
+        netns: vec![Hosts::path(NS_A), Hosts::path(NS_B)],
+        nat_entries: 1024,
+        nat_netns: vec![Hosts::path(NS_B)],
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let server = serve(1, 100, 100);
+    let other = dial(VIP, VIP_PORT, 100, 100, Duration::ZERO);
+    server.join().unwrap();
+    let mut seen: Vec<ConnEvent> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && !closed(&seen, other.port()) {
+        while let Ok(e) = h.events().try_recv() {
+            seen.push(e);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    h.stop();
+    let mine: Vec<&ConnEvent> = seen.iter().filter(|e| e.role == Role::Client && e.local_port == other.port()).collect();
+    assert!(closed(&seen, other.port()), "{seen:?}");
+    assert!(mine.iter().all(|e| e.nat.is_none() && (e.remote_addr, e.remote_port) == (vip, VIP_PORT)), "{mine:?}");
 }
