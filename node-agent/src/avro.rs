@@ -381,7 +381,7 @@ impl<'a> RecordFields<'a> {
         match self.optional(name)? {
             None => Ok(None),
             Some(v) => {
-                let n = RecordFields::of(v).with_context(|| format!("{name}"))?;
+                let n = RecordFields::of(v).with_context(|| name.to_string())?;
                 Ok(Some(NatTuple {
                     local_addr: n.fixed16("localAddress")?,
                     local_port: n.int("localPort")? as u16,

@@ -1178,7 +1178,6 @@ impl TxnDrain {
     }
 
     /// `last`: the final drain at stop, which holds nothing back.
-    #[allow(clippy::too_many_arguments)]
     fn drain(&mut self, skel: &ConnectionsSkel<'_>, tx: &SyncSender<ConnTxn>, stop: &AtomicBool, stats: &CaptureStats, nat: &NatTable, last: bool) {
         let now = boot_time_ns();
         self.drains += 1;

@@ -508,7 +508,7 @@ mod tests {
         out.extend_from_slice(&((4 + v.len()) as u16).to_ne_bytes());
         out.extend_from_slice(&ty.to_ne_bytes());
         out.extend_from_slice(v);
-        while out.len() % 4 != 0 {
+        while !out.len().is_multiple_of(4) {
             out.push(0);
         }
     }

@@ -81,13 +81,22 @@ pub struct NatTuple {
     pub remote_port: u16,
 }
 
+/// An address and port.
+pub type Endpoint = ([u8; 16], u16);
+
+/// The (local, remote) endpoints correlation uses: past the NAT when there was one (the socket's
+/// own otherwise). Shared by connection events and transaction records.
+pub fn past_nat(nat: Option<&NatTuple>, local: Endpoint, remote: Endpoint) -> (Endpoint, Endpoint) {
+    match nat {
+        Some(n) => ((n.local_addr, n.local_port), (n.remote_addr, n.remote_port)),
+        None => (local, remote),
+    }
+}
+
 impl ConnEvent {
     /// The endpoints correlation uses: past the NAT when there was one.
-    pub fn key_endpoints(&self) -> (([u8; 16], u16), ([u8; 16], u16)) {
-        match self.nat {
-            Some(n) => ((n.local_addr, n.local_port), (n.remote_addr, n.remote_port)),
-            None => ((self.local_addr, self.local_port), (self.remote_addr, self.remote_port)),
-        }
+    pub fn key_endpoints(&self) -> (Endpoint, Endpoint) {
+        past_nat(self.nat.as_ref(), (self.local_addr, self.local_port), (self.remote_addr, self.remote_port))
     }
 
     /// The task name up to the first NUL (lossy only if the kernel gave non-UTF-8).

@@ -7,14 +7,12 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::event::Role;
+use crate::event::{Endpoint, Role};
 
 /// A namespace's listeners are read again after this long (only while unknown sockets show up).
 const MAX_AGE: Duration = Duration::from_secs(2);
 const MAX_NAMESPACES: usize = 4096;
 const TCP_LISTEN: &str = "0A";
-
-type Endpoint = ([u8; 16], u16);
 
 pub struct Listening {
     proc_root: PathBuf,

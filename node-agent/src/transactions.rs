@@ -248,10 +248,13 @@ impl ConnTxn {
             TxnRole::Client => crate::event::Role::Client,
             TxnRole::Server => crate::event::Role::Server,
         };
-        match &self.nat {
-            Some(n) => crate::event::canonical_key(key, role, (&n.local_addr, n.local_port), (&n.remote_addr, n.remote_port)),
-            None => crate::event::canonical_key(key, role, (&self.local_addr, self.local_port), (&self.remote_addr, self.remote_port)),
-        }
+        let ((la, lp), (ra, rp)) = self.key_endpoints();
+        crate::event::canonical_key(key, role, (&la, lp), (&ra, rp));
+    }
+
+    /// The endpoints correlation uses: past the NAT when there was one.
+    pub fn key_endpoints(&self) -> (crate::event::Endpoint, crate::event::Endpoint) {
+        crate::event::past_nat(self.nat.as_ref(), (self.local_addr, self.local_port), (self.remote_addr, self.remote_port))
     }
 }
 
@@ -679,7 +682,7 @@ mod tests {
             client_rtt: if i % 2 == 0 { c } else { Histogram::default() },
             server_time: if i % 2 == 1 { s } else { Histogram::default() },
             connections: 1 + (i % 5) * 1000,
-            nat: (i % 2 == 0).then(|| NatTuple {
+            nat: (i % 2 == 0).then_some(NatTuple {
                 local_addr: [0xc0; 16],
                 local_port: if i % 4 == 0 { 0 } else { 61000 },
                 remote_addr: [i as u8 ^ 0x55; 16],

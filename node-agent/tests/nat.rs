@@ -146,26 +146,18 @@ fn event_key(e: &ConnEvent) -> String {
 
 fn txn_key(t: &ConnTxn) -> String {
     let role = if t.role == TxnRole::Client { Role::Client } else { Role::Server };
-    match t.nat {
-        Some(n) => key(role, (n.local_addr, n.local_port), (n.remote_addr, n.remote_port)),
-        None => key(role, (t.local_addr, t.local_port), (t.remote_addr, t.remote_port)),
-    }
+    let (local, remote) = t.key_endpoints();
+    key(role, local, remote)
 }
 
 #[test]
 fn dialled_virtual_address_is_reported_past_dnat_and_snat() {
     let _hosts = Hosts::new();
     let Some(h) = start(CaptureOptions {
-        snapshot_bytes: 1 << 30,
-        snapshot_interval: Duration::from_secs(600),
-        ignore_self: false,
-        map_entries: 4096,
-        transaction_interval: Some(Duration::from_millis(100)),
-        txn_hist_entries: 4096,
         mask_client_port_below: 10,
         netns: vec![Hosts::path(NS_A), Hosts::path(NS_B)],
         nat_entries: 1024,
-        ..Default::default()
+        ..common::transaction_options()
     }) else {
         return;
     };
@@ -276,14 +268,10 @@ fn dialled_virtual_address_is_reported_past_dnat_and_snat() {
     // --nat-netns picks whose conntrack is read: B's holds no NAT, so the same dial through the
     // VIP (A's rule) goes out untranslated although A's sockets are captured.
     let Some(h) = start(CaptureOptions {
-        snapshot_bytes: 1 << 30,
-        snapshot_interval: Duration::from_secs(600),
-        ignore_self: false,
-        map_entries: 4096,
         netns: vec![Hosts::path(NS_A), Hosts::path(NS_B)],
         nat_entries: 1024,
         nat_netns: vec![Hosts::path(NS_B)],
-        ..Default::default()
+        ..common::transaction_options()
     }) else {
         return;
     };

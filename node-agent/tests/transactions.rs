@@ -14,20 +14,8 @@ use wattgraph_agent::capture::{CaptureHandle, CaptureOptions};
 use wattgraph_agent::event::addr16_from_ip;
 use wattgraph_agent::transactions::{bucket_lower, bucket_of, bucket_upper, ConnTxn, Histogram, TxnEncoder, TxnRecord, TxnRole};
 
-fn start_options() -> CaptureOptions {
-    CaptureOptions {
-        snapshot_bytes: 1 << 30,
-        snapshot_interval: Duration::from_secs(600),
-        ignore_self: false,
-        map_entries: 4096,
-        transaction_interval: Some(Duration::from_millis(100)),
-        txn_hist_entries: 4096,
-        ..Default::default()
-    }
-}
-
 fn start() -> Option<CaptureHandle> {
-    start_with(start_options())
+    start_with(common::transaction_options())
 }
 
 fn start_with(opts: CaptureOptions) -> Option<CaptureHandle> {
@@ -392,7 +380,7 @@ fn a_close_storm_larger_than_a_map_batch_is_reported_exactly() {
         map_entries: 16384,
         txn_hist_entries: 32768,
         channel_capacity: 1 << 17,
-        ..start_options()
+        ..common::transaction_options()
     };
     let Some(h) = start_with(opts) else { return };
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -446,7 +434,7 @@ fn a_close_storm_larger_than_a_map_batch_is_reported_exactly() {
 /// connection with more, or one that lives on past an interval, keeps its own records.
 #[test]
 fn short_connections_merged_with_client_port_masked() {
-    let Some(h) = start_with(CaptureOptions { mask_client_port_below: 10, ..start_options() }) else { return };
+    let Some(h) = start_with(CaptureOptions { mask_client_port_below: 10, ..common::transaction_options() }) else { return };
     const K: usize = 25;
     let short = short_connections(K);
     let sport = short[0].server_port;
@@ -610,7 +598,7 @@ fn http_routes_bounded_by_the_route_table() {
     // In a namespace of its own: the route table is host-wide, and other tests run meanwhile.
     let reqs: Vec<(String, &str)> = (0..8).map(|i| (format!("GET /r{} HTTP/1.1", i % 5), "write")).collect();
     let ns = NetnsThread::spawn(move || http_requests(&reqs));
-    let opts = CaptureOptions { http_routes: 3, netns: vec![ns.path.clone()], ..start_options() };
+    let opts = CaptureOptions { http_routes: 3, netns: vec![ns.path.clone()], ..common::transaction_options() };
     let Some(h) = start_with(opts) else {
         ns.cancel();
         return;
@@ -642,7 +630,7 @@ fn idle_routes_leave_the_table_to_new_ones() {
         http_routes: 2,
         http_route_idle: Duration::from_millis(300),
         netns: vec![ns.path.clone()],
-        ..start_options()
+        ..common::transaction_options()
     };
     let Some(h) = start_with(opts) else {
         ns.cancel();

@@ -102,3 +102,17 @@ pub fn start_capture(opts: wattgraph_agent::capture::CaptureOptions) -> Option<w
         }
     }
 }
+
+/// Capture options of the transaction tests: snapshots only at close, the test process's own
+/// sockets seen, transactions drained every 100 ms.
+pub fn transaction_options() -> wattgraph_agent::capture::CaptureOptions {
+    wattgraph_agent::capture::CaptureOptions {
+        snapshot_bytes: 1 << 30,
+        snapshot_interval: std::time::Duration::from_secs(600),
+        ignore_self: false,
+        map_entries: 4096,
+        transaction_interval: Some(std::time::Duration::from_millis(100)),
+        txn_hist_entries: 4096,
+        ..Default::default()
+    }
+}
