@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{Control, PolicyKind, ShedMode, ShedOptions};
+use super::{Control, PodKey, PolicyKind, ShedMode, ShedOptions};
 use crate::config::Config;
 
 impl Config {
@@ -32,17 +32,15 @@ impl Config {
                 .ok()
                 .filter(|l| (1..=1000).contains(l))
                 .ok_or_else(|| format!("--shed-priority '{p}': LEVEL must be an integer between 1 and 1000"))?;
-            let pod_key = name.strip_prefix("pod:").or_else(|| name.strip_prefix("namespace:"));
-            if let Some(key) = pod_key {
+            if let Some(key) = PodKey::parse(name) {
                 if !by_cgroup {
                     return Err(format!("--shed-priority '{p}': pod and namespace priorities need --shed-domain cgroup"));
                 }
-                if key.is_empty() {
+                if key.key().is_empty() {
                     return Err(format!("--shed-priority '{p}': empty pod or namespace"));
                 }
                 // A pod UID is in the cgroup path; names come from the pod metadata.
-                let uid = name.starts_with("pod:") && key.len() == 36 && key.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
-                if !uid && self.pod_metadata_url.is_none() {
+                if !key.is_uid() && self.pod_metadata_url.is_none() {
                     return Err(format!("--shed-priority '{p}': pod names and namespaces need --pod-metadata-url"));
                 }
             } else if name.is_empty() || (!by_cgroup && name.len() > 15) {

@@ -509,37 +509,62 @@ impl ShedController {
 /// or, for a Kubernetes pod's cgroup, `pod:UID`, `pod:NAME` or `pod:NAMESPACE/NAME` and
 /// `namespace:NAMESPACE` (names from the pod metadata, when the agent reads it).
 pub fn priority_of(name: &str, priorities: &[(String, u32)], by_cgroup: bool, pods: Option<&PodDirectory>) -> u32 {
-    let mut pod: Option<(String, Option<Arc<PodMeta>>)> = None;
+    // The domain's pod (UID from the path, metadata by UID): looked up once, and only when a pod
+    // or namespace priority is configured.
+    let mut pod: Option<(Option<String>, Option<Arc<PodMeta>>)> = None;
     for (n, p) in priorities {
-        let hit = if !by_cgroup {
-            name == n
-        } else if let Some(key) = n.strip_prefix("pod:").map(|k| (k, true)).or_else(|| n.strip_prefix("namespace:").map(|k| (k, false))) {
-            if pod.is_none() {
-                let uid = crate::cgroup::identify(name).pod_uid;
-                pod = Some(match uid {
-                    Some(u) => {
-                        let meta = pods.and_then(|d| d.get(&u));
-                        (u, meta)
-                    }
-                    None => (String::new(), None),
+        let hit = match (by_cgroup, PodKey::parse(n)) {
+            (false, _) => name == n,
+            (true, Some(key)) => {
+                let (uid, meta) = pod.get_or_insert_with(|| {
+                    let uid = crate::cgroup::identify(name).pod_uid;
+                    let meta = uid.as_deref().and_then(|u| pods.and_then(|d| d.get(u)));
+                    (uid, meta)
                 });
+                key.matches(uid.as_deref(), meta.as_deref())
             }
-            let (uid, meta) = pod.as_ref().unwrap();
-            match key {
-                (k, true) => {
-                    (!uid.is_empty() && k == uid)
-                        || meta.as_ref().is_some_and(|m| k == m.name || k.split_once('/') == Some((m.namespace.as_str(), m.name.as_str())))
-                }
-                (k, false) => meta.as_ref().is_some_and(|m| k == m.namespace),
-            }
-        } else {
-            name == n || name.split('/').any(|c| c == n)
+            (true, None) => name == n || name.split('/').any(|c| c == n),
         };
         if hit {
             return *p;
         }
     }
     1
+}
+
+/// A `--shed-priority` NAME that names a pod (`pod:UID`, `pod:NAME`, `pod:NAMESPACE/NAME`) or a
+/// namespace (`namespace:NAMESPACE`); the flag's validation and the matching share it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodKey<'a> {
+    Pod(&'a str),
+    Namespace(&'a str),
+}
+
+impl<'a> PodKey<'a> {
+    pub fn parse(name: &'a str) -> Option<PodKey<'a>> {
+        name.strip_prefix("pod:").map(PodKey::Pod).or_else(|| name.strip_prefix("namespace:").map(PodKey::Namespace))
+    }
+
+    /// What follows the prefix.
+    pub fn key(&self) -> &'a str {
+        match *self {
+            PodKey::Pod(k) | PodKey::Namespace(k) => k,
+        }
+    }
+
+    /// A pod named by its UID, which the cgroup path holds: no pod metadata needed.
+    pub fn is_uid(&self) -> bool {
+        matches!(*self, PodKey::Pod(k) if k.len() == 36 && k.chars().all(|c| c.is_ascii_hexdigit() || c == '-'))
+    }
+
+    fn matches(&self, uid: Option<&str>, meta: Option<&PodMeta>) -> bool {
+        match *self {
+            PodKey::Pod(k) => {
+                uid == Some(k) || meta.is_some_and(|m| k == m.name || k.split_once('/') == Some((m.namespace.as_str(), m.name.as_str())))
+            }
+            PodKey::Namespace(k) => meta.is_some_and(|m| k == m.namespace),
+        }
+    }
 }
 
 fn label(d: Domain, name: &str, by_cgroup: bool) -> String {

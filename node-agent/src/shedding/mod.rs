@@ -15,7 +15,7 @@ mod metrics;
 mod policy;
 
 pub use controller::{
-    priority_of, Control, DomainRow, KeepUpdate, PolicyKind, ShedController, ShedCount, ShedMode, ShedOptions, ShedStats,
+    priority_of, Control, DomainRow, PodKey, KeepUpdate, PolicyKind, ShedController, ShedCount, ShedMode, ShedOptions, ShedStats,
     UserShed, DOMAIN_DEFAULT, DOMAIN_OTHER, KEEP_ONE, KERNEL_DOMAINS, TOP_DOMAINS,
 };
 pub use filter::{DomainCounts, ShedFilter};
