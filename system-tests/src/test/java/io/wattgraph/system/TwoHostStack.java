@@ -112,6 +112,29 @@ final class TwoHostStack implements AutoCloseable {
   }
 
   /** Polls Neo4j for up to 90 s until the query's first row satisfies {@code done}; null if it never did. */
+  /**
+   * Polls Neo4j until the edge host-a client process -> host-b server process of {@code ex} has
+   * exactly these totals; fails naming what it last saw, the whole graph and the agents' logs.
+   * Columns: c2s, s2c, connections, clientHost, serverHost, clientComm, serverCmdline.
+   */
+  Record awaitEdge(Exchange ex, long request, long response) throws InterruptedException {
+    String q = "MATCH (c:Process {hostId:'host-a', pid:$cpid})-[t:TALKS_TO]->(s:Process {hostId:'host-b', pid:$spid}) "
+        + "RETURN t.bytesClientToServer AS c2s, t.bytesServerToClient AS s2c, t.connections AS connections, "
+        + "c.hostId AS clientHost, s.hostId AS serverHost, c.comm AS clientComm, s.cmdline AS serverCmdline";
+    Map<String, Object> params = Map.of("cpid", ex.clientPid(), "spid", ex.serverPid());
+    Record edge = awaitRow(q, params, r -> r.get("c2s").asLong() == request && r.get("s2c").asLong() == response);
+    if (edge == null) {
+      List<Record> rows = read(q, params);
+      throw new AssertionError("no edge host-a/" + ex.clientPid() + " -> host-b/" + ex.serverPid()
+          + " with " + request + "/" + response + " bytes; last seen: "
+          + (rows.isEmpty() ? "none" : rows.get(0).asMap()) + "; graph: "
+          + read("MATCH (a)-[t:TALKS_TO]->(b) RETURN a.id AS a, b.id AS b, properties(t) AS t", Map.of())
+              .stream().map(Record::asMap).toList()
+          + agentLogs());
+    }
+    return edge;
+  }
+
   Record awaitRow(String cypher, Map<String, Object> params, Predicate<Record> done) throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
     while (System.nanoTime() < deadline) {

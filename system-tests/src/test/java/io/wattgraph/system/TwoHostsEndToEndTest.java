@@ -45,7 +45,7 @@ class TwoHostsEndToEndTest {
     long response = 123_457;
     Exchange ex = exchange(7070, request, response);
 
-    Record edge = awaitEdge(ex, request, response);
+    Record edge = stack.awaitEdge(ex, request, response);
     assertEquals(request, edge.get("c2s").asLong(), "bytes client -> server");
     assertEquals(response, edge.get("s2c").asLong(), "bytes server -> client");
     assertEquals(1, edge.get("connections").asLong());
@@ -66,7 +66,7 @@ class TwoHostsEndToEndTest {
   void smallExchangeBetweenFreshProcessesGetsItsOwnEdge() throws Exception {
     // Fresh processes: a new edge whose totals are exactly this exchange's.
     Exchange ex = exchange(7071, 10, 20);
-    Record edge = awaitEdge(ex, 10, 20);
+    Record edge = stack.awaitEdge(ex, 10, 20);
     assertEquals(10, edge.get("c2s").asLong());
     assertEquals(20, edge.get("s2c").asLong());
   }
@@ -74,7 +74,7 @@ class TwoHostsEndToEndTest {
   @Test
   void everyExampleQueryOfTheGraphModelDocRunsAndFindsTheGraph() throws Exception {
     Exchange ex = exchange(7072, 1000, 2000);
-    awaitEdge(ex, 1000, 2000);
+    stack.awaitEdge(ex, 1000, 2000);
     List<String> queries = GraphModelDoc.exampleQueries();
     assertTrue(queries.size() >= 4, "docs/graph-model.md lost its example queries");
     for (String q : queries) {
@@ -85,22 +85,5 @@ class TwoHostsEndToEndTest {
   /** Server on host B, client on host A dialling it directly. */
   private Exchange exchange(int port, long request, long response) throws Exception {
     return stack.exchange(port, stack.net.addrB, port, request, response);
-  }
-
-  /** Polls Neo4j over Bolt until the edge between the two peer processes has the final totals. */
-  private Record awaitEdge(Exchange ex, long request, long response) throws Exception {
-    String q = "MATCH (c:Process {hostId:'host-a', pid:$cpid})-[t:TALKS_TO]->(s:Process {hostId:'host-b', pid:$spid}) "
-        + "RETURN t.bytesClientToServer AS c2s, t.bytesServerToClient AS s2c, t.connections AS connections, "
-        + "c.hostId AS clientHost, s.hostId AS serverHost, c.comm AS clientComm, s.cmdline AS serverCmdline";
-    Map<String, Object> params = Map.of("cpid", ex.clientPid(), "spid", ex.serverPid());
-    Record edge = stack.awaitRow(q, params,
-        r -> r.get("c2s").asLong() == request && r.get("s2c").asLong() == response);
-    if (edge == null) {
-      List<Record> rows = stack.read(q, params);
-      throw new AssertionError("no edge host-a/" + ex.clientPid() + " -> host-b/" + ex.serverPid()
-          + " with " + request + "/" + response + " bytes; last seen: "
-          + (rows.isEmpty() ? "none" : rows.get(0).asMap()) + stack.agentLogs());
-    }
-    return edge;
   }
 }

@@ -118,15 +118,8 @@ class VirtualIpEndToEndTest {
     // The client knows only the virtual address (it fails if the DNAT rule is not in place).
     TwoHostStack.Exchange ex = stack.exchange(SERVER_PORT, VIP, VIP_PORT, request, response);
 
-    String q = "MATCH (c:Process {hostId:'host-a', pid:$cpid})-[t:TALKS_TO]->(s:Process {hostId:'host-b', pid:$spid}) "
-        + "RETURN t.bytesClientToServer AS c2s, t.bytesServerToClient AS s2c, t.connections AS n";
-    Record edge = stack.awaitRow(q, Map.of("cpid", ex.clientPid(), "spid", ex.serverPid()),
-        r -> r.get("c2s").asLong() == request && r.get("s2c").asLong() == response);
-    assertTrue(edge != null, "no edge client -> backend process with exact bytes; graph: "
-        + stack.read("MATCH (a)-[t:TALKS_TO]->(b) RETURN a.id AS a, b.id AS b, properties(t) AS t", Map.of())
-            .stream().map(Record::asMap).toList()
-        + stack.agentLogs());
-    assertEquals(1, edge.get("n").asLong());
+    Record edge = stack.awaitEdge(ex, request, response); // client -> backend process, exact bytes
+    assertEquals(1, edge.get("connections").asLong());
     assertTrue(agentAReportedTheVirtualAddress(), "host A's agent must see the VIP (else nothing was translated)");
     assertEquals(0, stack.read("MATCH (x:External) WHERE x.address = $vip RETURN x", Map.of("vip", VIP)).size(),
         "no External node for the virtual address");
@@ -140,15 +133,9 @@ class VirtualIpEndToEndTest {
     long response = 1_234_567;
     TwoHostStack.Exchange ex = stack.exchange(SNAT_SERVER_PORT, SNAT_VIP, SNAT_VIP_PORT, request, response);
 
-    String q = "MATCH (c:Process {hostId:'host-a', pid:$cpid})-[t:TALKS_TO]->(s:Process {hostId:'host-b', pid:$spid}) "
-        + "RETURN t.bytesClientToServer AS c2s, t.bytesServerToClient AS s2c, t.connections AS n";
-    Record edge = stack.awaitRow(q, Map.of("cpid", ex.clientPid(), "spid", ex.serverPid()),
-        r -> r.get("c2s").asLong() == request && r.get("s2c").asLong() == response);
-    assertTrue(edge != null, "no edge client -> backend process with exact bytes through DNAT and SNAT; graph: "
-        + stack.read("MATCH (a)-[t:TALKS_TO]->(b) RETURN a.id AS a, b.id AS b, properties(t) AS t", Map.of())
-            .stream().map(Record::asMap).toList()
-        + stack.agentLogs());
-    assertEquals(1, edge.get("n").asLong());
+    // Through DNAT and SNAT: client -> backend process, exact bytes.
+    Record edge = stack.awaitEdge(ex, request, response);
+    assertEquals(1, edge.get("connections").asLong());
     ConnectionEvent translated = agentAEventTowards(SNAT_VIP, SNAT_VIP_PORT);
     assertTrue(translated != null && translated.getNat() != null, "host A's agent reports the VIP with its NAT tuple");
     assertEquals(SNAT_SOURCE, IpAddresses.format(translated.getNat().getLocalAddress()), "the source B sees");
