@@ -22,16 +22,21 @@ import org.apache.flink.util.Collector;
 public class ConnectionCorrelator extends KeyedProcessFunction<String, Observation, ConnectionUpdate> {
   private static final long serialVersionUID = 1L;
 
+  /** Replayed observations dropped by a tombstone, over every subtask of this JVM (tests read it). */
+  static final java.util.concurrent.atomic.AtomicLong DUPLICATES_DROPPED = new java.util.concurrent.atomic.AtomicLong();
+
   /** An event-time timer at the end of time fires only on end of input (bounded run or drain). */
   static final long END_OF_INPUT = Long.MAX_VALUE;
 
   private final long horizonMs;
   private final long cleanupDelayMs;
   private final long idleTimeoutMs;
+  private final long duplicateHorizonMs;
 
   private transient ValueState<ConnectionState> state;
   private transient Counter emittedOneSided;
   private transient Counter idleExpired;
+  private transient Counter duplicates;
 
   public ConnectionCorrelator(long horizonMs) {
     // Keep a closed connection a little longer than the horizon, so a straggling peer event still
@@ -45,13 +50,23 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
    *     is idle) is folded into its edge's totals; its key is cleared after one more such period
    */
   public ConnectionCorrelator(long horizonMs, long closedRetentionMs, long idleTimeoutMs) {
-    if (horizonMs <= 0 || closedRetentionMs <= 0 || idleTimeoutMs <= 0) {
-      throw new IllegalArgumentException("pairing horizon, closed retention and idle timeout must be > 0 ms, got "
-          + horizonMs + ", " + closedRetentionMs + ", " + idleTimeoutMs);
+    this(horizonMs, closedRetentionMs, idleTimeoutMs, 0);
+  }
+
+  /**
+   * @param duplicateHorizonMs how long the sockets of a forgotten closed connection are still
+   *     recognised (a tombstone), so that an agent's replay of their events is dropped; 0: not at all
+   */
+  public ConnectionCorrelator(long horizonMs, long closedRetentionMs, long idleTimeoutMs, long duplicateHorizonMs) {
+    if (horizonMs <= 0 || closedRetentionMs <= 0 || idleTimeoutMs <= 0 || duplicateHorizonMs < 0) {
+      throw new IllegalArgumentException("pairing horizon, closed retention and idle timeout must be > 0 ms and "
+          + "the duplicate horizon >= 0 ms, got " + horizonMs + ", " + closedRetentionMs + ", " + idleTimeoutMs
+          + ", " + duplicateHorizonMs);
     }
     this.horizonMs = horizonMs;
     this.cleanupDelayMs = closedRetentionMs;
     this.idleTimeoutMs = idleTimeoutMs;
+    this.duplicateHorizonMs = duplicateHorizonMs;
   }
 
   @Override
@@ -59,6 +74,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     state = getRuntimeContext().getState(new ValueStateDescriptor<>("connection", ConnectionState.class));
     emittedOneSided = getRuntimeContext().getMetricGroup().counter("oneSidedConnections");
     idleExpired = getRuntimeContext().getMetricGroup().counter("idleExpiredConnections");
+    duplicates = getRuntimeContext().getMetricGroup().counter("duplicateObservationsDropped");
   }
 
   @Override
@@ -74,6 +90,19 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
         if (!s.retired) {
           finish(s, out);
         }
+        if (s.timerAt != 0) {
+          ctx.timerService().deleteProcessingTimeTimer(s.timerAt);
+        }
+        s = null;
+      } else if (s.finished) {
+        if (existing != null) {
+          // A socket of the finished connection again: a replay of events already counted.
+          duplicates.inc();
+          DUPLICATES_DROPPED.incrementAndGet();
+          return;
+        }
+        // An end the connection never had (a peer later than the closed retention): as before
+        // tombstones, it starts anew.
         if (s.timerAt != 0) {
           ctx.timerService().deleteProcessingTimeTimer(s.timerAt);
         }
@@ -157,10 +186,14 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     if (s.cleanupTimer != 0 && now >= s.cleanupTimer) {
       s.cleanupTimer = 0;
       if (!s.retired && s.allPresentClosed()) {
-        // All sides closed and the retention passed: forget the tuple (it may be reused).
+        // All sides closed and the retention passed: forget the tuple (it may be reused), keeping
+        // only its sockets for the duplicate horizon.
         finish(s, out);
-        forget(s, ctx);
-        return;
+        if (duplicateHorizonMs == 0) {
+          forget(s, ctx);
+          return;
+        }
+        tombstone(s, now, ctx);
       }
       // Otherwise a late peer joined after the lone side closed; wait for it to close too.
     }
@@ -197,6 +230,35 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     }
     state.clear();
     ctx.timerService().deleteEventTimeTimer(END_OF_INPUT);
+  }
+
+  /**
+   * Keeps only the sockets of a finished connection until the duplicate horizon passes (the idle
+   * deadline, with {@code retired} set, forgets it then). No end-of-input timer: nothing to report.
+   */
+  private void tombstone(ConnectionState s, long now, Context ctx) {
+    s.low = socketOnly(s.low);
+    s.high = socketOnly(s.high);
+    s.finished = true;
+    s.retired = true;
+    s.connectionId = null;
+    s.baseConnectionId = null;
+    s.emittedEdgeKey = null;
+    s.horizonTimer = 0;
+    s.cleanupTimer = 0;
+    s.idleTimer = now + duplicateHorizonMs;
+    ctx.timerService().deleteEventTimeTimer(END_OF_INPUT);
+  }
+
+  private static Side socketOnly(Side full) {
+    if (full == null) {
+      return null;
+    }
+    Side s = new Side();
+    s.hostId = full.hostId;
+    s.socketCookie = full.socketCookie;
+    s.closed = true;
+    return s;
   }
 
   /** Idle expiry: report the connection as finished (its edge keeps it in the totals). */

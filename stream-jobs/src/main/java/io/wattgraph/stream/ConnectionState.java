@@ -30,6 +30,11 @@ public class ConnectionState {
    * counting its cumulative bytes twice.
    */
   public boolean retired;
+  /**
+   * Closed, reported and past the closed retention: only the sockets (host, cookie) are kept, as a
+   * tombstone for the duplicate horizon, so a replay of their events is dropped (also {@link #retired}).
+   */
+  public boolean finished;
   /** Instances of this connection after wake-ups: 0 for the first; ids get "#generation". */
   public int generation;
   public String baseConnectionId;

@@ -130,7 +130,8 @@ public final class CorrelationJob {
 
     DataStream<ConnectionUpdate> connections = resolved
         .keyBy(new ByConnection())
-        .process(new ConnectionCorrelator(config.pairingHorizonMs, config.closedRetention(), config.idleTimeoutMs))
+        .process(new ConnectionCorrelator(config.pairingHorizonMs, config.closedRetention(), config.idleTimeoutMs,
+            config.duplicateHorizonMs))
         .uid("correlate-connections")
         .name("correlate connections");
 

@@ -32,8 +32,8 @@ public class JobConfig implements Serializable {
   private static final List<String> FLAGS = List.of("--kafka-brokers", "--topic", "--group-id", "--neo4j-uri",
       "--neo4j-user", "--neo4j-password", "--pairing-horizon-ms", "--checkpoint-interval-ms",
       "--checkpoint-dir", "--parallelism", "--dlq-topic", "--service-mappings-topic", "--closed-retention-ms",
-      "--idle-timeout-ms", "--resources-topic", "--metrics-topic", "--window-ms", "--allowed-lateness-ms",
-      "--max-out-of-orderness-ms", "--idleness-ms", "--transactions-topic", "--edge-metrics-topic",
+      "--idle-timeout-ms", "--duplicate-horizon-ms", "--resources-topic", "--metrics-topic", "--window-ms",
+      "--allowed-lateness-ms", "--max-out-of-orderness-ms", "--idleness-ms", "--transactions-topic", "--edge-metrics-topic",
       "--namespace-metrics-topic", "--sink-batch-size", "--max-http-routes");
 
   public String kafkaBrokers;
@@ -56,6 +56,11 @@ public class JobConfig implements Serializable {
   public long closedRetentionMs = 0;
   /** A connection with no event for this long is folded into its edge's totals and forgotten. */
   public long idleTimeoutMs = 3_600_000;
+  /**
+   * How long a finished connection's sockets are remembered after the closed retention, so that an
+   * agent's replay of their events (at-least-once delivery) is dropped instead of counted again; 0: off.
+   */
+  public long duplicateHorizonMs = 300_000;
   /** Agents' ResourceSamples (keyed by host id). */
   public String resourcesTopic = "wattgraph.resources";
   /** Window results (WindowMetrics), written transactionally. */
@@ -128,6 +133,7 @@ public class JobConfig implements Serializable {
     c.serviceMappingsTopic = text(flags, "--service-mappings-topic", c.serviceMappingsTopic);
     c.closedRetentionMs = positive(flags, "--closed-retention-ms", c.closedRetentionMs);
     c.idleTimeoutMs = positive(flags, "--idle-timeout-ms", c.idleTimeoutMs);
+    c.duplicateHorizonMs = nonNegative(flags, "--duplicate-horizon-ms", c.duplicateHorizonMs);
     c.resourcesTopic = text(flags, "--resources-topic", c.resourcesTopic);
     c.metricsTopic = text(flags, "--metrics-topic", c.metricsTopic);
     c.transactionsTopic = text(flags, "--transactions-topic", c.transactionsTopic);

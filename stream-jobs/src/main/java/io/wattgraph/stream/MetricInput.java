@@ -41,6 +41,8 @@ public class MetricInput {
   public int processes;
   /** CPUs online on the host; 0 = unknown. */
   public int hostCores;
+  /** The sample's {@link RecordIds} (0 = none; transactions are deduplicated before the windows). */
+  public long recordId;
   /** Set for a TransactionStats input (then no ResourceSample fields count); null for a sample. */
   public Transaction transaction;
   /**
@@ -95,6 +97,7 @@ public class MetricInput {
     m.threads = s.threads;
     m.processes = s.processes;
     m.hostCores = s.hostCores;
+    m.recordId = s.recordId;
     return m;
   }
 
@@ -114,6 +117,7 @@ public class MetricInput {
     m.cpuTimeNs = s.cpuTimeNs;
     m.energyJoules = s.energyJoules;
     m.measured = s.measured;
+    m.recordId = s.recordId;
     return m;
   }
 

@@ -39,6 +39,13 @@ public class MetricsAccumulator {
   public TransactionTotals tx = new TransactionTotals();
   /** The window's HTTP routes, merged like tx (same state: a late record revises both). */
   public HttpRouteTotals httpRoutes = new HttpRouteTotals();
+  /**
+   * Ids of the samples counted: an agent's replayed duplicate lands in the same window (same
+   * interval end) and is skipped (transactions are deduplicated before the windows, SeenRecords).
+   */
+  public RecordIdSet sampleIds = new RecordIdSet();
+  /** Duplicate samples skipped. */
+  public int duplicates;
 
   public MetricsAccumulator() {}
 
@@ -62,6 +69,10 @@ public class MetricsAccumulator {
           httpRoutes.merge(in.httpRoutes);
         }
       }
+      return;
+    }
+    if (!sampleIds.add(in.recordId)) {
+      duplicates++;
       return;
     }
     if (in.intervalEndNs >= latestIntervalEndNs) {
@@ -113,10 +124,13 @@ public class MetricsAccumulator {
     processesPerInterval[n] = processes;
   }
 
+  /** Merges the totals of disjoint inputs (tumbling windows never merge; session windows would). */
   void merge(MetricsAccumulator o) {
     if (o.samples == 0 && o.tx.records == 0) {
       return;
     }
+    sampleIds.addAll(o.sampleIds);
+    duplicates += o.duplicates;
     tx.merge(o.tx);
     httpRoutes.merge(o.httpRoutes);
     if (level == null) {
@@ -141,6 +155,11 @@ public class MetricsAccumulator {
     for (int i = 0; i < o.intervalEnds.length; i++) {
       addCounts(o.intervalEnds[i], o.threadsPerInterval[i], o.processesPerInterval[i]);
     }
+  }
+
+  /** Inputs counted so far (samples and transaction records): unchanged by a skipped duplicate. */
+  long inputs() {
+    return samples + (long) tx.records;
   }
 
   int maxThreads() {

@@ -18,6 +18,11 @@ public class MetricsWindowFunction extends RevisionWindowFunction<MetricsAccumul
   }
 
   @Override
+  long inputs(MetricsAccumulator acc) {
+    return acc.inputs();
+  }
+
+  @Override
   MetricsRow toRow(MetricsAccumulator acc, TimeWindow w, int revision) {
     return row(acc, w, revision, maxHttpRoutes);
   }

@@ -14,6 +14,11 @@ public class NamespaceWindowFunction extends RevisionWindowFunction<NamespaceAcc
   public static final String ALL_HOSTS = "*";
 
   @Override
+  long inputs(NamespaceAccumulator acc) {
+    return acc.totals.inputs();
+  }
+
+  @Override
   MetricsRow toRow(NamespaceAccumulator acc, TimeWindow w, int revision) {
     return row(acc, w, revision);
   }

@@ -26,6 +26,10 @@ import org.apache.flink.util.Collector;
  * never ran on a CPU in a sampling interval, or the catch-all {@code hostId/0/0}), the record counts
  * for its PROCESS and HOST only, not for any group. The mapping is kept while the process reports
  * (state TTL {@code idleTimeoutMs} of processing time, refreshed by every sample).
+ *
+ * <p>The first keyed step of every TransactionStats record towards the entity windows, so the
+ * agents' replayed duplicates are dropped here ({@link SeenRecords}: a process sees each of its
+ * records again, whichever connection it belongs to).
  */
 public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, Transaction, MetricInput> {
   private static final long serialVersionUID = 1L;
@@ -38,10 +42,12 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
   /** "" or null while the namespace is unknown (no pod, or an agent without pod metadata). */
   private transient ValueState<String> namespace;
   private transient ListState<Transaction> pending;
+  private final SeenRecords seen;
 
-  public ProcessGroups(long retentionMs, long windowMs) {
+  public ProcessGroups(long retentionMs, long windowMs, long allowedLatenessMs) {
     this.retentionMs = retentionMs;
     this.windowMs = windowMs;
+    this.seen = new SeenRecords(windowMs, allowedLatenessMs);
   }
 
   @Override
@@ -57,6 +63,7 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
     namespace = getRuntimeContext().getState(ns);
     pod = getRuntimeContext().getState(p);
     pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.STATE_TYPE));
+    seen.open(getRuntimeContext());
   }
 
   /** A PROCESS window input (ResourceSample): remember its group, pod and namespace. */
@@ -82,6 +89,9 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
 
   @Override
   public void processElement2(Transaction t, Context ctx, Collector<MetricInput> out) throws Exception {
+    if (!seen.firstTime(t.recordId, ctx.timestamp(), ctx.timerService())) {
+      return;
+    }
     long release = PendingRelease.releaseTime(ctx.timestamp(), windowMs);
     // Each read of a TTL state refreshes (rewrites) it: every value is read once per record.
     String g = group.value();
@@ -97,6 +107,7 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
 
   @Override
   public void onTimer(long timestamp, OnTimerContext ctx, Collector<MetricInput> out) throws Exception {
+    seen.onTimer(timestamp);
     List<Transaction> due = PendingRelease.due(pending, timestamp, windowMs);
     if (due.isEmpty()) {
       return;

@@ -45,6 +45,7 @@ public class ResourceSampleDeserializer implements KafkaRecordDeserializationSch
         reason = invalidReason(r);
         if (reason == null) {
           sample = toSample(r);
+          sample.recordId = RecordIds.of(record.value());
         }
       }
     } catch (Exception e) {

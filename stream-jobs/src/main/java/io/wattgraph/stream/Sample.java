@@ -23,6 +23,8 @@ public class Sample {
   public double energyJoules;
   /** HOST: idle power; 0 otherwise. */
   public double idlePowerWatts;
+  /** {@link RecordIds} of the Kafka record (0 = none): the agents' replayed duplicates are dropped. */
+  public long recordId;
 
   public Sample() {}
 

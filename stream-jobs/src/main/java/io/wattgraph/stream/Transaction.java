@@ -45,6 +45,8 @@ public class Transaction {
   public long[] counts = new long[0];
   /** The HTTP/1.x part of the transactions per route (TransactionStats v2), of this record's role. */
   public HttpRoute[] httpRoutes = new HttpRoute[0];
+  /** {@link RecordIds} of the Kafka record (0 = none): the agents' replayed duplicates are dropped. */
+  public long recordId;
 
   public Transaction() {}
 

@@ -31,6 +31,8 @@ import org.apache.flink.util.Collector;
  * multi-backend service) keeps the VIP and counts for the External VIP:port edge, as before.
  * Records with client port 0 (the agent's merge of short connections: CLIENT localPort 0, SERVER
  * remotePort 0) pair like any other: both ends' merged records share the key client-ip:0 | server.
+ *
+ * <p>The agents' replayed duplicates are dropped here ({@link SeenRecords}), before the edge windows.
  */
 public class TransactionEdges extends KeyedProcessFunction<String, Transaction, EdgeInput> {
   private static final long serialVersionUID = 1L;
@@ -40,10 +42,12 @@ public class TransactionEdges extends KeyedProcessFunction<String, Transaction, 
   private transient ValueState<String> clientProcess;
   private transient ValueState<String> serverProcess;
   private transient ListState<Transaction> pending;
+  private final SeenRecords seen;
 
-  public TransactionEdges(long retentionMs, long windowMs) {
+  public TransactionEdges(long retentionMs, long windowMs, long allowedLatenessMs) {
     this.retentionMs = retentionMs;
     this.windowMs = windowMs;
+    this.seen = new SeenRecords(windowMs, allowedLatenessMs);
   }
 
   @Override
@@ -56,10 +60,14 @@ public class TransactionEdges extends KeyedProcessFunction<String, Transaction, 
     clientProcess = getRuntimeContext().getState(c);
     serverProcess = getRuntimeContext().getState(s);
     pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.STATE_TYPE));
+    seen.open(getRuntimeContext());
   }
 
   @Override
   public void processElement(Transaction t, Context ctx, Collector<EdgeInput> out) throws Exception {
+    if (!seen.firstTime(t.recordId, ctx.timestamp(), ctx.timerService())) {
+      return;
+    }
     ValueState<String> own = t.isClient() ? clientProcess : serverProcess;
     ValueState<String> peer = t.isClient() ? serverProcess : clientProcess;
     if (!t.processId().equals(own.value())) {
@@ -76,6 +84,7 @@ public class TransactionEdges extends KeyedProcessFunction<String, Transaction, 
 
   @Override
   public void onTimer(long timestamp, OnTimerContext ctx, Collector<EdgeInput> out) throws Exception {
+    seen.onTimer(timestamp);
     for (Transaction t : PendingRelease.due(pending, timestamp, windowMs)) {
       out.collect(edge(t));
     }

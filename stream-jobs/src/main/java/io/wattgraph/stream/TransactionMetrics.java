@@ -83,13 +83,13 @@ public final class TransactionMetrics {
         .keyBy(new ByEntity())
         .connect(transactions.keyBy(new ByProcess()))
         .transform("process groups of transactions", TypeInformation.of(MetricInput.class),
-            new ProcessGroupsOperator(new ProcessGroups(config.idleTimeoutMs, config.windowMs), config.windowMs,
+            new ProcessGroupsOperator(new ProcessGroups(config.idleTimeoutMs, config.windowMs, config.allowedLatenessMs), config.windowMs,
                 COMBINED_INPUTS))
         .uid("process-groups");
 
     SingleOutputStreamOperator<EdgeMetricsRow> edges = edgeWindows(resolveVirtualIps(transactions, mappings, config)
         .keyBy(new ByConnection())
-        .process(new TransactionEdges(config.idleTimeoutMs, config.windowMs))
+        .process(new TransactionEdges(config.idleTimeoutMs, config.windowMs, config.allowedLatenessMs))
         .uid("transaction-edges")
         .name("pair transaction ends"), config);
     return new Streams(windowInputs, edges, transactions.getSideOutput(SplitDeadLetters.DEAD_LETTERS));

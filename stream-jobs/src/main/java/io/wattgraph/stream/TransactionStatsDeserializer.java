@@ -54,6 +54,7 @@ public class TransactionStatsDeserializer implements KafkaRecordDeserializationS
         reason = invalidReason(r);
         if (reason == null) {
           t = toTransaction(r);
+          t.recordId = RecordIds.of(record.value());
         }
       }
     } catch (Exception e) {

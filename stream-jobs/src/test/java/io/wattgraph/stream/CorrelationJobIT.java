@@ -168,6 +168,35 @@ class CorrelationJobIT {
       await(() -> count("MATCH (x:External {id: $a}) RETURN count(x)", "10.2.0.2:9000", null) == 0,
           "External edge and node gone");
       assertEquals(1, count("MATCH (:Process {id: $a})-[t:TALKS_TO]->() RETURN count(t)", client, null));
+
+      // Both ends close; past the closed retention (2 x 500 ms) the job forgets the connection but
+      // keeps its sockets: host-c's agent crashes and its spool replays all of its events.
+      ConnectionEvent closedClient = event("host-c", 3001, "java", null, null, ConnectionEventKind.CLOSED,
+          ConnectionRole.CLIENT, "10.2.0.1", 41000, "10.2.0.2", 9000, 3_000, 12, 25, 31);
+      closedClient.setProcessStartTimeNs(5000);
+      ConnectionEvent closedServer = event("host-d", 4001, "java", null, null, ConnectionEventKind.CLOSED,
+          ConnectionRole.SERVER, "10.2.0.2", 9000, "10.2.0.1", 41000, 3_000, 25, 12, 41);
+      closedServer.setProcessStartTimeNs(6000);
+      send(topic, closedClient);
+      send(topic, closedServer);
+      Thread.sleep(3000);
+      long droppedBefore = ConnectionCorrelator.DUPLICATES_DROPPED.get();
+      send(topic, lone);
+      send(topic, closedClient);
+      // Then a connection of other hosts, so that the replay has been processed once it shows.
+      ConnectionEvent next = event("host-e", 5001, "java", null, null, ConnectionEventKind.SNAPSHOT,
+          ConnectionRole.CLIENT, "10.2.0.5", 42000, "10.2.0.6", 9000, 4_000, 1, 1, 51);
+      send(topic, next);
+      await(() -> count("MATCH (p:Process {hostId: $a})-[t:TALKS_TO]->() RETURN count(t)", "host-e", null) == 1,
+          "the connection after the replay");
+      assertEquals(2, ConnectionCorrelator.DUPLICATES_DROPPED.get() - droppedBefore, "the replay met the tombstone");
+      assertEquals(1, count("MATCH (:Process {id: $a})-[t:TALKS_TO {bytesClientToServer: 12, "
+          + "bytesServerToClient: 25, connections: 1}]->(:Process {id: $b}) RETURN count(t)", client, server),
+          "the replayed connection is not counted again");
+      // Without the tombstone the replay would be a new lone client, against an External server
+      // (its pairing horizon ran out before the later connection's).
+      assertEquals(1, count("MATCH (:Process {id: $a})-[t:TALKS_TO]->() RETURN count(t)", client, null),
+          "and no phantom edge");
     } finally {
       job.cancel().get(1, TimeUnit.MINUTES);
     }

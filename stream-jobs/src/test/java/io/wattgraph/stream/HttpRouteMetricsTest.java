@@ -204,7 +204,7 @@ class HttpRouteMetricsTest {
   @Test
   void routesRollUpFromProcessToHostAndALateRecordRevisesThem() throws Exception {
     var groups = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
-        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000)), new TransactionMetrics.ByEntity(),
+        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByEntity(),
         new TransactionMetrics.ByProcess(), Types.STRING);
     groups.open();
     JobConfig c = new JobConfig();

@@ -32,7 +32,13 @@ class JobConfigTest {
   void topicAndStateFlags() {
     JobConfig c = JobConfig.parse(new String[] {"--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2",
         "--dlq-topic", "d", "--service-mappings-topic", "m", "--closed-retention-ms", "7",
-        "--idle-timeout-ms", "8"});
+        "--idle-timeout-ms", "8", "--duplicate-horizon-ms", "0"});
+    assertEquals(0, c.duplicateHorizonMs);
+    assertEquals(300_000, JobConfig.parse(new String[] {"--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2"})
+        .duplicateHorizonMs);
+    assertTrue(assertThrows(IllegalArgumentException.class, () -> JobConfig.parse(new String[] {
+        "--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2", "--duplicate-horizon-ms", "-1"})).getMessage()
+        .contains("--duplicate-horizon-ms"));
     assertEquals("d", c.dlqTopic);
     assertEquals("m", c.serviceMappingsTopic);
     assertEquals(7, c.closedRetention());

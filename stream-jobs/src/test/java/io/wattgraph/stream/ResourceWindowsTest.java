@@ -395,6 +395,55 @@ class ResourceWindowsTest {
   }
 
   /**
+   * An agent's replayed duplicates (same record id) count once at every level, also when they come
+   * after the window fired (within the lateness: no new revision, the result would be the same);
+   * a new late sample still revises the window.
+   */
+  @Test
+  void duplicateSamplesCountOnceAndALateDuplicateEmitsNothing() throws Exception {
+    Sample p1 = process(3, 400_000_000L, 2.0, 2);
+    Sample p2 = process(7, 600_000_000L, 3.0, 4);
+    Sample g = container("host-a", "c1", "pod-1", "shop", 3, S, 5.0, true);
+    Sample host = sample("HOST", "host-a", 3, 1, 2 * S, 20.0, true, 9, 5);
+    long id = 1000;
+    for (Sample x : List.of(p1, p2, g, host)) {
+      x.recordId = ++id;
+    }
+    for (Sample x : List.of(p1, g, p2, host, p1, g, host, p2)) {
+      feed(x);
+    }
+    watermarkAtSecond(10);
+    List<MetricsRow> first = rows();
+    assertEquals(List.of(0, 0, 0, 0), first.stream().map(r -> r.revision).toList(), first::toString);
+    MetricsRow proc = find(first, "PROCESS", P);
+    assertEquals(2, proc.samples);
+    assertEquals(1.0, proc.cpuSeconds, 1e-12);
+    assertEquals(5.0, proc.energyJoules, 1e-12);
+    assertEquals(1.0, find(first, "GROUP", "c1").cpuSeconds, 1e-12);
+    assertEquals(1, find(first, "POD", "pod-1").samples);
+    assertEquals(2.0, find(first, "HOST", "host-a").cpuSeconds, 1e-12);
+    assertEquals(1, namespaceRows().size());
+    assertEquals(1, find(namespaceRows(), "NAMESPACE", "shop").samples);
+
+    h.getOutput().clear();
+    hn.getOutput().clear();
+    feed(p2);
+    feed(g);
+    assertEquals(List.of(), rows(), "a late duplicate changes nothing, so emits nothing");
+    assertEquals(List.of(), namespaceRows());
+    assertEquals(0, late());
+
+    Sample p3 = process(8, 100_000_000L, 1.0, 4);
+    p3.recordId = ++id;
+    feed(p3);
+    List<MetricsRow> revised = rows();
+    assertEquals(1, revised.size(), revised::toString);
+    assertEquals(1, revised.get(0).revision);
+    assertEquals(3, revised.get(0).samples);
+    assertEquals(1.1, revised.get(0).cpuSeconds, 1e-12);
+  }
+
+  /**
    * The transactions of two hosts' pods of one namespace: counts and bytes summed, the latency
    * histograms merged exactly (the entity windows' code), percentiles read off the merged buckets.
    */

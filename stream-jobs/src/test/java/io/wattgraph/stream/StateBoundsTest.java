@@ -191,4 +191,71 @@ class StateBoundsTest {
     assertEquals(200 * 5, toProcess.bytesClientToServer);
     assertEquals(100, toExternal.connections, "the lone idle ones, folded in");
   }
+
+  /**
+   * An agent that crashed replays from its spool what Kafka had not confirmed (at least once): the
+   * events of a connection the job already counted, closed and forgot. Within the duplicate horizon
+   * the tombstone drops them; a new socket on the same 4-tuple still counts as a new connection.
+   */
+  @Test
+  void replayOfAForgottenConnectionIsDroppedWithinTheDuplicateHorizon() throws Exception {
+    long duplicateHorizon = 10 * RETENTION;
+    h.close();
+    h = new KeyedOneInputStreamOperatorTestHarness<>(
+        new KeyedProcessOperator<>(new ConnectionCorrelator(HORIZON, RETENTION, IDLE, duplicateHorizon)),
+        new CorrelationJob.ByConnection(), Types.STRING);
+    h.open();
+    h.setProcessingTime(0);
+    h.processElement(client(10, 20), 0);
+    h.processElement(closed(client(10, 20)), 0);
+    h.processElement(closed(server(20, 10)), 0);
+    h.setProcessingTime(RETENTION);
+    drain();
+    assertEquals(1, lastRow().connections);
+    assertEquals(1, h.numKeyedStateEntries(), "a tombstone instead of the connection");
+    assertEquals(0, h.numEventTimeTimers(), "without an end-of-input timer");
+
+    // The replay, in the order the agents sent it first.
+    h.setProcessingTime(2 * RETENTION);
+    h.processElement(client(10, 20), 0);
+    h.processElement(closed(client(10, 20)), 0);
+    h.processElement(closed(server(20, 10)), 0);
+    h.setProcessingTime(4 * RETENTION);
+    assertEquals(List.of(), drain(), "nothing counted again");
+    assertEquals(1, lastRow().connections);
+    assertEquals(10, lastRow().bytesClientToServer);
+
+    // A new connection on the same 4-tuple (other sockets) is one more.
+    h.processElement(closed(obs("host-a", 12, Role.CLIENT, "10.0.0.1", 40000, "10.0.0.2", 80, 100, 3, 4)), 0);
+    h.processElement(closed(obs("host-b", 23, Role.SERVER, "10.0.0.2", 80, "10.0.0.1", 40000, 200, 4, 3)), 0);
+    h.setProcessingTime(5 * RETENTION);
+    drain();
+    assertEquals(2, lastRow().connections);
+    assertEquals(13, lastRow().bytesClientToServer);
+
+    // Past the horizon (of the second connection's tombstone) the key is forgotten for good.
+    h.setProcessingTime(5 * RETENTION + duplicateHorizon);
+    assertEquals(0, h.numKeyedStateEntries());
+    assertEquals(0, h.numProcessingTimeTimers(), "no timers left behind");
+    assertEquals(0, h.numEventTimeTimers());
+  }
+
+  @Test
+  void aPeerLaterThanTheRetentionStartsAnewAsWithoutTombstones() throws Exception {
+    h.close();
+    h = new KeyedOneInputStreamOperatorTestHarness<>(
+        new KeyedProcessOperator<>(new ConnectionCorrelator(HORIZON, RETENTION, IDLE, 10 * RETENTION)),
+        new CorrelationJob.ByConnection(), Types.STRING);
+    h.open();
+    h.setProcessingTime(0);
+    h.processElement(closed(client(10, 20)), 0);
+    h.setProcessingTime(HORIZON + RETENTION);
+    drain();
+    assertEquals("E:10.0.0.2:80", lastRow().edgeKey.substring(lastRow().edgeKey.indexOf('>') + 1));
+    h.processElement(closed(server(20, 10)), 0);
+    h.setProcessingTime(2 * (HORIZON + RETENTION));
+    List<ConnectionUpdate> out = drain();
+    assertTrue(out.stream().anyMatch(u -> u.type == ConnectionUpdate.Type.UPSERT && u.server.qualifiedId().startsWith("P:")),
+        "the late server end is reported (as an External client's connection), not dropped: " + out);
+  }
 }

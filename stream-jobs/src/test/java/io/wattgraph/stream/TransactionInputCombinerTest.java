@@ -192,7 +192,7 @@ class TransactionInputCombinerTest {
   @Test
   void processGroupsOperatorCombinesItsOutputAndFlushesAfterTimersBeforeBarriersAndAtTheEnd() throws Exception {
     var h = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
-        new ProcessGroupsOperator(new ProcessGroups(3_600_000, 10_000), 10_000, 1000), new TransactionMetrics.ByEntity(),
+        new ProcessGroupsOperator(new ProcessGroups(3_600_000, 10_000, 30_000), 10_000, 1000), new TransactionMetrics.ByEntity(),
         new TransactionMetrics.ByProcess(), Types.STRING);
     h.open();
     // Not known yet: waits in ProcessGroups for the watermark to reach 9999.

@@ -26,7 +26,7 @@ class TransactionJoinsTest {
   @Test
   void aTransactionWaitsForItsProcessGroupUntilTheWatermarkPassesIt() throws Exception {
     var h = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
-        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000)), new TransactionMetrics.ByEntity(),
+        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByEntity(),
         new TransactionMetrics.ByProcess(), Types.STRING);
     h.open();
     // A transaction at 1000 ms before the process's sample: held back.
@@ -54,7 +54,7 @@ class TransactionJoinsTest {
 
     // A process that never reports a sample: PROCESS and HOST only, once the watermark passes.
     var h2 = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
-        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000)), new TransactionMetrics.ByEntity(),
+        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByEntity(),
         new TransactionMetrics.ByProcess(), Types.STRING);
     h2.open();
     h2.processElement2(new StreamRecord<>(server(1000), 1000));
@@ -77,7 +77,7 @@ class TransactionJoinsTest {
   @Test
   void bothEndsMakeTheProcessEdgeAndALoneEndAnExternalOne() throws Exception {
     var h = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
-        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000)), new TransactionMetrics.ByConnection(),
+        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByConnection(),
         Types.STRING);
     h.open();
     h.processElement(new StreamRecord<>(server(1000), 1000));
@@ -100,7 +100,7 @@ class TransactionJoinsTest {
     h.close();
 
     var lone = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
-        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000)), new TransactionMetrics.ByConnection(),
+        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByConnection(),
         Types.STRING);
     lone.open();
     lone.processElement(new StreamRecord<>(client(1000), 1000));
@@ -110,7 +110,7 @@ class TransactionJoinsTest {
     lone.close();
 
     var loneServer = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
-        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000)), new TransactionMetrics.ByConnection(),
+        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByConnection(),
         Types.STRING);
     loneServer.open();
     loneServer.processElement(new StreamRecord<>(server(1000), 1000));
@@ -128,7 +128,7 @@ class TransactionJoinsTest {
   @Test
   void mappingsAreKeptWhileUsedAndForgottenATtlAfterTheLastUse() throws Exception {
     var h = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
-        new KeyedCoProcessOperator<>(new ProcessGroups(1000, 10_000)), new TransactionMetrics.ByEntity(),
+        new KeyedCoProcessOperator<>(new ProcessGroups(1000, 10_000, 30_000)), new TransactionMetrics.ByEntity(),
         new TransactionMetrics.ByProcess(), Types.STRING);
     h.open();
     h.setStateTtlProcessingTime(0);
@@ -151,7 +151,7 @@ class TransactionJoinsTest {
     h.close();
 
     var e = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
-        new KeyedProcessOperator<>(new TransactionEdges(1000, 10_000)), new TransactionMetrics.ByConnection(),
+        new KeyedProcessOperator<>(new TransactionEdges(1000, 10_000, 30_000)), new TransactionMetrics.ByConnection(),
         Types.STRING);
     e.open();
     e.setStateTtlProcessingTime(0);
@@ -182,7 +182,7 @@ class TransactionJoinsTest {
   @Test
   void aPodsNamespaceLearntFromItsProcessSamplesGetsItsTransactions() throws Exception {
     var h = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
-        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000)), new TransactionMetrics.ByEntity(),
+        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByEntity(),
         new TransactionMetrics.ByProcess(), Types.STRING);
     h.open();
     MetricInput named = processSample("c", "pod-x");
@@ -218,6 +218,56 @@ class TransactionJoinsTest {
     s.intervalEndNs = 1_000_000_000L;
     s.intervalStartNs = 0;
     return MetricInput.of(s, MetricInput.PROCESS, P);
+  }
+
+  /**
+   * An agent's replayed TransactionStats record (same record id) is dropped by the first keyed step
+   * of each path, before anything is summed: once for the entity windows (ProcessGroups), once for
+   * the edge windows (TransactionEdges); its window's ids are forgotten once the window, the
+   * lateness (30 s) and one more window have passed, with their timers.
+   */
+  @Test
+  void replayedRecordsAreDroppedUntilTheirWindowCanTakeNoMoreInput() throws Exception {
+    var groups = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
+        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByEntity(),
+        new TransactionMetrics.ByProcess(), Types.STRING);
+    groups.open();
+    groups.processElement1(new StreamRecord<>(processSample("c", "pod-x"), 1000));
+    Transaction a = server(1000);
+    a.recordId = 11;
+    Transaction b = server(2000);
+    b.recordId = 12;
+    Transaction noId = server(3000);
+    for (Transaction t : List.of(a, b, a, noId, b, noId)) {
+      groups.processElement2(new StreamRecord<>(t, t.eventTimeMs()));
+    }
+    assertEquals(4 * 4, records(groups.getOutput()).size(), "a and b once, the record without an id twice, 4 levels each");
+    groups.getOutput().clear();
+    // After the window fired, within the lateness: still a duplicate.
+    groups.processWatermark1(new Watermark(35_000));
+    groups.processWatermark2(new Watermark(35_000));
+    groups.processElement2(new StreamRecord<>(a, 1000));
+    assertEquals(0, records(groups.getOutput()).size());
+    // Window [0, 10 s) + 30 s lateness + 10 s: forgotten (the windows drop the record as late now).
+    groups.processWatermark1(new Watermark(49_999));
+    groups.processWatermark2(new Watermark(49_999));
+    assertEquals(0, groups.numEventTimeTimers(), "no timer left");
+    groups.processElement2(new StreamRecord<>(a, 1000));
+    assertEquals(4, records(groups.getOutput()).size());
+    groups.close();
+
+    var edges = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
+        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByConnection(),
+        Types.STRING);
+    edges.open();
+    Transaction c = client(1000);
+    c.recordId = 21;
+    for (Transaction t : List.of(a, c, a, c, b)) {
+      edges.processElement(new StreamRecord<>(t, t.eventTimeMs()));
+    }
+    edges.processWatermark(new Watermark(9999));
+    assertEquals(3, records(edges.getOutput()).size(), "a, c and b once each");
+    edges.close();
   }
 
   static Transaction server(long ms) {

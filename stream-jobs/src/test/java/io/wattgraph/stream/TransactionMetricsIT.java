@@ -150,8 +150,13 @@ class TransactionMetricsIT {
           res.add(new ProducerRecord<>("res", 0, s.getHostId(), ResourceMetricsIT.encode(s)));
         }
       }
+      // Every valid record twice, the copies after all the originals (an agent's spool replaying
+      // what Kafka had not confirmed): the same bytes, so every figure below is that of one copy.
+      List<ProducerRecord<String, byte[]>> replay = new ArrayList<>(tx.subList(0, 5));
+      replay.addAll(res);
       stack.produce(tx);
       stack.produce(res);
+      stack.produce(replay);
 
       long w0 = T0 + 10 * S;
       await(() -> edges().containsKey(EDGE + "@" + w0) && metrics().containsKey("PROCESS|host-b|" + P2 + "@" + w0)
@@ -274,8 +279,10 @@ class TransactionMetricsIT {
       // P2: D = 0.05 / 4.2 = 0.0119048 s, saturation 84/s.
       // Its route: POST /orders 2 x 200 us, folded into OTHER * (11: 2 x 200 us, 5 x 1.5 ms, 4 x 4 ms;
       // p50 rank 6 -> 1.5 ms, p90 rank 10 and p99 rank 11 -> 4 ms; 1.1/s); users unchanged.
-      stack.produce(List.of(txRecord(routes(server(T0 + 8 * S, 2, 200, 2000, new long[] {200 * US}, new long[] {2}),
-          route("POST", "/orders", false, new long[] {200 * US}, new long[] {2})))));
+      ProducerRecord<String, byte[]> late = txRecord(routes(server(T0 + 8 * S, 2, 200, 2000, new long[] {200 * US},
+          new long[] {2}), route("POST", "/orders", false, new long[] {200 * US}, new long[] {2})));
+      // It too is replayed, and so is a sample of W0 after W0 fired: neither changes a figure.
+      stack.produce(List.of(late, late, res.get(0)));
       await(() -> edges().get(EDGE + "@" + w0).getRevision() == 1
           && metrics().get("PROCESS|host-b|" + P2 + "@" + w0).getRevision() == 1, "W0 revision 1");
       EdgeMetrics e1 = edges().get(EDGE + "@" + w0);
@@ -363,6 +370,10 @@ class TransactionMetricsIT {
       assertTrue(StreamJobHarness.header(dead.get(0), DeadLetterSerializer.REASON).startsWith("undecodable: "));
       assertEquals("invalid: subBucketBits 5 (only 7 can be merged)", StreamJobHarness.header(dead.get(1), DeadLetterSerializer.REASON));
       assertEquals("tx", StreamJobHarness.header(dead.get(1), DeadLetterSerializer.TOPIC));
+      // The late duplicates emitted nothing: no W0 result went past revision 1 (0 for P1's side).
+      assertEquals(1, edges().get(EDGE + "@" + w0).getRevision());
+      assertEquals(1, metrics().get("PROCESS|host-b|" + P2 + "@" + w0).getRevision());
+      assertEquals(0, metrics().get("PROCESS|host-a|" + P1 + "@" + w0).getRevision());
     } finally {
       job.cancel().get(1, TimeUnit.MINUTES);
     }

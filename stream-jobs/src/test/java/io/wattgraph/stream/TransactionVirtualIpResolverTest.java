@@ -193,7 +193,7 @@ class TransactionVirtualIpResolverTest {
   void throughTransactionEdgesBothEndsMakeTheEdgeClientToBackend() throws Exception {
     h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080", "10.2.0.8:8080"), 0);
     var edges = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
-        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, WINDOW)), new TransactionMetrics.ByConnection(),
+        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, WINDOW, 30_000)), new TransactionMetrics.ByConnection(),
         Types.STRING);
     edges.open();
     in(client(40000, 1000));

@@ -47,6 +47,7 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     m.threads = f.threads;
     m.processes = f.processes;
     m.hostCores = f.hostCores;
+    m.recordId = f.recordId;
     m.transaction = f.transaction == null ? null : TransactionSerializer.copyOf(f.transaction);
     m.transactions = f.transactions == null ? null : copy(f.transactions);
     m.httpRoutes = f.httpRoutes == null ? null : copy(f.httpRoutes);
@@ -76,6 +77,7 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     out.writeInt(m.threads);
     out.writeInt(m.processes);
     out.writeInt(m.hostCores);
+    out.writeLong(m.recordId);
     out.writeBoolean(m.transaction != null);
     if (m.transaction != null) {
       TransactionSerializer.write(m.transaction, out);
@@ -111,6 +113,7 @@ public final class MetricInputSerializer extends RecordSerializer<MetricInput> {
     m.threads = in.readInt();
     m.processes = in.readInt();
     m.hostCores = in.readInt();
+    m.recordId = in.readLong();
     if (in.readBoolean()) {
       m.transaction = TransactionSerializer.readTransaction(in);
     }

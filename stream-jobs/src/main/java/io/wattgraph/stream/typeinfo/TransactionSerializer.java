@@ -60,6 +60,7 @@ public final class TransactionSerializer extends RecordSerializer<Transaction> {
     writeInts(t.buckets, out);
     writeLongs(t.counts, out);
     writeRoutes(t.httpRoutes, out);
+    out.writeLong(t.recordId);
   }
 
   static Transaction readTransaction(DataInputView in) throws IOException {
@@ -83,6 +84,7 @@ public final class TransactionSerializer extends RecordSerializer<Transaction> {
     t.buckets = readInts(in);
     t.counts = readLongs(in);
     t.httpRoutes = readRoutes(in);
+    t.recordId = in.readLong();
     return t;
   }
 
@@ -107,6 +109,7 @@ public final class TransactionSerializer extends RecordSerializer<Transaction> {
     t.buckets = f.buckets == null ? null : f.buckets.clone();
     t.counts = f.counts == null ? null : f.counts.clone();
     t.httpRoutes = copy(f.httpRoutes);
+    t.recordId = f.recordId;
     return t;
   }
 
