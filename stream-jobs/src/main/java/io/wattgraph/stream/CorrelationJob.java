@@ -1,10 +1,13 @@
 package io.wattgraph.stream;
 
+import java.io.IOException;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.function.UnaryOperator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -15,6 +18,9 @@ import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.ExternalizedCheckpointRetention;
+import org.apache.flink.configuration.StateRecoveryOptions;
+import org.apache.flink.core.execution.RecoveryClaimMode;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
@@ -32,6 +38,8 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
  * topic and the graph's nodes.
  */
 public final class CorrelationJob {
+  private static final Logger LOG = LoggerFactory.getLogger(CorrelationJob.class);
+
   private CorrelationJob() {}
 
   public static void main(String[] args) throws Exception {
@@ -197,13 +205,49 @@ public final class CorrelationJob {
     return ExactlyOnceKafkaSink.of(config, new DeadLetterSerializer(config.dlqTopic), "dlq");
   }
 
+  /**
+   * Checkpoints every {@code --checkpoint-interval-ms}; with a directory, kept when the job is
+   * cancelled or its process stops, and a new run starts from the newest of them ({@code --restore}):
+   * a restart of the whole job (the embedded stack's {@code bin/wattgraph run} again, a job manager
+   * without HA) continues with its correlator, edge totals and windows instead of empty state, which
+   * would overwrite the graph's totals with those of the new run only.
+   */
   private static void configureCheckpoints(StreamExecutionEnvironment env, JobConfig config) {
     env.enableCheckpointing(config.checkpointIntervalMs, CheckpointingMode.EXACTLY_ONCE);
+    Configuration c = new Configuration();
     if (config.checkpointDir != null) {
-      Configuration c = new Configuration();
       c.set(CheckpointingOptions.CHECKPOINT_STORAGE, "filesystem");
       c.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, config.checkpointDir);
-      env.configure(c);
+      c.set(CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION,
+          ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION);
+    }
+    String from = restorePath(config);
+    if (from != null) {
+      LOG.info("Restoring the job's state from {}", from);
+      c.set(StateRecoveryOptions.SAVEPOINT_PATH, from);
+      // The new run owns it: deleted once its own checkpoints subsume it, so runs do not pile up.
+      c.set(StateRecoveryOptions.RESTORE_MODE, RecoveryClaimMode.CLAIM);
+    } else {
+      LOG.info("Starting with empty state (--restore {}, checkpoint directory {})", config.restore, config.checkpointDir);
+    }
+    env.configure(c);
+  }
+
+  /** The checkpoint {@code --restore} names, or null for empty state. */
+  static String restorePath(JobConfig config) {
+    if (JobConfig.RESTORE_NONE.equals(config.restore)) {
+      return null;
+    }
+    if (!JobConfig.RESTORE_LATEST.equals(config.restore)) {
+      return config.restore;
+    }
+    if (config.checkpointDir == null) {
+      return null;
+    }
+    try {
+      return LatestCheckpoint.under(config.checkpointDir).orElse(null);
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot look for checkpoints under --checkpoint-dir " + config.checkpointDir, e);
     }
   }
 

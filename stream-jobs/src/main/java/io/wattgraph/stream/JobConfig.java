@@ -14,9 +14,10 @@ public class JobConfig implements Serializable {
       "                       [--topic wattgraph.connections] [--group-id wattgraph-correlation]",
       "                       [--neo4j-user USER --neo4j-password PASSWORD]   (none: no auth)",
       "                       [--pairing-horizon-ms 3000] [--checkpoint-interval-ms 5000]",
-      "                       [--checkpoint-dir URI] [--parallelism N]",
+      "                       [--checkpoint-dir URI] [--restore latest|none|CHECKPOINT-URI] [--parallelism N]",
       "                       [--dlq-topic wattgraph.dlq] [--service-mappings-topic wattgraph.service-mappings]",
       "                       [--closed-retention-ms 2*horizon] [--idle-timeout-ms 3600000]",
+      "                       [--duplicate-horizon-ms 300000] (0: replayed connection events not recognised)",
       "                       [--resources-topic wattgraph.resources] [--metrics-topic wattgraph.metrics]",
       "                       [--window-ms 10000] [--allowed-lateness-ms 30000]",
       "                       [--max-out-of-orderness-ms 5000] [--idleness-ms 15000]",
@@ -26,12 +27,15 @@ public class JobConfig implements Serializable {
       "                       [--sink-batch-size 2000] (rows per Neo4j transaction, 1..50000)",
       "                       [--max-http-routes 100] (HTTP routes per entity window and role, 1..10000)");
 
+  public static final String RESTORE_LATEST = "latest";
+  public static final String RESTORE_NONE = "none";
+
   /** Default of {@code --max-http-routes}. */
   public static final int DEFAULT_MAX_HTTP_ROUTES = 100;
 
   private static final List<String> FLAGS = List.of("--kafka-brokers", "--topic", "--group-id", "--neo4j-uri",
       "--neo4j-user", "--neo4j-password", "--pairing-horizon-ms", "--checkpoint-interval-ms",
-      "--checkpoint-dir", "--parallelism", "--dlq-topic", "--service-mappings-topic", "--closed-retention-ms",
+      "--checkpoint-dir", "--restore", "--parallelism", "--dlq-topic", "--service-mappings-topic", "--closed-retention-ms",
       "--idle-timeout-ms", "--duplicate-horizon-ms", "--resources-topic", "--metrics-topic", "--window-ms",
       "--allowed-lateness-ms", "--max-out-of-orderness-ms", "--idleness-ms", "--transactions-topic", "--edge-metrics-topic",
       "--namespace-metrics-topic", "--sink-batch-size", "--max-http-routes");
@@ -46,6 +50,12 @@ public class JobConfig implements Serializable {
   public long checkpointIntervalMs = 5000;
   /** null: Flink's default checkpoint storage (the job manager's memory). */
   public String checkpointDir;
+  /**
+   * State to start from: {@code latest} = the newest complete checkpoint under {@link #checkpointDir}
+   * of any earlier run (none there, or no directory: empty state), {@code none} = empty state, or the
+   * URI of a checkpoint or savepoint.
+   */
+  public String restore = RESTORE_LATEST;
   /** null: the environment's default parallelism. */
   public Integer parallelism;
   /** Undecodable or invalid source records go here (original bytes, reason and origin in headers). */
@@ -129,6 +139,7 @@ public class JobConfig implements Serializable {
     c.pairingHorizonMs = positive(flags, "--pairing-horizon-ms", c.pairingHorizonMs);
     c.checkpointIntervalMs = positive(flags, "--checkpoint-interval-ms", c.checkpointIntervalMs);
     c.checkpointDir = flags.get("--checkpoint-dir");
+    c.restore = text(flags, "--restore", c.restore);
     c.dlqTopic = text(flags, "--dlq-topic", c.dlqTopic);
     c.serviceMappingsTopic = text(flags, "--service-mappings-topic", c.serviceMappingsTopic);
     c.closedRetentionMs = positive(flags, "--closed-retention-ms", c.closedRetentionMs);

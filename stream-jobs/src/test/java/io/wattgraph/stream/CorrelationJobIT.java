@@ -17,6 +17,10 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.core.execution.JobClient;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -200,6 +204,88 @@ class CorrelationJobIT {
     } finally {
       job.cancel().get(1, TimeUnit.MINUTES);
     }
+  }
+
+  /**
+   * A restart of the whole job (not a task failover: a new job, as when bin/wattgraph run or a job
+   * manager without HA starts again) continues from the newest checkpoint the previous run left in
+   * its checkpoint directory. A connection counted, closed and forgotten by the first run stays in
+   * the edge's totals after its events left the topic; with empty state (--restore none) the second
+   * run would overwrite the totals with its own (verified: the wait below times out at 1, 5, 50).
+   */
+  @Test
+  void aRestartedJobContinuesFromTheNewestRetainedCheckpoint() throws Exception {
+    String topic = "wattgraph.connections.restart";
+    stack.kafka.createTopic(topic, 1);
+    JobConfig c = stack.config("it-restart");
+    c.topic = topic;
+    c.parallelism = 1;
+    c.pairingHorizonMs = 500;
+    c.checkpointIntervalMs = 300;
+    c.checkpointDir = stack.checkpointDir("restart");
+    assertEquals(null, CorrelationJob.restorePath(c), "nothing to restore the first time");
+    String client = "host-r/3101/5000";
+    String server = "host-s/4101/6000";
+    String edge = "MATCH (:Process {id: $a})-[t:TALKS_TO]->(:Process {id: $b}) "
+        + "RETURN coalesce(max(t.connections * 1000000 + t.bytesClientToServer * 1000 + t.bytesServerToClient), 0)";
+
+    StreamExecutionEnvironment env = StreamJobHarness.environment(false);
+    CorrelationJob.build(env, c);
+    JobClient first = env.executeAsync("correlation-it-restart-1");
+    try {
+      for (ConnectionEvent e : connection(41000, 31, 32, 7, 70)) {
+        send(topic, e);
+      }
+      await(() -> count(edge, client, server) == 1_007_070, "the first run's connection on the edge");
+      // A checkpoint completed after the connection was processed (and closed: retention 1 s).
+      Thread.sleep(1500);
+      String before = LatestCheckpoint.under(c.checkpointDir).orElse("");
+      stack.await(() -> {
+        try {
+          return !LatestCheckpoint.under(c.checkpointDir).orElse("").equals(before);
+        } catch (java.io.IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      }, () -> "a newer checkpoint than " + before);
+    } finally {
+      first.cancel().get(1, TimeUnit.MINUTES);
+    }
+
+    // While the job is down, retention removes the first run's events (the job only has them in its
+    // state now), and a second connection on the same edge comes.
+    try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, c.kafkaBrokers))) {
+      admin.deleteRecords(Map.of(new TopicPartition(topic, 0), RecordsToDelete.beforeOffset(4))).all().get();
+    }
+    for (ConnectionEvent e : connection(41001, 33, 34, 5, 50)) {
+      send(topic, e);
+    }
+    String from = CorrelationJob.restorePath(c);
+    assertTrue(from != null && from.contains("/chk-"), "the retained checkpoint: " + from);
+    StreamExecutionEnvironment env2 = StreamJobHarness.environment(false);
+    CorrelationJob.build(env2, c);
+    JobClient second = env2.executeAsync("correlation-it-restart-2");
+    try {
+      await(() -> count(edge, client, server) == 2_012_120, "both runs' connections: 2, 12 and 120 bytes");
+    } finally {
+      second.cancel().get(1, TimeUnit.MINUTES);
+    }
+  }
+
+  /** Opened and closed on both ends (host-r client, host-s server): c2s and s2c bytes. */
+  static List<ConnectionEvent> connection(int clientPort, long clientCookie, long serverCookie, long c2s, long s2c) {
+    List<ConnectionEvent> events = new ArrayList<>();
+    for (ConnectionEventKind kind : List.of(ConnectionEventKind.OPENED, ConnectionEventKind.CLOSED)) {
+      boolean closed = kind == ConnectionEventKind.CLOSED;
+      ConnectionEvent cl = event("host-r", 3101, "java", null, null, kind, ConnectionRole.CLIENT, "10.3.0.1",
+          clientPort, "10.3.0.2", 9000, closed ? 2_000 : 1_000, closed ? c2s : 0, closed ? s2c : 0, clientCookie);
+      cl.setProcessStartTimeNs(5000);
+      ConnectionEvent sv = event("host-s", 4101, "java", null, null, kind, ConnectionRole.SERVER, "10.3.0.2", 9000,
+          "10.3.0.1", clientPort, closed ? 2_000 : 1_000, closed ? s2c : 0, closed ? c2s : 0, serverCookie);
+      sv.setProcessStartTimeNs(6000);
+      events.add(cl);
+      events.add(sv);
+    }
+    return events;
   }
 
   static void send(String topic, ConnectionEvent e) throws Exception {
