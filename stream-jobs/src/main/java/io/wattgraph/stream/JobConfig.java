@@ -24,7 +24,8 @@ public class JobConfig implements Serializable {
       "                       [--edge-metrics-topic wattgraph.edge-metrics]",
       "                       [--namespace-metrics-topic wattgraph.namespace-metrics]",
       "                       [--sink-batch-size 2000] (rows per Neo4j transaction, 1..50000)",
-      "                       [--max-http-routes 100] (HTTP routes per entity window and role, 1..10000)");
+      "                       [--max-http-routes 100] (HTTP routes per entity window and role, 1..10000)",
+      "                       [--history-windows 360] (windows kept per graph node, 0..8640; 0: latest only)");
 
   /** Default of {@code --max-http-routes}. */
   public static final int DEFAULT_MAX_HTTP_ROUTES = 100;
@@ -34,7 +35,7 @@ public class JobConfig implements Serializable {
       "--checkpoint-dir", "--parallelism", "--dlq-topic", "--service-mappings-topic", "--closed-retention-ms",
       "--idle-timeout-ms", "--resources-topic", "--metrics-topic", "--window-ms", "--allowed-lateness-ms",
       "--max-out-of-orderness-ms", "--idleness-ms", "--transactions-topic", "--edge-metrics-topic",
-      "--namespace-metrics-topic", "--sink-batch-size", "--max-http-routes");
+      "--namespace-metrics-topic", "--sink-batch-size", "--max-http-routes", "--history-windows");
 
   public String kafkaBrokers;
   public String topic = "wattgraph.connections";
@@ -83,6 +84,8 @@ public class JobConfig implements Serializable {
   public long neo4jDriverRetryMs = 30_000;
   /** HTTP routes per entity window and role; the ones with the fewest transactions fold into OTHER *. */
   public int maxHttpRoutes = DEFAULT_MAX_HTTP_ROUTES;
+  /** Windows of history per graph node (1 h of 10 s windows); 0: the latest window only. */
+  public int historyWindows = 360;
 
   public long closedRetention() {
     return closedRetentionMs > 0 ? closedRetentionMs : 2 * pairingHorizonMs;
@@ -159,6 +162,12 @@ public class JobConfig implements Serializable {
       throw new IllegalArgumentException("--max-http-routes must be at most 10000, got " + routes);
     }
     c.maxHttpRoutes = (int) routes;
+    long history = nonNegative(flags, "--history-windows", c.historyWindows);
+    if (history > 8640) {
+      // Five list properties of N entries per node, rewritten at every window.
+      throw new IllegalArgumentException("--history-windows must be at most 8640, got " + history);
+    }
+    c.historyWindows = (int) history;
     if (flags.containsKey("--parallelism")) {
       c.parallelism = (int) positive(flags, "--parallelism", 1);
     }
