@@ -224,17 +224,24 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
     if (rounds.isEmpty()) {
       return;
     }
+    List<List<List<Map<String, Object>>>> byLabel = rounds.stream().map(MetricsGraphWriter::parameters).toList();
     try (Session session = driver.session()) {
       session.executeWrite(tx -> {
-        for (List<MetricsRow> round : rounds) {
-          writeRound(tx, round);
+        // Hosts first, then containers, then processes (every round of a label before the next label):
+        // the order GraphWriter locks them in too.
+        String[] statements = {hosts, containers, processes, namespaces};
+        for (int label = 0; label < statements.length; label++) {
+          for (List<List<Map<String, Object>>> round : byLabel) {
+            run(tx, statements[label], round.get(label));
+          }
         }
         return null;
       });
     }
   }
 
-  private void writeRound(TransactionContext tx, List<MetricsRow> rows) {
+  /** One round's rows as parameters: host, container, process and namespace rows, in that order. */
+  private static List<List<Map<String, Object>>> parameters(List<MetricsRow> rows) {
     List<Map<String, Object>> processRows = new ArrayList<>();
     List<Map<String, Object>> containerRows = new ArrayList<>();
     List<Map<String, Object>> hostRows = new ArrayList<>();
@@ -301,11 +308,7 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
         default -> hostRows.add(m);
       }
     }
-    // Hosts first, then containers, then processes: the order GraphWriter locks them in too.
-    run(tx, hosts, hostRows);
-    run(tx, containers, containerRows);
-    run(tx, processes, processRows);
-    run(tx, namespaces, namespaceRows);
+    return List.of(hostRows, containerRows, processRows, namespaceRows);
   }
 
   private void run(TransactionContext tx, String cypher, List<Map<String, Object>> rows) {
