@@ -1,6 +1,10 @@
 package io.wattgraph.graph;
 
+import io.wattgraph.graph.analysis.Aggregator;
 import io.wattgraph.graph.analysis.Level;
+import io.wattgraph.graph.model.GraphFilter;
+import io.wattgraph.graph.model.MetricHistory;
+import io.wattgraph.graph.model.MetricHistoryReader;
 import io.wattgraph.graph.model.Metrics;
 import io.wattgraph.graph.model.ServiceEdge;
 import io.wattgraph.graph.model.ServiceGraph;
@@ -11,8 +15,12 @@ import io.wattgraph.graph.placement.PlacementRequest;
 import io.wattgraph.graph.placement.PlacementResult;
 import io.wattgraph.graph.placement.PlacementService;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
@@ -25,23 +33,29 @@ public class PlacementController {
 
     private final ServiceGraphService service;
     private final ServiceGraphLoader loader;
+    private final MetricHistoryReader history;
 
-    public PlacementController(ServiceGraphService service, ServiceGraphLoader loader) {
+    public PlacementController(ServiceGraphService service, ServiceGraphLoader loader, MetricHistoryReader history) {
         this.service = service;
         this.loader = loader;
+        this.history = history;
     }
 
     @PostMapping("/placement")
     public PlacementResult place(@RequestBody(required = false) PlacementRequest body) {
-        PlacementRequest r = body == null ? new PlacementRequest(null, null, null, null, null, null, null, null) : body;
+        PlacementRequest r = body == null
+                ? new PlacementRequest(null, null, null, null, null, null, null, null, null) : body;
         String method = RequestParams.oneOf("method", r.method(), "auto",
                 PlacementService.METHODS.toArray(String[]::new));
+        String basis = RequestParams.oneOf("cpuBasis", r.cpuBasis(), "latest", "latest", "peak", "p95");
         Level level = RequestParams.level(r.level(), Level.CONTAINER);
         List<PlacementProblem.Workload> workloads = r.workloads();
         List<PlacementProblem.Traffic> traffic = r.traffic();
         if (workloads == null) {
-            ServiceGraph graph = service.graph(RequestParams.filter(r.host(), r.namespace(), null, null), level);
-            workloads = workloadsOf(graph);
+            GraphFilter filter = RequestParams.filter(r.host(), r.namespace(), null, null);
+            ServiceGraph graph = service.graph(filter, level);
+            workloads = workloadsOf(graph, basis.equals("latest") ? Map.of()
+                    : observedCpu(service.graph(filter, Level.PROCESS), level, basis));
             if (traffic == null) {
                 traffic = trafficOf(graph);
             }
@@ -60,13 +74,19 @@ public class PlacementController {
     }
 
     static List<PlacementProblem.Workload> workloadsOf(ServiceGraph graph) {
+        return workloadsOf(graph, Map.of());
+    }
+
+    /** {@code observedCpu}: a workload's CPU over its history, used instead of its latest {@code cpuUsage}. */
+    static List<PlacementProblem.Workload> workloadsOf(ServiceGraph graph, Map<String, Double> observedCpu) {
         List<PlacementProblem.Workload> workloads = new ArrayList<>();
         for (ServiceNode n : graph.nodes()) {
             if (n.external()) {
                 continue;
             }
             Metrics m = n.metrics();
-            double cpu = m.cpuRequest() != null ? m.cpuRequest() : m.cpuUsage() != null ? m.cpuUsage() : 0;
+            Double usage = observedCpu.getOrDefault(n.id(), m.cpuUsage());
+            double cpu = m.cpuRequest() != null ? m.cpuRequest() : usage != null ? usage : 0;
             double mem = m.memoryRequestBytes() != null ? m.memoryRequestBytes()
                     : m.memoryBytes() != null ? m.memoryBytes() : 0;
             String name = n.service() != null && n.id().startsWith("service:") ? n.service()
@@ -74,6 +94,57 @@ public class PlacementController {
             workloads.add(new PlacementProblem.Workload(n.id(), cpu, mem, n.hostId(), n.namespace(), name));
         }
         return workloads;
+    }
+
+    /**
+     * Each workload's peak or p95 CPU over the history of its parts, summed per window: at host level the Host's
+     * own history when it has one; else a process's container's (once per container), else the process's own.
+     * Workloads without any history are absent (their latest {@code cpuUsage} stays).
+     */
+    Map<String, Double> observedCpu(ServiceGraph processes, Level level, String basis) {
+        List<ServiceNode> nodes = processes.nodes().stream().filter(n -> !n.external()).toList();
+        Map<String, MetricHistory> hosts = level == Level.HOST
+                ? history.read("host", ids(nodes, ServiceNode::hostId)) : new HashMap<>();
+        Map<String, MetricHistory> containers = history.read("container", ids(nodes, ServiceNode::containerId));
+        Map<String, MetricHistory> own = history.read("process", ids(nodes, ServiceNode::id));
+        Map<String, Map<String, MetricHistory>> parts = new HashMap<>();
+        for (ServiceNode n : nodes) {
+            String key;
+            MetricHistory h;
+            if (hasWindows(hosts.get(n.hostId()))) {
+                key = "host:" + n.hostId();
+                h = hosts.get(n.hostId());
+            } else if (hasWindows(containers.get(n.containerId()))) {
+                key = "container:" + n.containerId();
+                h = containers.get(n.containerId());
+            } else {
+                key = "process:" + n.id();
+                h = own.getOrDefault(n.id(), MetricHistory.EMPTY);
+            }
+            parts.computeIfAbsent(Aggregator.groupId(n, level), g -> new HashMap<>()).put(key, h);
+        }
+        Map<String, Double> cpu = new HashMap<>();
+        parts.forEach((group, p) -> {
+            MetricHistory.Summary s = MetricHistory.summary(MetricHistory.summedCpu(p.values()));
+            if (s.windows() > 0) {
+                cpu.put(group, basis.equals("peak") ? s.max() : s.p95());
+            }
+        });
+        return cpu;
+    }
+
+    private static boolean hasWindows(MetricHistory h) {
+        return h != null && !h.windows().isEmpty();
+    }
+
+    private static Set<String> ids(List<ServiceNode> nodes, Function<ServiceNode, String> id) {
+        Set<String> ids = new HashSet<>();
+        for (ServiceNode n : nodes) {
+            if (id.apply(n) != null) {
+                ids.add(id.apply(n));
+            }
+        }
+        return ids;
     }
 
     static List<PlacementProblem.Traffic> trafficOf(ServiceGraph graph) {

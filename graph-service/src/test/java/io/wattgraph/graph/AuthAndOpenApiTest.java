@@ -84,7 +84,7 @@ class AuthAndOpenApiTest {
         for (String path : new String[] {"/api/v1/graph", "/api/v1/hosts", "/api/v1/service-graph",
                 "/api/v1/projections/host", "/api/v1/projections/process-type", "/api/v1/analysis/operational",
                 "/api/v1/analysis/critical-path", "/api/v1/cypher", "/api/v1/placement", "/api/v1/power/budgets",
-                "/api/v1/power/budgets/current", "/api/v1/power/budgets/manual"}) {
+                "/api/v1/power/budgets/current", "/api/v1/power/budgets/manual", "/api/v1/history"}) {
             assertThat(api.get("paths").has(path)).as(path).isTrue();
         }
         assertThat(api.at("/components/securitySchemes/bearer/scheme").asText()).isEqualTo("bearer");

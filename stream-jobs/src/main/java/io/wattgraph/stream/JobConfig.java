@@ -25,7 +25,8 @@ public class JobConfig implements Serializable {
       "                       [--edge-metrics-topic wattgraph.edge-metrics]",
       "                       [--namespace-metrics-topic wattgraph.namespace-metrics]",
       "                       [--sink-batch-size 2000] (rows per Neo4j transaction, 1..50000)",
-      "                       [--max-http-routes 100] (HTTP routes per entity window and role, 1..10000)");
+      "                       [--max-http-routes 100] (HTTP routes per entity window and role, 1..10000)",
+      "                       [--history-windows 360] (windows kept per graph node, 0..8640; 0: latest only)");
 
   public static final String RESTORE_LATEST = "latest";
   public static final String RESTORE_NONE = "none";
@@ -35,10 +36,11 @@ public class JobConfig implements Serializable {
 
   private static final List<String> FLAGS = List.of("--kafka-brokers", "--topic", "--group-id", "--neo4j-uri",
       "--neo4j-user", "--neo4j-password", "--pairing-horizon-ms", "--checkpoint-interval-ms",
-      "--checkpoint-dir", "--restore", "--parallelism", "--dlq-topic", "--service-mappings-topic", "--closed-retention-ms",
-      "--idle-timeout-ms", "--duplicate-horizon-ms", "--resources-topic", "--metrics-topic", "--window-ms",
-      "--allowed-lateness-ms", "--max-out-of-orderness-ms", "--idleness-ms", "--transactions-topic", "--edge-metrics-topic",
-      "--namespace-metrics-topic", "--sink-batch-size", "--max-http-routes");
+      "--checkpoint-dir", "--restore", "--parallelism", "--dlq-topic", "--service-mappings-topic",
+      "--closed-retention-ms", "--idle-timeout-ms", "--duplicate-horizon-ms", "--resources-topic", "--metrics-topic",
+      "--window-ms", "--allowed-lateness-ms", "--max-out-of-orderness-ms", "--idleness-ms", "--transactions-topic",
+      "--edge-metrics-topic", "--namespace-metrics-topic", "--sink-batch-size", "--max-http-routes",
+      "--history-windows");
 
   public String kafkaBrokers;
   public String topic = "wattgraph.connections";
@@ -98,6 +100,8 @@ public class JobConfig implements Serializable {
   public long neo4jDriverRetryMs = 30_000;
   /** HTTP routes per entity window and role; the ones with the fewest transactions fold into OTHER *. */
   public int maxHttpRoutes = DEFAULT_MAX_HTTP_ROUTES;
+  /** Windows of history per graph node (1 h of 10 s windows); 0: the latest window only. */
+  public int historyWindows = 360;
 
   public long closedRetention() {
     return closedRetentionMs > 0 ? closedRetentionMs : 2 * pairingHorizonMs;
@@ -176,6 +180,12 @@ public class JobConfig implements Serializable {
       throw new IllegalArgumentException("--max-http-routes must be at most 10000, got " + routes);
     }
     c.maxHttpRoutes = (int) routes;
+    long history = nonNegative(flags, "--history-windows", c.historyWindows);
+    if (history > 8640) {
+      // Five list properties of N entries per node, rewritten at every window.
+      throw new IllegalArgumentException("--history-windows must be at most 8640, got " + history);
+    }
+    c.historyWindows = (int) history;
     if (flags.containsKey("--parallelism")) {
       c.parallelism = (int) positive(flags, "--parallelism", 1);
     }

@@ -2,11 +2,13 @@ package io.wattgraph.stream;
 
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.neo4j.driver.Driver;
 import org.neo4j.driver.Session;
+import org.neo4j.driver.TransactionContext;
 
 /**
  * Writes the latest window's metrics as properties of the graph's nodes, one write transaction
@@ -32,6 +34,12 @@ import org.neo4j.driver.Session;
  * Idempotent and monotonic: a row is applied only if its (windowEndNs, revision) is not older than
  * the node's ({@code metricsWindowEndNs}, {@code metricsRevision}), compared in the Cypher, so a
  * replay or a stale batch never overwrites a newer window.
+ *
+ * <p>History ({@code --history-windows} N > 0): each node also keeps its last N windows as parallel
+ * lists {@code historyWindowEndNs}, {@code historyRevision}, {@code historyCpuUsage},
+ * {@code historyPowerW}, {@code historyRequestRate} (sorted by window end; NaN = unknown), updated in
+ * the same statement: one entry per window, replaced by a revision not older than its own, so
+ * replays and restarts leave the same lists. The graph service sizes placement on their peak.
  */
 public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
 
@@ -57,17 +65,44 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
           n.httpRouteP50Ns = r.httpRouteP50Ns, n.httpRouteP90Ns = r.httpRouteP90Ns, n.httpRouteP99Ns = r.httpRouteP99Ns
       """;
 
+  /**
+   * The bounded history: parallel lists sorted by window end, one entry per window (its latest
+   * revision), the newest {@code $historyWindows} kept. Runs before the NEWER filter: a late revision
+   * of an older window still corrects its entry. An entry of a higher revision is never replaced;
+   * the new entry is appended to the old lists (index size(he)) and {@code ord} lists the indices
+   * to keep, in order. Unknown values are NaN (list properties cannot hold nulls).
+   */
+  private static final String HISTORY = """
+      WITH n, r, coalesce(n.historyWindowEndNs, []) AS he, coalesce(n.historyRevision, []) AS hr,
+           coalesce(n.historyCpuUsage, []) AS hc, coalesce(n.historyPowerW, []) AS hp,
+           coalesce(n.historyRequestRate, []) AS hq
+      WITH n, r, he, hr, hc, hp, hq, [i IN range(0, size(he) - 1) WHERE he[i] <> r.windowEndNs] AS others,
+           any(i IN range(0, size(he) - 1) WHERE he[i] = r.windowEndNs AND hr[i] > r.revision) AS superseded
+      WITH n, r, he, hr, hc, hp, hq, superseded,
+           [i IN others WHERE he[i] < r.windowEndNs] + [size(he)] + [i IN others WHERE he[i] > r.windowEndNs] AS ord
+      WITH n, r, he, hr, hc, hp, hq, superseded,
+           CASE WHEN size(ord) > $historyWindows THEN ord[size(ord) - $historyWindows..] ELSE ord END AS ord
+      FOREACH (_ IN CASE WHEN superseded THEN [] ELSE [1] END |
+        SET n.historyWindowEndNs = [i IN ord | (he + [r.windowEndNs])[i]],
+            n.historyRevision = [i IN ord | (hr + [r.revision])[i]],
+            n.historyCpuUsage = [i IN ord | (hc + [r.historyCpuUsage])[i]],
+            n.historyPowerW = [i IN ord | (hp + [r.historyPowerW])[i]],
+            n.historyRequestRate = [i IN ord | (hq + [r.historyRequestRate])[i]])
+      """;
+
   private static final String PROCESSES = """
       UNWIND $rows AS r
       MATCH (n:Process {id: r.id})
-      WITH n, r WHERE""" + NEWER + COMMON;
+      """;
 
   private static final String CONTAINERS = """
       UNWIND $rows AS r
       MERGE (h:Host {id: r.hostId})
       MERGE (n:Container {id: r.id}) ON CREATE SET n.hostId = r.hostId
       MERGE (n)-[:RUNS_ON]->(h)
-      WITH n, r WHERE""" + NEWER + COMMON + """
+      """;
+
+  private static final String CONTAINER_PROPERTIES = """
       SET n.processes = r.processes, n.podUid = coalesce(r.podUid, n.podUid),
           n.podName = coalesce(r.podName, n.podName), n.podNamespace = coalesce(r.podNamespace, n.podNamespace),
           n.podLabels = coalesce(r.podLabels, n.podLabels)
@@ -76,14 +111,18 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
   private static final String HOSTS = """
       UNWIND $rows AS r
       MERGE (n:Host {id: r.id})
-      WITH n, r WHERE""" + NEWER + COMMON + """
+      """;
+
+  private static final String HOST_PROPERTIES = """
       SET n.processes = r.processes, n.idlePowerW = r.idlePowerW, n.cores = coalesce(r.cores, n.cores)
       """;
 
   private static final String NAMESPACES = """
       UNWIND $rows AS r
       MERGE (n:Namespace {id: r.id}) ON CREATE SET n.name = r.id
-      WITH n, r WHERE""" + NEWER + COMMON + """
+      """;
+
+  private static final String NAMESPACE_PROPERTIES = """
       SET n.hosts = r.hosts, n.pods = r.pods, n.containers = r.containers
       """;
 
@@ -92,14 +131,36 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
       "CREATE CONSTRAINT wattgraph_namespace_id IF NOT EXISTS FOR (n:Namespace) REQUIRE n.id IS UNIQUE";
 
   private final Driver driver;
+  /** Windows kept per node ({@code --history-windows}); 0: latest window only. */
+  private final int historyWindows;
+  private final String processes;
+  private final String containers;
+  private final String hosts;
+  private final String namespaces;
 
-  public MetricsGraphWriter(Neo4jSettings settings) {
+  public MetricsGraphWriter(Neo4jSettings settings, int historyWindows) {
+    if (historyWindows < 0) {
+      throw new IllegalArgumentException("historyWindows must be >= 0, got " + historyWindows);
+    }
     this.driver = settings.driver();
+    this.historyWindows = historyWindows;
+    this.processes = statement(PROCESSES, "");
+    this.containers = statement(CONTAINERS, CONTAINER_PROPERTIES);
+    this.hosts = statement(HOSTS, HOST_PROPERTIES);
+    this.namespaces = statement(NAMESPACES, NAMESPACE_PROPERTIES);
   }
 
+  private String statement(String match, String properties) {
+    return match + (historyWindows > 0 ? HISTORY : "") + "WITH n, r WHERE" + NEWER + COMMON + properties;
+  }
+
+  /**
+   * With history, one row per entity and window (a batch may hold several windows of an entity, each
+   * needing its history entry); without, one per entity (only the latest window matters).
+   */
   @Override
   public String key(MetricsRow row) {
-    return row.key();
+    return historyWindows > 0 ? row.key() + "@" + row.windowEndNs : row.key();
   }
 
   @Override
@@ -143,14 +204,49 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
   /** Writes one batch (at most one row per key) in one transaction. */
   @Override
   public void write(Collection<MetricsRow> rows) {
-    List<Map<String, Object>> processes = new ArrayList<>();
-    List<Map<String, Object>> containers = new ArrayList<>();
-    List<Map<String, Object>> hosts = new ArrayList<>();
-    List<Map<String, Object>> namespaces = new ArrayList<>();
-    for (MetricsRow r : rows) {
+    // Rounds: each holds at most one row per node, oldest windows first. Rows of one UNWIND do not
+    // see each other's writes (Cypher evaluates clause by clause), so two windows of a node in one
+    // statement would lose a history entry; later statements of the transaction see earlier ones.
+    List<MetricsRow> sorted = new ArrayList<>(rows);
+    sorted.sort(Comparator.comparingLong((MetricsRow r) -> r.windowEndNs).thenComparingInt(r -> r.revision));
+    List<List<MetricsRow>> rounds = new ArrayList<>();
+    Map<String, Integer> seen = new HashMap<>();
+    for (MetricsRow r : sorted) {
       if (!hasNode(r)) {
         continue;
       }
+      int round = seen.merge(r.key(), 1, Integer::sum) - 1;
+      if (round == rounds.size()) {
+        rounds.add(new ArrayList<>());
+      }
+      rounds.get(round).add(r);
+    }
+    if (rounds.isEmpty()) {
+      return;
+    }
+    List<List<List<Map<String, Object>>>> byLabel = rounds.stream().map(MetricsGraphWriter::parameters).toList();
+    try (Session session = driver.session()) {
+      session.executeWrite(tx -> {
+        // Hosts first, then containers, then processes (every round of a label before the next label):
+        // the order GraphWriter locks them in too.
+        String[] statements = {hosts, containers, processes, namespaces};
+        for (int label = 0; label < statements.length; label++) {
+          for (List<List<Map<String, Object>>> round : byLabel) {
+            run(tx, statements[label], round.get(label));
+          }
+        }
+        return null;
+      });
+    }
+  }
+
+  /** One round's rows as parameters: host, container, process and namespace rows, in that order. */
+  private static List<List<Map<String, Object>>> parameters(List<MetricsRow> rows) {
+    List<Map<String, Object>> processRows = new ArrayList<>();
+    List<Map<String, Object>> containerRows = new ArrayList<>();
+    List<Map<String, Object>> hostRows = new ArrayList<>();
+    List<Map<String, Object>> namespaceRows = new ArrayList<>();
+    for (MetricsRow r : rows) {
       Map<String, Object> m = new HashMap<>();
       m.put("id", r.entityId);
       m.put("hostId", r.hostId);
@@ -202,26 +298,27 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
         // Thread counts are per host interval: not summed over hosts (null removes the property).
         m.put("threads", null);
       }
+      m.put("historyCpuUsage", orNaN((Double) m.get("cpuUsage")));
+      m.put("historyPowerW", orNaN((Double) m.get("powerW")));
+      m.put("historyRequestRate", orNaN((Double) m.get("requestRate")));
       switch (r.level) {
-        case MetricInput.PROCESS -> processes.add(m);
-        case MetricInput.GROUP -> containers.add(m);
-        case MetricInput.NAMESPACE -> namespaces.add(m);
-        default -> hosts.add(m);
+        case MetricInput.PROCESS -> processRows.add(m);
+        case MetricInput.GROUP -> containerRows.add(m);
+        case MetricInput.NAMESPACE -> namespaceRows.add(m);
+        default -> hostRows.add(m);
       }
     }
-    if (processes.isEmpty() && containers.isEmpty() && hosts.isEmpty() && namespaces.isEmpty()) {
-      return;
+    return List.of(hostRows, containerRows, processRows, namespaceRows);
+  }
+
+  private void run(TransactionContext tx, String cypher, List<Map<String, Object>> rows) {
+    if (!rows.isEmpty()) {
+      tx.run(cypher, Map.of("rows", rows, "historyWindows", historyWindows)).consume();
     }
-    try (Session session = driver.session()) {
-      session.executeWrite(tx -> {
-        // Hosts first, then containers, then processes: the order GraphWriter locks them in too.
-        GraphWriter.run(tx, HOSTS, hosts);
-        GraphWriter.run(tx, CONTAINERS, containers);
-        GraphWriter.run(tx, PROCESSES, processes);
-        GraphWriter.run(tx, NAMESPACES, namespaces);
-        return null;
-      });
-    }
+  }
+
+  private static double orNaN(Double v) {
+    return v == null ? Double.NaN : v;
   }
 
   /**

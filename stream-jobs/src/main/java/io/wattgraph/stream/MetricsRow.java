@@ -44,7 +44,10 @@ public class MetricsRow {
 
   public MetricsRow() {}
 
-  /** Kafka key and sink buffer key: level|hostId|entityId (the window key). */
+  /**
+   * Kafka key and sink buffer key: level|hostId|entityId (the window key); the graph sink adds the
+   * window end when it keeps history.
+   */
   public String key() {
     return level + "|" + hostId + "|" + entityId;
   }

@@ -53,7 +53,8 @@ public final class ResourceMetrics {
         .uid("namespace-metrics-kafka-sink")
         .name("kafka: " + config.namespaceMetricsTopic);
     // One metrics sink for all nodes: Namespace rows are batched with the others.
-    rows.union(namespaces).sinkTo(new Neo4jSink<>(config.neo4j(), MetricsGraphWriter::new))
+    int historyWindows = config.historyWindows;
+    rows.union(namespaces).sinkTo(new Neo4jSink<>(config.neo4j(), s -> new MetricsGraphWriter(s, historyWindows)))
         .uid("metrics-neo4j-sink")
         .name("neo4j: window metrics")
         .setParallelism(1);

@@ -161,4 +161,15 @@ class JobConfigTest {
     assertEquals("--max-http-routes must be at most 10000, got 10001", error(concat("--max-http-routes", "10001")));
     assertTrue(JobConfig.USAGE.contains("--max-http-routes"));
   }
+
+  @Test
+  void historyWindows() {
+    assertEquals(360, JobConfig.parse(MIN).historyWindows);
+    assertEquals(0, JobConfig.parse(concat("--history-windows", "0")).historyWindows);
+    assertEquals(8640, JobConfig.parse(concat("--history-windows", "8640")).historyWindows);
+    assertEquals("--history-windows must be an integer >= 0, got '-1'", error(concat("--history-windows", "-1")));
+    assertEquals("--history-windows must be an integer >= 0, got 'all'", error(concat("--history-windows", "all")));
+    assertEquals("--history-windows must be at most 8640, got 8641", error(concat("--history-windows", "8641")));
+    assertTrue(JobConfig.USAGE.contains("--history-windows"));
+  }
 }

@@ -198,11 +198,23 @@ class ResourceMetricsIT {
     assertEquals(1, shop.get("pods").asInt());
     assertEquals(1, shop.get("hosts").asInt());
     assertEquals(1, count("MATCH (n:Namespace) WHERE n.id = 'shop' RETURN count(n)", null));
+    // History (--history-windows, default 360): both windows, though they reached the sink together.
+    assertEquals(List.of(w0, w1), h1.get("historyWindowEndNs").asList());
+    assertEquals(List.of(0.9, 1.2), h1.get("historyCpuUsage").asList());
+    assertEquals(List.of(15.0, 20.0), h1.get("historyPowerW").asList());
+    assertEquals(List.of(0L, 0L), h1.get("historyRevision").asList());
+    Value p100 = node("MATCH (n:Process {id: $id}) RETURN n", P100);
+    assertEquals(List.of(w0, w1), p100.get("historyWindowEndNs").asList());
+    assertEquals(List.of(0.45, 0.6), p100.get("historyCpuUsage").asList());
+    assertEquals(List.of(0.6, 0.8), c.get("historyCpuUsage").asList());
+    assertEquals(List.of(0.4, 0.8), shop.get("historyCpuUsage").asList());
+    assertEquals(List.of(v0), node("MATCH (n:Host {id: $id}) RETURN n", "host-m2").get("historyWindowEndNs").asList());
 
     // An older window never overwrites a newer one (compared in the Cypher).
     List<String> before = stack.dump();
     Neo4jSettings settings = new Neo4jSettings(stack.boltUri(), null, null, 100, 100);
-    try (MetricsGraphWriter w = new MetricsGraphWriter(settings)) {
+    // History off: this checks the latest-window properties (a revision of w0 would rightly correct w0's entry).
+    try (MetricsGraphWriter w = new MetricsGraphWriter(settings, 0)) {
       MetricsRow stale = new MetricsRow();
       stale.level = "HOST";
       stale.hostId = "host-m1";

@@ -6,7 +6,10 @@ import java.util.List;
  * Body of {@code POST /api/v1/placement}. Anything left out is taken from the live graph: {@code workloads}
  * and {@code traffic} from the graph aggregated to {@code level} (default container; CPU from
  * {@code cpuRequest}, else {@code cpuUsage}; memory from {@code memoryRequestBytes}, else {@code memoryBytes};
- * current node from the host), {@code nodes} from Host {@code cores}/{@code memoryBytes}.
+ * current node from the host), {@code nodes} from Host {@code cores}/{@code memoryBytes}. {@code cpuBasis}
+ * (latest, the default; peak; p95) says which {@code cpuUsage}: the latest window's, or the peak / 95th
+ * percentile over the windows the graph keeps (the stream job's history), summed per window over the workload's
+ * containers (processes outside containers, or a host's own at host level).
  */
 public record PlacementRequest(
         String method,
@@ -16,5 +19,6 @@ public record PlacementRequest(
         String host,
         List<PlacementProblem.Workload> workloads,
         List<PlacementProblem.NodeCapacity> nodes,
-        List<PlacementProblem.Traffic> traffic) {
+        List<PlacementProblem.Traffic> traffic,
+        String cpuBasis) {
 }

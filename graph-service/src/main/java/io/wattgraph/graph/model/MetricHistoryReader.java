@@ -1,0 +1,50 @@
+package io.wattgraph.graph.model;
+
+import io.wattgraph.graph.Neo4jReader;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.neo4j.driver.Record;
+import org.neo4j.driver.Value;
+import org.springframework.stereotype.Component;
+
+/** Reads the stream job's per-node window history (constant Cypher per label, ids as parameters). */
+@Component
+public class MetricHistoryReader {
+
+    /** The labels with a history, by the API's level name. */
+    public static final List<String> LEVELS = List.of("process", "container", "host", "namespace");
+
+    private static final String COLUMNS = " RETURN n.id, n.historyWindowEndNs, n.historyRevision, n.historyCpuUsage,"
+            + " n.historyPowerW, n.historyRequestRate";
+
+    private static final Map<String, String> BY_IDS = Map.of(
+            "process", "UNWIND $ids AS id MATCH (n:Process {id: id})" + COLUMNS,
+            "container", "UNWIND $ids AS id MATCH (n:Container {id: id})" + COLUMNS,
+            "host", "UNWIND $ids AS id MATCH (n:Host {id: id})" + COLUMNS,
+            "namespace", "UNWIND $ids AS id MATCH (n:Namespace {id: id})" + COLUMNS);
+
+    private final Neo4jReader reader;
+
+    public MetricHistoryReader(Neo4jReader reader) {
+        this.reader = reader;
+    }
+
+    /** The history of each node of {@code level} among {@code ids} that exists; an id without a node is absent. */
+    public Map<String, MetricHistory> read(String level, Collection<String> ids) {
+        Map<String, MetricHistory> out = new HashMap<>();
+        if (ids.isEmpty()) {
+            return out;
+        }
+        for (Record r : reader.read("history_" + level, BY_IDS.get(level), Map.of("ids", List.copyOf(ids)), r -> r)) {
+            out.put(r.get(0).asString(), MetricHistory.of(list(r.get(1)), list(r.get(2)), list(r.get(3)),
+                    list(r.get(4)), list(r.get(5))));
+        }
+        return out;
+    }
+
+    private static List<Object> list(Value v) {
+        return v.isNull() ? null : v.asList();
+    }
+}

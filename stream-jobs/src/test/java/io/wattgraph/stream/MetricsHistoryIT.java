@@ -1,0 +1,247 @@
+package io.wattgraph.stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.wattgraph.localstack.Neo4jServer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.neo4j.driver.AuthTokens;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.GraphDatabase;
+import org.neo4j.driver.Session;
+import org.neo4j.driver.Value;
+
+/**
+ * The bounded per-node history of {@link MetricsGraphWriter} against local-stack's real Neo4j:
+ * windows out of order and several in one batch, the bound, revisions replacing their entry, older
+ * revisions ignored, replays and other batchings giving the same graph, every node label.
+ */
+class MetricsHistoryIT {
+  static final long S = 1_000_000_000L;
+  static final long T0 = 1_700_000_000_000_000_000L;
+  static final String C1 = "c1".repeat(32);
+  static final String P1 = "h1/100/5000";
+
+  static Neo4jServer neo4j;
+  static Driver driver;
+  static Neo4jSettings settings;
+
+  @BeforeAll
+  static void start() throws Exception {
+    Path root = Paths.get("target", "it-data", "history-" + System.currentTimeMillis()).toAbsolutePath();
+    Files.createDirectories(root);
+    neo4j = Neo4jServer.start(root.resolve("neo4j"), 0);
+    driver = GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none());
+    settings = new Neo4jSettings(neo4j.boltUri(), null, null, 100, 100);
+  }
+
+  @AfterAll
+  static void stop() {
+    if (driver != null) {
+      driver.close();
+    }
+    if (neo4j != null) {
+      neo4j.close();
+    }
+  }
+
+  @BeforeEach
+  void emptyGraph() {
+    try (Session s = driver.session()) {
+      s.executeWrite(tx -> tx.run("MATCH (n) DETACH DELETE n").consume());
+    }
+  }
+
+  /** Window k ends at T0 + 10 s * k. */
+  static long end(int k) {
+    return T0 + 10 * S * k;
+  }
+
+  static MetricsRow row(String level, String entityId, int k, int revision, double cpu, double powerW) {
+    MetricsRow r = new MetricsRow();
+    r.level = level;
+    r.hostId = "h1";
+    r.entityId = entityId;
+    r.windowStartNs = end(k) - 10 * S;
+    r.windowEndNs = end(k);
+    r.revision = revision;
+    r.samples = 2;
+    r.cpuCores = cpu;
+    r.powerWatts = powerW;
+    r.energyJoules = powerW * 10;
+    r.powerSource = "MEASURED";
+    return r;
+  }
+
+  static MetricsRow host(int k, int revision, double cpu) {
+    return row("HOST", "h1", k, revision, cpu, 10 * cpu);
+  }
+
+  static void write(int historyWindows, MetricsRow... rows) {
+    try (MetricsGraphWriter w = new MetricsGraphWriter(settings, historyWindows)) {
+      w.write(List.of(rows));
+    }
+  }
+
+  static Value node(String label, String id) {
+    try (Session s = driver.session()) {
+      return s.executeRead(tx -> tx.run("MATCH (n:" + label + " {id: $id}) RETURN n", Map.of("id", id))
+          .single().get(0));
+    }
+  }
+
+  static List<Object> list(Value n, String property) {
+    return n.get(property).isNull() ? null : n.get(property).asList();
+  }
+
+  static List<Object> ends(int... ks) {
+    List<Object> l = new ArrayList<>();
+    for (int k : ks) {
+      l.add(end(k));
+    }
+    return l;
+  }
+
+  static List<String> dump() {
+    try (Session s = driver.session()) {
+      return s.executeRead(tx -> {
+        Stream<String> nodes = tx.run("MATCH (n) RETURN labels(n) AS l, properties(n) AS p").list().stream()
+            .map(r -> "node " + r.get("l").asList() + " " + new TreeMap<>(r.get("p").asMap()));
+        Stream<String> rels = tx.run("MATCH (a)-[r]->(b) RETURN a.id AS a, type(r) AS t, b.id AS b").list().stream()
+            .map(r -> "rel " + r.get("a").asString() + " -" + r.get("t").asString() + "-> " + r.get("b").asString());
+        return Stream.concat(nodes, rels).sorted(Comparator.naturalOrder()).toList();
+      });
+    }
+  }
+
+  @Test
+  void windowsInAnyOrderAndSeveralPerBatchKeptSortedUpToTheBound() {
+    write(3, host(2, 0, 0.2));
+    Value h = node("Host", "h1");
+    assertEquals(ends(2), list(h, "historyWindowEndNs"));
+    assertEquals(List.of(0.2), list(h, "historyCpuUsage"));
+    assertEquals(List.of(2.0), list(h, "historyPowerW"));
+
+    // An older window: its entry goes in before w2; the latest-window properties stay w2's.
+    write(3, host(1, 0, 0.1));
+    h = node("Host", "h1");
+    assertEquals(ends(1, 2), list(h, "historyWindowEndNs"));
+    assertEquals(List.of(0.1, 0.2), list(h, "historyCpuUsage"));
+    assertEquals(0.2, h.get("cpuUsage").asDouble());
+    assertEquals(end(2), h.get("metricsWindowEndNs").asLong());
+
+    // Two windows of one node in one batch: both entries; the bound keeps the newest 3.
+    write(3, host(4, 0, 0.4), host(3, 0, 0.3));
+    h = node("Host", "h1");
+    assertEquals(ends(2, 3, 4), list(h, "historyWindowEndNs"));
+    assertEquals(List.of(0.2, 0.3, 0.4), list(h, "historyCpuUsage"));
+    assertEquals(List.of(2.0, 3.0, 4.0), list(h, "historyPowerW"));
+    assertEquals(List.of(0L, 0L, 0L), list(h, "historyRevision"));
+    assertEquals(0.4, h.get("cpuUsage").asDouble());
+
+    // A window older than the whole full history is not kept (and changes nothing else).
+    List<String> before = dump();
+    write(3, host(1, 5, 9.9));
+    assertEquals(before, dump());
+
+    // A smaller bound (the job restarted with a lower --history-windows) trims at the next write.
+    write(2, host(5, 0, 0.5));
+    assertEquals(ends(4, 5), list(node("Host", "h1"), "historyWindowEndNs"));
+  }
+
+  @Test
+  void aRevisionReplacesItsEntryAnOlderOneDoesNot() {
+    write(10, host(1, 0, 0.1), host(2, 0, 0.2), host(3, 0, 0.3));
+    // A late sample re-fired w2 after w3 was written: its entry is corrected, the latest stays w3.
+    write(10, host(2, 1, 0.25));
+    Value h = node("Host", "h1");
+    assertEquals(ends(1, 2, 3), list(h, "historyWindowEndNs"));
+    assertEquals(List.of(0.1, 0.25, 0.3), list(h, "historyCpuUsage"));
+    assertEquals(List.of(0L, 1L, 0L), list(h, "historyRevision"));
+    assertEquals(0.3, h.get("cpuUsage").asDouble());
+    assertEquals(0, h.get("metricsRevision").asInt());
+
+    List<String> before = dump();
+    // Revision 0 of w2 again (a stale batch): ignored. Revision 1 again (a replay): the same graph.
+    write(10, host(2, 0, 0.2));
+    assertEquals(before, dump());
+    write(10, host(2, 1, 0.25));
+    assertEquals(before, dump());
+  }
+
+  @Test
+  void replaysAndOtherBatchingsGiveTheSameGraph() {
+    MetricsRow[] rows = {host(1, 0, 0.1), host(3, 0, 0.3), host(2, 0, 0.2), host(2, 1, 0.22),
+        row("GROUP", C1, 1, 0, 0.05, 0.5), row("GROUP", C1, 2, 0, 0.06, 0.6), host(4, 0, 0.4)};
+    // Live: one row per batch, in arrival order.
+    for (MetricsRow r : rows) {
+      write(3, r);
+    }
+    List<String> live = dump();
+    // A restart from an older checkpoint replays everything: nothing changes.
+    for (MetricsRow r : rows) {
+      write(3, r);
+    }
+    assertEquals(live, dump());
+
+    // A catch-up run writes the same rows in one batch (one row per window, its latest revision).
+    emptyGraph();
+    write(3, rows[0], rows[1], rows[3], rows[4], rows[5], rows[6]);
+    assertEquals(live, dump());
+    Value h = node("Host", "h1");
+    assertEquals(ends(2, 3, 4), list(h, "historyWindowEndNs"));
+    assertEquals(List.of(0.22, 0.3, 0.4), list(h, "historyCpuUsage"));
+  }
+
+  @Test
+  void everyLabelKeepsHistoryAndUnknownValuesAreNaN() {
+    try (Session s = driver.session()) {
+      s.executeWrite(tx -> tx.run("MERGE (p:Process {id: $p}) SET p.hostId = 'h1'", Map.of("p", P1)).consume());
+    }
+    MetricsRow txOnly = row("PROCESS", P1, 2, 0, 0, 0);
+    // A window with TransactionStats but no ResourceSample: no CPU or power, a request rate.
+    txOnly.samples = 0;
+    txOnly.tx = new TransactionTotals();
+    txOnly.tx.serverTransactions = 50;
+    txOnly.serverTime = new LatencyStats();
+    txOnly.clientRtt = new LatencyStats();
+    MetricsRow ns1 = row("NAMESPACE", "shop", 1, 0, 0.7, 7);
+    MetricsRow ns2 = row("NAMESPACE", "shop", 2, 0, 0.8, 8);
+    write(5, row("PROCESS", P1, 1, 0, 0.3, 3), txOnly, row("GROUP", C1, 1, 0, 0.5, 5), row("GROUP", C1, 2, 0, 0.6, 6),
+        ns1, ns2, row("PROCESS", "h1/999/1", 1, 0, 1, 1));
+
+    Value p = node("Process", P1);
+    assertEquals(ends(1, 2), list(p, "historyWindowEndNs"));
+    assertEquals(0.3, (Double) list(p, "historyCpuUsage").get(0));
+    assertTrue(Double.isNaN((Double) list(p, "historyCpuUsage").get(1)), list(p, "historyCpuUsage")::toString);
+    assertTrue(Double.isNaN((Double) list(p, "historyPowerW").get(1)));
+    assertTrue(Double.isNaN((Double) list(p, "historyRequestRate").get(0)), "no TransactionStats in w1");
+    assertEquals(5.0, (Double) list(p, "historyRequestRate").get(1), "50 served in 10 s");
+    assertEquals(List.of(0.5, 0.6), list(node("Container", C1), "historyCpuUsage"));
+    assertEquals(List.of(7.0, 8.0), list(node("Namespace", "shop"), "historyPowerW"));
+    try (Session s = driver.session()) {
+      assertEquals(0L, (long) s.executeRead(tx -> tx.run("MATCH (p:Process {id: 'h1/999/1'}) RETURN count(p)")
+          .single().get(0).asLong()), "a process without node still gets none");
+    }
+  }
+
+  @Test
+  void zeroKeepsTheLatestWindowOnly() {
+    write(0, host(1, 0, 0.1), host(2, 0, 0.2));
+    Value h = node("Host", "h1");
+    assertTrue(h.get("historyWindowEndNs").isNull(), h.asMap()::toString);
+    assertEquals(0.2, h.get("cpuUsage").asDouble());
+  }
+}
