@@ -63,7 +63,7 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
     namespace = getRuntimeContext().getState(ns);
     pod = getRuntimeContext().getState(p);
     pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.STATE_TYPE));
-    seen.open(getRuntimeContext());
+    seen.open(getRuntimeContext(), retentionMs);
   }
 
   /** A PROCESS window input (ResourceSample): remember its group, pod and namespace. */
@@ -89,7 +89,7 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
 
   @Override
   public void processElement2(Transaction t, Context ctx, Collector<MetricInput> out) throws Exception {
-    if (!seen.firstTime(t.recordId, ctx.timestamp(), ctx.timerService())) {
+    if (!seen.firstTime(t.recordId, ctx.timestamp(), ctx.timerService().currentWatermark())) {
       return;
     }
     long release = PendingRelease.releaseTime(ctx.timestamp(), windowMs);
@@ -107,7 +107,6 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
 
   @Override
   public void onTimer(long timestamp, OnTimerContext ctx, Collector<MetricInput> out) throws Exception {
-    seen.onTimer(timestamp);
     List<Transaction> due = PendingRelease.due(pending, timestamp, windowMs);
     if (due.isEmpty()) {
       return;

@@ -8,10 +8,10 @@ import org.apache.commons.codec.digest.MurmurHash3;
  * again is byte for byte the one sent before; two different records with the same bytes would be
  * the same socket or entity over the same interval, i.e. the same record. 0 = no id (not deduplicated).
  */
-final class RecordIds {
+public final class RecordIds {
   private RecordIds() {}
 
-  static long of(byte[] value) {
+  public static long of(byte[] value) {
     long id = MurmurHash3.hash128x64(value)[0];
     return id == 0 ? 1 : id;
   }

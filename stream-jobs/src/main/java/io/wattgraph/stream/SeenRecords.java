@@ -1,30 +1,39 @@
 package io.wattgraph.stream;
 
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Map;
+import java.time.Duration;
+import java.util.Arrays;
 import org.apache.flink.api.common.functions.RuntimeContext;
-import org.apache.flink.api.common.state.MapState;
-import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.StateTtlConfig;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.metrics.Counter;
-import org.apache.flink.streaming.api.TimerService;
 
 /**
  * The {@link RecordIds} a keyed operator has let through, per event-time window of the records, so
  * that an agent's replayed duplicate is dropped before it reaches the windows (which sum, so would
- * count it twice). A window's ids are forgotten by an event-time timer once the window can take no
- * more input: its end plus the allowed lateness, plus one more window as a margin for the windows
- * downstream, whose watermark may lag this operator's. A duplicate arriving after that is late for
- * its window anyway and dropped there (counted as late). Heap state: the sets are updated in place.
+ * count it twice). A window's ids are forgotten once the window can take no more input: when the
+ * watermark passed its end plus the allowed lateness plus one more window (a margin for the windows
+ * downstream, whose watermark may lag this operator's), checked at the key's next record; a key
+ * that gets no more records is dropped by the state TTL (processing time, as the operators' other
+ * state). A duplicate arriving after that is late for its window anyway and dropped there (counted
+ * as late). No timers: one per key and window cost more than the lookups (benchmark).
  */
 final class SeenRecords implements java.io.Serializable {
   private static final long serialVersionUID = 1L;
 
+  /** The live windows of one key: their starts and their ids (a few windows at a time). */
+  public static class Windows {
+    public long[] starts = new long[0];
+    public RecordIdSet[] ids = new RecordIdSet[0];
+
+    public Windows() {}
+  }
+
   private final long windowMs;
   private final long keepMs;
-  private transient MapState<Long, RecordIdSet> seen;
+  // One value per key, not a MapState: a map's inner hash map per key cost twice the lookups.
+  private transient ValueState<Windows> seen;
   private transient Counter duplicates;
 
   SeenRecords(long windowMs, long allowedLatenessMs) {
@@ -32,8 +41,11 @@ final class SeenRecords implements java.io.Serializable {
     this.keepMs = allowedLatenessMs + windowMs;
   }
 
-  void open(RuntimeContext ctx) {
-    seen = ctx.getMapState(new MapStateDescriptor<>("seen-records", Types.LONG, TypeInformation.of(RecordIdSet.class)));
+  void open(RuntimeContext ctx, long ttlMs) {
+    ValueStateDescriptor<Windows> d = new ValueStateDescriptor<>("seen-records", TypeInformation.of(Windows.class));
+    // Refreshed by the write of every new record (a duplicate alone does not keep the key alive).
+    d.enableTimeToLive(StateTtlConfig.newBuilder(Duration.ofMillis(ttlMs)).updateTtlOnCreateAndWrite().build());
+    seen = ctx.getState(d);
     duplicates = ctx.getMetricGroup().counter("duplicateRecordsDropped");
   }
 
@@ -41,34 +53,47 @@ final class SeenRecords implements java.io.Serializable {
    * True the first time {@code recordId} (event time {@code timestamp} ms) is seen by this key;
    * false for a duplicate (counted). A record without an id (0) is always new.
    */
-  boolean firstTime(long recordId, long timestamp, TimerService timers) throws Exception {
+  boolean firstTime(long recordId, long timestamp, long watermark) throws Exception {
     if (recordId == 0) {
       return true;
     }
     long start = timestamp - Math.floorMod(timestamp, windowMs);
-    RecordIdSet ids = seen.get(start);
-    if (ids == null) {
-      ids = new RecordIdSet();
-      timers.registerEventTimeTimer(forgetAt(start));
-    } else if (ids.contains(recordId)) {
+    Windows w = seen.value();
+    if (w == null) {
+      w = new Windows();
+    } else {
+      forget(w, watermark);
+    }
+    int i = 0;
+    while (i < w.starts.length && w.starts[i] != start) {
+      i++;
+    }
+    if (i == w.starts.length) {
+      w.starts = Arrays.copyOf(w.starts, i + 1);
+      w.ids = Arrays.copyOf(w.ids, i + 1);
+      w.starts[i] = start;
+      w.ids[i] = new RecordIdSet();
+    } else if (w.ids[i].contains(recordId)) {
       duplicates.inc();
       return false;
     }
-    ids.add(recordId);
-    seen.put(start, ids);
+    w.ids[i].add(recordId);
+    seen.update(w);
     return true;
   }
 
-  /** From the operator's onTimer: forgets the windows due at {@code timestamp}. */
-  void onTimer(long timestamp) throws Exception {
-    List<Long> due = new ArrayList<>();
-    for (Map.Entry<Long, RecordIdSet> e : seen.entries()) {
-      if (forgetAt(e.getKey()) <= timestamp) {
-        due.add(e.getKey());
+  /** Drops the windows that can take no more input at {@code watermark}. */
+  private void forget(Windows w, long watermark) {
+    int kept = 0;
+    for (int i = 0; i < w.starts.length; i++) {
+      if (forgetAt(w.starts[i]) > watermark) {
+        w.starts[kept] = w.starts[i];
+        w.ids[kept++] = w.ids[i];
       }
     }
-    for (Long start : due) {
-      seen.remove(start);
+    if (kept < w.starts.length) {
+      w.starts = Arrays.copyOf(w.starts, kept);
+      w.ids = Arrays.copyOf(w.ids, kept);
     }
   }
 

@@ -60,12 +60,12 @@ public class TransactionEdges extends KeyedProcessFunction<String, Transaction, 
     clientProcess = getRuntimeContext().getState(c);
     serverProcess = getRuntimeContext().getState(s);
     pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.STATE_TYPE));
-    seen.open(getRuntimeContext());
+    seen.open(getRuntimeContext(), retentionMs);
   }
 
   @Override
   public void processElement(Transaction t, Context ctx, Collector<EdgeInput> out) throws Exception {
-    if (!seen.firstTime(t.recordId, ctx.timestamp(), ctx.timerService())) {
+    if (!seen.firstTime(t.recordId, ctx.timestamp(), ctx.timerService().currentWatermark())) {
       return;
     }
     ValueState<String> own = t.isClient() ? clientProcess : serverProcess;
@@ -84,7 +84,6 @@ public class TransactionEdges extends KeyedProcessFunction<String, Transaction, 
 
   @Override
   public void onTimer(long timestamp, OnTimerContext ctx, Collector<EdgeInput> out) throws Exception {
-    seen.onTimer(timestamp);
     for (Transaction t : PendingRelease.due(pending, timestamp, windowMs)) {
       out.collect(edge(t));
     }

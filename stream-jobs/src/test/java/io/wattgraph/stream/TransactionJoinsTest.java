@@ -224,7 +224,7 @@ class TransactionJoinsTest {
    * An agent's replayed TransactionStats record (same record id) is dropped by the first keyed step
    * of each path, before anything is summed: once for the entity windows (ProcessGroups), once for
    * the edge windows (TransactionEdges); its window's ids are forgotten once the window, the
-   * lateness (30 s) and one more window have passed, with their timers.
+   * lateness (30 s) and one more window have passed (no timers).
    */
   @Test
   void replayedRecordsAreDroppedUntilTheirWindowCanTakeNoMoreInput() throws Exception {
@@ -251,7 +251,7 @@ class TransactionJoinsTest {
     // Window [0, 10 s) + 30 s lateness + 10 s: forgotten (the windows drop the record as late now).
     groups.processWatermark1(new Watermark(49_999));
     groups.processWatermark2(new Watermark(49_999));
-    assertEquals(0, groups.numEventTimeTimers(), "no timer left");
+    assertEquals(0, groups.numEventTimeTimers(), "no timers");
     groups.processElement2(new StreamRecord<>(a, 1000));
     assertEquals(4, records(groups.getOutput()).size());
     groups.close();

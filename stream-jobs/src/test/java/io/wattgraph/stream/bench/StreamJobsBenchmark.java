@@ -13,6 +13,7 @@ import io.wattgraph.stream.Observation;
 import io.wattgraph.stream.PodMetadata;
 import io.wattgraph.stream.ResourceMetrics;
 import io.wattgraph.stream.Role;
+import io.wattgraph.stream.RecordIds;
 import io.wattgraph.stream.Sample;
 import io.wattgraph.stream.ServiceMappingUpdate;
 import io.wattgraph.stream.Transaction;
@@ -268,6 +269,7 @@ public final class StreamJobsBenchmark {
       int host = (int) (j % (HOSTS * PER_HOST)) / PER_HOST;
       int slot = (int) (j % PER_HOST);
       Sample s = new Sample();
+      s.recordId = recordId(j, 150);
       s.hostId = "host-" + host;
       s.intervalEndNs = BASE_NS + (interval + 1) * 1_000_000_000L;
       s.intervalStartNs = s.intervalEndNs - 1_000_000_000L;
@@ -371,10 +373,31 @@ public final class StreamJobsBenchmark {
       int base = client ? 1_300 : 1_100;
       t.buckets = new int[] {base, base + 3, base + 9, base + 20, base + 41, base + 80, base + 130, base + 200};
       t.counts = new long[] {30, 25, 15, 10, 8, 6, 4, 2};
+      t.recordId = recordId(j, 250);
       DecodedTransaction d = new DecodedTransaction();
       d.transaction = t;
       return d;
     }
+  }
+
+  /**
+   * As the deserializers give it: the hash of a record's bytes (here {@code size} bytes, about an
+   * encoded record's, holding its index), so the benchmark pays for hashing and for the duplicate sets.
+   */
+  static long recordId(long j, int size) {
+    String mode = System.getProperty("wattgraph.bench.recordIds", "hash");
+    if (mode.equals("none")) {
+      return 0;
+    }
+    if (mode.equals("mix")) {
+      long z = (j + 0x9E3779B97F4A7C15L) * 0xBF58476D1CE4E5B9L;
+      return (z ^ (z >>> 31)) | 1;
+    }
+    byte[] value = new byte[size];
+    for (int i = 0; i < 8; i++) {
+      value[i] = (byte) (j >>> (8 * i));
+    }
+    return RecordIds.of(value);
   }
 
   static ServiceMappingUpdate service(String vip, String... backends) {
