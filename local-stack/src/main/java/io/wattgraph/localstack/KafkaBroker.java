@@ -36,8 +36,9 @@ public final class KafkaBroker implements AutoCloseable {
 
   /** Starts a broker with data under dataDir; a port of 0 picks a free one. */
   public static KafkaBroker start(Path dataDir, int port, int controllerPort) throws Exception {
-    int p = FreePorts.resolve(port);
-    int cp = FreePorts.resolve(controllerPort);
+    int[] ports = FreePorts.resolve(port, controllerPort);
+    int p = ports[0];
+    int cp = ports[1];
     Path logDir = dataDir.toAbsolutePath().resolve("kraft-logs");
     Files.createDirectories(logDir);
 
