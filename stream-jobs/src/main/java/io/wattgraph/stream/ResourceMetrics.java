@@ -134,10 +134,22 @@ public final class ResourceMetrics {
    * hosts are gone, stops holding the watermark back).
    */
   public static WatermarkStrategy<DecodedSample> watermarks(JobConfig config) {
-    return watermarks(config, DecodedSample::eventTimeMs);
+    // Per host: every agent reports every interval, so a host that goes quiet is gone, and a host
+    // whose clock is behind holds the watermark back instead of its samples being late.
+    long bound = config.maxOutOfOrdernessMs;
+    long idleness = config.idlenessMs;
+    PerHostWatermarks.HostOf<DecodedSample> hostOf = d -> d.sample == null ? null : d.sample.hostId;
+    return WatermarkStrategy.<DecodedSample>forGenerator(
+            ctx -> new PerHostWatermarks<>(hostOf, bound, idleness, ctx.getInputActivityClock()))
+        .withTimestampAssigner((d, previous) -> d.eventTimeMs());
   }
 
-  /** The same strategy for any source, given its event time in ms. */
+  /**
+   * Flink's per-partition strategy for any source, given its event time in ms: bounded
+   * out-of-orderness and idleness of the partition. For TransactionStats, which a host sends only
+   * for connections with traffic in the interval: per host, a host without traffic would hold the
+   * watermark back for the whole idleness.
+   */
   static <T> WatermarkStrategy<T> watermarks(JobConfig config, EventTime<T> eventTimeMs) {
     return WatermarkStrategy.<T>forBoundedOutOfOrderness(Duration.ofMillis(config.maxOutOfOrdernessMs))
         .withTimestampAssigner((d, previous) -> eventTimeMs.of(d))

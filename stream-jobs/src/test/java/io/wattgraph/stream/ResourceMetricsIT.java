@@ -278,6 +278,48 @@ class ResourceMetricsIT {
   }
 
   /**
+   * Live run, two hosts on ONE partition, host-s2's clock an hour behind host-s1's, both reporting a
+   * sample per (event-time) second, a step every 300 ms. Watermarks per host: host-s2 holds the
+   * partition's watermark back, so its samples are not late (with one watermark per partition,
+   * host-s1's samples moved it an hour past host-s2's and every host-s2 sample after the first
+   * second was dropped as late: verified). Once both went quiet (idleness 1 s), the watermark moves
+   * on to host-s1's and its window closes too.
+   */
+  @Test
+  void skewedHostsSharingAPartitionAreNotLate() throws Exception {
+    String res = "res.skew";
+    stack.kafka.createTopic(res, 1);
+    stack.createTopics(1, "conn.skew", "metrics.skew", "dlq.skew");
+    JobConfig c = config("metrics-skew", res, "conn.skew", "metrics.skew", "dlq.skew");
+    c.idlenessMs = 1000;
+    // One source subtask: a second one, without a partition, would hold the watermark back itself.
+    c.parallelism = 1;
+    StreamExecutionEnvironment env = StreamJobHarness.environment(false);
+    CorrelationJob.build(env, c);
+    long lateBefore = LateSampleCounter.DROPPED.get();
+    JobClient job = env.executeAsync("metrics-it-skew");
+    try {
+      for (int k = 1; k <= 16; k++) {
+        stack.produce(List.of(
+            new ProducerRecord<>(res, 0, "host-s1", encode(sample(ResourceScope.HOST, "host-s1", T0 + k * S, S / 10, 1.0,
+                true, 1, 1))),
+            new ProducerRecord<>(res, 0, "host-s2", encode(sample(ResourceScope.HOST, "host-s2", T1 + k * S, S / 10, 1.0,
+                true, 1, 1)))));
+        Thread.sleep(300);
+      }
+      stack.await(() -> byKeyAndWindow(stack.readAll("metrics.skew")).containsKey("HOST|host-s1|host-s1@" + (T0 + 10 * S)),
+          "host-s1's first window, once both went quiet");
+      Map<String, WindowMetrics> m = byKeyAndWindow(stack.readAll("metrics.skew"));
+      // Samples ending at 1..10 s: 10 x 0.1 CPU s and 1 J.
+      assertRow(m.get("HOST|host-s2|host-s2@" + (T1 + 10 * S)), 1.0, 0.1, 10.0, 1.0, "MEASURED", 1, 1);
+      assertRow(m.get("HOST|host-s1|host-s1@" + (T0 + 10 * S)), 1.0, 0.1, 10.0, 1.0, "MEASURED", 1, 1);
+      assertEquals(0, LateSampleCounter.DROPPED.get() - lateBefore, "nothing late");
+    } finally {
+      job.cancel().get(1, TimeUnit.MINUTES);
+    }
+  }
+
+  /**
    * A task failure in the middle of the stream (after a checkpoint), recovery from the checkpoint:
    * the metrics topic (read_committed) holds every window exactly once with exact values, and the
    * graph the last window. 4 hosts, 1 s HOST samples k = 1..30 (interval k: k x 10 ms CPU, k J).
