@@ -16,6 +16,8 @@ import java.util.regex.Pattern;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
+import org.apache.flink.util.Collector;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
@@ -101,12 +103,12 @@ public final class CorrelationJob {
         .process(new SplitDeadLetters())
         .uid("split-dead-letters")
         .name("split dead letters");
-    DataStream<ServiceMappingUpdate> mappings = serviceMappings(env, config);
+    SingleOutputStreamOperator<ServiceMappingUpdate> mappings = serviceMappings(env, config);
     // Windowed CPU/power metrics from the agents' ResourceSamples (and the TransactionStats, whose
     // VIPs the same mappings resolve); their dead letters share the DLQ.
     DataStream<DeadLetter> resourceDeadLetters = ResourceMetrics.build(env, config, metricsTap, mappings);
     decoded.getSideOutput(SplitDeadLetters.DEAD_LETTERS)
-        .union(resourceDeadLetters)
+        .union(resourceDeadLetters, mappings.getSideOutput(SplitDeadLetters.DEAD_LETTERS))
         .sinkTo(deadLetterSink(config))
         .uid("dlq-sink")
         .name("kafka: " + config.dlqTopic);
@@ -155,8 +157,9 @@ public final class CorrelationJob {
    * the resolvers of both the connection and the transaction path (broadcast to each, keyed by the
    * client endpoint both views share).
    */
-  static DataStream<ServiceMappingUpdate> serviceMappings(StreamExecutionEnvironment env, JobConfig config) {
-    KafkaSourceBuilder<ServiceMappingUpdate> mappingSource = KafkaSource.<ServiceMappingUpdate>builder()
+  static SingleOutputStreamOperator<ServiceMappingUpdate> serviceMappings(StreamExecutionEnvironment env,
+      JobConfig config) {
+    KafkaSourceBuilder<DecodedMapping> mappingSource = KafkaSource.<DecodedMapping>builder()
         .setBootstrapServers(config.kafkaBrokers)
         .setGroupId(config.groupId + "-service-mappings")
         // A compacted topic is the whole current mapping: always read it from the start.
@@ -175,7 +178,25 @@ public final class CorrelationJob {
     return env
         .fromSource(mappingSource.build(), WatermarkStrategy.noWatermarks(), "kafka: " + config.serviceMappingsTopic)
         .uid("kafka-service-mappings")
+        .setParallelism(1)
+        .process(new SplitMappings())
+        .uid("split-service-mappings")
+        .name("split service mappings")
         .setParallelism(1);
+  }
+
+  /** Updates go on; dead letters to {@link SplitDeadLetters#DEAD_LETTERS}. */
+  static final class SplitMappings extends ProcessFunction<DecodedMapping, ServiceMappingUpdate> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public void processElement(DecodedMapping d, Context ctx, Collector<ServiceMappingUpdate> out) {
+      if (d.update != null) {
+        out.collect(d.update);
+      } else {
+        ctx.output(SplitDeadLetters.DEAD_LETTERS, d.deadLetter);
+      }
+    }
   }
 
   /** Creates the topic (default settings, one partition) unless it exists: bounded sources need it. */

@@ -17,9 +17,11 @@ import org.slf4j.LoggerFactory;
 /**
  * Records of the compacted service-mappings topic: key {@code vip:port} (IPv6 {@code [v6]:port}),
  * value a {@link ServiceMapping} in single-object encoding, or null (tombstone) to delete.
- * What cannot be used is logged, counted ({@code badServiceMappings}) and skipped.
+ * What cannot be used is logged, counted ({@code badServiceMappings}) and becomes a {@link DeadLetter}
+ * (the shared DLQ): {@code undecodable:} when the value is not a ServiceMapping, {@code invalid:}
+ * when its content cannot be used (not TCP, a port or address out of range, a tombstone without key).
  */
-public class ServiceMappingDeserializer implements KafkaRecordDeserializationSchema<ServiceMappingUpdate> {
+public class ServiceMappingDeserializer implements KafkaRecordDeserializationSchema<DecodedMapping> {
   private static final long serialVersionUID = 1L;
   private static final Logger LOG = LoggerFactory.getLogger(ServiceMappingDeserializer.class);
 
@@ -33,23 +35,32 @@ public class ServiceMappingDeserializer implements KafkaRecordDeserializationSch
   }
 
   @Override
-  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<ServiceMappingUpdate> out) {
+  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<DecodedMapping> out) {
     if (decoder == null) {
       decoder = ServiceMapping.getDecoder();
     }
     ServiceMappingUpdate update;
+    String reason;
     try {
       update = decode(record.key(), record.value(), decoder);
+      reason = null;
+    } catch (IllegalArgumentException e) {
+      update = null;
+      reason = "invalid: " + e.getMessage();
     } catch (Exception e) {
-      if (bad != null) {
-        bad.inc();
-      }
-      LOG.warn("Skipping service mapping {}-{}@{}: {}", record.topic(), record.partition(), record.offset(),
-          e.toString());
+      update = null;
+      reason = "undecodable: " + e;
+    }
+    // Outside the try: a downstream failure must fail the task, not turn a good mapping into a dead letter.
+    if (update != null) {
+      out.collect(DecodedMapping.ok(update));
       return;
     }
-    // Outside the try: a downstream failure must fail the task, not skip a good mapping.
-    out.collect(update);
+    if (bad != null) {
+      bad.inc();
+    }
+    LOG.warn("Dead letter {}-{}@{}: {}", record.topic(), record.partition(), record.offset(), reason);
+    out.collect(DecodedMapping.dead(DeadLetter.of(record, reason)));
   }
 
   static ServiceMappingUpdate decode(byte[] key, byte[] value, BinaryMessageDecoder<ServiceMapping> decoder)
@@ -99,7 +110,7 @@ public class ServiceMappingDeserializer implements KafkaRecordDeserializationSch
   }
 
   @Override
-  public TypeInformation<ServiceMappingUpdate> getProducedType() {
-    return TypeInformation.of(ServiceMappingUpdate.class);
+  public TypeInformation<DecodedMapping> getProducedType() {
+    return TypeInformation.of(DecodedMapping.class);
   }
 }

@@ -419,7 +419,13 @@ class TransactionMetricsIT {
     long appliedBefore = TransactionVirtualIpResolver.UPDATES_APPLIED.get();
     JobClient job = env.executeAsync("transactions-vip-it");
     try {
-      stack.produce(List.of(mapping("10.96.1.10", "10.0.1.2", "10.0.1.3"), mapping("10.96.1.11", "10.0.1.2")));
+      // With two records the job cannot use: they go to the DLQ, the good mappings still apply.
+      ServiceMapping udp = ServiceMapping.newBuilder().setVip("10.96.1.12").setPort(53).setProtocol("UDP")
+          .setBackends(List.of()).build();
+      stack.produce(List.of(mapping("10.96.1.10", "10.0.1.2", "10.0.1.3"),
+          new ProducerRecord<>("vip-maps", 0, "10.96.1.99:80", new byte[] {(byte) 0xC3, 0x01, 1}),
+          new ProducerRecord<>("vip-maps", 0, "10.96.1.12:53", StreamJobHarness.bytes(ServiceMapping.getEncoder().encode(udp))),
+          mapping("10.96.1.11", "10.0.1.2")));
       // The transaction resolver must have both mappings before the transactions come.
       stack.await(() -> TransactionVirtualIpResolver.UPDATES_APPLIED.get() >= appliedBefore + 2,
           () -> "mappings applied: " + (TransactionVirtualIpResolver.UPDATES_APPLIED.get() - appliedBefore));
@@ -477,6 +483,15 @@ class TransactionMetricsIT {
       assertEquals(4.0, t.get("requestRate").asDouble(), 1e-12);
       assertEquals(4000, t.get("windowRequestBytes").asLong());
       assertEquals(40_000, t.get("windowResponseBytes").asLong());
+
+      // The two bad mappings, with their reasons and origin.
+      await(() -> stack.readAll("vip-dlq").size() >= 2, "2 dead letters of the mappings topic");
+      List<ConsumerRecord<byte[], byte[]>> dead = new ArrayList<>(stack.readAll("vip-dlq"));
+      assertEquals(2, dead.size());
+      dead.sort(Comparator.comparingLong(r -> Long.parseLong(StreamJobHarness.header(r, DeadLetterSerializer.OFFSET))));
+      assertTrue(StreamJobHarness.header(dead.get(0), DeadLetterSerializer.REASON).startsWith("undecodable: "));
+      assertEquals("invalid: protocol UDP is not correlated", StreamJobHarness.header(dead.get(1), DeadLetterSerializer.REASON));
+      assertEquals("vip-maps", StreamJobHarness.header(dead.get(1), DeadLetterSerializer.TOPIC));
     } finally {
       job.cancel().get(1, TimeUnit.MINUTES);
     }

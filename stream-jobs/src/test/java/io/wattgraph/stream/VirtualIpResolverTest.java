@@ -3,11 +3,13 @@ package io.wattgraph.stream;
 import static io.wattgraph.stream.Observations.closed;
 import static io.wattgraph.stream.Observations.obs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.schema.ServiceBackend;
 import io.wattgraph.schema.ServiceMapping;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.util.KeyedBroadcastOperatorTestHarness;
@@ -203,5 +205,38 @@ class VirtualIpResolverTest {
     assertEquals(true, del.delete);
     assertEquals("10.96.0.10:80", del.vipEndpoint);
     assertEquals("2001:db8::1:443", ServiceMappingDeserializer.parseEndpoint("[2001:db8::1]:443"));
+  }
+
+  @Test
+  void mappingsTheJobCannotUseBecomeDeadLettersWithTheReason() throws Exception {
+    ServiceMapping udp = ServiceMapping.newBuilder().setVip("10.96.0.53").setPort(53).setProtocol("UDP")
+        .setBackends(List.of()).build();
+    ServiceMapping badPort = ServiceMapping.newBuilder().setVip("10.96.0.10").setPort(80)
+        .setBackends(List.of(ServiceBackend.newBuilder().setAddress("10.2.0.7").setPort(70000).build())).build();
+    List<DecodedMapping> out = new ArrayList<>();
+    ServiceMappingDeserializer d = new ServiceMappingDeserializer();
+    for (byte[] value : List.of(new byte[] {1, 2, 3}, bytes(udp), bytes(badPort))) {
+      d.deserialize(new org.apache.kafka.clients.consumer.ConsumerRecord<>("maps", 0, out.size(),
+          "k".getBytes(StandardCharsets.UTF_8), value), new ResourceWindowsTest.ListCollector<>(out));
+    }
+    d.deserialize(new org.apache.kafka.clients.consumer.ConsumerRecord<>("maps", 0, 3, null, null),
+        new ResourceWindowsTest.ListCollector<>(out));
+    assertEquals(4, out.size());
+    for (DecodedMapping m : out) {
+      assertEquals(null, m.update);
+      assertEquals("maps", m.deadLetter.topic);
+    }
+    assertTrue(out.get(0).deadLetter.reason.startsWith("undecodable: "), out.get(0).deadLetter.reason);
+    assertEquals("invalid: protocol UDP is not correlated", out.get(1).deadLetter.reason);
+    assertEquals("invalid: port 70000 out of range", out.get(2).deadLetter.reason);
+    assertEquals("invalid: tombstone without key", out.get(3).deadLetter.reason);
+    assertEquals(3, out.get(3).deadLetter.offset);
+  }
+
+  static byte[] bytes(ServiceMapping m) throws Exception {
+    ByteBuffer b = ServiceMapping.getEncoder().encode(m);
+    byte[] bytes = new byte[b.remaining()];
+    b.get(bytes);
+    return bytes;
   }
 }
