@@ -91,21 +91,41 @@ class FailureRecoveryIT {
     List<ConnectionEvent> before = generate("outage", 0, 100, expected);
     Map<String, List<Long>> beforeEdges = new TreeMap<>(expected.edges);
     List<ConnectionEvent> during = generate("outage", 100, 100, expected);
+    // The window metrics go through a sink of their own (same writer): host-o's HOST samples, window
+    // W0 = [T, T+10 s) before the outage (2 x 1 CPU s: 0.2 cores), W1 = [T+10 s, T+20 s) during it
+    // (2 x 2 CPU s: 0.4 cores), and one at T+26 s that closes W1.
+    String res = topic + ".res";
+    stack.kafka.createTopic(res, 1);
+    long t = ResourceMetricsIT.T0;
+    long s1 = ResourceMetricsIT.S;
     JobClient job = start(topic, "recovery-outage", s -> s.map(new Count()).name("count"));
     try {
       produce(topic, before);
+      stack.produce(List.of(hostSample(res, t + 5 * s1, s1), hostSample(res, t + 10 * s1, s1),
+          hostSample(res, t + 16 * s1, 0)));
       stack.await(() -> edges("outage").equals(beforeEdges), () -> "first half in the graph: " + edges("outage"));
+      stack.await(() -> stack.single("MATCH (h:Host {id: 'host-o'}) RETURN coalesce(max(h.metricsWindowEndNs), 0)",
+          Map.of()).get(0).asLong() == t + 10 * s1, "W0 of host-o in the graph");
 
       long retriesBefore = Neo4jSinkWriter.UNAVAILABLE_RETRIES.get();
       long seenBefore = Count.SEEN.get();
       int port = stack.stopNeo4j();
       produce(topic, during);
+      stack.produce(List.of(hostSample(res, t + 17 * s1, 2 * s1), hostSample(res, t + 20 * s1, 2 * s1),
+          hostSample(res, t + 26 * s1, 0)));
       stack.await(() -> Count.SEEN.get() >= seenBefore + during.size(), "job consumed the second half");
       stack.await(() -> Neo4jSinkWriter.UNAVAILABLE_RETRIES.get() > retriesBefore, "sink retrying");
       stack.startNeo4jAgain(port);
 
       stack.await(() -> edges("outage").equals(expected.edges), () -> "exact totals after the outage: expected "
           + expected.edges + "\nbut graph has " + edges("outage"));
+      // W1, written once Neo4j was back, with W0 kept in the node's history.
+      stack.await(() -> stack.single("MATCH (h:Host {id: 'host-o'}) RETURN coalesce(max(h.metricsWindowEndNs), 0)",
+          Map.of()).get(0).asLong() == t + 20 * s1, "W1 of host-o in the graph after the outage");
+      var host = stack.single("MATCH (h:Host {id: 'host-o'}) RETURN h", Map.of()).get(0);
+      assertEquals(0.4, host.get("cpuUsage").asDouble(), 1e-12);
+      assertEquals(List.of(t + 10 * s1, t + 20 * s1), host.get("historyWindowEndNs").asList(v -> v.asLong()));
+      assertEquals(List.of(0.2, 0.4), host.get("historyCpuUsage").asList(v -> v.asDouble()));
     } finally {
       job.cancel().get(1, TimeUnit.MINUTES);
     }
@@ -272,12 +292,21 @@ class FailureRecoveryIT {
     return out;
   }
 
+  /** A HOST sample of host-o ending at {@code endNs} (5 s interval), to the resources topic {@code res}. */
+  static ProducerRecord<String, byte[]> hostSample(String res, long endNs, long cpuNs) throws Exception {
+    return new ProducerRecord<>(res, 0, "host-o", ResourceMetricsIT.encode(
+        ResourceMetricsIT.sample(ResourceScope.HOST, "host-o", endNs, cpuNs, 10.0, true, 1, 1)));
+  }
+
   JobClient start(String topic, String group,
       java.util.function.UnaryOperator<org.apache.flink.streaming.api.datastream.DataStream<Observation>> tap)
       throws Exception {
     JobConfig c = stack.config(group);
     c.topic = topic;
     c.dlqTopic = topic + ".dlq";
+    c.resourcesTopic = topic + ".res";
+    c.metricsTopic = topic + ".metrics";
+    c.idlenessMs = 1000;
     c.parallelism = 2;
     c.checkpointIntervalMs = 300;
     c.neo4jDriverRetryMs = 500;
