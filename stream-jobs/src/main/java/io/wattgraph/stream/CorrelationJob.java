@@ -16,8 +16,7 @@ import java.util.regex.Pattern;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
-import org.apache.flink.streaming.api.functions.ProcessFunction;
-import org.apache.flink.util.Collector;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
@@ -100,7 +99,7 @@ public final class CorrelationJob {
     SingleOutputStreamOperator<Observation> decoded = env
         .fromSource(source.build(), WatermarkStrategy.noWatermarks(), "kafka: " + config.topic)
         .uid("kafka-connection-events")
-        .process(new SplitDeadLetters())
+        .process(new SplitDeadLetters<>(), TypeInformation.of(Observation.class))
         .uid("split-dead-letters")
         .name("split dead letters");
     SingleOutputStreamOperator<ServiceMappingUpdate> mappings = serviceMappings(env, config);
@@ -179,24 +178,10 @@ public final class CorrelationJob {
         .fromSource(mappingSource.build(), WatermarkStrategy.noWatermarks(), "kafka: " + config.serviceMappingsTopic)
         .uid("kafka-service-mappings")
         .setParallelism(1)
-        .process(new SplitMappings())
+        .process(new SplitDeadLetters<>(), TypeInformation.of(ServiceMappingUpdate.class))
         .uid("split-service-mappings")
         .name("split service mappings")
         .setParallelism(1);
-  }
-
-  /** Updates go on; dead letters to {@link SplitDeadLetters#DEAD_LETTERS}. */
-  static final class SplitMappings extends ProcessFunction<DecodedMapping, ServiceMappingUpdate> {
-    private static final long serialVersionUID = 1L;
-
-    @Override
-    public void processElement(DecodedMapping d, Context ctx, Collector<ServiceMappingUpdate> out) {
-      if (d.update != null) {
-        out.collect(d.update);
-      } else {
-        ctx.output(SplitDeadLetters.DEAD_LETTERS, d.deadLetter);
-      }
-    }
   }
 
   /** Creates the topic (default settings, one partition) unless it exists: bounded sources need it. */

@@ -1,7 +1,7 @@
 package io.wattgraph.stream;
 
 /** What the Kafka deserializer yields per record: an observation, or a dead letter. */
-public class Decoded {
+public class Decoded implements DecodedRecord<Observation> {
   public Observation observation;
   public DeadLetter deadLetter;
 
@@ -17,5 +17,15 @@ public class Decoded {
     Decoded d = new Decoded();
     d.deadLetter = l;
     return d;
+  }
+
+  @Override
+  public Observation value() {
+    return observation;
+  }
+
+  @Override
+  public DeadLetter deadLetter() {
+    return deadLetter;
   }
 }

@@ -1,7 +1,7 @@
 package io.wattgraph.stream;
 
 /** What the service-mapping deserializer yields per Kafka record: an update, or a dead letter. */
-public class DecodedMapping {
+public class DecodedMapping implements DecodedRecord<ServiceMappingUpdate> {
   public ServiceMappingUpdate update;
   public DeadLetter deadLetter;
 
@@ -17,5 +17,15 @@ public class DecodedMapping {
     DecodedMapping d = new DecodedMapping();
     d.deadLetter = l;
     return d;
+  }
+
+  @Override
+  public ServiceMappingUpdate value() {
+    return update;
+  }
+
+  @Override
+  public DeadLetter deadLetter() {
+    return deadLetter;
   }
 }

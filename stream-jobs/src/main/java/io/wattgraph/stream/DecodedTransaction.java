@@ -1,7 +1,7 @@
 package io.wattgraph.stream;
 
 /** What the TransactionStats deserializer yields per Kafka record: a valid record, or a dead letter. */
-public class DecodedTransaction {
+public class DecodedTransaction implements DecodedRecord<Transaction> {
   public Transaction transaction;
   public DeadLetter deadLetter;
 
@@ -22,5 +22,15 @@ public class DecodedTransaction {
   /** Event time in ms, for the watermark strategy (dead letters do not move it). */
   long eventTimeMs() {
     return transaction == null ? Long.MIN_VALUE : transaction.eventTimeMs();
+  }
+
+  @Override
+  public Transaction value() {
+    return transaction;
+  }
+
+  @Override
+  public DeadLetter deadLetter() {
+    return deadLetter;
   }
 }

@@ -1,5 +1,6 @@
 package io.wattgraph.stream;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.util.Optional;
 import org.apache.flink.core.fs.FileStatus;
@@ -36,11 +37,12 @@ final class LatestCheckpoint {
         if (!chk.isDir() || !name.matches("chk-\\d{1,18}")) {
           continue;
         }
-        Path metadata = new Path(chk.getPath(), METADATA);
-        if (!fs.exists(metadata)) {
+        long time;
+        try {
+          time = fs.getFileStatus(new Path(chk.getPath(), METADATA)).getModificationTime();
+        } catch (FileNotFoundException e) {
           continue; // in progress or aborted
         }
-        long time = fs.getFileStatus(metadata).getModificationTime();
         long n = Long.parseLong(name.substring(4));
         if (time > bestTime || (time == bestTime && n > bestN)) {
           best = chk.getPath();

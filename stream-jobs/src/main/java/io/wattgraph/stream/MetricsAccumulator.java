@@ -44,8 +44,6 @@ public class MetricsAccumulator {
    * interval end) and is skipped (transactions are deduplicated before the windows, SeenRecords).
    */
   public RecordIdSet sampleIds = new RecordIdSet();
-  /** Duplicate samples skipped. */
-  public int duplicates;
 
   public MetricsAccumulator() {}
 
@@ -72,7 +70,6 @@ public class MetricsAccumulator {
       return;
     }
     if (!sampleIds.add(in.recordId)) {
-      duplicates++;
       return;
     }
     if (in.intervalEndNs >= latestIntervalEndNs) {
@@ -130,7 +127,6 @@ public class MetricsAccumulator {
       return;
     }
     sampleIds.addAll(o.sampleIds);
-    duplicates += o.duplicates;
     tx.merge(o.tx);
     httpRoutes.merge(o.httpRoutes);
     if (level == null) {

@@ -73,11 +73,11 @@ final class SeenRecords implements java.io.Serializable {
       w.ids = Arrays.copyOf(w.ids, i + 1);
       w.starts[i] = start;
       w.ids[i] = new RecordIdSet();
-    } else if (w.ids[i].contains(recordId)) {
+    }
+    if (!w.ids[i].add(recordId)) {
       duplicates.inc();
       return false;
     }
-    w.ids[i].add(recordId);
     seen.update(w);
     return true;
   }

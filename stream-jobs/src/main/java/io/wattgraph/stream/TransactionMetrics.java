@@ -12,9 +12,7 @@ import org.apache.flink.streaming.api.datastream.BroadcastStream;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
-import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 
 /**
@@ -75,7 +73,7 @@ public final class TransactionMetrics {
   static Streams windows(DataStream<DecodedTransaction> decoded, DataStream<MetricInput> processSamples,
       DataStream<ServiceMappingUpdate> mappings, JobConfig config) {
     SingleOutputStreamOperator<Transaction> transactions = decoded
-        .process(new SplitTransactions())
+        .process(new SplitDeadLetters<>(), TypeInformation.of(Transaction.class))
         .uid("split-transaction-stats")
         .name("split transaction stats");
 
@@ -171,20 +169,6 @@ public final class TransactionMetrics {
 
   static KafkaSink<EdgeMetricsRow> edgeMetricsSink(JobConfig config) {
     return ExactlyOnceKafkaSink.of(config, new EdgeMetricsSerializer(config.edgeMetricsTopic), "edge-metrics");
-  }
-
-  /** Valid records go on; dead letters to {@link SplitDeadLetters#DEAD_LETTERS}. Timestamps pass through. */
-  static final class SplitTransactions extends ProcessFunction<DecodedTransaction, Transaction> {
-    private static final long serialVersionUID = 1L;
-
-    @Override
-    public void processElement(DecodedTransaction d, Context ctx, Collector<Transaction> out) {
-      if (d.transaction != null) {
-        out.collect(d.transaction);
-      } else {
-        ctx.output(SplitDeadLetters.DEAD_LETTERS, d.deadLetter);
-      }
-    }
   }
 
   static final class ByEntity implements KeySelector<MetricInput, String> {
