@@ -12,7 +12,7 @@ import java.nio.ByteBuffer;
 class TestVectorsTest extends SharedVectorsTest<ConnectionEvent> {
 
   TestVectorsTest() {
-    super("connection-event", 6, ConnectionEvent.getClassSchema());
+    super("connection-event", 7, ConnectionEvent.getClassSchema());
   }
 
   @Override
@@ -52,6 +52,7 @@ class TestVectorsTest extends SharedVectorsTest<ConnectionEvent> {
         .setBytesSent(e.get("bytesSent").asLong())
         .setBytesReceived(e.get("bytesReceived").asLong())
         .setNat(nat(e.get("nat")))
+        .setKeepProbability(e.has("keepProbability") ? e.get("keepProbability").asDouble() : 1.0)
         .build();
   }
 
