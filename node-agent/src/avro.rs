@@ -14,10 +14,11 @@ use crate::event::{Kind, NatTuple, Role};
 pub const SCHEMA_JSON: &str = include_str!("../../schemas/avro/ConnectionEvent.avsc");
 
 /// Field names in schema order; `encode` writes exactly this layout, checked at start-up.
-const FIELD_LAYOUT: [&str; 20] = [
+const FIELD_LAYOUT: [&str; 21] = [
     "kind", "hostId", "eventTimeNs", "localAddress", "localPort", "remoteAddress",
     "remotePort", "role", "pid", "tgid", "processStartTimeNs", "comm", "cmdline",
     "cgroupId", "containerId", "netnsInode", "socketCookie", "bytesSent", "bytesReceived", "nat",
+    "keepProbability",
 ];
 
 pub fn schema() -> &'static Schema {
@@ -32,7 +33,7 @@ pub fn fingerprint() -> [u8; 8] {
 }
 
 /// One ConnectionEvent, borrowing its strings so encoding needs no allocation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EventRecord<'a> {
     pub kind: Kind,
     pub host_id: &'a str,
@@ -54,10 +55,12 @@ pub struct EventRecord<'a> {
     pub bytes_sent: i64,
     pub bytes_received: i64,
     pub nat: Option<NatTuple>,
+    /// Share of its domain's connections load shedding kept (1.0: not sampled).
+    pub keep_probability: f64,
 }
 
 /// Owned form, for decoding and tests.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OwnedEventRecord {
     pub kind: Kind,
     pub host_id: String,
@@ -79,6 +82,8 @@ pub struct OwnedEventRecord {
     pub bytes_sent: i64,
     pub bytes_received: i64,
     pub nat: Option<NatTuple>,
+    /// Share of its domain's connections load shedding kept (1.0: not sampled).
+    pub keep_probability: f64,
 }
 
 impl OwnedEventRecord {
@@ -104,6 +109,7 @@ impl OwnedEventRecord {
             bytes_sent: self.bytes_sent,
             bytes_received: self.bytes_received,
             nat: self.nat,
+            keep_probability: self.keep_probability,
         }
     }
 }
@@ -147,6 +153,7 @@ impl Encoder {
         write_long(out, e.bytes_sent);
         write_long(out, e.bytes_received);
         write_opt_nat(out, e.nat.as_ref());
+        write_double(out, e.keep_probability);
     }
 }
 
@@ -189,6 +196,10 @@ pub(crate) fn write_long(out: &mut Vec<u8>, v: i64) {
         z >>= 7;
     }
     out.push(z as u8);
+}
+
+pub(crate) fn write_double(out: &mut Vec<u8>, v: f64) {
+    out.extend_from_slice(&v.to_le_bytes());
 }
 
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
@@ -249,6 +260,7 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedEventRecord> {
         bytes_sent: f.long("bytesSent")?,
         bytes_received: f.long("bytesReceived")?,
         nat: f.opt_nat("nat")?,
+        keep_probability: f.double("keepProbability")?,
     })
 }
 
@@ -427,6 +439,7 @@ pub fn to_value(e: &EventRecord<'_>) -> Value {
         ("bytesSent".into(), Value::Long(e.bytes_sent)),
         ("bytesReceived".into(), Value::Long(e.bytes_received)),
         ("nat".into(), nat_value(e.nat.as_ref())),
+        ("keepProbability".into(), Value::Double(e.keep_probability)),
     ])
 }
 
@@ -463,6 +476,7 @@ mod tests {
                 remote_addr: addr16_from_ip("2001:db8::2".parse().unwrap()),
                 remote_port: if i == 9 { 65535 } else { 8080 },
             }),
+            keep_probability: [1.0, 0.25, 0.0, 1.0 / 3.0][(i % 4) as usize],
         }
     }
 

@@ -55,7 +55,8 @@ struct RawEvent {
     comm: [u8; 16],
     kind: u8,
     role: u8,
-    _pad: [u8; 6],
+    _pad: [u8; 2],
+    keep: u32,
 }
 const _: () = assert!(size_of::<RawEvent>() == 120);
 
@@ -421,15 +422,17 @@ impl Dispatcher {
         role
     }
 
-    fn dispatch(&mut self, ev: ConnEvent) {
+    fn dispatch(&mut self, mut ev: ConnEvent) {
         if let Some(sh) = self.shed.as_mut() {
             if ev.kind == Kind::Opened {
                 sh.opened_read += 1;
             }
             if let Some(u) = sh.user.as_mut() {
                 let d = sh.ctrl.domain_of(ev.tgid, ev.cgroup_id);
-                if !u.admit(ev.kind, ev.cookie, d, (ev.bytes_sent, ev.bytes_recv)) {
-                    return;
+                let hash = crate::shedding::connection_hash(ev.role, (&ev.local_addr, ev.local_port), (&ev.remote_addr, ev.remote_port));
+                match u.admit(ev.kind, ev.cookie, d, (ev.bytes_sent, ev.bytes_recv), hash) {
+                    Some(keep) => ev.keep = keep,
+                    None => return,
                 }
             }
             if ev.kind == Kind::Opened {
@@ -457,7 +460,6 @@ impl Dispatcher {
                 self.last.remove(&ev.cookie);
             }
         }
-        let mut ev = ev;
         if ev.role == Role::Unknown {
             ev.role = self.decide_role(&ev);
         }
@@ -505,6 +507,7 @@ fn decode_raw(data: &[u8]) -> Option<ConnEvent> {
         remote_port: r.rport,
         comm: r.comm,
         nat: None,
+        keep: r.keep,
     })
 }
 
@@ -540,6 +543,7 @@ fn from_sock_info(si: &types::sock_info, kind: Kind, now: u64) -> Option<ConnEve
         remote_port: si.rport,
         comm: si.comm.map(|c| c as u8),
         nat: None,
+        keep: si.keep,
     })
 }
 
@@ -840,10 +844,7 @@ fn keep_fixed(keep: f64) -> u32 {
 }
 
 fn shed_set_kernel(skel: &ConnectionsSkel<'_>, domain: Domain, keep: f64) {
-    use std::hash::{BuildHasher, Hasher};
-    // A random phase for the kernel's systematic sampling (struct shed_keep_val).
-    let phase = std::collections::hash_map::RandomState::new().build_hasher().finish() & u64::from(crate::shedding::KEEP_ONE - 1);
-    let val = types::shed_keep_val { keep: keep_fixed(keep), seq: phase, ..Default::default() };
+    let val = types::shed_keep_val { keep: keep_fixed(keep), ..Default::default() };
     if let Err(e) = skel.maps.shed_keep.update(&domain.to_ne_bytes(), pod_bytes(&val), MapFlags::ANY) {
         log::warn!("shedding: cannot write keep fraction of domain {domain}: {e}");
     }

@@ -69,7 +69,13 @@ pub struct ConnEvent {
     pub comm: [u8; 16],
     /// The connection past this host's NAT, on the socket that dialled it (`crate::conntrack`).
     pub nat: Option<NatTuple>,
+    /// Share of its domain's connections load shedding kept when this one was decided, fixed
+    /// point (`KEEP_ONE`: not sampled; 0: shed, reported for its traffic).
+    pub keep: u32,
 }
+
+/// Fixed point of keep fractions (`SHED_KEEP_ONE` in connections.h).
+pub const KEEP_ONE: u32 = 1 << 24;
 
 /// A connection as its peer sees it past the NAT this host's kernel applied (conntrack's reply
 /// tuple, reversed): local after SNAT, remote after DNAT.
@@ -94,6 +100,15 @@ pub fn past_nat(nat: Option<&NatTuple>, local: Endpoint, remote: Endpoint) -> (E
 }
 
 impl ConnEvent {
+    /// `keep` as ConnectionEvent.keepProbability.
+    pub fn keep_probability(&self) -> f64 {
+        if self.keep >= KEEP_ONE {
+            1.0
+        } else {
+            f64::from(self.keep) / f64::from(KEEP_ONE)
+        }
+    }
+
     /// The endpoints correlation uses: past the NAT when there was one.
     pub fn key_endpoints(&self) -> (Endpoint, Endpoint) {
         past_nat(self.nat.as_ref(), (self.local_addr, self.local_port), (self.remote_addr, self.remote_port))

@@ -58,6 +58,7 @@ impl Pipeline {
             bytes_sent: ev.bytes_sent as i64,
             bytes_received: ev.bytes_recv as i64,
             nat: ev.nat,
+            keep_probability: ev.keep_probability(),
         };
         encoder.encode(&rec, payload);
         let ((la, lp), (ra, rp)) = ev.key_endpoints();
@@ -96,6 +97,7 @@ mod tests {
             remote_port: 50000,
             comm,
             nat: None,
+            keep: crate::event::KEEP_ONE / 4,
         };
         let (key, payload) = p.process(&ev);
         assert_eq!(std::str::from_utf8(key).unwrap(), "[::1]:50000>127.0.0.1:8080");
@@ -105,6 +107,7 @@ mod tests {
         assert_eq!((d.kind, d.role, d.comm.as_str()), (Kind::Closed, Role::Server, "test"));
         assert_eq!((d.bytes_sent, d.bytes_received, d.socket_cookie, d.netns_inode), (10, 20, 42, 4026531840));
         assert_eq!((d.local_port, d.remote_port, d.tgid), (8080, 50000, me as i32));
+        assert_eq!(d.keep_probability, 0.25);
         assert!(d.cmdline.is_some(), "own cmdline readable (start time 0 skips the reuse guard)");
     }
 }

@@ -8,7 +8,7 @@ use apache_avro::types::Value;
 use apache_avro::Schema;
 
 use crate::pod_metadata::PodFields;
-use crate::avro::{decode_datum, single_object_header, write_long, write_opt_str, write_str, RecordFields};
+use crate::avro::{decode_datum, single_object_header, write_double, write_long, write_opt_str, write_str, RecordFields};
 use crate::cgroup::Runtime;
 use crate::power::PowerSource;
 
@@ -114,10 +114,6 @@ fn write_opt_long(out: &mut Vec<u8>, v: Option<i64>) {
             write_long(out, x);
         }
     }
-}
-
-fn write_double(out: &mut Vec<u8>, v: f64) {
-    out.extend_from_slice(&v.to_le_bytes());
 }
 
 fn write_opt_double(out: &mut Vec<u8>, v: Option<f64>) {

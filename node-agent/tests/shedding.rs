@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wattgraph_agent::capture::{CaptureHandle, CaptureOptions};
-use wattgraph_agent::event::{ConnEvent, Kind};
-use wattgraph_agent::shedding::{Control, PolicyKind, ShedCount, ShedMode, ShedOptions, DOMAIN_DEFAULT};
+use wattgraph_agent::event::{ConnEvent, Kind, Role, KEEP_ONE};
+use wattgraph_agent::shedding::{connection_hash, Control, PolicyKind, ShedCount, ShedMode, ShedOptions, DOMAIN_DEFAULT};
 
 fn start(opts: CaptureOptions) -> Option<CaptureHandle> {
     common::start_capture(opts)
@@ -166,9 +166,8 @@ fn kernel_keep_map_is_honoured_per_process() {
     assert_eq!(cb.shed, 0, "keep 1: nothing shed");
     assert_eq!(cb.kept, N as u64, "keep 1: every connection kept: {cb:?}");
     assert_eq!(cc.kept + cc.shed, 4 * N as u64, "keep 0.5: dropped + kept = N: {cc:?}");
-    // Systematic, not random, sampling (struct shed_keep_val): of n connections floor(n/2) or
-    // ceil(n/2) are kept whatever the phase, so exactly half of 4N.
-    assert_eq!(cc.kept, 2 * N as u64, "keep 0.5 keeps exactly half: {cc:?}");
+    // Sampled by the hash of the client endpoint (struct shed_keep_val): some of both.
+    assert!(cc.kept > 0 && cc.shed > 0, "keep 0.5 keeps some and sheds some: {cc:?}");
     // Shed connections had no payload: nothing to count as unreported bytes.
     assert_eq!((ca.shed_bytes_sent, ca.shed_bytes_recv), (0, 0));
 
@@ -182,6 +181,51 @@ fn kernel_keep_map_is_honoured_per_process() {
         assert_eq!(n_kind(v, Kind::Closed), kept, "a CLOSED per kept connection");
     }
     assert!(of(a).is_empty(), "shed process: no event at all");
+    let half = KEEP_ONE / 2;
+    for e in &ec {
+        assert_eq!(e.keep, half, "a sampled connection's events carry its keep fraction: {e:?}");
+        assert!(connection_hash(e.role, (&e.local_addr, e.local_port), (&e.remote_addr, e.remote_port)) < half, "kept by its hash: {e:?}");
+    }
+    assert!(eb.iter().all(|e| e.keep == KEEP_ONE), "a domain kept whole is not sampled");
+    drop(sink);
+}
+
+#[test]
+fn both_ends_of_a_connection_keep_it_or_shed_it_together() {
+    // Every domain (the connector's client ends and the sink's server ends) at 0.3: the
+    // two ends of each connection decide alike, so the job can pair what was kept.
+    let Some(h) = start(opts(ShedMode::Kernel, Control::Manual)) else { return };
+    let sink = Sink::new();
+    const N: usize = 200;
+    let mut conn = connector(sink.port, N);
+    let c = conn.id();
+    h.shed_set_keep(DOMAIN_DEFAULT, 0.3);
+    let _ = h.shed_counts();
+    go(&mut conn);
+    finish(conn);
+    let cc = counts_of(&h, c.into(), N as u64);
+    let cs = counts_of(&h, 0, N as u64);
+    let mut all = collect(&h, &[(c, cc.kept as usize, cc.kept as usize), (0, cs.kept as usize, cs.kept as usize)]);
+    all.extend(h.stop_and_drain());
+    assert_eq!(cc.kept + cc.shed, N as u64, "{cc:?}");
+    assert!(cc.kept > 0 && cc.shed > 0, "0.3 keeps some and sheds some: {cc:?}");
+    let keep = (0.3 * f64::from(KEEP_ONE)).round() as u32;
+    let opened = |t: u32, port_of: fn(&ConnEvent) -> u16| {
+        let mut v: Vec<u16> = all.iter().filter(|e| e.tgid == t && e.kind == Kind::Opened).map(port_of).collect();
+        v.sort_unstable();
+        v
+    };
+    let client_ports = opened(c, |e| e.local_port);
+    // The sink reads nothing, so its ends are decided at their close, without a task (tgid 0).
+    let server_end = |e: &&ConnEvent| e.role == Role::Server && e.local_port == sink.port;
+    let server_seen = all.iter().filter(server_end).filter(|e| e.kind == Kind::Opened);
+    let mut server_ports: Vec<u16> = server_seen.map(|e| e.remote_port).collect();
+    server_ports.sort_unstable();
+    assert_eq!(client_ports.len() as u64, cc.kept, "an OPENED per kept client end");
+    assert_eq!(client_ports, server_ports, "the server kept exactly the connections the client kept");
+    for e in all.iter().filter(|e| e.tgid == c || server_end(e)) {
+        assert_eq!(e.keep, keep, "events carry the keep fraction of the decision: {e:?}");
+    }
     drop(sink);
 }
 
@@ -289,6 +333,7 @@ fn shed_connections_report_only_once_heavy_and_their_bytes_are_counted() {
     let closed: Vec<&&ConnEvent> = mine.iter().filter(|e| e.kind == Kind::Closed).collect();
     assert_eq!(closed.len(), 2, "only the heavy connections close visibly: {mine:?}");
     assert!(closed.iter().all(|e| e.bytes_sent == 10_000), "{closed:?}");
+    assert!(mine.iter().all(|e| e.keep == 0), "shed, reported for its traffic: stands for no connection: {mine:?}");
     assert!(mine.iter().filter(|e| e.kind == Kind::Snapshot).count() >= 2);
     drop(sink);
 }

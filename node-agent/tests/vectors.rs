@@ -37,6 +37,7 @@ fn to_record(ev: &Value) -> OwnedEventRecord {
         bytes_sent: l("bytesSent"),
         bytes_received: l("bytesReceived"),
         nat: common::nat_of(ev),
+        keep_probability: ev.get("keepProbability").map_or(1.0, |v| v.as_f64().expect("keepProbability not a double")),
     }
 }
 
@@ -44,7 +45,7 @@ fn to_record(ev: &Value) -> OwnedEventRecord {
 fn shared_vectors_encode_and_decode() {
     let enc = Encoder::new().unwrap();
     let mut buf = Vec::new();
-    common::check_vectors("connection-event", 1, to_record, |r| {
+    common::check_vectors("connection-event", 7, to_record, |r| {
         enc.encode(&r.as_ref(), &mut buf);
         buf.clone()
     }, decode_single_object);

@@ -293,8 +293,8 @@ static __always_inline void emit(struct sock_info *si, __u8 kind, __u64 now)
 	__builtin_memcpy(e->comm, si->comm, 16);
 	e->kind = kind;
 	e->role = si->role;
-	e->_pad[0] = 0; e->_pad[1] = 0; e->_pad[2] = 0;
-	e->_pad[3] = 0; e->_pad[4] = 0; e->_pad[5] = 0;
+	e->_pad[0] = 0; e->_pad[1] = 0;
+	e->keep = si->keep;
 	__u64 waiting = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
 	bpf_ringbuf_submit(e, waiting >= EVENTS_WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	si->reported_sent = si->bytes_sent;
@@ -333,12 +333,11 @@ static __attribute__((noinline)) int shed_decide(struct sock_info *si, __u64 now
 		keep = bpf_map_lookup_elem(&shed_keep, &dom);
 	if (!keep)
 		keep = bpf_map_lookup_elem(&shed_keep, &def);
-	__u64 k = keep ? keep->keep : SHED_KEEP_ONE;
-	int admit = 1;
-	if (keep && k < SHED_KEEP_ONE) {
-		__u64 n = __sync_fetch_and_add(&keep->seq, 1);
-		admit = ((n + 1) * k) >> SHED_KEEP_SHIFT != (n * k) >> SHED_KEEP_SHIFT;
-	}
+	__u32 k = keep ? keep->keep : SHED_KEEP_ONE;
+	if (k > SHED_KEEP_ONE)
+		k = SHED_KEEP_ONE;
+	int admit = k == SHED_KEEP_ONE ||
+		    shed_conn_hash(si->role, si->laddr, si->lport, si->raddr, si->rport) < k;
 	struct shed_count *c = shed_counter(dom);
 	if (c) {
 		if (admit)
@@ -346,6 +345,7 @@ static __attribute__((noinline)) int shed_decide(struct sock_info *si, __u64 now
 		else
 			__sync_fetch_and_add(&c->shed, 1);
 	}
+	si->keep = admit ? k : 0;
 	if (!admit) {
 		si->shed = SHED_UNREPORTED;
 		// As if reported now: the time rule of SNAPSHOT starts from here, not from 0.
@@ -593,6 +593,7 @@ static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie
 	si->netns = ns;
 	si->role = role;
 	si->open_ns = open_ns;
+	si->keep = SHED_KEEP_ONE;
 	fill_tuple(si, sk);
 	// NOEXIST: another CPU may have created it meanwhile; keep that one (and count once).
 	long err = bpf_map_update_elem(&socks, &cookie, si, BPF_NOEXIST);

@@ -48,6 +48,10 @@ struct sock_info {
 	__u8 txn_phase;    /* enum txn_phase */
 	__u8 shed;         /* enum shed_state: lifecycle events shed by the load shedder */
 	__u8 _pad[2];
+	/* The keep fraction its events report (ConnectionEvent.keepProbability, fixed point):
+	 * SHED_KEEP_ONE unless sampled; 0 for a shed connection reported for its traffic. */
+	__u32 keep;
+	__u32 _pad2;
 	/* Transaction state: client: first byte of the current request sent;
 	 * server: unused (0). */
 	__u64 txn_start_ns;
@@ -116,14 +120,12 @@ enum shed_state { SHED_NO = 0, SHED_UNREPORTED = 1, SHED_REPORTED = 2 };
 /* Keep fractions are fixed point: SHED_KEEP_ONE = keep everything, 0 = keep nothing. */
 #define SHED_KEEP_SHIFT 24
 #define SHED_KEEP_ONE (1U << SHED_KEEP_SHIFT)
-/* Value of shed_keep. Decisions are systematic, not random: the n-th connection of a domain is
- * kept when floor((n+1)k) > floor(nk) (k = keep / SHED_KEEP_ONE), so of n connections exactly
- * floor(nk) or ceil(nk) are kept and the agent's load follows its budget without binomial noise.
- * User space sets seq to a random phase with each write, so no arrival pattern aliases. */
+/* Value of shed_keep. A connection is kept when shed_conn_hash < keep: a hash of its client
+ * endpoint, which the agents on both of its hosts compute alike, so that both keep it whenever
+ * both keep at least that share (the job pairs the ends and rescales by the smaller share). */
 struct shed_keep_val {
 	__u32 keep;
 	__u32 _pad;
-	__u64 seq;
 };
 #define SHED_DOMAINS 4096
 /* shed_keep: the fraction for every domain without its own entry. */
@@ -156,8 +158,51 @@ struct conn_event {
 	char comm[16];
 	__u8 kind;
 	__u8 role;
-	__u8 _pad[6];
+	__u8 _pad[2];
+	__u32 keep;        /* sock_info.keep */
 };
+
+// Sampling hash of a connection for load shedding, in [0, SHED_KEEP_ONE): murmur3 (32-bit) of
+// its client endpoint, which both hosts see alike where no NAT rewrote it (the server sees the
+// client's own address and port). A socket whose role is unknown takes the endpoint with the
+// higher port (the ephemeral one, as a rule); on equal ports the two endpoints' hashes combined.
+// Mirrored by shedding::sample_hash (tests/shedding_hash.rs compiles this natively and compares).
+static inline __u32 shed_rotl(__u32 x, int r)
+{
+	return (x << r) | (x >> (32 - r));
+}
+
+static inline __u32 shed_hash(const __u8 *addr, __u16 port)
+{
+	__u32 h = 0x5748u ^ port; /* seed: "WH", then the port */
+	for (int i = 0; i < 16; i += 4) {
+		__u32 k = (__u32)addr[i] | (__u32)addr[i + 1] << 8 | (__u32)addr[i + 2] << 16 | (__u32)addr[i + 3] << 24;
+		k *= 0xcc9e2d51u;
+		k = shed_rotl(k, 15);
+		k *= 0x1b873593u;
+		h ^= k;
+		h = shed_rotl(h, 13);
+		h = h * 5 + 0xe6546b64u;
+	}
+	h ^= 18;
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h & (SHED_KEEP_ONE - 1);
+}
+
+static inline __u32 shed_conn_hash(__u8 role, const __u8 *laddr, __u16 lport, const __u8 *raddr, __u16 rport)
+{
+	if (role == ROLE_CLIENT)
+		return shed_hash(laddr, lport);
+	if (role == ROLE_SERVER)
+		return shed_hash(raddr, rport);
+	if (lport != rport)
+		return lport > rport ? shed_hash(laddr, lport) : shed_hash(raddr, rport);
+	return shed_hash(laddr, lport) ^ shed_hash(raddr, rport);
+}
 
 // Log-linear bucket of a duration in ns (mirrored by transactions::bucket_of; the
 // agent's tests compile this function natively and compare, tests/transaction_vectors.rs):

@@ -19,7 +19,7 @@ use super::IntervalStats;
 use crate::pod_metadata::{PodDirectory, PodMeta};
 
 /// Fixed point of keep fractions in the kernel map (`SHED_KEEP_ONE` in connections.h).
-pub const KEEP_ONE: u32 = 1 << 24;
+pub const KEEP_ONE: u32 = crate::event::KEEP_ONE;
 /// Key of the kernel keep map holding the fraction of every domain without its own entry.
 pub const DOMAIN_DEFAULT: Domain = u64::MAX;
 /// Key of the kernel counters that found the map full, and of every count in kernel-drop mode.
@@ -576,9 +576,9 @@ fn label(d: Domain, name: &str, by_cgroup: bool) -> String {
     }
 }
 
-/// `--shed-mode user`: the same per-connection decision as the kernel's, taken after the
-/// event was read from the ring buffer (the paper's LS filter). Deterministic per domain
-/// (`ShedFilter`: exactly ⌊n·p⌋ or ⌈n·p⌉ of n connections kept).
+/// `--shed-mode user`: the same per-connection decision as the kernel's (a connection is kept
+/// when its sampling hash is below its domain's keep fraction), taken after the event was read
+/// from the ring buffer (the paper's LS filter).
 #[derive(Debug, Default)]
 pub struct UserShed {
     filter: super::ShedFilter,
@@ -586,6 +586,8 @@ pub struct UserShed {
     counts: HashMap<Domain, ShedCount>,
     /// Shed connections still open: cookie -> (domain, reported by a SNAPSHOT since).
     shed_open: HashMap<u64, (Domain, bool)>,
+    /// Sampled connections kept and still open: cookie -> keep fraction they were kept at.
+    sampled_open: HashMap<u64, u32>,
 }
 
 impl UserShed {
@@ -595,35 +597,43 @@ impl UserShed {
         self.filter.set_plan(&self.plan);
     }
 
-    /// Whether an event is delivered; `domain` as `ShedController::domain_of`.
-    pub fn admit(&mut self, kind: crate::event::Kind, cookie: u64, domain: Domain, bytes: (u64, u64)) -> bool {
+    /// Whether an event is delivered, and with which keep fraction (`ConnEvent::keep`: that of
+    /// its connection's decision); `domain` as `ShedController::domain_of`, `hash` as
+    /// `sampling::connection_hash`.
+    pub fn admit(&mut self, kind: crate::event::Kind, cookie: u64, domain: Domain, bytes: (u64, u64), hash: u32) -> Option<u32> {
         use crate::event::Kind;
         match kind {
             Kind::Opened => {
-                let keep = self.filter.admit(domain);
+                let (keep, at) = self.filter.admit(domain, hash);
                 let c = self.counts.entry(domain).or_default();
                 if keep {
                     c.kept += 1;
+                    if at < KEEP_ONE {
+                        self.sampled_open.insert(cookie, at);
+                    }
+                    Some(at)
                 } else {
                     c.shed += 1;
                     self.shed_open.insert(cookie, (domain, false));
+                    None
                 }
-                keep
             }
-            Kind::Snapshot => {
-                if let Some(e) = self.shed_open.get_mut(&cookie) {
+            Kind::Snapshot => match self.shed_open.get_mut(&cookie) {
+                Some(e) => {
                     e.1 = true; // reported from now on, as in the kernel
+                    Some(0)
                 }
-                true
-            }
+                None => Some(self.sampled_open.get(&cookie).copied().unwrap_or(KEEP_ONE)),
+            },
             Kind::Closed => match self.shed_open.remove(&cookie) {
                 Some((d, false)) => {
                     let c = self.counts.entry(d).or_default();
                     c.shed_bytes_sent += bytes.0;
                     c.shed_bytes_recv += bytes.1;
-                    false
+                    None
                 }
-                _ => true,
+                Some((_, true)) => Some(0),
+                None => Some(self.sampled_open.remove(&cookie).unwrap_or(KEEP_ONE)),
             },
         }
     }
@@ -641,6 +651,7 @@ impl UserShed {
     /// Forgets shed connections the kernel no longer tracks (bounded memory).
     pub fn retain_open(&mut self, live: impl Fn(u64) -> bool) {
         self.shed_open.retain(|c, _| live(*c));
+        self.sampled_open.retain(|c, _| live(*c));
     }
 }
 
@@ -670,6 +681,30 @@ mod tests {
             kept_all += kept;
         }
         kept_all
+    }
+
+    #[test]
+    fn user_mode_events_carry_the_keep_fraction_of_their_connections_decision() {
+        use crate::event::Kind;
+        let mut u = UserShed::default();
+        u.set_fractions([(7, 0.5)], 1.0);
+        let half = KEEP_ONE / 2;
+        // Kept (hash below half): every event of it says 0.5, until it closes.
+        assert_eq!(u.admit(Kind::Opened, 1, 7, (0, 0), half - 1), Some(half));
+        assert_eq!(u.admit(Kind::Snapshot, 1, 7, (10, 0), half - 1), Some(half));
+        assert_eq!(u.admit(Kind::Closed, 1, 7, (10, 5), half - 1), Some(half));
+        // Shed: nothing, unless its traffic got it reported (keep 0: stands for no connection).
+        assert_eq!(u.admit(Kind::Opened, 2, 7, (0, 0), half), None);
+        assert_eq!(u.admit(Kind::Snapshot, 2, 7, (1 << 20, 0), half), Some(0));
+        assert_eq!(u.admit(Kind::Closed, 2, 7, (1 << 20, 9), half), Some(0));
+        assert_eq!(u.admit(Kind::Opened, 3, 7, (0, 0), KEEP_ONE - 1), None);
+        assert_eq!(u.admit(Kind::Closed, 3, 7, (3, 4), KEEP_ONE - 1), None);
+        // A domain kept whole is not sampled.
+        assert_eq!(u.admit(Kind::Opened, 4, 8, (0, 0), KEEP_ONE - 1), Some(KEEP_ONE));
+        assert_eq!(u.admit(Kind::Closed, 4, 8, (0, 0), KEEP_ONE - 1), Some(KEEP_ONE));
+        let c = u.counts()[&7];
+        assert_eq!((c.kept, c.shed, c.shed_bytes_sent, c.shed_bytes_recv), (1, 2, 3, 4));
+        assert!(u.sampled_open.is_empty() && u.shed_open.is_empty(), "closed connections are forgotten");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The shedding filter: applies a plan event by event, counting per domain what it kept and
 //! what it dropped, so metrics built from the kept events are rescaled to estimates of totals.
 
-use super::{Domain, ShedPlan};
+use super::{kept, Domain, ShedPlan, KEEP_ONE};
 use std::collections::HashMap;
 
 /// What the filter saw of one domain in the current interval.
@@ -9,8 +9,6 @@ use std::collections::HashMap;
 pub struct DomainCounts {
     pub seen: u64,
     pub kept: u64,
-    /// Fractional keep credit: deterministic sampling keeps exactly ⌊seen·p⌋ or ⌈seen·p⌉ events.
-    credit_millionths: u64,
 }
 
 impl DomainCounts {
@@ -37,26 +35,26 @@ pub struct ShedFilter {
     counts: HashMap<Domain, DomainCounts>,
 }
 
-const ONE: u64 = 1_000_000;
-
 impl ShedFilter {
     pub fn set_plan(&mut self, plan: &ShedPlan) {
         self.plan.clone_from(plan);
     }
 
-    /// Whether to keep this event of `domain`; every call is counted.
-    pub fn admit(&mut self, domain: Domain) -> bool {
-        let keep = (self.plan.keep_probability(domain) * ONE as f64).round() as u64;
+    /// The fixed-point keep fraction of a domain under the current plan.
+    pub fn keep_of(&self, domain: Domain) -> u32 {
+        (self.plan.keep_probability(domain).clamp(0.0, 1.0) * f64::from(KEEP_ONE)).round() as u32
+    }
+
+    /// Whether to keep the connection of `domain` whose sampling hash is `hash`
+    /// (`sampling::connection_hash`), and the keep fraction it was decided at; every call is
+    /// counted.
+    pub fn admit(&mut self, domain: Domain, hash: u32) -> (bool, u32) {
+        let keep = self.keep_of(domain);
+        let admit = kept(hash, keep);
         let c = self.counts.entry(domain).or_default();
         c.seen += 1;
-        c.credit_millionths += keep;
-        if c.credit_millionths >= ONE {
-            c.credit_millionths -= ONE;
-            c.kept += 1;
-            true
-        } else {
-            false
-        }
+        c.kept += u64::from(admit);
+        (admit, keep)
     }
 
     pub fn counts(&self, domain: Domain) -> DomainCounts {
@@ -81,8 +79,8 @@ mod tests {
     #[test]
     fn nothing_planned_means_nothing_dropped_and_exact_metrics() {
         let mut f = ShedFilter::default();
-        for _ in 0..1000 {
-            assert!(f.admit(42));
+        for h in 0..1000 {
+            assert!(f.admit(42, h * 16_000).0);
         }
         let c = f.counts(42);
         assert_eq!((c.seen, c.kept, c.dropped()), (1000, 1000, 0));
@@ -90,36 +88,42 @@ mod tests {
     }
 
     #[test]
-    fn keeps_the_planned_share_and_rescales_counts_exactly() {
+    fn keeps_the_connections_hashed_below_the_planned_share_and_rescales() {
         let mut plan = ShedPlan::default();
         FairPolicy.plan(300.0, &[(1, 100.0), (2, 1000.0)], &mut plan); // keep 1.0 and 0.2
         let mut f = ShedFilter::default();
         f.set_plan(&plan);
+        assert_eq!(f.keep_of(2), KEEP_ONE / 5);
+        let client = crate::event::addr16_from_ip("10.0.0.7".parse().unwrap());
         let mut bytes_kept = 0.0;
-        for i in 0..1000u64 {
-            if f.admit(2) {
-                bytes_kept += (i % 7) as f64 + 100.0;
+        let mut expected_kept = 0;
+        for i in 0..1000u16 {
+            let h = super::super::endpoint_hash(&client, 40_000 + i);
+            let (admit, keep) = f.admit(2, h);
+            assert_eq!(keep, KEEP_ONE / 5);
+            assert_eq!(admit, h < KEEP_ONE / 5, "decided by the hash alone");
+            if admit {
+                expected_kept += 1;
+                bytes_kept += f64::from(i % 7) + 100.0;
             }
             if i < 100 {
-                assert!(f.admit(1));
+                assert_eq!(f.admit(1, h), (true, KEEP_ONE));
             }
         }
         let c = f.counts(2);
-        assert_eq!(c.seen, 1000);
-        assert_eq!(c.kept, 200);
-        // Counts are exact: kept + dropped = seen.
-        assert_eq!(c.kept + c.dropped(), 1000);
+        assert_eq!((c.seen, c.kept), (1000, expected_kept));
+        assert!((170..=230).contains(&c.kept), "about a fifth kept: {}", c.kept);
         let (estimate, rescaled) = c.rescale(bytes_kept);
         assert!(rescaled);
-        let truth: f64 = (0..1000u64).map(|i| (i % 7) as f64 + 100.0).sum();
+        let truth: f64 = (0..1000u16).map(|i| f64::from(i % 7) + 100.0).sum();
         assert!((estimate - truth).abs() / truth < 0.01, "estimate {estimate} truth {truth}");
         assert_eq!(f.counts(1).dropped(), 0);
     }
 
     #[test]
-    fn drain_resets_counts_but_not_credit() {
+    fn drain_resets_counts() {
         let mut f = ShedFilter::default();
-        f.admit(1);
+        f.admit(1, 0);
         let mut seen = Vec::new();
         f.drain_interval(|d, c| seen.push((d, c.seen)));
         assert_eq!(seen, vec![(1, 1)]);

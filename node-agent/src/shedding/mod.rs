@@ -13,6 +13,7 @@ mod kernel_drop;
 mod load_manager;
 mod metrics;
 mod policy;
+mod sampling;
 
 pub use controller::{
     priority_of, Control, DomainRow, PodKey, KeepUpdate, PolicyKind, ShedController, ShedCount, ShedMode, ShedOptions, ShedStats,
@@ -22,6 +23,7 @@ pub use filter::{DomainCounts, ShedFilter};
 pub use kernel_drop::KernelDropBaseline;
 pub use metrics::render_metrics;
 pub use load_manager::{IntervalStats, LoadManager};
+pub use sampling::{connection_hash, endpoint_hash, kept};
 pub use policy::{FairPolicy, PriorityPolicy, SheddingPolicy, ShedPlan};
 
 /// An accounting domain: a process (tgid) or a container (cgroup id), chosen by the caller.
