@@ -16,16 +16,19 @@ need_cmds() {
   done
 }
 
-# build_agent : AGENT as found, or the release build.
+# build_agent : the release build of the tree, brought up to date; another AGENT binary as found.
 build_agent() {
-  [ -x "$AGENT" ] || cargo build --release -p wattgraph-agent --manifest-path "$ROOT/Cargo.toml"
+  # The tree's own build is brought up to date (a no-op when it is); another binary is used as is.
+  if [ "$AGENT" = "$ROOT/target/release/wattgraph-agent" ] || [ ! -x "$AGENT" ]; then
+    cargo build --release -q -p wattgraph-agent --manifest-path "$ROOT/Cargo.toml"
+  fi
 }
 
 # build_example NAME PATH : the agent crate's example NAME (release) at PATH, built when missing
 # or older than its source or the agent's library (cargo puts it under CARGO_TARGET_DIR, default
 # ROOT/target).
 build_example() {
-  if [ ! -x "$2" ] || [ -n "$(find "$ROOT/node-agent/examples/$1.rs" "$ROOT/node-agent/src" "$ROOT/schemas/avro" -newer "$2" -print -quit)" ]; then
+  if [ ! -x "$2" ] || [ -n "$(find "$ROOT/node-agent/examples/$1.rs" "$ROOT/node-agent/examples/support" "$ROOT/node-agent/src" "$ROOT/schemas/avro" -newer "$2" -print -quit)" ]; then
     cargo build --release -q -p wattgraph-agent --example "$1" --manifest-path "$ROOT/Cargo.toml"
   fi
   [ -x "$2" ] || { echo "example $1 not found at $2" >&2; exit 1; }

@@ -13,15 +13,13 @@
 //! `# messages N undecodable M partitions P`.
 //! Bounded: gives up after TIMEOUT_S seconds (default 60) with what it has read (exit 3).
 //! Usage: txn_totals BROKERS TOPIC [TIMEOUT_S]
-use std::collections::{BTreeMap, HashSet};
-use std::time::{Duration, Instant};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
 use wattgraph_agent::transactions::{bucket_mid, decode_single_object, Histogram, TxnRole};
+
+#[path = "support/read_topic.rs"]
+mod read_topic;
 
 #[derive(Default)]
 struct Totals {
@@ -41,91 +39,35 @@ fn main() {
         std::process::exit(2);
     };
     let timeout = Duration::from_secs(args.get(3).and_then(|a| a.parse().ok()).unwrap_or(60));
-    let deadline = Instant::now() + timeout;
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "wattgraph-bench-txn-totals")
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "true")
-        .set("auto.offset.reset", "earliest")
-        .create()
-        .unwrap_or_else(|e| {
-            eprintln!("txn_totals: consumer: {e}");
-            std::process::exit(1);
-        });
-
-    // Every partition from the beginning; the topic may take a moment to show in the metadata.
-    let partitions = loop {
-        match consumer.fetch_metadata(Some(topic), Duration::from_secs(5)) {
-            Ok(md) => {
-                if let Some(t) = md.topics().iter().find(|t| t.name() == topic) {
-                    if t.error().is_none() && !t.partitions().is_empty() {
-                        break t.partitions().iter().map(|p| p.id()).collect::<Vec<i32>>();
-                    }
-                }
-            }
-            Err(e) => eprintln!("txn_totals: metadata: {e}"),
-        }
-        if Instant::now() >= deadline {
-            eprintln!("txn_totals: topic {topic} has no partitions after {timeout:?}");
-            println!("# messages 0 undecodable 0 partitions 0");
-            std::process::exit(3);
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    };
-    let mut tpl = TopicPartitionList::new();
-    for p in &partitions {
-        tpl.add_partition_offset(topic, *p, Offset::Beginning).expect("partition");
-    }
-    consumer.assign(&tpl).expect("assign");
-
     let mut totals: BTreeMap<(&'static str, i32), Totals> = BTreeMap::new();
-    let (mut messages, mut undecodable) = (0u64, 0u64);
-    let mut at_end: HashSet<i32> = HashSet::new();
-    let mut code = 0;
-    while at_end.len() < partitions.len() {
-        if Instant::now() >= deadline {
-            eprintln!("txn_totals: stopped after {timeout:?} with {} of {} partitions read to their end", at_end.len(), partitions.len());
-            code = 3;
-            break;
-        }
-        match consumer.poll(Duration::from_millis(500)) {
-            None => {}
-            Some(Err(KafkaError::PartitionEOF(p))) => {
-                at_end.insert(p);
-            }
-            Some(Err(e)) => eprintln!("txn_totals: {e}"),
-            Some(Ok(m)) => {
-                at_end.remove(&m.partition());
-                messages += 1;
-                let Some(payload) = m.payload() else {
-                    undecodable += 1;
-                    continue;
-                };
-                match decode_single_object(payload) {
-                    Ok(r) => {
-                        let role = if r.role == TxnRole::Client { "CLIENT" } else { "SERVER" };
-                        let t = totals.entry((role, r.tgid)).or_default();
-                        if t.comm.is_empty() {
-                            t.comm = if r.comm.is_empty() { "-".into() } else { r.comm.replace(char::is_whitespace, "_") };
-                        }
-                        t.records += 1;
-                        t.connections += r.connections;
-                        t.transactions += r.transactions;
-                        t.request_bytes += r.request_bytes;
-                        t.response_bytes += r.response_bytes;
-                        t.latency.merge(if r.role == TxnRole::Client { &r.client_rtt } else { &r.server_time });
-                    }
-                    Err(e) => {
-                        if undecodable == 0 {
-                            eprintln!("txn_totals: undecodable record: {e:#}");
-                        }
-                        undecodable += 1;
-                    }
+    let mut undecodable = 0u64;
+    let read = read_topic::read_topic("txn_totals", brokers, topic, timeout, |payload| {
+        let Some(payload) = payload else {
+            undecodable += 1;
+            return;
+        };
+        match decode_single_object(payload) {
+            Ok(r) => {
+                let role = if r.role == TxnRole::Client { "CLIENT" } else { "SERVER" };
+                let t = totals.entry((role, r.tgid)).or_default();
+                if t.comm.is_empty() {
+                    t.comm = if r.comm.is_empty() { "-".into() } else { r.comm.replace(char::is_whitespace, "_") };
                 }
+                t.records += 1;
+                t.connections += r.connections;
+                t.transactions += r.transactions;
+                t.request_bytes += r.request_bytes;
+                t.response_bytes += r.response_bytes;
+                t.latency.merge(if r.role == TxnRole::Client { &r.client_rtt } else { &r.server_time });
+            }
+            Err(e) => {
+                if undecodable == 0 {
+                    eprintln!("txn_totals: undecodable record: {e:#}");
+                }
+                undecodable += 1;
             }
         }
-    }
+    });
     let pct = |h: &Histogram, q: f64| h.percentile_bucket(q).map_or(0, bucket_mid);
     for ((role, tgid), t) in &totals {
         println!(
@@ -142,6 +84,6 @@ fn main() {
             pct(&t.latency, 0.99)
         );
     }
-    println!("# messages {messages} undecodable {undecodable} partitions {}", partitions.len());
-    std::process::exit(code);
+    println!("# messages {} undecodable {undecodable} partitions {}", read.messages, read.partitions);
+    std::process::exit(if read.complete { 0 } else { 3 });
 }
