@@ -233,6 +233,11 @@ pub struct Config {
     #[arg(long = "shed-interval-ms", default_value_t = 1000)]
     pub shed_interval_ms: u64,
 
+    /// Smallest share of a domain's connections the controller keeps (0..0.5): every
+    /// connection keeps a chance to be reported, so counts rescaled from events stay unbiased.
+    #[arg(long = "shed-min-keep", value_name = "FRACTION", default_value_t = 0.01)]
+    pub shed_min_keep: f64,
+
     /// Power capping from the budgets graph-service publishes: off (no consumer), dry-run
     /// (consume, compute and report the limits, write nothing) or on (write the RAPL package
     /// limits under --powercap-root).

@@ -25,7 +25,7 @@ fn opts(mode: ShedMode, control: Control) -> CaptureOptions {
         snapshot_interval: Duration::from_secs(600),
         ignore_self: false,
         map_entries: 8192,
-        shed: Some(ShedOptions { mode, control, by_cgroup: false, interval: Duration::from_millis(100) }),
+        shed: Some(ShedOptions { mode, control, by_cgroup: false, interval: Duration::from_millis(100), min_keep: 0.0 }),
         ..Default::default()
     }
 }

@@ -24,6 +24,9 @@ impl Config {
         if !(100..=60_000).contains(&self.shed_interval_ms) {
             return Err(format!("--shed-interval-ms '{}' must be between 100 and 60000", self.shed_interval_ms));
         }
+        if !(0.0..=0.5).contains(&self.shed_min_keep) {
+            return Err(format!("--shed-min-keep '{}' must be between 0 and 0.5", self.shed_min_keep));
+        }
         let mut priorities = Vec::new();
         for p in &self.shed_priority {
             let (name, level) = p.rsplit_once('=').ok_or_else(|| format!("--shed-priority '{p}' is not NAME=LEVEL"))?;
@@ -67,6 +70,7 @@ impl Config {
             control: Control::Auto { setpoint, policy, priorities },
             by_cgroup,
             interval: Duration::from_millis(self.shed_interval_ms),
+            min_keep: self.shed_min_keep,
         }))
     }
 }

@@ -93,6 +93,9 @@ pub struct ShedOptions {
     pub by_cgroup: bool,
     /// Length of a control interval.
     pub interval: std::time::Duration,
+    /// Floor of the keep fractions the Load Manager's policies plan (not kernel-drop's, nor
+    /// manual ones): a fraction of 0 leaves nothing that stands for a domain's connections.
+    pub min_keep: f64,
 }
 
 /// Cumulative counts of one domain (kernel `struct shed_count`, or the user-space filter).
@@ -415,7 +418,9 @@ impl ShedController {
                         PriorityPolicy::new(prio, 1).plan(budget, &self.rates, &mut self.plan);
                     }
                 }
-                self.default_keep = self.plan.keep_probability(DOMAIN_DEFAULT);
+                // Never below the floor: a domain kept at 0 would have no event to stand for it.
+                let floor = self.opts.min_keep;
+                self.default_keep = self.plan.keep_probability(DOMAIN_DEFAULT).max(floor);
                 // Active domains get (or keep) their own entry: planned ones their plan, new
                 // ones the default they were sampled with; idle ones fall back to the default.
                 for (&d, st) in self.domains.iter_mut() {
@@ -423,7 +428,7 @@ impl ShedController {
                         continue;
                     }
                     if st.idle == 0 {
-                        let k = if st.keep.is_some() { self.plan.keep_probability(d) } else { self.default_keep };
+                        let k = if st.keep.is_some() { self.plan.keep_probability(d).max(floor) } else { self.default_keep };
                         st.keep = Some(k);
                         update.set.push((d, k));
                     } else if st.keep.take().is_some() {
@@ -666,6 +671,7 @@ mod tests {
             control: Control::Auto { setpoint, policy, priorities },
             by_cgroup: false,
             interval: Duration::from_secs(1),
+            min_keep: 0.0,
         })
     }
 
@@ -788,6 +794,24 @@ mod tests {
         // Planned with the stalled rate, domain 1 would keep 4x its share (about 2.1x the
         // budget in all); planned with 12,500 (half way back), at most 1.6x its share.
         assert!(resumed <= 1_700, "kept {resumed} after the stall, {settled} before");
+    }
+
+    #[test]
+    fn a_setpoint_below_the_agents_floor_keeps_the_minimum_share_not_nothing() {
+        // 0.05 core of base load against a 0.03 set-point: no budget is ever enough. Without a
+        // floor the plan keeps nothing and no event stands for the domains' connections.
+        let stats = ShedStats::default();
+        for (floor, want) in [(0.0, 0.0), (0.01, 0.01)] {
+            let mut c = ctrl(ShedMode::Kernel, 0.03, PolicyKind::Fair, vec![]);
+            c.opts.min_keep = floor;
+            let mut counts = HashMap::new();
+            for _ in 0..30 {
+                let kept = arrive(&c, &mut counts, &[(1, 20_000), (2, 300)]);
+                c.tick(&counts, 0.05 + kept as f64 / 100_000.0, 0.0, &stats, |_| None);
+            }
+            assert_eq!(c.keep_of(1), want, "floor {floor}: the flood is kept at the floor");
+            assert!(c.keep_of(2) >= want, "floor {floor}: {}", c.keep_of(2));
+        }
     }
 
     #[test]
