@@ -94,6 +94,54 @@ class RecordSerializersTest {
         "rewritten by the state type");
   }
 
+  /**
+   * Observations wait in the VIP resolver's state. What the serializer wrote before keepProbability
+   * (snapshot and record saved from that build, 53b463a: layout 1, SimpleTypeSerializerSnapshot) is
+   * restored by migration, every observation as not sampled.
+   */
+  @Test
+  void observationStateOfLayout1RestoresAsNotSampled() throws Exception {
+    Observation expected = filled(Observation.class, false, 1);
+    expected.keepProbability = 1.0;
+    assertMigrates(ObservationSerializer.INSTANCE, "observation-layout1", Observation.class, expected);
+  }
+
+  /** ConnectionUpdates are in no state, but their layout is versioned the same way. */
+  @Test
+  void connectionUpdateOfLayout1ReadsAsWeighingOne() throws Exception {
+    ConnectionUpdate expected = filled(ConnectionUpdate.class, false, 1);
+    expected.type = ConnectionUpdate.Type.UPSERT;
+    expected.continuation = false;
+    expected.weight = 1.0;
+    assertMigrates(ConnectionUpdateSerializer.INSTANCE, "connection-update-layout1", ConnectionUpdate.class, expected);
+  }
+
+  @Test
+  void aSnapshotOfALaterLayoutIsRefusedNamingIt() throws Exception {
+    DataOutputSerializer out = new DataOutputSerializer(64);
+    out.writeUTF(ObservationSerializer.Snapshot.class.getName());
+    out.writeInt(new ObservationSerializer.Snapshot().getCurrentVersion() + 1);
+    IOException e = assertThrows(IOException.class, () -> TypeSerializerSnapshot.readVersionedSnapshot(
+        new DataInputDeserializer(out.getCopyOfBuffer()), getClass().getClassLoader()));
+    assertTrue(e.getMessage().contains("layout 3"), e.getMessage());
+  }
+
+  /** Reads a saved snapshot and record as Flink restores state: compatible after migration, then read by the old snapshot. */
+  private <T> T restored(TypeSerializer<T> now, String name) throws Exception {
+    TypeSerializerSnapshot<T> old = TypeSerializerSnapshot.readVersionedSnapshot(
+        new DataInputDeserializer(resource("/state/" + name + ".snapshot")), getClass().getClassLoader());
+    TypeSerializerSchemaCompatibility<T> compat = now.snapshotConfiguration().resolveSchemaCompatibility(old);
+    assertTrue(compat.isCompatibleAfterMigration(), name + ": " + compat);
+    T back = old.restoreSerializer().deserialize(new DataInputDeserializer(resource("/state/" + name + ".bin")));
+    DataOutputSerializer migrated = new DataOutputSerializer(256);
+    now.serialize(back, migrated);
+    return now.deserialize(new DataInputDeserializer(migrated.getCopyOfBuffer()));
+  }
+
+  private <T> void assertMigrates(TypeSerializer<T> now, String name, Class<T> type, T expected) throws Exception {
+    assertSameFields(type, expected, restored(now, name), name + " restored and rewritten");
+  }
+
   private static byte[] resource(String name) throws IOException {
     try (var in = RecordSerializersTest.class.getResourceAsStream(name)) {
       assertNotNull(in, name);
