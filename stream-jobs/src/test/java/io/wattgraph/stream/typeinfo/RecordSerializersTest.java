@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.wattgraph.stream.ConnectionState;
+import io.wattgraph.stream.ConnectionStats;
 import io.wattgraph.stream.ConnectionUpdate;
 import io.wattgraph.stream.EdgeInput;
 import io.wattgraph.stream.EdgeTotals;
@@ -17,6 +19,7 @@ import io.wattgraph.stream.LatencyHistogram;
 import io.wattgraph.stream.MetricInput;
 import io.wattgraph.stream.Observation;
 import io.wattgraph.stream.PodMetadata;
+import io.wattgraph.stream.Side;
 import io.wattgraph.stream.Transaction;
 import io.wattgraph.stream.TransactionTotals;
 import java.io.IOException;
@@ -124,6 +127,39 @@ class RecordSerializersTest {
     IOException e = assertThrows(IOException.class, () -> TypeSerializerSnapshot.readVersionedSnapshot(
         new DataInputDeserializer(out.getCopyOfBuffer()), getClass().getClassLoader()));
     assertTrue(e.getMessage().contains("layout 3"), e.getMessage());
+  }
+
+  /**
+   * The correlator's and edge aggregator's state types are POJOs: state written before the
+   * sampling fields (53b463a) restores with them at the values that mean "not sampled", which is
+   * what every connection was then: a side kept with 1, a connection counted with weight 1, an edge
+   * whose estimate is its count.
+   */
+  @Test
+  void correlatorAndEdgeStateWrittenBeforeSamplingRestoresAsNotSampled() throws Exception {
+    var config = new SerializerConfigImpl();
+    ConnectionState s = restored(TypeInformation.of(ConnectionState.class).createSerializer(config), "connection-state-pojo");
+    Side low = filled(Side.class, false, 1);
+    low.keepProbability = 1.0;
+    Side high = filled(Side.class, false, 2);
+    high.keepProbability = 1.0;
+    assertSameFields(Side.class, low, s.low, "low side");
+    assertSameFields(Side.class, high, s.high, "high side");
+    assertEquals(false, s.withheld);
+    assertEquals("10.0.0.1:40000|10.0.0.2:80@host-a/11", s.connectionId);
+    assertEquals(3000, s.horizonTimer);
+
+    EdgeTotals t = restored(TypeInformation.of(EdgeTotals.class).createSerializer(config), "edge-totals-pojo");
+    assertEquals(7, t.connections);
+    assertEquals(7.0, t.connectionsEstimated());
+    assertEquals(0, t.connectionsSampled);
+    assertEquals(1000, t.bytesClientToServer);
+    assertSameFields(GraphNode.class, filled(GraphNode.class, false, 3), t.client, "client");
+
+    ConnectionStats c = restored(TypeInformation.of(ConnectionStats.class).createSerializer(config), "connection-stats-pojo");
+    assertEquals(1.0, c.weight);
+    assertTrue(c.counted);
+    assertEquals(20, c.bytesServerToClient);
   }
 
   /** Reads a saved snapshot and record as Flink restores state: compatible after migration, then read by the old snapshot. */
