@@ -30,6 +30,8 @@ public class GraphAssembler {
                     longOrNull(row.talk(), "bytesClientToServer"),
                     longOrNull(row.talk(), "bytesServerToClient"),
                     longOrNull(row.talk(), "connections"),
+                    doubleOrNull(row.talk(), "connectionsEstimated"),
+                    longOrNull(row.talk(), "connectionsSampled"),
                     longOrNull(row.talk(), "firstSeenNs"),
                     longOrNull(row.talk(), "lastSeenNs")));
         }
@@ -53,6 +55,11 @@ public class GraphAssembler {
             properties.put(key, node.get(key).asObject());
         }
         return new GraphNode(id, kind, properties);
+    }
+
+    private static Double doubleOrNull(Entity entity, String key) {
+        Value value = entity.get(key);
+        return value.isNull() ? null : value.asDouble();
     }
 
     private static Long longOrNull(Entity entity, String key) {

@@ -37,10 +37,15 @@ class GraphApiTest {
     private static final String VISITOR = """
             {"id":"198.51.100.9","kind":"external","address":"198.51.100.9","port":null}""";
 
-    private static final String VISITOR_TO_NGINX = edge("198.51.100.9", "host-a/100/1000", 40, 4000, 1, 70, 80);
-    private static final String NGINX_TO_POSTGRES = edge("host-a/100/1000", "host-b/300/3000", 500, 7000, 1, 30, 40);
-    private static final String CURL_TO_NGINX = edge("host-a/200/2000", "host-a/100/1000", 100, 2000, 2, 10, 20);
-    private static final String POSTGRES_TO_WEB = edge("host-b/300/3000", "203.0.113.7:443", 10, 20, 3, 50, 60);
+    // Raw properties: null where the stream job wrote no estimate (edges before sampled connections).
+    private static final String VISITOR_TO_NGINX =
+            edge("198.51.100.9", "host-a/100/1000", 40, 4000, 1, null, null, 70, 80);
+    private static final String NGINX_TO_POSTGRES =
+            edge("host-a/100/1000", "host-b/300/3000", 500, 7000, 1, null, null, 30, 40);
+    private static final String CURL_TO_NGINX =
+            edge("host-a/200/2000", "host-a/100/1000", 100, 2000, 2, 5.0, 1L, 10, 20);
+    private static final String POSTGRES_TO_WEB =
+            edge("host-b/300/3000", "203.0.113.7:443", 10, 20, 3, null, null, 50, 60);
 
     @DynamicPropertySource
     static void neo4j(DynamicPropertyRegistry registry) {
@@ -156,11 +161,12 @@ class GraphApiTest {
     }
 
     private static String edge(String source, String target, long c2s, long s2c, long connections,
-                               long first, long last) {
+                               Double estimated, Long sampled, long first, long last) {
         return String.format("""
                 {"source":"%s","target":"%s","type":"TALKS_TO","bytesClientToServer":%d,
-                 "bytesServerToClient":%d,"connections":%d,"firstSeenNs":%d,"lastSeenNs":%d}""",
-                source, target, c2s, s2c, connections, first, last);
+                 "bytesServerToClient":%d,"connections":%d,"connectionsEstimated":%s,"connectionsSampled":%s,
+                 "firstSeenNs":%d,"lastSeenNs":%d}""",
+                source, target, c2s, s2c, connections, estimated, sampled, first, last);
     }
 
     private static String nodes(String... items) {

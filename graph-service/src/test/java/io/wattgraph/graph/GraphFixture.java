@@ -15,7 +15,8 @@ package io.wattgraph.graph;
  * time on nginx -> postgres and curl -> nginx (p90 only), server time percentiles and utilization on postgres;
  * HTTP routes (httpRoute* lists) on nginx (one CLIENT, three SERVER, one truncated) and postgres (one SERVER).
  * The stream job's window history (history* lists, NaN = unknown) on ctr-1 (four windows, a 6-core peak) and
- * host-a (two windows).
+ * host-a (two windows). The stream job's sampled-connection estimate on curl -> nginx (2 connections observed,
+ * one of them kept with probability 1/4: estimated 5, 1 sampled); the other edges were written without one.
  * </pre>
  */
 final class GraphFixture {
@@ -51,7 +52,7 @@ final class GraphFixture {
             CREATE (web:External {id: '203.0.113.7:443', address: '203.0.113.7', port: 443})
             CREATE (visitor:External {id: '198.51.100.9', address: '198.51.100.9'})
             CREATE (curl)-[:TALKS_TO {bytesClientToServer: 100, bytesServerToClient: 2000, connections: 2,
-                    firstSeenNs: 10, lastSeenNs: 20, clientRttP90Ns: 1500000, serverTimeP90Ns: 1000000}]->(nginx)
+                    connectionsEstimated: 5.0, connectionsSampled: 1, firstSeenNs: 10, lastSeenNs: 20, clientRttP90Ns: 1500000, serverTimeP90Ns: 1000000}]->(nginx)
             CREATE (nginx)-[:TALKS_TO {bytesClientToServer: 500, bytesServerToClient: 7000, connections: 1,
                     firstSeenNs: 30, lastSeenNs: 40, latencyP99Ms: 8.0, clientRttP50Ns: 3000000,
                     clientRttP90Ns: 6000000, clientRttP99Ns: 9000000, serverTimeP50Ns: 2500000, serverTimeP90Ns: 5000000,

@@ -62,6 +62,35 @@ class ServiceGraphApiTest {
         assertThat(g.at("/edges/0/latencyP99Ms").asDouble()).isEqualTo(20.0);
     }
 
+    /** The stream job's estimate of sampled connections, or the observed count for edges written without one. */
+    @Test
+    void edgesCarryTheEstimatedConnections() throws Exception {
+        JsonNode g = get("/api/v1/service-graph");
+        JsonNode visitor = g.at("/edges/0");
+        assertThat(visitor.get("source").asText()).isEqualTo("198.51.100.9");
+        assertThat(visitor.get("connections").asLong()).isEqualTo(1);
+        assertThat(visitor.get("connectionsEstimated").asDouble()).isEqualTo(1.0);
+        assertThat(visitor.get("connectionsSampled").asLong()).isZero();
+        JsonNode curl = null;
+        for (JsonNode e : g.get("edges")) {
+            if (e.get("source").asText().equals("host-a/200/2000")) {
+                curl = e;
+            }
+        }
+        assertThat(curl).isNotNull();
+        assertThat(curl.get("connections").asLong()).isEqualTo(2);
+        assertThat(curl.get("connectionsEstimated").asDouble()).isEqualTo(5.0);
+        assertThat(curl.get("connectionsSampled").asLong()).isEqualTo(1);
+        // Host level: curl -> nginx is host-a's self-loop.
+        for (JsonNode e : get("/api/v1/service-graph?level=host").get("edges")) {
+            if (e.get("source").asText().equals("host:host-a") && e.get("target").asText().equals("host:host-a")) {
+                assertThat(e.get("connectionsEstimated").asDouble()).isEqualTo(5.0);
+                return;
+            }
+        }
+        throw new AssertionError("no host-a self-loop");
+    }
+
     @Test
     void containerPodAndHostLevels() throws Exception {
         JsonNode container = get("/api/v1/service-graph?level=container");

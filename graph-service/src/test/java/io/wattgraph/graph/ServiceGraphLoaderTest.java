@@ -114,6 +114,14 @@ class ServiceGraphLoaderTest {
         assertThat(visitor.requestRate()).isEqualTo(50.0);
         assertThat(visitor.latencyP99Ms()).isEqualTo(20.0);
         assertThat(visitor.firstSeenNs()).isEqualTo(70L);
+        // Written without an estimate: the observed count, nothing sampled.
+        assertThat(visitor.connectionsEstimated()).isEqualTo(1.0);
+        assertThat(visitor.connectionsSampled()).isZero();
+        ServiceEdge curlToNginx = l.graph().edges().stream()
+                .filter(e -> e.source().equals("host-a/200/2000")).findFirst().orElseThrow();
+        assertThat(curlToNginx.connections()).isEqualTo(2);
+        assertThat(curlToNginx.connectionsEstimated()).isEqualTo(5.0);
+        assertThat(curlToNginx.connectionsSampled()).isEqualTo(1);
         // The stream job's ns properties, in ms: client RTT as latency*Ms unless the edge has its own latency*Ms.
         ServiceEdge toPostgres = l.graph().edges().stream()
                 .filter(e -> e.target().equals("host-b/300/3000")).findFirst().orElseThrow();

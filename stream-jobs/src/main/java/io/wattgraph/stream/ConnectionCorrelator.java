@@ -1,10 +1,23 @@
 package io.wattgraph.stream;
 
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.metrics.Counter;
+import org.apache.flink.runtime.state.FunctionInitializationContext;
+import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.streaming.api.TimeDomain;
+import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 
@@ -18,12 +31,25 @@ import org.apache.flink.util.Collector;
  * end becomes an External node). When the peer turns up later, the connection moves to the real
  * edge and the External edge gets a retraction. Logic is order-tolerant: counters are cumulative and
  * merged with max, so no event time is needed.
+ *
+ * <p>Load shedding (ConnectionEvent v3 {@code keepProbability}): each update carries the number of
+ * connections it stands for ({@link #weight}). A lone end whose peer host is shedding is not made
+ * an External edge at the horizon ({@link ConnectionState#withheld}); the hosts seen shedding are
+ * operator state (union list state, so every subtask has them all after a restore).
  */
-public class ConnectionCorrelator extends KeyedProcessFunction<String, Observation, ConnectionUpdate> {
+public class ConnectionCorrelator extends KeyedProcessFunction<String, Observation, ConnectionUpdate>
+    implements CheckpointedFunction {
   private static final long serialVersionUID = 1L;
 
   /** Replayed observations dropped by a tombstone, over every subtask of this JVM (tests read it). */
   static final java.util.concurrent.atomic.AtomicLong DUPLICATES_DROPPED = new java.util.concurrent.atomic.AtomicLong();
+  /** Lone ends withheld because their peer sheds, over every subtask of this JVM (tests read it). */
+  static final java.util.concurrent.atomic.AtomicLong WITHHELD_BY_SHEDDING_PEER = new java.util.concurrent.atomic.AtomicLong();
+
+  /** Default of {@code --shedding-peer-memory-ms}: how long a host is known to shed after its last sampled event. */
+  public static final long DEFAULT_SHEDDING_PEER_MEMORY_MS = 600_000;
+  /** Bound of the shedding hosts remembered (the least recently seen go first). */
+  static final int MAX_SHEDDING_HOSTS = 100_000;
 
   /** An event-time timer at the end of time fires only on end of input (bounded run or drain). */
   static final long END_OF_INPUT = Long.MAX_VALUE;
@@ -32,11 +58,21 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   private final long cleanupDelayMs;
   private final long idleTimeoutMs;
   private final long duplicateHorizonMs;
+  private final long sheddingPeerMemoryMs;
 
   private transient ValueState<ConnectionState> state;
   private transient Counter emittedOneSided;
   private transient Counter idleExpired;
   private transient Counter duplicates;
+  private transient Counter withheldByPeer;
+  /**
+   * Hosts seen shedding (the local ip of a sampled observation, as connection keys use it) and when
+   * (processing time), least recently seen first.
+   */
+  private transient LinkedHashMap<String, Long> sheddingHosts;
+  private transient ListState<Tuple2<String, Long>> sheddingHostsState;
+  /** The latest processing time seen, to expire entries before a snapshot. */
+  private transient long latestNow;
 
   public ConnectionCorrelator(long horizonMs) {
     // Keep a closed connection a little longer than the horizon, so a straggling peer event still
@@ -58,15 +94,53 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
    *     recognised (a tombstone), so that an agent's replay of their events is dropped; 0: not at all
    */
   public ConnectionCorrelator(long horizonMs, long closedRetentionMs, long idleTimeoutMs, long duplicateHorizonMs) {
-    if (horizonMs <= 0 || closedRetentionMs <= 0 || idleTimeoutMs <= 0 || duplicateHorizonMs < 0) {
-      throw new IllegalArgumentException("pairing horizon, closed retention and idle timeout must be > 0 ms and "
-          + "the duplicate horizon >= 0 ms, got " + horizonMs + ", " + closedRetentionMs + ", " + idleTimeoutMs
-          + ", " + duplicateHorizonMs);
+    this(horizonMs, closedRetentionMs, idleTimeoutMs, duplicateHorizonMs, DEFAULT_SHEDDING_PEER_MEMORY_MS);
+  }
+
+  /**
+   * @param sheddingPeerMemoryMs how long a host counts as shedding after its last sampled
+   *     observation (a lone end towards it is then withheld at the horizon); 0: never
+   */
+  public ConnectionCorrelator(long horizonMs, long closedRetentionMs, long idleTimeoutMs, long duplicateHorizonMs,
+      long sheddingPeerMemoryMs) {
+    if (horizonMs <= 0 || closedRetentionMs <= 0 || idleTimeoutMs <= 0 || duplicateHorizonMs < 0
+        || sheddingPeerMemoryMs < 0) {
+      throw new IllegalArgumentException("pairing horizon, closed retention and idle timeout must be > 0 ms, "
+          + "the duplicate horizon and shedding peer memory >= 0 ms, got " + horizonMs + ", " + closedRetentionMs
+          + ", " + idleTimeoutMs + ", " + duplicateHorizonMs + ", " + sheddingPeerMemoryMs);
     }
     this.horizonMs = horizonMs;
     this.cleanupDelayMs = closedRetentionMs;
     this.idleTimeoutMs = idleTimeoutMs;
     this.duplicateHorizonMs = duplicateHorizonMs;
+    this.sheddingPeerMemoryMs = sheddingPeerMemoryMs;
+  }
+
+  @Override
+  public void initializeState(FunctionInitializationContext context) throws Exception {
+    sheddingHostsState = context.getOperatorStateStore().getUnionListState(
+        new ListStateDescriptor<>("shedding-hosts", Types.TUPLE(Types.STRING, Types.LONG)));
+    sheddingHosts = new LinkedHashMap<>();
+    if (context.isRestored()) {
+      // The union of every subtask's hosts: each host's latest sighting, oldest first.
+      Map<String, Long> latest = new HashMap<>();
+      for (Tuple2<String, Long> e : sheddingHostsState.get()) {
+        latest.merge(e.f0, e.f1, Math::max);
+      }
+      latest.entrySet().stream().sorted(Map.Entry.comparingByValue())
+          .forEach(e -> sheddingHosts.put(e.getKey(), e.getValue()));
+      while (sheddingHosts.size() > MAX_SHEDDING_HOSTS) {
+        sheddingHosts.remove(sheddingHosts.keySet().iterator().next());
+      }
+    }
+  }
+
+  @Override
+  public void snapshotState(FunctionSnapshotContext context) throws Exception {
+    expireSheddingHosts(latestNow);
+    List<Tuple2<String, Long>> entries = new ArrayList<>(sheddingHosts.size());
+    sheddingHosts.forEach((host, seen) -> entries.add(Tuple2.of(host, seen)));
+    sheddingHostsState.update(entries);
   }
 
   @Override
@@ -75,6 +149,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     emittedOneSided = getRuntimeContext().getMetricGroup().counter("oneSidedConnections");
     idleExpired = getRuntimeContext().getMetricGroup().counter("idleExpiredConnections");
     duplicates = getRuntimeContext().getMetricGroup().counter("duplicateObservationsDropped");
+    withheldByPeer = getRuntimeContext().getMetricGroup().counter("oneSidedShedByPeer");
   }
 
   @Override
@@ -82,13 +157,17 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     ConnectionState s = state.value();
     boolean isLow = o.localIsLow();
     long now = ctx.timerService().currentProcessingTime();
+    latestNow = Math.max(latestNow, now);
+    if (o.keepProbability < 1 && sheddingPeerMemoryMs > 0) {
+      sheddingSeen(sheddingKey(o.hostId, o.localIp), now);
+    }
     if (s != null) {
       Side existing = s.side(isLow);
       if (existing != null && !existing.sameSocket(o)) {
         // Another socket on the same endpoint: the 4-tuple was reused by a new connection before
         // cleanup. Leave the old connection counted as it is and start over.
         if (!s.retired) {
-          finish(s, out);
+          finish(s, now, out);
         }
         if (s.timerAt != 0) {
           ctx.timerService().deleteProcessingTimeTimer(s.timerAt);
@@ -132,7 +211,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     if (!s.paired() && !s.horizonPassed && s.horizonTimer == 0) {
       s.horizonTimer = now + horizonMs;
     }
-    if (s.paired() || s.horizonPassed) {
+    if (s.paired() || (s.horizonPassed && !s.withheld)) {
       emit(s, out);
     }
     scheduleCleanupIfDone(s, now);
@@ -163,15 +242,16 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     if (s == null) {
       return;
     }
+    long now = ctx.timerService().currentProcessingTime();
+    latestNow = Math.max(latestNow, now);
     if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
       // Input ended: nobody else will turn up, so report what a live run would after the horizon.
       if (!s.retired && !s.paired() && !s.horizonPassed) {
-        expireHorizon(s, out);
+        expireHorizon(s, now, out);
         state.update(s);
       }
       return;
     }
-    long now = ctx.timerService().currentProcessingTime();
     if (timestamp == s.timerAt) {
       s.timerAt = 0;
     }
@@ -179,7 +259,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     if (s.horizonTimer != 0 && now >= s.horizonTimer) {
       s.horizonTimer = 0;
       if (!s.retired && !s.paired() && !s.horizonPassed) {
-        expireHorizon(s, out);
+        expireHorizon(s, now, out);
         scheduleCleanupIfDone(s, now);
       }
     }
@@ -188,7 +268,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       if (!s.retired && s.allPresentClosed()) {
         // All sides closed and the retention passed: forget the tuple (it may be reused), keeping
         // only its sockets for the duplicate horizon.
-        finish(s, out);
+        finish(s, now, out);
         if (duplicateHorizonMs == 0) {
           forget(s, ctx);
           return;
@@ -211,7 +291,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       } else {
         // No event for a whole idle period (CLOSED lost, agent gone, or just idle): fold into the
         // totals and keep only a tombstone.
-        retire(s, out);
+        retire(s, now, out);
         s.idleTimer = now + idleTimeoutMs;
       }
     }
@@ -262,29 +342,59 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   }
 
   /** Idle expiry: report the connection as finished (its edge keeps it in the totals). */
-  private void retire(ConnectionState s, Collector<ConnectionUpdate> out) {
-    finish(s, out);
+  private void retire(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
+    finish(s, now, out);
     idleExpired.inc();
     s.horizonTimer = 0;
     s.cleanupTimer = 0;
-    ConnectionUpdate last = view(s);
-    s.baselineClientToServer += last.bytesClientToServer;
-    s.baselineServerToClient += last.bytesServerToClient;
+    if (s.emittedEdgeKey != null) {
+      ConnectionUpdate last = view(s);
+      s.baselineClientToServer += last.bytesClientToServer;
+      s.baselineServerToClient += last.bytesServerToClient;
+    }
     s.retired = true;
   }
 
-  /** A retired connection's socket reported again: continue as a new generation from the baseline. */
+  /**
+   * A retired connection's socket reported again: continue as a new generation from the baseline.
+   * A withheld connection was never on an edge, so it goes on as the same one.
+   */
   private static void revive(ConnectionState s) {
     s.retired = false;
+    if (s.emittedEdgeKey == null) {
+      return;
+    }
     s.generation++;
     s.connectionId = s.baseConnectionId + "#" + s.generation;
     s.emittedEdgeKey = null;
   }
 
-  private void expireHorizon(ConnectionState s, Collector<ConnectionUpdate> out) {
+  private void expireHorizon(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
     s.horizonPassed = true;
+    if (withholdIfPeerSheds(s, now)) {
+      return;
+    }
     emittedOneSided.inc();
     emit(s, out);
+  }
+
+  /**
+   * A lone end whose peer host sheds: the agents keep a connection on both ends iff the hash of its
+   * client endpoint is below both keep probabilities, so one seen by this end only is one the peer
+   * did not keep, which the pairs' weights (1 / the smaller probability) already stand for. As an
+   * External edge it would be counted twice (and be a phantom node). Kept in state all the same: a
+   * heavy connection the peer shed is still reported by it (keepProbability 0) and then pairs.
+   */
+  private boolean withholdIfPeerSheds(ConnectionState s, long now) {
+    if (!s.withheld && !s.paired()) {
+      Side lone = s.low != null ? s.low : s.high;
+      if (peerSheds(sheddingKey(lone.hostId, lone.remoteIp), now)) {
+        s.withheld = true;
+        withheldByPeer.inc();
+        WITHHELD_BY_SHEDDING_PEER.incrementAndGet();
+      }
+    }
+    return s.withheld && s.emittedEdgeKey == null;
   }
 
   private void scheduleCleanupIfDone(ConnectionState s, long now) {
@@ -293,10 +403,16 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     }
   }
 
-  /** Ends this connection instance: make sure it was reported once, then mark it finished. */
-  private void finish(ConnectionState s, Collector<ConnectionUpdate> out) {
+  /**
+   * Ends this connection instance: make sure it was reported once (unless withheld: then it never
+   * was on an edge, and nothing is emitted), then mark it finished.
+   */
+  private void finish(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
     if (s.emittedEdgeKey == null) {
       s.horizonPassed = true;
+      if (withholdIfPeerSheds(s, now)) {
+        return;
+      }
       emit(s, out);
     }
     out.collect(ConnectionUpdate.marker(ConnectionUpdate.Type.FINISHED, s.connectionId, s.emittedEdgeKey));
@@ -309,7 +425,48 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       out.collect(ConnectionUpdate.marker(ConnectionUpdate.Type.RETRACT, s.connectionId, s.emittedEdgeKey));
     }
     s.emittedEdgeKey = u.edgeKey;
+    s.withheld = false;
     out.collect(u);
+  }
+
+  /**
+   * The memory's key of a host by an address of it. A loopback address names no host of its own,
+   * so it is qualified with the observing host (both ends of a loopback connection are on it).
+   */
+  static String sheddingKey(String hostId, String ip) {
+    return ip.startsWith("127.") || ip.equals("::1") ? hostId + "/" + ip : ip;
+  }
+
+  private void sheddingSeen(String host, long now) {
+    Long seen = sheddingHosts.get(host);
+    if (seen != null && seen >= now) {
+      return;
+    }
+    if (seen != null) {
+      sheddingHosts.remove(host); // re-inserted last: the map stays in order of last sighting
+    }
+    sheddingHosts.put(host, now);
+    expireSheddingHosts(now);
+  }
+
+  /** Drops the hosts not seen shedding within the memory, and the oldest beyond the bound. */
+  private void expireSheddingHosts(long now) {
+    Iterator<Map.Entry<String, Long>> it = sheddingHosts.entrySet().iterator();
+    while (it.hasNext()) {
+      Map.Entry<String, Long> oldest = it.next();
+      if (sheddingHosts.size() <= MAX_SHEDDING_HOSTS && now - oldest.getValue() <= sheddingPeerMemoryMs) {
+        return;
+      }
+      it.remove();
+    }
+  }
+
+  private boolean peerSheds(String host, long now) {
+    if (sheddingPeerMemoryMs == 0) {
+      return false;
+    }
+    Long seen = sheddingHosts.get(host);
+    return seen != null && now - seen <= sheddingPeerMemoryMs;
   }
 
   /** The connection as the graph should show it now. */
@@ -330,9 +487,23 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     u.bytesServerToClient = Math.max(0, Math.max(v == null ? 0 : v.bytesSent, c == null ? 0 : c.bytesReceived)
         - s.baselineServerToClient);
     u.continuation = s.generation > 0;
+    // Not counted again (continuation), else how many connections this one stands for.
+    u.weight = u.continuation ? 0 : weight(c, v);
     u.firstSeenNs = Math.min(c == null ? Long.MAX_VALUE : c.firstSeenNs, v == null ? Long.MAX_VALUE : v.firstSeenNs);
     u.lastSeenNs = Math.max(c == null ? Long.MIN_VALUE : c.lastSeenNs, v == null ? Long.MIN_VALUE : v.lastSeenNs);
     return u;
+  }
+
+  /**
+   * Horvitz-Thompson weight: 1 / the probability that the connection is seen with the ends it has.
+   * Agents keep a connection by a hash of its client endpoint below their keep probability, so both
+   * ends report it with probability min(p_client, p_server); a lone end (no agent at the peer) with
+   * its own. p = 0 (shed, reported for its bytes) stands for no connection: the kept ones stand for it.
+   */
+  static double weight(Side a, Side b) {
+    double p = a == null ? b.keepProbability
+        : b == null ? a.keepProbability : Math.min(a.keepProbability, b.keepProbability);
+    return p > 0 ? 1 / p : 0;
   }
 
   /**

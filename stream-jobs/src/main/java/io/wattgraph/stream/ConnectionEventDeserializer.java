@@ -92,6 +92,10 @@ public class ConnectionEventDeserializer implements KafkaRecordDeserializationSc
     if (e.getTgid() < 0) {
       return "invalid: negative tgid " + e.getTgid();
     }
+    double p = e.getKeepProbability();
+    if (!(p >= 0 && p <= 1)) {
+      return "invalid: keepProbability " + p + " outside 0..1";
+    }
     ConnectionNat n = e.getNat();
     return n == null ? null : natReason(n.getLocalAddress(), n.getLocalPort(), n.getRemoteAddress(), n.getRemotePort());
   }
@@ -138,6 +142,7 @@ public class ConnectionEventDeserializer implements KafkaRecordDeserializationSc
     o.socketCookie = e.getSocketCookie();
     o.bytesSent = e.getBytesSent();
     o.bytesReceived = e.getBytesReceived();
+    o.keepProbability = e.getKeepProbability();
     return o;
   }
 

@@ -11,6 +11,11 @@ public class ConnectionState {
   public Side high;
   /** Set once the pairing horizon passed; from then on a lone side is emitted against an External. */
   public boolean horizonPassed;
+  /**
+   * The horizon passed with one end whose peer host is shedding (load shedding): not emitted, since
+   * the pairs' weights stand for it, until the peer reports it after all (it then pairs).
+   */
+  public boolean withheld;
   /** Edge key and nodes of the last emitted update, so a move can retract it. */
   public String emittedEdgeKey;
   /**

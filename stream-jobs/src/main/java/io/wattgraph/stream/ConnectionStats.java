@@ -8,6 +8,11 @@ public class ConnectionStats {
   public long lastSeenNs;
   /** Whether this connection added one to the edge's connection count (continuations do not). */
   public boolean counted;
+  /**
+   * The weight it was counted with (ConnectionUpdate.weight). The initializer is what state written
+   * before weights existed restores to: nothing was sampled then.
+   */
+  public double weight = 1.0;
 
   public ConnectionStats() {}
 
@@ -17,6 +22,7 @@ public class ConnectionStats {
     s.bytesServerToClient = u.bytesServerToClient;
     s.firstSeenNs = u.firstSeenNs;
     s.lastSeenNs = u.lastSeenNs;
+    s.weight = u.weight;
     return s;
   }
 }

@@ -32,6 +32,12 @@ public class ConnectionUpdate {
    * since the expiry, and it is not counted as another connection.
    */
   public boolean continuation;
+  /**
+   * UPSERT: how many connections of its edge this one stands for under load shedding (a
+   * Horvitz-Thompson weight, 1 / keep probability): 1 when not sampled; 0 for a continuation or
+   * when an end shed it (reported only for its bytes).
+   */
+  public double weight;
 
   public ConnectionUpdate() {}
 
@@ -47,7 +53,7 @@ public class ConnectionUpdate {
   public String toString() {
     return type + "{" + connectionId + " on " + edgeKey
         + (type == Type.UPSERT
-            ? " c2s=" + bytesClientToServer + " s2c=" + bytesServerToClient : "")
+            ? " c2s=" + bytesClientToServer + " s2c=" + bytesServerToClient + (weight != 1 ? " w=" + weight : "") : "")
         + "}";
   }
 }

@@ -140,7 +140,7 @@ public final class CorrelationJob {
     DataStream<ConnectionUpdate> connections = resolved
         .keyBy(new ByConnection())
         .process(new ConnectionCorrelator(config.pairingHorizonMs, config.closedRetention(), config.idleTimeoutMs,
-            config.duplicateHorizonMs))
+            config.duplicateHorizonMs, config.sheddingPeerMemoryMs))
         .uid("correlate-connections")
         .name("correlate connections");
 

@@ -41,11 +41,16 @@ public class EdgeAggregator extends KeyedProcessFunction<String, ConnectionUpdat
         if (old == null) {
           counted = !u.continuation;
           if (counted) {
-            t.connections++;
+            t.count(1, u.weight);
           }
           old = new ConnectionStats();
         } else {
           counted = old.counted;
+          if (counted && old.weight != u.weight) {
+            // E.g. a lone end (1 / its p) whose peer joined (1 / the smaller p): the new weight replaces the old.
+            t.count(-1, old.weight);
+            t.count(1, u.weight);
+          }
         }
         t.bytesClientToServer += u.bytesClientToServer - old.bytesClientToServer;
         t.bytesServerToClient += u.bytesServerToClient - old.bytesServerToClient;
@@ -68,7 +73,7 @@ public class EdgeAggregator extends KeyedProcessFunction<String, ConnectionUpdat
         }
         live.remove(u.connectionId);
         if (old.counted) {
-          t.connections--;
+          t.count(-1, old.weight);
         }
         if (t.connections <= 0 && live.isEmpty()) {
           out.collect(EdgeRow.deletion(ctx.getCurrentKey(), t.client, t.server));

@@ -12,6 +12,10 @@ public class EdgeRow {
   public long bytesClientToServer;
   public long bytesServerToClient;
   public long connections;
+  /** Σ of the counted connections' weights (load shedding): equals connections when nothing was sampled. */
+  public double connectionsEstimated;
+  /** Counted connections whose weight is not 1. */
+  public long connectionsSampled;
   public long firstSeenNs;
   public long lastSeenNs;
 
@@ -25,6 +29,8 @@ public class EdgeRow {
     r.bytesClientToServer = t.bytesClientToServer;
     r.bytesServerToClient = t.bytesServerToClient;
     r.connections = t.connections;
+    r.connectionsEstimated = t.connectionsEstimated();
+    r.connectionsSampled = t.connectionsSampled;
     r.firstSeenNs = t.firstSeenNs;
     r.lastSeenNs = t.lastSeenNs;
     return r;
@@ -42,6 +48,7 @@ public class EdgeRow {
   @Override
   public String toString() {
     return (delete ? "DELETE " : "UPSERT ") + edgeKey
-        + (delete ? "" : " c2s=" + bytesClientToServer + " s2c=" + bytesServerToClient + " n=" + connections);
+        + (delete ? "" : " c2s=" + bytesClientToServer + " s2c=" + bytesServerToClient + " n=" + connections
+            + (connectionsSampled != 0 ? " est=" + connectionsEstimated + " sampled=" + connectionsSampled : ""));
   }
 }

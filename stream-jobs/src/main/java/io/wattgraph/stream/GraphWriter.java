@@ -53,7 +53,8 @@ public class GraphWriter implements Neo4jBatchTarget<EdgeRow> {
       MERGE (b:%s {id: r.serverId})
       MERGE (a)-[t:TALKS_TO]->(b)
       SET t.bytesClientToServer = r.bytesClientToServer, t.bytesServerToClient = r.bytesServerToClient,
-          t.connections = r.connections, t.firstSeenNs = r.firstSeenNs, t.lastSeenNs = r.lastSeenNs
+          t.connections = r.connections, t.connectionsEstimated = r.connectionsEstimated,
+          t.connectionsSampled = r.connectionsSampled, t.firstSeenNs = r.firstSeenNs, t.lastSeenNs = r.lastSeenNs
       """;
 
   private static final String DELETE_EDGES = """
@@ -153,6 +154,8 @@ public class GraphWriter implements Neo4jBatchTarget<EdgeRow> {
       m.put("bytesClientToServer", r.bytesClientToServer);
       m.put("bytesServerToClient", r.bytesServerToClient);
       m.put("connections", r.connections);
+      m.put("connectionsEstimated", r.connectionsEstimated);
+      m.put("connectionsSampled", r.connectionsSampled);
       m.put("firstSeenNs", r.firstSeenNs);
       m.put("lastSeenNs", r.lastSeenNs);
       upserts.computeIfAbsent(pair, k -> new ArrayList<>()).add(m);

@@ -18,6 +18,7 @@ public class JobConfig implements Serializable {
       "                       [--dlq-topic wattgraph.dlq] [--service-mappings-topic wattgraph.service-mappings]",
       "                       [--closed-retention-ms 2*horizon] [--idle-timeout-ms 3600000]",
       "                       [--duplicate-horizon-ms 300000] (0: replayed connection events not recognised)",
+      "                       [--shedding-peer-memory-ms 600000] (0: lone ends towards shedding hosts become External)",
       "                       [--resources-topic wattgraph.resources] [--metrics-topic wattgraph.metrics]",
       "                       [--window-ms 10000] [--allowed-lateness-ms 30000]",
       "                       [--max-out-of-orderness-ms 5000] [--idleness-ms 15000]",
@@ -37,7 +38,8 @@ public class JobConfig implements Serializable {
   private static final List<String> FLAGS = List.of("--kafka-brokers", "--topic", "--group-id", "--neo4j-uri",
       "--neo4j-user", "--neo4j-password", "--pairing-horizon-ms", "--checkpoint-interval-ms",
       "--checkpoint-dir", "--restore", "--parallelism", "--dlq-topic", "--service-mappings-topic",
-      "--closed-retention-ms", "--idle-timeout-ms", "--duplicate-horizon-ms", "--resources-topic", "--metrics-topic",
+      "--closed-retention-ms", "--idle-timeout-ms", "--duplicate-horizon-ms", "--shedding-peer-memory-ms",
+      "--resources-topic", "--metrics-topic",
       "--window-ms", "--allowed-lateness-ms", "--max-out-of-orderness-ms", "--idleness-ms", "--transactions-topic",
       "--edge-metrics-topic", "--namespace-metrics-topic", "--sink-batch-size", "--max-http-routes",
       "--history-windows");
@@ -73,6 +75,11 @@ public class JobConfig implements Serializable {
    * agent's replay of their events (at-least-once delivery) is dropped instead of counted again; 0: off.
    */
   public long duplicateHorizonMs = 300_000;
+  /**
+   * How long a host counts as shedding (load shedding) after its last sampled connection event: a
+   * connection only one end reported, towards such a host, is not made an External edge; 0: off.
+   */
+  public long sheddingPeerMemoryMs = ConnectionCorrelator.DEFAULT_SHEDDING_PEER_MEMORY_MS;
   /** Agents' ResourceSamples (keyed by host id). */
   public String resourcesTopic = "wattgraph.resources";
   /** Window results (WindowMetrics), written transactionally. */
@@ -149,6 +156,7 @@ public class JobConfig implements Serializable {
     c.closedRetentionMs = positive(flags, "--closed-retention-ms", c.closedRetentionMs);
     c.idleTimeoutMs = positive(flags, "--idle-timeout-ms", c.idleTimeoutMs);
     c.duplicateHorizonMs = nonNegative(flags, "--duplicate-horizon-ms", c.duplicateHorizonMs);
+    c.sheddingPeerMemoryMs = nonNegative(flags, "--shedding-peer-memory-ms", c.sheddingPeerMemoryMs);
     c.resourcesTopic = text(flags, "--resources-topic", c.resourcesTopic);
     c.metricsTopic = text(flags, "--metrics-topic", c.metricsTopic);
     c.transactionsTopic = text(flags, "--transactions-topic", c.transactionsTopic);

@@ -31,6 +31,11 @@ public class Observation {
   public long socketCookie;
   public long bytesSent;
   public long bytesReceived;
+  /**
+   * ConnectionEvent v3: the probability with which the agent's load shedding kept this socket's
+   * connection (1 = not sampled; 0 = shed but reported for its traffic). Records before v3: 1.
+   */
+  public double keepProbability = 1.0;
 
   public Observation() {}
 
@@ -66,6 +71,6 @@ public class Observation {
   public String toString() {
     return "Observation{" + hostId + " " + role + " " + localEndpoint() + "->" + remoteEndpoint()
         + " cookie=" + socketCookie + " tgid=" + tgid + " sent=" + bytesSent + " recv=" + bytesReceived
-        + (closed ? " CLOSED" : "") + "}";
+        + (keepProbability != 1.0 ? " keep=" + keepProbability : "") + (closed ? " CLOSED" : "") + "}";
   }
 }

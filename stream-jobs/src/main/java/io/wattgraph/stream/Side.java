@@ -20,6 +20,11 @@ public class Side {
   public long firstSeenNs;
   public long lastSeenNs;
   public boolean closed;
+  /**
+   * The socket's keep probability (ConnectionEvent v3), fixed for its lifetime: the first event's.
+   * The initializer is also what state written before the field existed restores to (not sampled).
+   */
+  public double keepProbability = 1.0;
 
   public Side() {}
 
@@ -38,6 +43,7 @@ public class Side {
     s.bytesSent = o.bytesSent;
     s.bytesReceived = o.bytesReceived;
     s.closed = o.closed;
+    s.keepProbability = o.keepProbability;
     return s;
   }
 

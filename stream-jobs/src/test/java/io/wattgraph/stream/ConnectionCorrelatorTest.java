@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.junit.jupiter.api.AfterEach;
@@ -26,11 +27,15 @@ class ConnectionCorrelatorTest {
 
   @BeforeEach
   void setUp() throws Exception {
-    h = new KeyedOneInputStreamOperatorTestHarness<>(
-        new KeyedProcessOperator<>(new ConnectionCorrelator(HORIZON)),
-        new CorrelationJob.ByConnection(), Types.STRING);
+    h = harness(new ConnectionCorrelator(HORIZON));
     h.open();
     h.setProcessingTime(0);
+  }
+
+  static KeyedOneInputStreamOperatorTestHarness<String, Observation, ConnectionUpdate> harness(
+      ConnectionCorrelator c) throws Exception {
+    return new KeyedOneInputStreamOperatorTestHarness<>(new KeyedProcessOperator<>(c),
+        new CorrelationJob.ByConnection(), Types.STRING);
   }
 
   @AfterEach
@@ -272,5 +277,185 @@ class ConnectionCorrelatorTest {
     List<ConnectionUpdate> o = out();
     assertEquals(ConnectionUpdate.Type.RETRACT, o.get(0).type);
     assertTrue(o.get(1).edgeKey.startsWith("P:host-a/100/100000>"));
+  }
+
+  // Load shedding (ConnectionEvent v3 keepProbability).
+
+  static Observation keep(Observation o, double p) {
+    o.keepProbability = p;
+    return o;
+  }
+
+  static ConnectionUpdate single(List<ConnectionUpdate> o) {
+    assertEquals(1, o.size(), o::toString);
+    return o.get(0);
+  }
+
+  @Test
+  void withoutSamplingEveryConnectionWeighsOne() throws Exception {
+    in(client(1, 2));
+    in(server(2, 1));
+    assertEquals(1.0, single(out()).weight);
+    in(obs(A, 12, Role.CLIENT, "10.0.0.1", 40001, "10.0.0.9", 443, 100, 1, 1));
+    h.setProcessingTime(HORIZON);
+    assertEquals(1.0, single(out()).weight, "a lone end too");
+  }
+
+  /** Both ends report it iff the hash of the client endpoint is below both probabilities. */
+  @Test
+  void aPairWeighsTheInverseOfTheSmallerKeepProbability() throws Exception {
+    in(keep(client(10, 20), 0.5));
+    in(keep(server(20, 10), 0.25));
+    ConnectionUpdate u = single(out());
+    assertEquals(4.0, u.weight);
+    assertEquals("P:host-a/100/100000>P:host-b/200/200000", u.edgeKey);
+    in(keep(client(30, 40), 0.5));
+    assertEquals(4.0, single(out()).weight, "and keeps it");
+  }
+
+  /** An end shed the connection (its agent reported it only for its traffic): its bytes count, it stands for none. */
+  @Test
+  void anEndThatShedTheConnectionMakesItWeighNothing() throws Exception {
+    in(keep(server(500, 90), 0.0));
+    in(keep(client(100, 520), 0.5));
+    ConnectionUpdate u = single(out());
+    assertEquals(0.0, u.weight);
+    assertEquals(100, u.bytesClientToServer);
+    assertEquals(520, u.bytesServerToClient);
+  }
+
+  @Test
+  void aLoneSampledEndTowardsAnUnmonitoredPeerWeighsTheInverseOfItsProbability() throws Exception {
+    in(keep(client(10, 20), 0.2));
+    h.setProcessingTime(HORIZON);
+    ConnectionUpdate u = single(out());
+    assertEquals(GraphNode.Kind.EXTERNAL, u.server.kind);
+    assertEquals(5.0, u.weight);
+    // A lone end that shed it: on the External edge for its bytes, standing for no connection.
+    in(keep(obs(A, 12, Role.CLIENT, "10.0.0.1", 40001, "10.0.0.9", 443, 100, 7, 8), 0.0));
+    h.setProcessingTime(2 * HORIZON);
+    u = single(out());
+    assertEquals("10.0.0.9:443", u.server.id);
+    assertEquals(0.0, u.weight);
+    assertEquals(7, u.bytesClientToServer);
+  }
+
+  /** host-b (10.0.0.2) sheds: its end of another connection, kept with 0.25. */
+  void hostBSheds() throws Exception {
+    in(keep(obs("host-c", 5, Role.CLIENT, "10.0.0.3", 41000, "10.0.0.2", 80, 300, 1, 1), 0.25));
+    in(keep(obs(B, 6, Role.SERVER, "10.0.0.2", 80, "10.0.0.3", 41000, 200, 1, 1), 0.25));
+    assertEquals(4.0, single(out()).weight);
+  }
+
+  /**
+   * host-a keeps everything, host-b sheds: a connection only host-a reports is one whose hash was
+   * above host-b's probability; the pairs (weight 1 / 0.25) stand for it, so it is no External edge.
+   * If host-b reports it after all (a heavy connection it shed, keepProbability 0), it pairs.
+   */
+  @Test
+  void aLoneEndTowardsASheddingPeerIsWithheldUntilThePeerReportsIt() throws Exception {
+    hostBSheds();
+    in(client(10, 20));
+    h.setProcessingTime(HORIZON);
+    assertEquals(List.of(), out(), "withheld at the horizon");
+    in(client(1000, 20));
+    assertEquals(List.of(), out(), "and after");
+    in(keep(server(20, 1000), 0.0));
+    ConnectionUpdate u = single(out());
+    assertEquals(ConnectionUpdate.Type.UPSERT, u.type);
+    assertEquals("P:host-a/100/100000>P:host-b/200/200000", u.edgeKey);
+    assertEquals(0.0, u.weight);
+    assertEquals(1000, u.bytesClientToServer);
+    assertEquals(20, u.bytesServerToClient);
+    in(closed(client(1000, 20)));
+    in(closed(keep(server(20, 1000), 0.0)));
+    out();
+    h.setProcessingTime(HORIZON + 2 * HORIZON);
+    ConnectionUpdate f = single(out());
+    assertEquals(ConnectionUpdate.Type.FINISHED, f.type);
+    assertEquals(u.edgeKey, f.edgeKey);
+  }
+
+  /** Never on an edge, it leaves none behind: not at the horizon, nor when closed and forgotten. */
+  @Test
+  void aWithheldConnectionThatClosesLeavesNoEdge() throws Exception {
+    hostBSheds();
+    in(closed(client(10, 20)));
+    h.setProcessingTime(HORIZON);
+    h.setProcessingTime(10 * HORIZON);
+    assertEquals(List.of(), out(), "no External edge, no FINISHED");
+    assertEquals(1, h.numKeyedStateEntries(), "only host-b's own connection is left");
+    h.processWatermark(Long.MAX_VALUE);
+    assertEquals(List.of(), out());
+  }
+
+  @Test
+  void aWithheldEndIsNotReportedAtEndOfInputNorWhenItsTupleIsReused() throws Exception {
+    hostBSheds();
+    in(client(10, 20));
+    Observation reuse = client(1, 1);
+    reuse.socketCookie = 12;
+    in(reuse);
+    assertEquals(List.of(), out(), "the first socket's connection finishes unreported");
+    h.processWatermark(Long.MAX_VALUE);
+    assertEquals(List.of(), out(), "input ended: the second neither");
+  }
+
+  @Test
+  void aHostCountsAsSheddingForTheConfiguredMemoryOnly() throws Exception {
+    h.close();
+    h = harness(new ConnectionCorrelator(HORIZON, 2 * HORIZON, 3_600_000, 0, 10 * HORIZON));
+    h.open();
+    h.setProcessingTime(0);
+    hostBSheds();
+    h.setProcessingTime(8 * HORIZON);
+    in(client(10, 20));
+    h.setProcessingTime(9 * HORIZON);
+    assertEquals(List.of(), out(), "seen shedding 9 s ago: withheld");
+    Observation later = obs(A, 13, Role.CLIENT, "10.0.0.1", 40002, "10.0.0.2", 80, 100, 3, 4);
+    in(later);
+    h.setProcessingTime(11 * HORIZON);
+    ConnectionUpdate u = single(out());
+    assertEquals("E:10.0.0.2:80", u.server.qualifiedId(), "11 s ago: no longer");
+  }
+
+  @Test
+  void withTheMemoryOffALoneEndTowardsASheddingPeerIsExternal() throws Exception {
+    h.close();
+    h = harness(new ConnectionCorrelator(HORIZON, 2 * HORIZON, 3_600_000, 0, 0));
+    h.open();
+    h.setProcessingTime(0);
+    hostBSheds();
+    in(client(10, 20));
+    h.setProcessingTime(HORIZON);
+    assertEquals("E:10.0.0.2:80", single(out()).server.qualifiedId());
+  }
+
+  /** The hosts seen shedding are operator state: after a restore a lone end towards one is still withheld. */
+  @Test
+  void theSheddingHostsSurviveARestore() throws Exception {
+    hostBSheds();
+    OperatorSubtaskState snapshot = h.snapshot(1, 0);
+    h.close();
+    h = harness(new ConnectionCorrelator(HORIZON));
+    h.initializeState(snapshot);
+    h.open();
+    h.setProcessingTime(1000);
+    in(client(10, 20));
+    h.setProcessingTime(1000 + HORIZON);
+    assertEquals(List.of(), out());
+  }
+
+  /** A loopback address is no host's own: a shedding host-a does not make host-b's loopback peers shed. */
+  @Test
+  void loopbackPeersAreTheObservingHosts() throws Exception {
+    in(keep(obs(A, 1, Role.SERVER, "127.0.0.1", 6379, "127.0.0.1", 51000, 400, 1, 1), 0.5));
+    in(obs(B, 2, Role.CLIENT, "127.0.0.1", 52000, "127.0.0.1", 6379, 300, 5, 5));
+    in(obs(A, 3, Role.CLIENT, "127.0.0.1", 53000, "127.0.0.1", 6379, 301, 5, 5));
+    h.setProcessingTime(HORIZON);
+    // host-a's two lone ends (its sampled server's too) are withheld, host-b's is External.
+    ConnectionUpdate u = single(out());
+    assertEquals("host-b/300/300000", u.client.id);
+    assertEquals("E:127.0.0.1:6379", u.server.qualifiedId());
   }
 }

@@ -12,8 +12,18 @@ import io.wattgraph.schema.ConnectionNat;
 import io.wattgraph.schema.ConnectionRole;
 import io.wattgraph.schema.IpAddresses;
 import io.wattgraph.stream.typeinfo.RecordTypeInfo;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.avro.Schema;
+import org.apache.avro.generic.GenericData;
+import org.apache.avro.generic.GenericRecord;
+import org.apache.avro.message.BinaryMessageEncoder;
 import org.apache.flink.api.common.functions.util.ListCollector;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.java.typeutils.PojoTypeInfo;
@@ -89,6 +99,51 @@ class ConnectionEventDeserializerTest {
     assertEquals("invalid: empty hostId", deadLetter(CorrelationJobIT.encode(e)).reason);
     e.setHostId("host-a");
     assertEquals(1, decode(CorrelationJobIT.encode(e)).size());
+  }
+
+  /** The shared vector of a server end kept by load shedding with probability 0.25 (the agent's own encoding). */
+  @Test
+  void decodesTheKeepProbabilityOfTheSharedV3Vector() throws Exception {
+    String json = Files.readString(Path.of("../schemas/test-vectors/connection-event/07-server-sampled.json"));
+    Matcher hex = Pattern.compile("\"singleObjectHex\"\\s*:\\s*\"([0-9a-f]+)\"").matcher(json);
+    assertTrue(hex.find());
+    Observation o = decode(HexFormat.of().parseHex(hex.group(1))).get(0);
+    assertEquals(0.25, o.keepProbability);
+    assertEquals(Role.SERVER, o.role);
+    assertEquals(90, o.socketCookie);
+  }
+
+  /** Records of agents before v3 were never sampled: they decode with keepProbability 1. */
+  @Test
+  void aV2RecordWasNotSampled() throws Exception {
+    ConnectionEvent e = natClient();
+    e.setKeepProbability(0.5); // not in v2: must not survive the old writer schema
+    Schema v2;
+    try (InputStream in = getClass().getResourceAsStream("/wattgraph/avro/history/ConnectionEvent-v2.avsc")) {
+      v2 = new Schema.Parser().parse(in);
+    }
+    GenericRecord old = new GenericData.Record(v2);
+    for (Schema.Field f : v2.getFields()) {
+      old.put(f.name(), e.get(f.name()));
+    }
+    byte[] bytes = StreamJobHarness.bytes(new BinaryMessageEncoder<GenericRecord>(GenericData.get(), v2).encode(old));
+    Observation o = decode(bytes).get(0);
+    assertEquals(1.0, o.keepProbability);
+    assertEquals("10.244.2.9", o.remoteIp, "the v2 fields are read");
+    assertEquals(0.5, decode(CorrelationJobIT.encode(e)).get(0).keepProbability);
+  }
+
+  @Test
+  void aKeepProbabilityOutsideZeroToOneIsADeadLetter() throws Exception {
+    ConnectionEvent e = natClient();
+    for (double p : new double[] {1.5, -0.25, Double.NaN}) {
+      e.setKeepProbability(p);
+      assertEquals("invalid: keepProbability " + p + " outside 0..1", deadLetter(CorrelationJobIT.encode(e)).reason);
+    }
+    for (double p : new double[] {0, 1}) {
+      e.setKeepProbability(p);
+      assertEquals(p, decode(CorrelationJobIT.encode(e)).get(0).keepProbability);
+    }
   }
 
   /** A client of Service VIP 10.96.0.10:80 on a host whose kernel applied DNAT to a backend and SNAT. */

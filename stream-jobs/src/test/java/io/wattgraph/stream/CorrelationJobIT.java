@@ -207,6 +207,98 @@ class CorrelationJobIT {
   }
 
   /**
+   * Live run with load shedding (ConnectionEvent v3 keepProbability): host-f keeps half of its
+   * connections, host-g a quarter. Both ends of connections kept by both (weights 1 / 0.25 and
+   * 1 / 0.5), one host-g shed and reported only for its bytes (keepProbability 0: weight 0, after
+   * host-f's end was withheld for a while), one only host-f reported (withheld: no External edge),
+   * one to an outside address (External, 1 / 0.5); an unsampled pair of other hosts beside them.
+   */
+  @Test
+  void sampledConnectionsAreEstimatedOnTheirEdgesInALiveRun() throws Exception {
+    String topic = "wattgraph.connections.sampled";
+    stack.kafka.createTopic(topic, 1);
+    JobConfig c = stack.config("it-sampled");
+    c.topic = topic;
+    c.parallelism = 1;
+    c.pairingHorizonMs = 500;
+    c.checkpointIntervalMs = 500;
+    StreamExecutionEnvironment env = StreamJobHarness.environment(false);
+    CorrelationJob.build(env, c);
+    JobClient job = env.executeAsync("correlation-it-sampled");
+    try {
+      String client = "host-f/3201/5000";
+      String server = "host-g/4201/6000";
+      long withheldBefore = ConnectionCorrelator.WITHHELD_BY_SHEDDING_PEER.get();
+      send(topic, sampledClient(43001, 100, 10, 0.5));
+      send(topic, sampledServer(43001, 100, 10, 0.25));
+      send(topic, sampledClient(43002, 200, 20, 0.5));
+      send(topic, sampledServer(43002, 200, 20, 0.5));
+      send(topic, sampledClient(43003, 300, 30, 0.5)); // host-g's hash said no: only host-f has it
+      send(topic, sampledClient(43004, 9000, 40, 0.5));
+      await(() -> ConnectionCorrelator.WITHHELD_BY_SHEDDING_PEER.get() - withheldBefore == 2,
+          "43003 and 43004 withheld at their horizon");
+      send(topic, sampledServer(43004, 9000, 40, 0.0)); // heavy: host-g reports it although it shed it
+      ConnectionEvent outside = event("host-f", 3201, "java", null, null, ConnectionEventKind.SNAPSHOT,
+          ConnectionRole.CLIENT, "10.4.0.1", 43005, "93.184.216.34", 443, 1_000, 5, 50, 35);
+      outside.setProcessStartTimeNs(5000);
+      outside.setKeepProbability(0.5);
+      send(topic, outside);
+      ConnectionEvent plainClient = event("host-h", 3301, "java", null, null, ConnectionEventKind.SNAPSHOT,
+          ConnectionRole.CLIENT, "10.4.0.3", 44001, "10.4.0.4", 9000, 1_000, 7, 70, 36);
+      ConnectionEvent plainServer = event("host-i", 4301, "java", null, null, ConnectionEventKind.SNAPSHOT,
+          ConnectionRole.SERVER, "10.4.0.4", 9000, "10.4.0.3", 44001, 1_000, 70, 7, 46);
+      send(topic, plainClient);
+      send(topic, plainServer);
+
+      String external = "MATCH (:Process {id: $a})-[t:TALKS_TO]->(:External {id: $b}) RETURN count(t)";
+      // The outside connection's horizon passes after those of 43003 and 43004.
+      await(() -> count(external, client, "93.184.216.34:443") == 1, "the outside connection on its External edge");
+      await(() -> count("MATCH (:Process {id: $a})-[t:TALKS_TO {connections: 3}]->(:Process {id: $b}) "
+          + "RETURN count(t)", client, server) == 1, "three connections host-f -> host-g");
+      Record e = single("MATCH (:Process {id: $a})-[t:TALKS_TO]->(:Process {id: $b}) RETURN t.connections AS n, "
+          + "t.connectionsEstimated AS est, t.connectionsSampled AS sampled, t.bytesClientToServer AS c2s", client, server);
+      assertEquals(3, e.get("n").asLong());
+      assertEquals(4.0 + 2.0 + 0.0, e.get("est").asDouble(), "1/0.25 + 1/0.5 + the shed one's 0");
+      assertEquals(3, e.get("sampled").asLong());
+      assertEquals(100 + 200 + 9000, e.get("c2s").asLong(), "the shed one's bytes count");
+      assertEquals(0, count("MATCH (x:External {id: $a}) RETURN count(x)", "10.4.0.2:9000", null),
+          "no phantom External for the connections only host-f reported");
+      assertEquals(2, count("MATCH (:Process {id: $a})-[t:TALKS_TO]->() RETURN count(t)", client, null),
+          "host-f's edges: host-g and the outside address");
+      Record x = single("MATCH (:Process {id: $a})-[t:TALKS_TO]->(:External {id: $b}) RETURN t.connections AS n, "
+          + "t.connectionsEstimated AS est, t.connectionsSampled AS sampled", client, "93.184.216.34:443");
+      assertEquals(1, x.get("n").asLong());
+      assertEquals(2.0, x.get("est").asDouble());
+      assertEquals(1, x.get("sampled").asLong());
+
+      Record plain = single("MATCH (:Process {hostId: $a})-[t:TALKS_TO]->(:Process {hostId: $b}) RETURN "
+          + "t.connections AS n, t.connectionsEstimated AS est, t.connectionsSampled AS sampled", "host-h", "host-i");
+      assertEquals(1, plain.get("n").asLong());
+      assertEquals(1.0, plain.get("est").asDouble(), "nothing sampled: the estimate is the count");
+      assertEquals(0, plain.get("sampled").asLong());
+    } finally {
+      job.cancel().get(1, TimeUnit.MINUTES);
+    }
+  }
+
+  /** host-f's client end of a connection to host-g 10.4.0.2:9000, kept with {@code keep}. */
+  static ConnectionEvent sampledClient(int port, long sent, long received, double keep) {
+    ConnectionEvent e = event("host-f", 3201, "java", null, null, ConnectionEventKind.SNAPSHOT, ConnectionRole.CLIENT,
+        "10.4.0.1", port, "10.4.0.2", 9000, 1_000, sent, received, port);
+    e.setProcessStartTimeNs(5000);
+    e.setKeepProbability(keep);
+    return e;
+  }
+
+  static ConnectionEvent sampledServer(int clientPort, long received, long sent, double keep) {
+    ConnectionEvent e = event("host-g", 4201, "java", null, null, ConnectionEventKind.SNAPSHOT, ConnectionRole.SERVER,
+        "10.4.0.2", 9000, "10.4.0.1", clientPort, 1_000, sent, received, 100_000 + clientPort);
+    e.setProcessStartTimeNs(6000);
+    e.setKeepProbability(keep);
+    return e;
+  }
+
+  /**
    * A restart of the whole job (not a task failover: a new job, as when bin/wattgraph run or a job
    * manager without HA starts again) continues from the newest checkpoint the previous run left in
    * its checkpoint directory. A connection counted, closed and forgotten by the first run stays in

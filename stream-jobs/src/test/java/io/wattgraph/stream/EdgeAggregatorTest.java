@@ -111,4 +111,111 @@ class EdgeAggregatorTest {
     assertEquals(5, r.firstSeenNs);
     assertEquals(6, r.lastSeenNs);
   }
+
+  static ConnectionUpdate weighing(ConnectionUpdate u, double weight) {
+    u.weight = weight;
+    return u;
+  }
+
+  @Test
+  void withoutSamplingTheEstimateIsTheCountExactly() throws Exception {
+    ConnectionUpdate c1 = upsert("c1", 10, 20, 5, 6);
+    assertEquals(1.0, c1.weight);
+    h.processElement(c1, 0);
+    h.processElement(upsert("c2", 1, 2, 3, 9), 0);
+    EdgeRow r = last();
+    assertEquals(2, r.connections);
+    assertEquals(2.0, r.connectionsEstimated);
+    assertEquals(0, r.connectionsSampled);
+  }
+
+  /**
+   * Sampled connections add their weights; a weight that changes (a lone end whose peer joined: the
+   * smaller probability of the two) replaces the old one; a retraction takes its weight away.
+   */
+  @Test
+  void weightsAddUpAndAreReplacedAndRetractedAsDeltas() throws Exception {
+    ConnectionUpdate c1 = weighing(upsert("c1", 10, 20, 5, 6), 2.0);
+    h.processElement(c1, 0);
+    h.processElement(upsert("c2", 1, 2, 3, 9), 0);
+    h.processElement(weighing(upsert("c3", 1, 1, 3, 9), 0.0), 0); // shed by an end: bytes only
+    EdgeRow r = last();
+    assertEquals(3, r.connections);
+    assertEquals(3.0, r.connectionsEstimated);
+    assertEquals(2, r.connectionsSampled);
+    assertEquals(12, r.bytesClientToServer);
+
+    h.processElement(weighing(upsert("c1", 15, 20, 5, 7), 4.0), 0);
+    r = last();
+    assertEquals(3, r.connections);
+    assertEquals(5.0, r.connectionsEstimated, "c1 now 4, not 2 + 4");
+    assertEquals(2, r.connectionsSampled);
+
+    h.processElement(weighing(upsert("c1", 16, 20, 5, 7), 1.0), 0);
+    r = last();
+    assertEquals(2.0, r.connectionsEstimated, "and back to 1");
+    assertEquals(1, r.connectionsSampled);
+
+    h.processElement(ConnectionUpdate.marker(ConnectionUpdate.Type.RETRACT, "c3", c1.edgeKey), 0);
+    r = last();
+    assertEquals(2, r.connections);
+    assertEquals(2.0, r.connectionsEstimated);
+    assertEquals(0, r.connectionsSampled);
+  }
+
+  /** Weights that do not add up exactly in floating point leave nothing behind once retracted. */
+  @Test
+  void retractingEverySampledConnectionLeavesTheCountExactly() throws Exception {
+    ConnectionUpdate first = upsert("u0", 1, 1, 1, 1);
+    h.processElement(first, 0);
+    for (int i = 1; i <= 10; i++) {
+      h.processElement(weighing(upsert("s" + i, 1, 1, 1, 1), 1 / 0.3), 0);
+    }
+    h.processElement(ConnectionUpdate.marker(ConnectionUpdate.Type.FINISHED, "s1", first.edgeKey), 0);
+    EdgeRow r = last();
+    assertEquals(11, r.connections);
+    assertEquals(1 + 10 / 0.3, r.connectionsEstimated, 1e-9);
+    for (int i = 2; i <= 10; i++) {
+      h.processElement(ConnectionUpdate.marker(ConnectionUpdate.Type.RETRACT, "s" + i, first.edgeKey), 0);
+    }
+    r = last();
+    assertEquals(2, r.connections);
+    assertEquals(1 + 1 / 0.3, r.connectionsEstimated, 1e-9, "the finished one stays in the totals");
+    assertEquals(1, r.connectionsSampled);
+    h.processElement(upsert("u1", 1, 1, 1, 1), 0);
+    assertEquals(3, last().connections);
+  }
+
+  @Test
+  void onceNoSampledConnectionIsLeftTheEstimateIsTheCountExactly() throws Exception {
+    ConnectionUpdate first = upsert("u0", 1, 1, 1, 1);
+    h.processElement(first, 0);
+    double[] ps = {0.3, 0.7, 0.9, 0.45};
+    for (int i = 0; i < ps.length; i++) {
+      h.processElement(weighing(upsert("s" + i, 1, 1, 1, 1), 1 / ps[i]), 0);
+    }
+    for (int i = 0; i < ps.length; i++) {
+      h.processElement(ConnectionUpdate.marker(ConnectionUpdate.Type.RETRACT, "s" + i, first.edgeKey), 0);
+    }
+    EdgeRow r = last();
+    assertEquals(1, r.connections);
+    assertEquals(0, r.connectionsSampled);
+    // Adding and subtracting these weights leaves -6.7e-16 in floating point.
+    assertEquals(1.0, r.connectionsEstimated);
+  }
+
+  @Test
+  void aContinuationIsNeitherCountedNorEstimated() throws Exception {
+    ConnectionUpdate c1 = upsert("c1", 10, 20, 5, 6);
+    h.processElement(c1, 0);
+    h.processElement(ConnectionUpdate.marker(ConnectionUpdate.Type.FINISHED, "c1", c1.edgeKey), 0);
+    ConnectionUpdate next = weighing(upsert("c1#1", 5, 5, 7, 8), 0.0);
+    next.continuation = true;
+    h.processElement(next, 0);
+    EdgeRow r = last();
+    assertEquals(1, r.connections);
+    assertEquals(1.0, r.connectionsEstimated);
+    assertEquals(0, r.connectionsSampled);
+    assertEquals(15, r.bytesClientToServer);
+  }
 }

@@ -29,6 +29,19 @@ class JobConfigTest {
   }
 
   @Test
+  void sheddingPeerMemoryFlag() {
+    assertEquals(600_000, JobConfig.parse(MIN).sheddingPeerMemoryMs);
+    assertEquals(0, JobConfig.parse(concat("--shedding-peer-memory-ms", "0")).sheddingPeerMemoryMs);
+    assertEquals(60_000, JobConfig.parse(concat("--shedding-peer-memory-ms", "60000")).sheddingPeerMemoryMs);
+    for (String bad : new String[] {"-1", "ten"}) {
+      assertEquals("--shedding-peer-memory-ms must be an integer >= 0, got '" + bad + "'",
+          assertThrows(IllegalArgumentException.class,
+              () -> JobConfig.parse(concat("--shedding-peer-memory-ms", bad))).getMessage());
+    }
+    assertTrue(JobConfig.USAGE.contains("--shedding-peer-memory-ms"));
+  }
+
+  @Test
   void topicAndStateFlags() {
     JobConfig c = JobConfig.parse(new String[] {"--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2",
         "--dlq-topic", "d", "--service-mappings-topic", "m", "--closed-retention-ms", "7",

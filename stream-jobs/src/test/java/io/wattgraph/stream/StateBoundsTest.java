@@ -135,12 +135,14 @@ class StateBoundsTest {
     List<ConnectionUpdate> out = drain();
     assertEquals(1, out.size());
     assertTrue(out.get(0).continuation);
+    assertEquals(0.0, out.get(0).weight, "not counted again");
     assertEquals(30, out.get(0).bytesClientToServer, "only the bytes since the expiry");
     assertEquals(400, out.get(0).bytesServerToClient);
     EdgeRow row = lastRow();
     assertEquals(130, row.bytesClientToServer, "edge totals equal the socket's counters");
     assertEquals(900, row.bytesServerToClient);
     assertEquals(1, row.connections, "still one connection");
+    assertEquals(1.0, row.connectionsEstimated);
 
     h.processElement(closed(server(900, 130)), 0);
     h.processElement(closed(client(130, 900)), 0);
@@ -165,6 +167,45 @@ class StateBoundsTest {
     assertEquals(7, row.bytesClientToServer);
     h.setProcessingTime(2 * IDLE);
     assertEquals(0, h.numKeyedStateEntries());
+  }
+
+  /**
+   * A lone end withheld because its peer host sheds (load shedding) that goes idle was never on an
+   * edge: nothing to fold. If its socket and then the peer report again, it is counted whole, not as
+   * a continuation.
+   */
+  @Test
+  void aWithheldConnectionThatGoesIdleIsNotFoldedAndWakesUpWhole() throws Exception {
+    Observation sampled = obs("host-b", 99, Role.SERVER, "10.0.0.2", 80, "10.0.0.3", 41000, 200, 1, 1);
+    sampled.keepProbability = 0.5;
+    h.processElement(sampled, 0); // host-b sheds; this end of its own stays lone (no agent at 10.0.0.3)
+    h.processElement(client(7, 8), 0);
+    h.setProcessingTime(HORIZON);
+    drain();
+    List<EdgeRow> rows = edges.extractOutputValues();
+    assertEquals(1, rows.size(), "only host-b's own lone end: " + rows);
+    assertEquals("E:10.0.0.3>P:host-b/200/200000", rows.get(0).edgeKey);
+    assertEquals(2.0, rows.get(0).connectionsEstimated);
+
+    h.setProcessingTime(IDLE);
+    List<ConnectionUpdate> out = drain();
+    assertEquals(1, out.size(), "host-b's connection finishes; the withheld one emits nothing: " + out);
+    assertTrue(out.get(0).edgeKey.startsWith("E:10.0.0.3>"));
+
+    h.setProcessingTime(IDLE + 10);
+    h.processElement(client(9, 8), 0);
+    Observation peer = server(8, 9);
+    peer.keepProbability = 0.0;
+    h.processElement(peer, 0);
+    out = drain();
+    assertEquals(1, out.size(), out.toString());
+    assertFalse(out.get(0).continuation);
+    assertEquals(9, out.get(0).bytesClientToServer, "all its bytes");
+    EdgeRow row = lastRow();
+    assertEquals("P:host-a/100/100000>P:host-b/200/200000", row.edgeKey);
+    assertEquals(1, row.connections);
+    assertEquals(0.0, row.connectionsEstimated, "shed by host-b: stands for no connection");
+    assertEquals(1, row.connectionsSampled);
   }
 
   @Test

@@ -14,7 +14,8 @@ import java.util.Objects;
  * Projects a process-level graph onto a coarser {@link Level}. Node metrics: summed over members (cpuUsage,
  * threads, requestRate, powerW, memory, requests), latencies the maximum, unless the group itself has measured
  * metrics ({@code groupMetrics}, e.g. a Container's own properties), which win field by field. Edges between
- * the same two groups are merged: bytes, connections and request rates summed, latencies the maximum,
+ * the same two groups are merged: bytes, connections (observed, estimated and sampled) and request rates summed,
+ * latencies the maximum,
  * firstSeenNs the minimum and lastSeenNs the maximum. Traffic inside a group becomes a self-loop edge.
  */
 public final class Aggregator {
@@ -95,6 +96,7 @@ public final class Aggregator {
     static ServiceEdge mergeEdges(ServiceEdge a, ServiceEdge b) {
         return new ServiceEdge(a.source(), a.target(), a.bytesClientToServer() + b.bytesClientToServer(),
                 a.bytesServerToClient() + b.bytesServerToClient(), a.connections() + b.connections(),
+                a.connectionsEstimated() + b.connectionsEstimated(), a.connectionsSampled() + b.connectionsSampled(),
                 min(a.firstSeenNs(), b.firstSeenNs()), max(a.lastSeenNs(), b.lastSeenNs()),
                 sum(a.requestRate(), b.requestRate()), maxD(a.latencyAvgMs(), b.latencyAvgMs()),
                 maxD(a.latencyP50Ms(), b.latencyP50Ms()), maxD(a.latencyP75Ms(), b.latencyP75Ms()),

@@ -68,7 +68,8 @@ public class ServiceGraphLoader {
                    coalesce(talk.latencyP90Ms, talk.clientRttP90Ns / 1e6),
                    coalesce(talk.latencyP99Ms, talk.clientRttP99Ns / 1e6), talk.serverTimeMeanNs / 1e6,
                    talk.serverTimeP50Ns / 1e6, talk.serverTimeP75Ns / 1e6, talk.serverTimeP90Ns / 1e6,
-                   talk.serverTimeP99Ns / 1e6, talk.networkTimeMeanNs / 1e6
+                   talk.serverTimeP99Ns / 1e6, talk.networkTimeMeanNs / 1e6, talk.connectionsEstimated,
+                   talk.connectionsSampled
             """;
 
     /** Processes: with a host filter only those of the host or talking to one of its processes. */
@@ -136,7 +137,9 @@ public class ServiceGraphLoader {
                 String target = string(r.get(1));
                 nodes.computeIfAbsent(source, id -> processes.getOrDefault(id, ServiceNode.external(id)));
                 nodes.computeIfAbsent(target, id -> processes.getOrDefault(id, ServiceNode.external(id)));
-                edges.add(new ServiceEdge(source, target, lng(r.get(2)), lng(r.get(3)), lng(r.get(4)),
+                long connections = lng(r.get(4));
+                edges.add(new ServiceEdge(source, target, lng(r.get(2)), lng(r.get(3)), connections,
+                        ServiceEdge.connectionsEstimated(dbl(r.get(19)), connections), lngOr0(r.get(20)),
                         lngOrNull(r.get(5)), lngOrNull(r.get(6)), dbl(r.get(7)), dbl(r.get(8)), dbl(r.get(9)),
                         dbl(r.get(10)), dbl(r.get(11)), dbl(r.get(12)), dbl(r.get(13)), dbl(r.get(14)),
                         dbl(r.get(15)), dbl(r.get(16)), dbl(r.get(17)), dbl(r.get(18))));
@@ -182,8 +185,10 @@ public class ServiceGraphLoader {
             String source = addNode(nodes, r.get("client").asNode(), hostCores, containerById);
             String target = addNode(nodes, r.get("server").asNode(), hostCores, containerById);
             Relationship t = r.get("talk").asRelationship();
+            long connections = lng(t, "connections");
             edges.add(new ServiceEdge(source, target, lng(t, "bytesClientToServer"), lng(t, "bytesServerToClient"),
-                    lng(t, "connections"), lngOrNull(t, "firstSeenNs"), lngOrNull(t, "lastSeenNs"),
+                    connections, ServiceEdge.connectionsEstimated(dbl(t, "connectionsEstimated"), connections),
+                    lngOr0(t.get("connectionsSampled")), lngOrNull(t, "firstSeenNs"), lngOrNull(t, "lastSeenNs"),
                     dbl(t, "requestRate"), ms(t, "latencyAvgMs", "clientRttMeanNs"), ms(t, "latencyP50Ms", "clientRttP50Ns"),
                     ms(t, "latencyP75Ms", "clientRttP75Ns"), ms(t, "latencyP90Ms", "clientRttP90Ns"),
                     ms(t, "latencyP99Ms", "clientRttP99Ns"), ms(t, null, "serverTimeMeanNs"),
@@ -335,6 +340,18 @@ public class ServiceGraphLoader {
 
     private static long lng(Value v) {
         return v.isNull() ? 0L : v.asLong();
+    }
+
+    /** A count the stream job may not have written (older edges), or of the wrong type: 0. */
+    private static long lngOr0(Value v) {
+        if (v.isNull()) {
+            return 0L;
+        }
+        try {
+            return v.asLong();
+        } catch (Uncoercible wrongType) {
+            return 0L;
+        }
     }
 
     private static Long lngOrNull(MapAccessor e, String key) {

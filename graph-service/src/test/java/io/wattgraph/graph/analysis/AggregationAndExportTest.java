@@ -69,6 +69,23 @@ class AggregationAndExportTest {
         });
     }
 
+    /** Merged edges add their observed, estimated and sampled connections (an edge without sampling counts as observed). */
+    @Test
+    void mergedEdgesAddTheirEstimatedConnections() {
+        ServiceEdge sampled = new ServiceEdge("a/1/1", "a/2/1", 200, 2000, 3, 9.5, 2, null, null, null, null, null,
+                null, null, null, null, null, null, null, null, null);
+        ServiceEdge other = ServiceEdge.traffic("a/3/1", "a/2/1", 10, 20);
+        assertThat(other.connectionsEstimated()).isEqualTo(1.0);
+        ServiceGraph g = Aggregator.aggregate(new ServiceGraph(graph().nodes(), List.of(sampled, other)), Level.POD,
+                Map.of());
+        assertThat(g.edges()).singleElement().satisfies(e -> {
+            assertThat(e.source()).isEqualTo("pod:shop/web-0");
+            assertThat(e.connections()).isEqualTo(4);
+            assertThat(e.connectionsEstimated()).isEqualTo(10.5);
+            assertThat(e.connectionsSampled()).isEqualTo(2);
+        });
+    }
+
     @Test
     void podServiceNamespaceAndHostLevels() {
         ServiceGraph pod = Aggregator.aggregate(graph(), Level.POD, Map.of());

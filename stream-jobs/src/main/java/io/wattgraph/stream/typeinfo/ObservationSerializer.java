@@ -3,16 +3,21 @@ package io.wattgraph.stream.typeinfo;
 import io.wattgraph.stream.Observation;
 import io.wattgraph.stream.Role;
 import java.io.IOException;
-import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
-/** {@link Observation}: shuffled twice per event (to the VIP resolver, to the correlator). */
+/**
+ * {@link Observation}: shuffled twice per event (to the VIP resolver, to the correlator), and in
+ * the VIP resolver's state (observations waiting for their backend). Layout 2 appends
+ * {@code keepProbability} to layout 1, which {@link Layout1} still reads (as 1: not sampled).
+ */
 public final class ObservationSerializer extends RecordSerializer<Observation> {
   private static final long serialVersionUID = 1L;
   public static final ObservationSerializer INSTANCE = new ObservationSerializer();
   private static final Role[] ROLES = Role.values();
+  static final int LAYOUT = 2;
 
   @Override
   public Observation createInstance() {
@@ -39,11 +44,24 @@ public final class ObservationSerializer extends RecordSerializer<Observation> {
     o.socketCookie = f.socketCookie;
     o.bytesSent = f.bytesSent;
     o.bytesReceived = f.bytesReceived;
+    o.keepProbability = f.keepProbability;
     return o;
   }
 
   @Override
   public void serialize(Observation o, DataOutputView out) throws IOException {
+    writeLayout1(o, out);
+    out.writeDouble(o.keepProbability);
+  }
+
+  @Override
+  public Observation deserialize(DataInputView in) throws IOException {
+    Observation o = readLayout1(in);
+    o.keepProbability = in.readDouble();
+    return o;
+  }
+
+  private static void writeLayout1(Observation o, DataOutputView out) throws IOException {
     writeString(o.hostId, out);
     out.writeLong(o.eventTimeNs);
     out.writeBoolean(o.closed);
@@ -63,8 +81,7 @@ public final class ObservationSerializer extends RecordSerializer<Observation> {
     out.writeLong(o.bytesReceived);
   }
 
-  @Override
-  public Observation deserialize(DataInputView in) throws IOException {
+  private static Observation readLayout1(DataInputView in) throws IOException {
     Observation o = new Observation();
     o.hostId = readString(in);
     o.eventTimeNs = in.readLong();
@@ -91,9 +108,60 @@ public final class ObservationSerializer extends RecordSerializer<Observation> {
     return new Snapshot();
   }
 
-  public static final class Snapshot extends SimpleTypeSerializerSnapshot<Observation> {
+  /** Same class name as the SimpleTypeSerializerSnapshot of layout 1, so older checkpoints find it. */
+  public static final class Snapshot extends LayoutSnapshot<Observation> {
     public Snapshot() {
-      super(() -> INSTANCE);
+      super(LAYOUT);
+    }
+
+    Snapshot(int layout) {
+      super(layout);
+    }
+
+    @Override
+    protected int currentLayout() {
+      return LAYOUT;
+    }
+
+    @Override
+    protected TypeSerializer<Observation> current() {
+      return INSTANCE;
+    }
+
+    @Override
+    protected TypeSerializer<Observation> reader(int layout) {
+      return layout == 1 ? Layout1.INSTANCE : null;
+    }
+  }
+
+  /** Reads (and writes) state of the build before keepProbability: every observation kept with 1. */
+  public static final class Layout1 extends RecordSerializer<Observation> {
+    private static final long serialVersionUID = 1L;
+    public static final Layout1 INSTANCE = new Layout1();
+
+    @Override
+    public Observation createInstance() {
+      return new Observation();
+    }
+
+    @Override
+    public Observation copy(Observation from) {
+      return ObservationSerializer.INSTANCE.copy(from);
+    }
+
+    @Override
+    public void serialize(Observation o, DataOutputView out) throws IOException {
+      writeLayout1(o, out);
+    }
+
+    @Override
+    public Observation deserialize(DataInputView in) throws IOException {
+      return readLayout1(in);
+    }
+
+    @Override
+    public TypeSerializerSnapshot<Observation> snapshotConfiguration() {
+      return new Snapshot(1);
     }
   }
 }

@@ -11,7 +11,8 @@ import org.apache.flink.core.memory.DataOutputView;
  * POJO serializer reads and writes each field by reflection; in the correlation benchmark that
  * was ~37% of the CPU (docs/benchmarks/stream-jobs.md). Subclasses write their fields in a fixed
  * order; {@code RecordSerializersTest} fails when a field is added to a record and not here.
- * Changing a layout means a new snapshot version (state written by the old one is not readable).
+ * Changing a layout means a new snapshot version and a reader of the old layout
+ * ({@link LayoutSnapshot}), or state written by the old one is not readable.
  */
 public abstract class RecordSerializer<T> extends TypeSerializerSingleton<T> {
 

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.wattgraph.stream.ConnectionState;
+import io.wattgraph.stream.ConnectionStats;
 import io.wattgraph.stream.ConnectionUpdate;
 import io.wattgraph.stream.EdgeInput;
 import io.wattgraph.stream.EdgeTotals;
@@ -17,6 +19,7 @@ import io.wattgraph.stream.LatencyHistogram;
 import io.wattgraph.stream.MetricInput;
 import io.wattgraph.stream.Observation;
 import io.wattgraph.stream.PodMetadata;
+import io.wattgraph.stream.Side;
 import io.wattgraph.stream.Transaction;
 import io.wattgraph.stream.TransactionTotals;
 import java.io.IOException;
@@ -92,6 +95,87 @@ class RecordSerializersTest {
     state.serialize(back, migrated);
     assertSameFields(Transaction.class, expected, state.deserialize(new DataInputDeserializer(migrated.getCopyOfBuffer())),
         "rewritten by the state type");
+  }
+
+  /**
+   * Observations wait in the VIP resolver's state. What the serializer wrote before keepProbability
+   * (snapshot and record saved from that build, 53b463a: layout 1, SimpleTypeSerializerSnapshot) is
+   * restored by migration, every observation as not sampled.
+   */
+  @Test
+  void observationStateOfLayout1RestoresAsNotSampled() throws Exception {
+    Observation expected = filled(Observation.class, false, 1);
+    expected.keepProbability = 1.0;
+    assertMigrates(ObservationSerializer.INSTANCE, "observation-layout1", Observation.class, expected);
+  }
+
+  /** ConnectionUpdates are in no state, but their layout is versioned the same way. */
+  @Test
+  void connectionUpdateOfLayout1ReadsAsWeighingOne() throws Exception {
+    ConnectionUpdate expected = filled(ConnectionUpdate.class, false, 1);
+    expected.type = ConnectionUpdate.Type.UPSERT;
+    expected.continuation = false;
+    expected.weight = 1.0;
+    assertMigrates(ConnectionUpdateSerializer.INSTANCE, "connection-update-layout1", ConnectionUpdate.class, expected);
+  }
+
+  @Test
+  void aSnapshotOfALaterLayoutIsRefusedNamingIt() throws Exception {
+    DataOutputSerializer out = new DataOutputSerializer(64);
+    out.writeUTF(ObservationSerializer.Snapshot.class.getName());
+    out.writeInt(new ObservationSerializer.Snapshot().getCurrentVersion() + 1);
+    IOException e = assertThrows(IOException.class, () -> TypeSerializerSnapshot.readVersionedSnapshot(
+        new DataInputDeserializer(out.getCopyOfBuffer()), getClass().getClassLoader()));
+    assertTrue(e.getMessage().contains("layout 3"), e.getMessage());
+  }
+
+  /**
+   * The correlator's and edge aggregator's state types are POJOs: state written before the
+   * sampling fields (53b463a) restores with them at the values that mean "not sampled", which is
+   * what every connection was then: a side kept with 1, a connection counted with weight 1, an edge
+   * whose estimate is its count.
+   */
+  @Test
+  void correlatorAndEdgeStateWrittenBeforeSamplingRestoresAsNotSampled() throws Exception {
+    var config = new SerializerConfigImpl();
+    ConnectionState s = restored(TypeInformation.of(ConnectionState.class).createSerializer(config), "connection-state-pojo");
+    Side low = filled(Side.class, false, 1);
+    low.keepProbability = 1.0;
+    Side high = filled(Side.class, false, 2);
+    high.keepProbability = 1.0;
+    assertSameFields(Side.class, low, s.low, "low side");
+    assertSameFields(Side.class, high, s.high, "high side");
+    assertEquals(false, s.withheld);
+    assertEquals("10.0.0.1:40000|10.0.0.2:80@host-a/11", s.connectionId);
+    assertEquals(3000, s.horizonTimer);
+
+    EdgeTotals t = restored(TypeInformation.of(EdgeTotals.class).createSerializer(config), "edge-totals-pojo");
+    assertEquals(7, t.connections);
+    assertEquals(7.0, t.connectionsEstimated());
+    assertEquals(0, t.connectionsSampled);
+    assertEquals(1000, t.bytesClientToServer);
+    assertSameFields(GraphNode.class, filled(GraphNode.class, false, 3), t.client, "client");
+
+    ConnectionStats c = restored(TypeInformation.of(ConnectionStats.class).createSerializer(config), "connection-stats-pojo");
+    assertEquals(1.0, c.weight);
+    assertTrue(c.counted);
+    assertEquals(20, c.bytesServerToClient);
+  }
+
+  /** Reads a saved snapshot and record as Flink restores state: compatible after migration, then read by the old snapshot. */
+  private <T> T restored(TypeSerializer<T> now, String name) throws Exception {
+    TypeSerializerSnapshot<T> old = TypeSerializerSnapshot.readVersionedSnapshot(
+        new DataInputDeserializer(resource("/state/" + name + ".snapshot")), getClass().getClassLoader());
+    TypeSerializerSchemaCompatibility<T> compat = now.snapshotConfiguration().resolveSchemaCompatibility(old);
+    assertTrue(compat.isCompatibleAfterMigration(), name + ": " + compat);
+    T back = old.restoreSerializer().deserialize(new DataInputDeserializer(resource("/state/" + name + ".bin")));
+    DataOutputSerializer migrated = new DataOutputSerializer(256);
+    now.serialize(back, migrated);
+    return now.deserialize(new DataInputDeserializer(migrated.getCopyOfBuffer()));
+  }
+
+  private <T> void assertMigrates(TypeSerializer<T> now, String name, Class<T> type, T expected) throws Exception {
+    assertSameFields(type, expected, restored(now, name), name + " restored and rewritten");
   }
 
   private static byte[] resource(String name) throws IOException {
