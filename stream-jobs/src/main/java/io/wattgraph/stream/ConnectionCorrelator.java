@@ -51,6 +51,14 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   /** Bound of the shedding hosts remembered (the least recently seen go first). */
   static final int MAX_SHEDDING_HOSTS = 100_000;
 
+  /**
+   * How much later than a lone end's close a new end on its 4-tuple must start to be a new
+   * connection rather than its peer: more than the agents' clocks differ (NTP keeps them within
+   * milliseconds); less than a tuple takes to be reused (TIME_WAIT is 60 s; only reset
+   * connections come back within seconds).
+   */
+  static final long TUPLE_REUSE_SKEW_NS = 1_000_000_000L;
+
   /** An event-time timer at the end of time fires only on end of input (bounded run or drain). */
   static final long END_OF_INPUT = Long.MAX_VALUE;
 
@@ -163,9 +171,12 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     }
     if (s != null) {
       Side existing = s.side(isLow);
-      if (existing != null && !existing.sameSocket(o)) {
-        // Another socket on the same endpoint: the 4-tuple was reused by a new connection before
-        // cleanup. Leave the old connection counted as it is and start over.
+      if ((existing != null && !existing.sameSocket(o))
+          || (existing == null && !s.finished && !s.retired && laterThanItsPeer(o, s.side(!isLow)))) {
+        // Another socket on the same endpoint, or a first end seen after the lone other end had
+        // closed: the 4-tuple was reused by a new connection before cleanup (under load shedding
+        // the old connection's peer end was often never reported). Leave the old connection
+        // counted as it is and start over.
         if (!s.retired) {
           finish(s, now, out);
         }
@@ -217,6 +228,14 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     scheduleCleanupIfDone(s, now);
     arm(s, ctx);
     state.update(s);
+  }
+
+  /**
+   * Whether {@code o} starts after {@code other}, a lone end, closed: then it is not that end's
+   * peer. The agents' clocks may differ by up to {@link #TUPLE_REUSE_SKEW_NS}.
+   */
+  static boolean laterThanItsPeer(Observation o, Side other) {
+    return other != null && other.closed && o.eventTimeNs > other.lastSeenNs + TUPLE_REUSE_SKEW_NS;
   }
 
   /**

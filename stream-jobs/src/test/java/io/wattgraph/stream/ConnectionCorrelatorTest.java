@@ -376,6 +376,36 @@ class ConnectionCorrelatorTest {
     assertEquals(u.edgeKey, f.edgeKey);
   }
 
+  /**
+   * Under shedding a tuple is reused while its lone end still waits (the generators of the
+   * benchmark reset their connections and reuse ports within seconds): a server end that begins
+   * after the client end closed is a later connection, not its peer.
+   */
+  @Test
+  void aPeerEndThatStartsAfterTheLoneEndClosedIsALaterConnection() throws Exception {
+    hostBSheds();
+    in(at(closed(keep(client(10, 20), 0.5)), 1_000_000_000L));
+    Observation later = at(keep(server(5, 7), 0.5), 1_000_000_000L + ConnectionCorrelator.TUPLE_REUSE_SKEW_NS + 1);
+    in(later);
+    assertEquals(List.of(), out(), "the first connection is withheld (its peer sheds), the second waits");
+    Observation laterClient = at(keep(client(7, 5), 0.5), later.eventTimeNs);
+    laterClient.socketCookie = 12;
+    in(laterClient);
+    ConnectionUpdate u = single(out());
+    assertEquals(ConnectionUpdate.Type.UPSERT, u.type);
+    assertEquals(2.0, u.weight, "the later connection pairs with its own client end");
+    assertEquals(7, u.bytesClientToServer);
+    assertTrue(u.connectionId.endsWith("@host-b/22"), u.connectionId);
+  }
+
+  @Test
+  void aPeerEndWithinTheClockSkewOfTheCloseIsStillThePeer() throws Exception {
+    in(at(closed(client(10, 20)), 1_000_000_000L));
+    in(at(server(20, 10), 1_000_000_000L + ConnectionCorrelator.TUPLE_REUSE_SKEW_NS));
+    ConnectionUpdate u = single(out());
+    assertEquals("P:host-a/100/100000>P:host-b/200/200000", u.edgeKey);
+  }
+
   /** Never on an edge, it leaves none behind: not at the horizon, nor when closed and forgotten. */
   @Test
   void aWithheldConnectionThatClosesLeavesNoEdge() throws Exception {
