@@ -10,9 +10,9 @@
 #  - count MAPE: per generator, the agent's connection estimate from surviving events
 #    (wattgraph_agent_shed_connections_estimated_total) vs the generator's exact count;
 #  - event count MAPE: per generator, the connections the run's ConnectionEvent records stand
-#    for (each kept connection 1/keepProbability, the two ends paired as the stream job pairs
-#    them; read back from the run's own connection topic by examples/conn_totals.rs) vs the
-#    generator's exact count: what the graph's per-edge estimate gets;
+#    for (each client end kept 1/keepProbability, counted as the stream job counts it; read
+#    back from the run's own connection topic by examples/conn_totals.rs) vs the generator's
+#    exact count: what the graph's per-edge estimate gets;
 #  - request MAPE, request-bytes MAPE, response-bytes MAPE: per generator, the sums of the
 #    CLIENT TransactionStats records of its pid (transactions, requestBytes, responseBytes; read
 #    back from the run's own transaction topic by examples/txn_totals.rs with the agent's
@@ -145,7 +145,7 @@ for l in open(txn_f):
     f = l.split()
     if len(f) == 12 and f[0] == "CLIENT":
         txn[int(f[1])] = [int(x) for x in f[5:]] + [int(f[4])]  # ..., P99, CONNECTIONS
-# conn_totals: CLIENT TGID COMM SOCKETS SINGLE PAIRED
+# conn_totals: CLIENT TGID COMM SOCKETS SINGLE JOB
 conn = {}
 for l in open(conn_f):
     f = l.split()

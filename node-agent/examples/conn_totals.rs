@@ -4,15 +4,15 @@
 //! Reads every partition from the beginning to its end, decodes with the agent's own decoder
 //! (`avro::decode_single_object`), and keeps per socket (hostId, socketCookie) its role, tgid,
 //! endpoints past NAT, keep fraction and first and last event time. Prints per client process:
-//!   CLIENT TGID COMM SOCKETS SINGLE PAIRED
+//!   CLIENT TGID COMM SOCKETS SINGLE JOB
 //! SOCKETS: its client sockets reported; SINGLE: the sum of 1/keepProbability over them (0 for
-//! keep 0: reported for its traffic, stands for none), the client end's own estimate; PAIRED:
-//! the stream job's estimate (stream-jobs ConnectionCorrelator, recomputed here so the benchmark
-//! needs no Flink): the two ends paired by their endpoints and overlapping lifetimes (4-tuples
-//! are reused), each pair standing for
-//! 1/min(keep of both ends); an end without its peer stands for 1/keep unless its peer's
-//! address is that of a host that sampled (whose pairs' weights cover the ends it shed).
-//! Then `# messages N undecodable M partitions P pairs X lone-ends-of-sampling-peers Y`.
+//! keep 0: reported for its traffic, stands for none), the client end's own estimate; JOB: the
+//! stream job's estimate (stream-jobs ConnectionCorrelator, "Sampled connections", recomputed
+//! here so the benchmark needs no Flink): the same weights, but a client end without its server
+//! end (paired by endpoints and overlapping lifetimes: 4-tuples are reused) counts only if some
+//! pair showed its server endpoint, or if its peer's address is not that of a host that sampled
+//! (an External peer); the job withholds the others.
+//! Then `# messages N undecodable M partitions P pairs X withheld Y`.
 //! Role UNKNOWN sockets (handshake not seen) are left out. Bounded: TIMEOUT_S (default 60).
 //! Usage: conn_totals BROKERS TOPIC [TIMEOUT_S]
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -85,6 +85,14 @@ fn main() {
     for s in sockets.values().filter(|s| s.role == Role::Server) {
         servers.entry((s.remote, s.local)).or_default().push((s.first_ns, s.last_ns, s.keep));
     }
+    // Server endpoints some pair showed (the job learns them from pairs).
+    let client_tuples: HashSet<(Endpoint, Endpoint)> =
+        sockets.values().filter(|c| c.role == Role::Client).map(|c| (c.local, c.remote)).collect();
+    let known: HashSet<Endpoint> = sockets
+        .values()
+        .filter(|s| s.role == Role::Server && client_tuples.contains(&(s.remote, s.local)))
+        .map(|s| s.local)
+        .collect();
     const SKEW_NS: i64 = 50_000_000;
     let peer_of = |c: &Socket| -> Option<f64> {
         servers.get(&(c.local, c.remote))?.iter()
@@ -104,19 +112,20 @@ fn main() {
         e.1 += 1;
         e.2 += weight(s.keep);
         match peer_of(s) {
-            Some(ks) => {
-                pairs += 1;
-                e.3 += weight(s.keep.min(ks));
+            Some(_) => pairs += 1,
+            None if known.contains(&s.remote) || !sampling.contains(&s.remote.0) => {}
+            None => {
+                lone_dropped += 1;
+                continue;
             }
-            None if sampling.contains(&s.remote.0) => lone_dropped += 1,
-            None => e.3 += weight(s.keep),
         }
+        e.3 += weight(s.keep);
     }
     for (tgid, (comm, n, single, paired)) in &per {
         println!("CLIENT {tgid} {comm} {n} {single:.1} {paired:.1}");
     }
     println!(
-        "# messages {} undecodable {undecodable} partitions {} pairs {pairs} lone-ends-of-sampling-peers {lone_dropped}",
+        "# messages {} undecodable {undecodable} partitions {} pairs {pairs} withheld {lone_dropped}",
         read.messages, read.partitions
     );
     std::process::exit(if read.complete { 0 } else { 3 });

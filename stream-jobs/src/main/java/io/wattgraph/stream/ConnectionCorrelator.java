@@ -33,9 +33,12 @@ import org.apache.flink.util.Collector;
  * merged with max, so no event time is needed.
  *
  * <p>Load shedding (ConnectionEvent v3 {@code keepProbability}): each update carries the number of
- * connections it stands for ({@link #weight}). A lone end whose peer host is shedding is not made
- * an External edge at the horizon ({@link ConnectionState#withheld}); the hosts seen shedding are
- * operator state (union list state, so every subtask has them all after a restore).
+ * connections it stands for ({@link #weight}, by the client end's probability). A lone client end
+ * goes on the edge of the process paired connections showed serving its remote endpoint
+ * ({@link ConnectionState#resolvedServer}); a lone end whose peer host is shedding and which cannot
+ * be put so is not made an External edge at the horizon ({@link ConnectionState#withheld}). The
+ * hosts seen shedding and the server endpoints are operator state (union list state, so every
+ * subtask has them all after a restore).
  */
 public class ConnectionCorrelator extends KeyedProcessFunction<String, Observation, ConnectionUpdate>
     implements CheckpointedFunction {
@@ -50,6 +53,8 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   public static final long DEFAULT_SHEDDING_PEER_MEMORY_MS = 600_000;
   /** Bound of the shedding hosts remembered (the least recently seen go first). */
   static final int MAX_SHEDDING_HOSTS = 100_000;
+  /** Bound of the server endpoints remembered (the least recently paired go first). */
+  static final int MAX_SERVER_ENDPOINTS = 100_000;
 
   /**
    * How much later than a lone end's close a new end on its 4-tuple must start to be a new
@@ -79,6 +84,13 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
    */
   private transient LinkedHashMap<String, Long> sheddingHosts;
   private transient ListState<Tuple2<String, Long>> sheddingHostsState;
+  /**
+   * Server endpoints (as a client end's remote address and port: past NAT, loopback qualified by
+   * host) and the process last seen serving each in a paired connection, least recently first.
+   */
+  private transient LinkedHashMap<String, Side> servers;
+  private transient ListState<Side> serversState;
+  private transient Counter resolvedByEndpoint;
   /** The latest processing time seen, to expire entries before a snapshot. */
   private transient long latestNow;
 
@@ -129,7 +141,13 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     sheddingHostsState = context.getOperatorStateStore().getUnionListState(
         new ListStateDescriptor<>("shedding-hosts", Types.TUPLE(Types.STRING, Types.LONG)));
     sheddingHosts = new LinkedHashMap<>();
+    serversState = context.getOperatorStateStore().getUnionListState(
+        new ListStateDescriptor<>("server-endpoints", Types.POJO(Side.class)));
+    servers = new LinkedHashMap<>();
     if (context.isRestored()) {
+      for (Side server : serversState.get()) {
+        rememberServer(server);
+      }
       // The union of every subtask's hosts: each host's latest sighting, oldest first.
       Map<String, Long> latest = new HashMap<>();
       for (Tuple2<String, Long> e : sheddingHostsState.get()) {
@@ -149,6 +167,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     List<Tuple2<String, Long>> entries = new ArrayList<>(sheddingHosts.size());
     sheddingHosts.forEach((host, seen) -> entries.add(Tuple2.of(host, seen)));
     sheddingHostsState.update(entries);
+    serversState.update(new ArrayList<>(servers.values()));
   }
 
   @Override
@@ -158,6 +177,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     idleExpired = getRuntimeContext().getMetricGroup().counter("idleExpiredConnections");
     duplicates = getRuntimeContext().getMetricGroup().counter("duplicateObservationsDropped");
     withheldByPeer = getRuntimeContext().getMetricGroup().counter("oneSidedShedByPeer");
+    resolvedByEndpoint = getRuntimeContext().getMetricGroup().counter("oneSidedResolvedByServerEndpoint");
   }
 
   @Override
@@ -213,10 +233,17 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       s.idleTimer = now + idleTimeoutMs;
     }
     Side side = s.side(isLow);
+    boolean wasPaired = s.paired();
     if (side == null) {
       s.setSide(isLow, Side.from(o));
     } else {
       side.merge(o);
+    }
+    if (!wasPaired && s.paired()) {
+      Side server = s.side(!clientIsLow(s.low, s.high));
+      if (server.role == Role.SERVER) {
+        rememberServer(server);
+      }
     }
 
     if (!s.paired() && !s.horizonPassed && s.horizonTimer == 0) {
@@ -390,6 +417,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
 
   private void expireHorizon(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
     s.horizonPassed = true;
+    resolveServer(s);
     if (withholdIfPeerSheds(s, now)) {
       return;
     }
@@ -398,14 +426,16 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   }
 
   /**
-   * A lone end whose peer host sheds: the agents keep a connection on both ends iff the hash of its
-   * client endpoint is below both keep probabilities, so one seen by this end only is one the peer
-   * did not keep, which the pairs' weights (1 / the smaller probability) already stand for. As an
-   * External edge it would be counted twice (and be a phantom node). Kept in state all the same: a
-   * heavy connection the peer shed is still reported by it (keepProbability 0) and then pairs.
+   * A lone end whose peer host sheds, and whose server is not known by endpoint: a connection the
+   * peer's hash did not keep. It cannot go on its real edge (the process at the other end is
+   * unknown) and as an External edge it would be a phantom node. A lone server end is one its
+   * client did not keep, which the client's kept connections stand for; a lone client end is
+   * missing from the estimate until its endpoint is known (retried when it finishes). Kept in state
+   * all the same: a heavy connection the peer shed is still reported by it (keepProbability 0) and
+   * then pairs.
    */
   private boolean withholdIfPeerSheds(ConnectionState s, long now) {
-    if (!s.withheld && !s.paired()) {
+    if (!s.withheld && !s.paired() && s.resolvedServer == null) {
       Side lone = s.low != null ? s.low : s.high;
       if (peerSheds(sheddingKey(lone.hostId, lone.remoteIp), now)) {
         s.withheld = true;
@@ -429,6 +459,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   private void finish(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
     if (s.emittedEdgeKey == null) {
       s.horizonPassed = true;
+      resolveServer(s);
       if (withholdIfPeerSheds(s, now)) {
         return;
       }
@@ -446,6 +477,61 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     s.emittedEdgeKey = u.edgeKey;
     s.withheld = false;
     out.collect(u);
+  }
+
+  /**
+   * A lone client end whose remote endpoint a paired connection showed served by a process: the
+   * connection goes on that process's edge rather than on an External node (or withheld, when its
+   * peer sheds). Under shedding this is how a connection the server's agent did not keep still
+   * counts, with the client's own weight.
+   */
+  private void resolveServer(ConnectionState s) {
+    if (s.paired() || s.resolvedServer != null) {
+      return;
+    }
+    Side lone = s.low != null ? s.low : s.high;
+    if (lone == null || lone.role != Role.CLIENT) {
+      return;
+    }
+    Side server = servers.get(endpointKey(lone.hostId, lone.remoteIp, lone.remotePort));
+    if (server != null) {
+      s.resolvedServer = server;
+      resolvedByEndpoint.inc();
+    }
+  }
+
+  private void rememberServer(Side paired) {
+    String key = endpointKey(paired.hostId, paired.localIp, paired.localPort);
+    Side known = servers.get(key);
+    if (known != null && known.tgid == paired.tgid && known.processStartTimeNs == paired.processStartTimeNs
+        && known.hostId.equals(paired.hostId)) {
+      return; // the common case: the same process again, nothing to copy
+    }
+    servers.remove(key);
+    servers.put(key, serverIdentity(paired));
+    if (servers.size() > MAX_SERVER_ENDPOINTS) {
+      servers.remove(servers.keySet().iterator().next());
+    }
+  }
+
+  /** What {@link GraphNode#process} needs of a server end: no socket, no bytes. */
+  private static Side serverIdentity(Side s) {
+    Side id = new Side();
+    id.hostId = s.hostId;
+    id.role = Role.SERVER;
+    id.localIp = s.localIp;
+    id.localPort = s.localPort;
+    id.tgid = s.tgid;
+    id.processStartTimeNs = s.processStartTimeNs;
+    id.comm = s.comm;
+    id.cmdline = s.cmdline;
+    id.cgroupId = s.cgroupId;
+    id.containerId = s.containerId;
+    return id;
+  }
+
+  static String endpointKey(String hostId, String ip, int port) {
+    return sheddingKey(hostId, ip) + ":" + port;
   }
 
   /**
@@ -497,7 +583,9 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     u.type = ConnectionUpdate.Type.UPSERT;
     u.connectionId = s.connectionId;
     u.client = c != null ? GraphNode.process(c) : GraphNode.externalClient(v.remoteIp);
-    u.server = v != null ? GraphNode.process(v) : GraphNode.externalServer(c.remoteIp, c.remotePort);
+    u.server = v != null ? GraphNode.process(v)
+        : s.resolvedServer != null ? GraphNode.process(s.resolvedServer)
+        : GraphNode.externalServer(c.remoteIp, c.remotePort);
     u.edgeKey = GraphNode.edgeKey(u.client, u.server);
     // Each end counts the same payload; an agent may have missed some (started late), so take max.
     // Minus what earlier generations (before an idle expiry) already folded into the totals.
@@ -514,14 +602,15 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   }
 
   /**
-   * Horvitz-Thompson weight: 1 / the probability that the connection is seen with the ends it has.
-   * Agents keep a connection by a hash of its client endpoint below their keep probability, so both
-   * ends report it with probability min(p_client, p_server); a lone end (no agent at the peer) with
-   * its own. p = 0 (shed, reported for its bytes) stands for no connection: the kept ones stand for it.
+   * Horvitz-Thompson weight: 1 / the probability with which the connection is counted. A connection
+   * is counted when its client end reported it, whether the server end did or not (a lone client
+   * end is put on its server's edge by endpoint, or withheld): probability p_client. Weighing by
+   * the client keeps a small client of a big, heavily sampled server exact (pairs alone are seen
+   * at min(p_client, p_server)). Without a client end (its agent is not there), the server's own
+   * p. p = 0 (shed, reported for its bytes) stands for no connection: the kept ones stand for it.
    */
-  static double weight(Side a, Side b) {
-    double p = a == null ? b.keepProbability
-        : b == null ? a.keepProbability : Math.min(a.keepProbability, b.keepProbability);
+  static double weight(Side client, Side server) {
+    double p = client != null ? client.keepProbability : server.keepProbability;
     return p > 0 ? 1 / p : 0;
   }
 

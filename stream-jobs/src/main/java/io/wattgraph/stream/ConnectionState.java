@@ -16,6 +16,11 @@ public class ConnectionState {
    * the pairs' weights stand for it, until the peer reports it after all (it then pairs).
    */
   public boolean withheld;
+  /**
+   * For a lone client end: the process last seen serving its remote endpoint (learnt from paired
+   * connections), which the connection is put on instead of an External node; null otherwise.
+   */
+  public Side resolvedServer;
   /** Edge key and nodes of the last emitted update, so a move can retract it. */
   public String emittedEdgeKey;
   /**

@@ -301,27 +301,38 @@ class ConnectionCorrelatorTest {
     assertEquals(1.0, single(out()).weight, "a lone end too");
   }
 
-  /** Both ends report it iff the hash of the client endpoint is below both probabilities. */
+  /**
+   * A connection counts when its client end reported it (kept with p_client), with or without the
+   * server end: a pair weighs 1 / p_client, whatever the server kept.
+   */
   @Test
-  void aPairWeighsTheInverseOfTheSmallerKeepProbability() throws Exception {
+  void aPairWeighsTheInverseOfTheClientsKeepProbability() throws Exception {
     in(keep(client(10, 20), 0.5));
     in(keep(server(20, 10), 0.25));
     ConnectionUpdate u = single(out());
-    assertEquals(4.0, u.weight);
+    assertEquals(2.0, u.weight);
     assertEquals("P:host-a/100/100000>P:host-b/200/200000", u.edgeKey);
     in(keep(client(30, 40), 0.5));
-    assertEquals(4.0, single(out()).weight, "and keeps it");
+    assertEquals(2.0, single(out()).weight, "and keeps it");
   }
 
-  /** An end shed the connection (its agent reported it only for its traffic): its bytes count, it stands for none. */
+  /** The client shed it (its agent reported it only for its traffic): its bytes count, it stands for none. */
   @Test
-  void anEndThatShedTheConnectionMakesItWeighNothing() throws Exception {
-    in(keep(server(500, 90), 0.0));
-    in(keep(client(100, 520), 0.5));
+  void aClientThatShedTheConnectionMakesItWeighNothing() throws Exception {
+    in(keep(server(500, 90), 0.5));
+    in(keep(client(100, 520), 0.0));
     ConnectionUpdate u = single(out());
     assertEquals(0.0, u.weight);
     assertEquals(100, u.bytesClientToServer);
     assertEquals(520, u.bytesServerToClient);
+  }
+
+  /** The server shed it but the client kept it: it counts with the client's weight. */
+  @Test
+  void aServerThatShedTheConnectionLeavesTheClientsWeight() throws Exception {
+    in(keep(server(500, 90), 0.0));
+    in(keep(client(100, 520), 0.5));
+    assertEquals(2.0, single(out()).weight);
   }
 
   @Test
@@ -340,17 +351,21 @@ class ConnectionCorrelatorTest {
     assertEquals(7, u.bytesClientToServer);
   }
 
-  /** host-b (10.0.0.2) sheds: its end of another connection, kept with 0.25. */
+  /**
+   * host-b (10.0.0.2) sheds: its end of another connection, kept with 0.25, on another port (so
+   * 10.0.0.2:80 is not yet known as a server endpoint).
+   */
   void hostBSheds() throws Exception {
-    in(keep(obs("host-c", 5, Role.CLIENT, "10.0.0.3", 41000, "10.0.0.2", 80, 300, 1, 1), 0.25));
-    in(keep(obs(B, 6, Role.SERVER, "10.0.0.2", 80, "10.0.0.3", 41000, 200, 1, 1), 0.25));
+    in(keep(obs("host-c", 5, Role.CLIENT, "10.0.0.3", 41000, "10.0.0.2", 81, 300, 1, 1), 0.25));
+    in(keep(obs(B, 6, Role.SERVER, "10.0.0.2", 81, "10.0.0.3", 41000, 200, 1, 1), 0.25));
     assertEquals(4.0, single(out()).weight);
   }
 
   /**
    * host-a keeps everything, host-b sheds: a connection only host-a reports is one whose hash was
-   * above host-b's probability; the pairs (weight 1 / 0.25) stand for it, so it is no External edge.
-   * If host-b reports it after all (a heavy connection it shed, keepProbability 0), it pairs.
+   * above host-b's probability. With no paired connection yet to show which process serves
+   * 10.0.0.2:80 it cannot go on its edge, and as an External edge it would be a phantom node: it is
+   * withheld. If host-b reports it after all (a heavy connection it shed, keepProbability 0), it pairs.
    */
   @Test
   void aLoneEndTowardsASheddingPeerIsWithheldUntilThePeerReportsIt() throws Exception {
@@ -364,7 +379,7 @@ class ConnectionCorrelatorTest {
     ConnectionUpdate u = single(out());
     assertEquals(ConnectionUpdate.Type.UPSERT, u.type);
     assertEquals("P:host-a/100/100000>P:host-b/200/200000", u.edgeKey);
-    assertEquals(0.0, u.weight);
+    assertEquals(1.0, u.weight, "its client kept it whole");
     assertEquals(1000, u.bytesClientToServer);
     assertEquals(20, u.bytesServerToClient);
     in(closed(client(1000, 20)));
@@ -474,6 +489,48 @@ class ConnectionCorrelatorTest {
     in(client(10, 20));
     h.setProcessingTime(1000 + HORIZON);
     assertEquals(List.of(), out());
+  }
+
+  /**
+   * The server shed a connection its client kept: the client's lone end goes on the edge of the
+   * process a paired connection showed serving that endpoint, with the client's weight (a small
+   * client of a heavily sampled server is counted exactly), not withheld and not External.
+   */
+  @Test
+  void aLoneClientEndGoesOnTheEdgeOfTheProcessServingItsEndpoint() throws Exception {
+    hostBSheds();
+    in(client(1, 2));
+    in(keep(server(2, 1), 0.25));
+    assertEquals(1.0, single(out()).weight, "the pair: the client kept it whole");
+    Observation lone = obs(A, 12, Role.CLIENT, "10.0.0.1", 40001, "10.0.0.2", 80, 100, 3, 4);
+    in(lone);
+    h.setProcessingTime(HORIZON);
+    ConnectionUpdate u = single(out());
+    assertEquals("P:host-a/100/100000>P:host-b/200/200000", u.edgeKey);
+    assertEquals(1.0, u.weight);
+    assertEquals(3, u.bytesClientToServer);
+    // The server reports it after all (a heavy one it shed): same edge, nothing moves.
+    in(keep(obs(B, 23, Role.SERVER, "10.0.0.2", 80, "10.0.0.1", 40001, 200, 4, 3), 0.0));
+    u = single(out());
+    assertEquals("P:host-a/100/100000>P:host-b/200/200000", u.edgeKey);
+    assertEquals(1.0, u.weight);
+  }
+
+  @Test
+  void theServerEndpointsSurviveARestore() throws Exception {
+    hostBSheds();
+    in(client(1, 2));
+    in(keep(server(2, 1), 0.25));
+    out();
+    OperatorSubtaskState snapshot = h.snapshot(1, 0);
+    h.close();
+    h = harness(new ConnectionCorrelator(HORIZON));
+    h.initializeState(snapshot);
+    h.open();
+    h.setProcessingTime(1000);
+    in(obs(A, 12, Role.CLIENT, "10.0.0.1", 40001, "10.0.0.2", 80, 100, 3, 4));
+    h.setProcessingTime(1000 + HORIZON);
+    assertEquals("P:host-a/100/100000>P:host-b/200/200000", single(out()).edgeKey);
   }
 
   /** A loopback address is no host's own: a shedding host-a does not make host-b's loopback peers shed. */

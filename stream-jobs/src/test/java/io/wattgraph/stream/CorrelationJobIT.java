@@ -208,9 +208,10 @@ class CorrelationJobIT {
 
   /**
    * Live run with load shedding (ConnectionEvent v3 keepProbability): host-f keeps half of its
-   * connections, host-g a quarter. Both ends of connections kept by both (weights 1 / 0.25 and
-   * 1 / 0.5), one host-g shed and reported only for its bytes (keepProbability 0: weight 0, after
-   * host-f's end was withheld for a while), one only host-f reported (withheld: no External edge),
+   * connections, host-g a quarter or half. Every connection host-f's end reported counts 1 / 0.5:
+   * two pairs; two only host-f reported, put on host-g's edge because the pairs showed which
+   * process serves 10.4.0.2:9000 (one of them later reported by host-g for its bytes, which shed
+   * it: keepProbability 0); one to a port of host-g no pair showed (withheld: no External edge);
    * one to an outside address (External, 1 / 0.5); an unsampled pair of other hosts beside them.
    */
   @Test
@@ -233,10 +234,15 @@ class CorrelationJobIT {
       send(topic, sampledServer(43001, 100, 10, 0.25));
       send(topic, sampledClient(43002, 200, 20, 0.5));
       send(topic, sampledServer(43002, 200, 20, 0.5));
-      send(topic, sampledClient(43003, 300, 30, 0.5)); // host-g's hash said no: only host-f has it
+      // host-g's hash said no: only host-f has these. 10.4.0.2:9000 is known (the pairs): its edge.
+      send(topic, sampledClient(43003, 300, 30, 0.5));
       send(topic, sampledClient(43004, 9000, 40, 0.5));
-      await(() -> ConnectionCorrelator.WITHHELD_BY_SHEDDING_PEER.get() - withheldBefore == 2,
-          "43003 and 43004 withheld at their horizon");
+      // A port of host-g no pair has shown: withheld (no phantom External).
+      ConnectionEvent unknownPort = sampledClient(43006, 600, 60, 0.5);
+      unknownPort.setRemotePort(9001);
+      send(topic, unknownPort);
+      await(() -> ConnectionCorrelator.WITHHELD_BY_SHEDDING_PEER.get() - withheldBefore == 1,
+          "43006 withheld at its horizon");
       send(topic, sampledServer(43004, 9000, 40, 0.0)); // heavy: host-g reports it although it shed it
       ConnectionEvent outside = event("host-f", 3201, "java", null, null, ConnectionEventKind.SNAPSHOT,
           ConnectionRole.CLIENT, "10.4.0.1", 43005, "93.184.216.34", 443, 1_000, 5, 50, 35);
@@ -251,17 +257,17 @@ class CorrelationJobIT {
       send(topic, plainServer);
 
       String external = "MATCH (:Process {id: $a})-[t:TALKS_TO]->(:External {id: $b}) RETURN count(t)";
-      // The outside connection's horizon passes after those of 43003 and 43004.
+      // The outside connection's horizon passes after those of 43003, 43004 and 43006.
       await(() -> count(external, client, "93.184.216.34:443") == 1, "the outside connection on its External edge");
-      await(() -> count("MATCH (:Process {id: $a})-[t:TALKS_TO {connections: 3}]->(:Process {id: $b}) "
-          + "RETURN count(t)", client, server) == 1, "three connections host-f -> host-g");
+      await(() -> count("MATCH (:Process {id: $a})-[t:TALKS_TO {connections: 4}]->(:Process {id: $b}) "
+          + "RETURN count(t)", client, server) == 1, "four connections host-f -> host-g");
       Record e = single("MATCH (:Process {id: $a})-[t:TALKS_TO]->(:Process {id: $b}) RETURN t.connections AS n, "
           + "t.connectionsEstimated AS est, t.connectionsSampled AS sampled, t.bytesClientToServer AS c2s", client, server);
-      assertEquals(3, e.get("n").asLong());
-      assertEquals(4.0 + 2.0 + 0.0, e.get("est").asDouble(), "1/0.25 + 1/0.5 + the shed one's 0");
-      assertEquals(3, e.get("sampled").asLong());
-      assertEquals(100 + 200 + 9000, e.get("c2s").asLong(), "the shed one's bytes count");
-      assertEquals(0, count("MATCH (x:External {id: $a}) RETURN count(x)", "10.4.0.2:9000", null),
+      assertEquals(4, e.get("n").asLong());
+      assertEquals(4 * 2.0, e.get("est").asDouble(), "each counted by its client end, kept with 0.5");
+      assertEquals(4, e.get("sampled").asLong());
+      assertEquals(100 + 200 + 300 + 9000, e.get("c2s").asLong(), "the lone ends' and the shed one's bytes count");
+      assertEquals(0, count("MATCH (x:External) WHERE x.id STARTS WITH $a RETURN count(x)", "10.4.0.2:", null),
           "no phantom External for the connections only host-f reported");
       assertEquals(2, count("MATCH (:Process {id: $a})-[t:TALKS_TO]->() RETURN count(t)", client, null),
           "host-f's edges: host-g and the outside address");

@@ -130,8 +130,8 @@ class EdgeAggregatorTest {
   }
 
   /**
-   * Sampled connections add their weights; a weight that changes (a lone end whose peer joined: the
-   * smaller probability of the two) replaces the old one; a retraction takes its weight away.
+   * Sampled connections add their weights; a weight that changes (a lone server end whose client
+   * end joined) replaces the old one; a retraction takes its weight away.
    */
   @Test
   void weightsAddUpAndAreReplacedAndRetractedAsDeltas() throws Exception {
