@@ -88,26 +88,11 @@ public final class ConnectionUpdateSerializer extends RecordSerializer<Connectio
   /** Same class name as the SimpleTypeSerializerSnapshot of layout 1. */
   public static final class Snapshot extends LayoutSnapshot<ConnectionUpdate> {
     public Snapshot() {
-      super(LAYOUT);
+      this(LAYOUT);
     }
 
     Snapshot(int layout) {
-      super(layout);
-    }
-
-    @Override
-    protected int currentLayout() {
-      return LAYOUT;
-    }
-
-    @Override
-    protected TypeSerializer<ConnectionUpdate> current() {
-      return INSTANCE;
-    }
-
-    @Override
-    protected TypeSerializer<ConnectionUpdate> reader(int layout) {
-      return layout == 1 ? Layout1.INSTANCE : null;
+      super(layout, INSTANCE, Layout1.INSTANCE);
     }
   }
 

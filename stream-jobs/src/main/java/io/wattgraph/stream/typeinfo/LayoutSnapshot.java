@@ -20,18 +20,31 @@ public abstract class LayoutSnapshot<T> implements TypeSerializerSnapshot<T> {
   private static final int LAYOUT_1_VERSION = 3;
 
   private int layout;
+  private final int currentLayout;
+  private final TypeSerializer<T> current;
+  /** Readers of the older layouts: element i reads layout i + 1 (null: cannot be read). */
+  private final TypeSerializer<T>[] older;
 
-  protected LayoutSnapshot(int layout) {
+  /**
+   * @param layout the layout this snapshot stands for
+   * @param current the serializer of the newest layout, {@code older.length + 1}
+   * @param older readers of layouts 1.. before it
+   */
+  @SafeVarargs
+  protected LayoutSnapshot(int layout, TypeSerializer<T> current, TypeSerializer<T>... older) {
     this.layout = layout;
+    this.currentLayout = older.length + 1;
+    this.current = current;
+    this.older = older;
   }
 
-  /** The layout the current serializer writes. */
-  protected abstract int currentLayout();
+  private int currentLayout() {
+    return currentLayout;
+  }
 
-  protected abstract TypeSerializer<T> current();
-
-  /** A serializer of an older layout, or null when that layout cannot be read. */
-  protected abstract TypeSerializer<T> reader(int layout);
+  private TypeSerializer<T> reader(int l) {
+    return l >= 1 && l <= older.length ? older[l - 1] : null;
+  }
 
   @Override
   public int getCurrentVersion() {
@@ -59,7 +72,7 @@ public abstract class LayoutSnapshot<T> implements TypeSerializerSnapshot<T> {
 
   @Override
   public TypeSerializer<T> restoreSerializer() {
-    return layout == currentLayout() ? current() : reader(layout);
+    return layout == currentLayout() ? current : reader(layout);
   }
 
   @Override

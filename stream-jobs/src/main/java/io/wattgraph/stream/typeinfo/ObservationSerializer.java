@@ -111,26 +111,11 @@ public final class ObservationSerializer extends RecordSerializer<Observation> {
   /** Same class name as the SimpleTypeSerializerSnapshot of layout 1, so older checkpoints find it. */
   public static final class Snapshot extends LayoutSnapshot<Observation> {
     public Snapshot() {
-      super(LAYOUT);
+      this(LAYOUT);
     }
 
     Snapshot(int layout) {
-      super(layout);
-    }
-
-    @Override
-    protected int currentLayout() {
-      return LAYOUT;
-    }
-
-    @Override
-    protected TypeSerializer<Observation> current() {
-      return INSTANCE;
-    }
-
-    @Override
-    protected TypeSerializer<Observation> reader(int layout) {
-      return layout == 1 ? Layout1.INSTANCE : null;
+      super(layout, INSTANCE, Layout1.INSTANCE);
     }
   }
 
