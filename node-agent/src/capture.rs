@@ -839,12 +839,8 @@ impl ShedClock {
     }
 }
 
-fn keep_fixed(keep: f64) -> u32 {
-    (keep.clamp(0.0, 1.0) * crate::shedding::KEEP_ONE as f64).round() as u32
-}
-
 fn shed_set_kernel(skel: &ConnectionsSkel<'_>, domain: Domain, keep: f64) {
-    let val = types::shed_keep_val { keep: keep_fixed(keep), ..Default::default() };
+    let val = types::shed_keep_val { keep: crate::shedding::keep_fixed(keep), ..Default::default() };
     if let Err(e) = skel.maps.shed_keep.update(&domain.to_ne_bytes(), pod_bytes(&val), MapFlags::ANY) {
         log::warn!("shedding: cannot write keep fraction of domain {domain}: {e}");
     }

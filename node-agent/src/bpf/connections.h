@@ -122,7 +122,7 @@ enum shed_state { SHED_NO = 0, SHED_UNREPORTED = 1, SHED_REPORTED = 2 };
 #define SHED_KEEP_ONE (1U << SHED_KEEP_SHIFT)
 /* Value of shed_keep. A connection is kept when shed_conn_hash < keep: a hash of its client
  * endpoint, which the agents on both of its hosts compute alike, so that both keep it whenever
- * both keep at least that share (the job pairs the ends and rescales by the smaller share). */
+ * both keep at least that share (every event reports the share: sock_info.keep). */
 struct shed_keep_val {
 	__u32 keep;
 	__u32 _pad;
@@ -166,7 +166,7 @@ struct conn_event {
 // its client endpoint, which both hosts see alike where no NAT rewrote it (the server sees the
 // client's own address and port). A socket whose role is unknown takes the endpoint with the
 // higher port (the ephemeral one, as a rule); on equal ports the two endpoints' hashes combined.
-// Mirrored by shedding::sample_hash (tests/shedding_hash.rs compiles this natively and compares).
+// Mirrored by shedding::connection_hash (tests/shedding_hash.rs compiles this natively and compares).
 static inline __u32 shed_rotl(__u32 x, int r)
 {
 	return (x << r) | (x >> (32 - r));

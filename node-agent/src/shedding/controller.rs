@@ -18,8 +18,7 @@ use super::{Domain, FairPolicy, KernelDropBaseline, LoadManager, PriorityPolicy,
 use super::IntervalStats;
 use crate::pod_metadata::{PodDirectory, PodMeta};
 
-/// Fixed point of keep fractions in the kernel map (`SHED_KEEP_ONE` in connections.h).
-pub const KEEP_ONE: u32 = crate::event::KEEP_ONE;
+pub use crate::event::KEEP_ONE;
 /// Key of the kernel keep map holding the fraction of every domain without its own entry.
 pub const DOMAIN_DEFAULT: Domain = u64::MAX;
 /// Key of the kernel counters that found the map full, and of every count in kernel-drop mode.

@@ -1,7 +1,7 @@
 //! The shedding filter: applies a plan event by event, counting per domain what it kept and
 //! what it dropped, so metrics built from the kept events are rescaled to estimates of totals.
 
-use super::{kept, Domain, ShedPlan, KEEP_ONE};
+use super::{keep_fixed, kept, Domain, ShedPlan};
 use std::collections::HashMap;
 
 /// What the filter saw of one domain in the current interval.
@@ -42,7 +42,7 @@ impl ShedFilter {
 
     /// The fixed-point keep fraction of a domain under the current plan.
     pub fn keep_of(&self, domain: Domain) -> u32 {
-        (self.plan.keep_probability(domain).clamp(0.0, 1.0) * f64::from(KEEP_ONE)).round() as u32
+        keep_fixed(self.plan.keep_probability(domain))
     }
 
     /// Whether to keep the connection of `domain` whose sampling hash is `hash`
@@ -73,7 +73,7 @@ impl ShedFilter {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{FairPolicy, SheddingPolicy};
+    use super::super::{FairPolicy, SheddingPolicy, KEEP_ONE};
     use super::*;
 
     #[test]

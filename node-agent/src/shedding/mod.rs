@@ -23,7 +23,7 @@ pub use filter::{DomainCounts, ShedFilter};
 pub use kernel_drop::KernelDropBaseline;
 pub use metrics::render_metrics;
 pub use load_manager::{IntervalStats, LoadManager};
-pub use sampling::{connection_hash, endpoint_hash, kept};
+pub use sampling::{connection_hash, endpoint_hash, keep_fixed, kept};
 pub use policy::{FairPolicy, PriorityPolicy, SheddingPolicy, ShedPlan};
 
 /// An accounting domain: a process (tgid) or a container (cgroup id), chosen by the caller.

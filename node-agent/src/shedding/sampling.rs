@@ -37,6 +37,11 @@ pub fn connection_hash(role: Role, local: (&[u8; 16], u16), remote: (&[u8; 16], 
     }
 }
 
+/// A keep fraction in the fixed point of the kernel map and of `ConnEvent::keep`.
+pub fn keep_fixed(keep: f64) -> u32 {
+    (keep.clamp(0.0, 1.0) * f64::from(KEEP_ONE)).round() as u32
+}
+
 /// Whether a connection with this hash is kept at this fixed-point keep fraction.
 pub fn kept(hash: u32, keep: u32) -> bool {
     keep >= KEEP_ONE || hash < keep
