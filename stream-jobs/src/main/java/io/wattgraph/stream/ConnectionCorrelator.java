@@ -417,7 +417,6 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
 
   private void expireHorizon(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
     s.horizonPassed = true;
-    resolveServer(s);
     if (withholdIfPeerSheds(s, now)) {
       return;
     }
@@ -426,15 +425,16 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   }
 
   /**
-   * A lone end whose peer host sheds, and whose server is not known by endpoint: a connection the
-   * peer's hash did not keep. It cannot go on its real edge (the process at the other end is
-   * unknown) and as an External edge it would be a phantom node. A lone server end is one its
-   * client did not keep, which the client's kept connections stand for; a lone client end is
-   * missing from the estimate until its endpoint is known (retried when it finishes). Kept in state
-   * all the same: a heavy connection the peer shed is still reported by it (keepProbability 0) and
-   * then pairs.
+   * A lone end whose peer host sheds, and whose server is not known by endpoint (looked up
+   * first: {@link #resolveServer}): a connection the peer's hash did not keep. It cannot go on its
+   * real edge (the process at the other end is unknown) and as an External edge it would be a
+   * phantom node. A lone server end is one its client did not keep, which the client's kept
+   * connections stand for; a lone client end is missing from the estimate until its endpoint is
+   * known (retried when it finishes). Kept in state all the same: a heavy connection the peer shed
+   * is still reported by it (keepProbability 0) and then pairs.
    */
   private boolean withholdIfPeerSheds(ConnectionState s, long now) {
+    resolveServer(s);
     if (!s.withheld && !s.paired() && s.resolvedServer == null) {
       Side lone = s.low != null ? s.low : s.high;
       if (peerSheds(sheddingKey(lone.hostId, lone.remoteIp), now)) {
@@ -459,7 +459,6 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   private void finish(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
     if (s.emittedEdgeKey == null) {
       s.horizonPassed = true;
-      resolveServer(s);
       if (withholdIfPeerSheds(s, now)) {
         return;
       }
