@@ -47,7 +47,7 @@ public class EdgeAggregator extends KeyedProcessFunction<String, ConnectionUpdat
         } else {
           counted = old.counted;
           if (counted && old.weight != u.weight) {
-            // E.g. a lone end (1 / its p) whose peer joined (1 / the smaller p): the new weight replaces the old.
+            // E.g. a lone server end (1 / p_server) whose client end joined (1 / p_client): the new weight replaces the old.
             t.count(-1, old.weight);
             t.count(1, u.weight);
           }
