@@ -1,32 +1,78 @@
 #!/usr/bin/env bash
-# The README's run command, end to end: start the whole stack on spare ports, make a TCP exchange
-# on this machine (curl to the graph service), and find it as an edge in the REST graph.
+# The README's run command, end to end: start the whole stack on spare ports, check that it
+# listens on loopback only, make a TCP exchange on this machine (curl to the graph service), and
+# find it as an edge in the REST graph. Then once more with WATTGRAPH_BIND=0.0.0.0: the graph
+# service alone on every interface, with generated tokens required.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mkdir -p "$ROOT/target"
 export WATTGRAPH_RUN_DIR=$(mktemp -d "$ROOT/target/run-smoke.XXXXXX")
-export WATTGRAPH_KAFKA_PORT=19092 WATTGRAPH_KAFKA_CONTROLLER_PORT=19093 WATTGRAPH_BOLT_PORT=17687
-export WATTGRAPH_SERVICE_PORT=18080 WATTGRAPH_FLINK_PORT=18081 WATTGRAPH_HOST_ID=smoke-host
-export WATTGRAPH_AGENT_METRICS_PORT=19400 WATTGRAPH_POWER_PERIOD=3s
-LOG=$WATTGRAPH_RUN_DIR/run.log
+# Spare ports and a host id of this run, so two runs on one machine do not meet.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+export WATTGRAPH_KAFKA_PORT=$(free_port) WATTGRAPH_KAFKA_CONTROLLER_PORT=$(free_port) WATTGRAPH_BOLT_PORT=$(free_port)
+export WATTGRAPH_SERVICE_PORT=$(free_port) WATTGRAPH_FLINK_PORT=$(free_port) WATTGRAPH_HOST_ID=smoke-host-$$
+export WATTGRAPH_AGENT_METRICS_PORT=$(free_port) WATTGRAPH_POWER_PERIOD=3s
+HOST=$WATTGRAPH_HOST_ID
+BASE_RUN_DIR=$WATTGRAPH_RUN_DIR
 API=http://127.0.0.1:$WATTGRAPH_SERVICE_PORT
-
-: >"$LOG"
-"$ROOT/bin/wattgraph" run >>"$LOG" 2>&1 &
-RUN_PID=$!
+RUN_PID=""
+LOG=$BASE_RUN_DIR/run.log
 cleanup() {
-  if kill -0 $RUN_PID 2>/dev/null; then kill -TERM $RUN_PID; wait $RUN_PID || true; fi
+  if [ -n "$RUN_PID" ] && kill -0 "$RUN_PID" 2>/dev/null; then kill -TERM "$RUN_PID"; wait "$RUN_PID" || true; fi
 }
 trap cleanup EXIT
 fail() { echo "run-smoke: FAIL: $*" >&2; tail -n 40 "$LOG" >&2; exit 1; }
 
-deadline=$((SECONDS + 600))
-until grep -q "Wattgraph is running" "$LOG"; do
-  kill -0 $RUN_PID 2>/dev/null || fail "bin/wattgraph run exited before the stack was up"
-  [ $SECONDS -lt $deadline ] || fail "stack not up after 600 s"
-  sleep 1
-done
-echo "run-smoke: stack up"
+start_stack() { # start_stack RUN_DIR : bin/wattgraph run in the background, until it is up
+  export WATTGRAPH_RUN_DIR=$1
+  LOG=$1/run.log
+  mkdir -p "$1"
+  : >"$LOG"
+  "$ROOT/bin/wattgraph" run >>"$LOG" 2>&1 &
+  RUN_PID=$!
+  local deadline=$((SECONDS + 600))
+  until grep -q "Wattgraph is running" "$LOG"; do
+    kill -0 "$RUN_PID" 2>/dev/null || fail "bin/wattgraph run exited before the stack was up"
+    [ $SECONDS -lt $deadline ] || fail "stack not up after 600 s"
+    sleep 1
+  done
+  echo "run-smoke: stack up (WATTGRAPH_BIND=${WATTGRAPH_BIND:-})"
+}
+
+stop_stack() { # Ctrl-C's path; then nothing of it may be left
+  kill -TERM "$RUN_PID"
+  wait "$RUN_PID" || true
+  local port
+  for port in $WATTGRAPH_KAFKA_PORT $WATTGRAPH_BOLT_PORT $WATTGRAPH_SERVICE_PORT $WATTGRAPH_FLINK_PORT $WATTGRAPH_AGENT_METRICS_PORT; do
+    if ss -Hltn "sport = :$port" | grep -q .; then fail "port $port still open after stopping"; fi
+  done
+  if pgrep -f "wattgraph-agent --host-id $HOST( |$)" >/dev/null; then fail "agent still running after stop"; fi
+}
+
+stack_pids() { # the run command and everything it started
+  local todo=("$RUN_PID") p
+  while [ ${#todo[@]} -gt 0 ]; do
+    p=${todo[0]}; todo=("${todo[@]:1}")
+    echo "$p"
+    todo+=($(pgrep -P "$p" || true))
+  done
+}
+
+# The stack's listening TCP sockets (ss lines) that are not on loopback, except on port $1.
+exposed_sockets() {
+  local pids listening
+  pids=$(stack_pids | paste -sd'|')
+  listening=$(ss -Hltnp | grep -E "pid=($pids)," || true)
+  [ -n "$listening" ] || fail "no listening socket found for the stack's processes ($pids)"
+  echo "run-smoke: the stack listens on: $(awk '{print $4}' <<<"$listening" | sort -u | paste -sd' ')" >&2
+  grep -Ev '^\S+\s+\S+\s+\S+\s+(127\.[0-9.]+|\[::1\]|\[::ffff:127\.[0-9.]+\]):[0-9]+\s' <<<"$listening" \
+    | grep -Ev "^\S+\s+\S+\s+\S+\s+\S+:${1:-none}\s" || true
+}
+
+start_stack "$BASE_RUN_DIR/default"
+exposed=$(exposed_sockets)
+[ -z "$exposed" ] || fail "listening beyond loopback by default:
+$exposed"
 
 # The exchange: curl (client) to the graph service (server) over loopback.
 SERVICE_PID=$(ss -Hltnp "sport = :$WATTGRAPH_SERVICE_PORT" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
@@ -36,7 +82,7 @@ sent_at=$(date +%s%N)
 
 found=""
 while [ $(( ($(date +%s%N) - sent_at) / 1000000000 )) -lt 60 ]; do
-  found=$(curl -fsS "$API/api/v1/graph?host=smoke-host" | jq -c --argjson spid "$SERVICE_PID" '
+  found=$(curl -fsS "$API/api/v1/graph?host=$HOST" | jq -c --argjson spid "$SERVICE_PID" '
     . as $g
     | ($g.nodes | map({key: .id, value: .}) | from_entries) as $n
     | $g.edges[]
@@ -55,9 +101,9 @@ grep -q '^wattgraph_agent' <<<"$metrics" || fail "agent metrics have no wattgrap
 # receives it; both say so.
 budget=""
 until [ -n "$budget" ]; do
-  budget=$(curl -fsS "$API/api/v1/power/budgets/current" | jq -c '[.budgets[]? | select(.hostId == "smoke-host")] | first // empty') || true
+  budget=$(curl -fsS "$API/api/v1/power/budgets/current" | jq -c --arg host "$HOST" '[.budgets[]? | select(.hostId == $host)] | first // empty') || true
   [ -n "$budget" ] && break
-  [ $(( ($(date +%s%N) - sent_at) / 1000000000 )) -lt 120 ] || fail "no published power budget for smoke-host"
+  [ $(( ($(date +%s%N) - sent_at) / 1000000000 )) -lt 120 ] || fail "no published power budget for $HOST"
   sleep 1
 done
 echo "run-smoke: graph-service published a budget: $budget"
@@ -67,11 +113,28 @@ until curl -fsS "http://127.0.0.1:$WATTGRAPH_AGENT_METRICS_PORT/metrics" | grep 
 done
 echo "run-smoke: the agent took the budget: $(curl -fsS "http://127.0.0.1:$WATTGRAPH_AGENT_METRICS_PORT/metrics" | grep -E '^wattgraph_agent_power_budget_(sequence|watts) ' | tr '\n' ' ')"
 
-kill -TERM $RUN_PID
-wait $RUN_PID || true
-for port in $WATTGRAPH_KAFKA_PORT $WATTGRAPH_BOLT_PORT $WATTGRAPH_SERVICE_PORT $WATTGRAPH_FLINK_PORT $WATTGRAPH_AGENT_METRICS_PORT; do
-  if ss -Hltn "sport = :$port" | grep -q .; then fail "port $port still open after stopping"; fi
-done
-pgrep -f "wattgraph-agent --host-id smoke-host" >/dev/null && fail "agent still running after stop"
+stop_stack
+
+# WATTGRAPH_BIND: the graph service on every interface, with tokens; everything else on loopback.
+export WATTGRAPH_BIND=0.0.0.0
+start_stack "$BASE_RUN_DIR/bind"
+exposed=$(exposed_sockets "$WATTGRAPH_SERVICE_PORT")
+[ -z "$exposed" ] || fail "with WATTGRAPH_BIND, listening beyond loopback besides the graph service:
+$exposed"
+ss -Hltn "sport = :$WATTGRAPH_SERVICE_PORT" | grep -Eq '\s(0\.0\.0\.0|\*|\[::\]):[0-9]+\s' \
+  || fail "the graph service does not listen on every interface: $(ss -Hltn "sport = :$WATTGRAPH_SERVICE_PORT")"
+TOKENS=$WATTGRAPH_RUN_DIR/auth-tokens
+[ "$(stat -c %a "$TOKENS")" = 600 ] || fail "$TOKENS is mode $(stat -c %a "$TOKENS"), not 600"
+grep -q "$TOKENS" "$LOG" || fail "the run command does not say where the tokens are"
+READ=$(sed -n 's/^WATTGRAPH_AUTH_READ_TOKENS=//p' "$TOKENS")
+ADMIN=$(sed -n 's/^WATTGRAPH_AUTH_ADMIN_TOKENS=//p' "$TOKENS")
+[ ${#READ} -ge 32 ] && [ ${#ADMIN} -ge 32 ] && [ "$READ" != "$ADMIN" ] || fail "tokens missing or not distinct in $TOKENS"
+if grep -qF "$READ" "$LOG" || ps -eo args | grep -F "$READ" | grep -vq grep; then fail "the read token is in the log or on a command line"; fi
+code=$(curl -s -o /dev/null -w '%{http_code}' "$API/api/v1/hosts")
+[ "$code" = 401 ] || fail "GET /api/v1/hosts without a token answered $code, not 401"
+curl -fsS -o /dev/null -H "Authorization: Bearer $READ" "$API/api/v1/hosts" || fail "GET /api/v1/hosts with the read token failed"
+echo "run-smoke: WATTGRAPH_BIND=0.0.0.0: graph service on every interface, 401 without a token, 200 with the read token"
+stop_stack
+unset WATTGRAPH_BIND
 trap - EXIT
-echo "run-smoke: 1 passed, 0 failed"
+echo "run-smoke: 2 passed, 0 failed"

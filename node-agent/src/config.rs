@@ -601,17 +601,25 @@ impl Config {
             }
         }
         self.shed_options()?;
-        for p in &self.netns {
-            if !p.exists() {
-                return Err(format!("--netns '{}' does not exist", p.display()));
-            }
-        }
-        for p in &self.nat_netns {
-            if !p.exists() {
-                return Err(format!("--nat-netns '{}' does not exist", p.display()));
+        for (flag, paths) in [("--netns", &self.netns), ("--nat-netns", &self.nat_netns)] {
+            for p in paths {
+                netns_readable(flag, p)?;
             }
         }
         Ok(())
+    }
+}
+
+/// A --netns/--nat-netns path exists and can be read; another process's /proc/<pid>/ns/net is
+/// refused without ptrace read access to it (CAP_SYS_PTRACE when its capabilities exceed ours).
+fn netns_readable(flag: &str, p: &std::path::Path) -> Result<(), String> {
+    match std::fs::metadata(p) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!("{flag} '{}' does not exist", p.display())),
+        Err(e) => Err(format!(
+            "{flag} '{}' cannot be read ({e}); a /proc/<pid>/ns path of another process needs CAP_SYS_PTRACE, a bind mount of it (ip netns) does not",
+            p.display()
+        )),
     }
 }
 

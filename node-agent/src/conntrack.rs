@@ -448,6 +448,8 @@ fn open_sockets(netns: Option<&Path>) -> Result<NsSockets, String> {
     };
     let (events, dump) = match netns {
         None => make()?,
+        // The agent's own namespace needs no setns (and so no CAP_SYS_ADMIN).
+        Some(p) if is_own_netns(p) => make()?,
         Some(p) => {
             let f = File::open(p).map_err(|e| format!("conntrack: open {}: {e}", p.display()))?;
             std::thread::spawn(move || {
@@ -462,6 +464,15 @@ fn open_sockets(netns: Option<&Path>) -> Result<NsSockets, String> {
         }
     };
     Ok(NsSockets { events, dump, name })
+}
+
+/// Whether nsfs path `p` is the network namespace of the calling thread.
+pub fn is_own_netns(p: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(p), std::fs::metadata("/proc/thread-self/ns/net")) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
 }
 
 /// A ctnetlink socket subscribed to groups `a` and `b` (0 = none).

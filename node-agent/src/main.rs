@@ -593,9 +593,21 @@ impl TxnOut {
     }
 }
 
-/// The kernel has BTF and every tracepoint this configuration attaches to; else one message
-/// naming what is missing and exit code 4.
+/// The kernel has BTF and every tracepoint this configuration attaches to (else exit code 4),
+/// and the process every capability and write access its features need (else exit code 3);
+/// one message naming what is missing.
 fn preflight_checks(cfg: &Config) -> Result<(), i32> {
+    use wattgraph_agent::preflight::{check_capabilities, check_power_cap_writable, Privileged};
+    if let Err(e) = check_capabilities(Privileged::of(cfg)) {
+        eprintln!("wattgraph-agent: error: {e}");
+        return Err(3);
+    }
+    if cfg.power_cap == wattgraph_agent::budget::PowerCapMode::On {
+        if let Err(e) = check_power_cap_writable(&cfg.powercap_root) {
+            eprintln!("wattgraph-agent: error: {e}");
+            return Err(3);
+        }
+    }
     let mut required: Vec<&str> = capture::TRACEPOINTS.to_vec();
     if !cfg.no_resources {
         required.extend(wattgraph_agent::sched::TRACEPOINTS);

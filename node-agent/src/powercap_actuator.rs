@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::power::{DomainKind, Rapl};
 
-const LIMIT: &str = "constraint_0_power_limit_uw";
+pub const LIMIT: &str = "constraint_0_power_limit_uw";
 
 #[derive(Debug)]
 struct Zone {

@@ -110,6 +110,147 @@ pub fn check(required: &[&str], optional: &[&str]) -> Result<Preflight, Prefligh
     Ok(Preflight { release, missing_optional })
 }
 
+/// A Linux capability: its name and bit (include/uapi/linux/capability.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capability {
+    pub name: &'static str,
+    bit: u32,
+}
+
+pub const CAP_NET_ADMIN: Capability = Capability { name: "CAP_NET_ADMIN", bit: 12 };
+pub const CAP_SYS_ADMIN: Capability = Capability { name: "CAP_SYS_ADMIN", bit: 21 };
+pub const CAP_SYS_NICE: Capability = Capability { name: "CAP_SYS_NICE", bit: 23 };
+pub const CAP_PERFMON: Capability = Capability { name: "CAP_PERFMON", bit: 38 };
+pub const CAP_BPF: Capability = Capability { name: "CAP_BPF", bit: 39 };
+
+/// A capability one enabled feature needs, and what for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    pub cap: Capability,
+    pub what_for: &'static str,
+}
+
+/// The features of a configuration that need a capability (capture and CPU accounting always
+/// load BPF; the others are optional).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Privileged {
+    /// Conntrack is read (--nat-entries above 0).
+    pub nat: bool,
+    /// ... in a network namespace other than the agent's own (--nat-netns, else --netns).
+    pub nat_other_netns: bool,
+    /// The cgroup sampler thread asks for SCHED_FIFO and RLIMIT_RTPRIO does not allow it.
+    pub realtime: bool,
+}
+
+impl Privileged {
+    /// The features `cfg` turns on.
+    pub fn of(cfg: &crate::config::Config) -> Privileged {
+        let conntrack_netns = if cfg.nat_netns.is_empty() { &cfg.netns } else { &cfg.nat_netns };
+        Privileged {
+            nat: cfg.nat_entries > 0,
+            nat_other_netns: conntrack_netns.iter().any(|p| !crate::conntrack::is_own_netns(p)),
+            realtime: cfg.cgroup_sampler_realtime
+                && cfg.cgroup_sample_interval_ms > 0
+                && !rtprio_allows(crate::cgroup_report::REALTIME_PRIORITY),
+        }
+    }
+}
+
+/// What `p` needs, in the order the messages name it.
+pub fn needs(p: Privileged) -> Vec<Need> {
+    let mut v = vec![
+        Need { cap: CAP_BPF, what_for: "load the eBPF programs and create their maps" },
+        Need { cap: CAP_PERFMON, what_for: "attach them to tracepoints (tp_btf) and read kernel memory in them" },
+    ];
+    if p.nat {
+        v.push(Need { cap: CAP_NET_ADMIN, what_for: "read conntrack over netlink for connections past NAT; --nat-entries 0 turns NAT off" });
+    }
+    if p.nat && p.nat_other_netns {
+        v.push(Need { cap: CAP_SYS_ADMIN, what_for: "enter the --nat-netns/--netns network namespaces (setns) to read their conntrack" });
+    }
+    if p.realtime {
+        v.push(Need { cap: CAP_SYS_NICE, what_for: "run the cgroup sampler thread SCHED_FIFO (--cgroup-sampler-realtime)" });
+    }
+    v
+}
+
+/// The CapEff mask of a /proc/<pid>/status text.
+pub fn parse_cap_eff(status: &str) -> Option<u64> {
+    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+    u64::from_str_radix(hex.trim(), 16).ok()
+}
+
+/// The calling thread's effective capabilities. Read from /proc rather than with the caps crate:
+/// one hex field is all the check needs.
+pub fn effective_capabilities() -> std::io::Result<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/status")?;
+    parse_cap_eff(&text).ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "no CapEff line in /proc/thread-self/status"))
+}
+
+/// The needs `effective` lacks. CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON, as in the
+/// kernel (bpf_capable, perfmon_capable).
+pub fn missing(needs: &[Need], effective: u64) -> Vec<Need> {
+    let has = |c: Capability| effective & (1u64 << c.bit) != 0;
+    needs
+        .iter()
+        .filter(|n| !has(n.cap) && !((n.cap == CAP_BPF || n.cap == CAP_PERFMON) && has(CAP_SYS_ADMIN)))
+        .copied()
+        .collect()
+}
+
+/// Capabilities the configuration needs and the process lacks; one line naming each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingCapabilities(pub Vec<Need>);
+
+impl fmt::Display for MissingCapabilities {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The first words stay what scripts and tests look for since before the check.
+        if self.0.iter().any(|n| n.cap == CAP_BPF || n.cap == CAP_PERFMON) {
+            write!(f, "BPF permission missing: ")?;
+        }
+        write!(f, "capabilities not in the effective set: ")?;
+        for (i, n) in self.0.iter().enumerate() {
+            write!(f, "{}{} ({})", if i > 0 { ", " } else { "" }, n.cap.name, n.what_for)?;
+        }
+        write!(f, "; run as root or grant them (node-agent/README.md, \"Capabilities\")")
+    }
+}
+
+/// Whether RLIMIT_RTPRIO lets the process take SCHED_FIFO `priority` without CAP_SYS_NICE.
+pub fn rtprio_allows(priority: i32) -> bool {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit fills the struct.
+    unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut r) == 0 && r.rlim_cur >= priority as libc::rlim_t }
+}
+
+/// Checks the effective set against `needs(p)`.
+pub fn check_capabilities(p: Privileged) -> Result<(), MissingCapabilities> {
+    let eff = effective_capabilities().unwrap_or(0);
+    let m = missing(&needs(p), eff);
+    if m.is_empty() {
+        Ok(())
+    } else {
+        Err(MissingCapabilities(m))
+    }
+}
+
+/// With `--power-cap on` the package zones' limit files under `powercap_root` must open for
+/// writing: root (or CAP_DAC_OVERRIDE) on the root-owned sysfs files, and a writable mount.
+/// No zone is not an error here (the power cap says so and stays idle).
+pub fn check_power_cap_writable(powercap_root: &Path) -> Result<(), String> {
+    let Some(rapl) = crate::power::Rapl::discover(powercap_root) else { return Ok(()) };
+    for d in rapl.domains.iter().filter(|d| d.kind == crate::power::DomainKind::Package) {
+        let f = d.zone_dir().join(crate::powercap_actuator::LIMIT);
+        if let Err(e) = std::fs::OpenOptions::new().write(true).open(&f) {
+            return Err(format!(
+                "--power-cap on cannot write {} ({e}): it needs root or CAP_DAC_OVERRIDE on the powercap files and a writable mount; --power-cap dry-run needs neither",
+                f.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +277,75 @@ mod tests {
         );
         let e = PreflightError::MissingTracepoints { release: "6.8.0".into(), missing: vec!["tcp:x".into()] };
         assert_eq!(e.to_string(), "kernel 6.8.0 lacks the tracepoint(s) tcp:x");
+    }
+
+    fn mask(caps: &[Capability]) -> u64 {
+        caps.iter().fold(0, |m, c| m | 1u64 << c.bit)
+    }
+
+    #[test]
+    fn cap_eff_from_status_text() {
+        let text = "Name:\tx\nCapInh:\t0000000000000000\nCapPrm:\t000000c000001000\nCapEff:\t000000c000001000\n";
+        assert_eq!(parse_cap_eff(text), Some(mask(&[CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN])));
+        assert_eq!(parse_cap_eff("CapEff:\tzz\n"), None);
+        assert_eq!(parse_cap_eff("Name: x\n"), None);
+    }
+
+    #[test]
+    fn each_feature_adds_its_capability() {
+        let names = |p: Privileged| needs(p).iter().map(|n| n.cap.name).collect::<Vec<_>>();
+        assert_eq!(names(Privileged::default()), ["CAP_BPF", "CAP_PERFMON"]);
+        assert_eq!(names(Privileged { nat: true, ..Default::default() }), ["CAP_BPF", "CAP_PERFMON", "CAP_NET_ADMIN"]);
+        // Another namespace only matters when conntrack is read at all.
+        assert_eq!(names(Privileged { nat_other_netns: true, ..Default::default() }), ["CAP_BPF", "CAP_PERFMON"]);
+        assert_eq!(
+            names(Privileged { nat: true, nat_other_netns: true, realtime: true }),
+            ["CAP_BPF", "CAP_PERFMON", "CAP_NET_ADMIN", "CAP_SYS_ADMIN", "CAP_SYS_NICE"]
+        );
+    }
+
+    #[test]
+    fn missing_names_what_lacks_and_sys_admin_stands_in_for_bpf_and_perfmon() {
+        let all = needs(Privileged { nat: true, nat_other_netns: false, realtime: true });
+        let names = |m: Vec<Need>| m.iter().map(|n| n.cap.name).collect::<Vec<_>>();
+        assert!(missing(&all, mask(&[CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN, CAP_SYS_NICE])).is_empty());
+        assert_eq!(names(missing(&all, mask(&[CAP_BPF, CAP_PERFMON, CAP_SYS_NICE]))), ["CAP_NET_ADMIN"]);
+        assert_eq!(names(missing(&all, mask(&[CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_NICE]))), Vec::<&str>::new());
+        assert_eq!(names(missing(&all, 0)), ["CAP_BPF", "CAP_PERFMON", "CAP_NET_ADMIN", "CAP_SYS_NICE"]);
+    }
+
+    #[test]
+    fn the_message_names_each_missing_capability_and_what_it_is_for() {
+        let all = needs(Privileged { nat: true, ..Default::default() });
+        let e = MissingCapabilities(missing(&all, mask(&[CAP_PERFMON])));
+        assert_eq!(
+            e.to_string(),
+            "BPF permission missing: capabilities not in the effective set: CAP_BPF (load the eBPF programs and create their maps), \
+             CAP_NET_ADMIN (read conntrack over netlink for connections past NAT; --nat-entries 0 turns NAT off); \
+             run as root or grant them (node-agent/README.md, \"Capabilities\")"
+        );
+        let e = MissingCapabilities(missing(&all, mask(&[CAP_BPF, CAP_PERFMON])));
+        assert!(e.to_string().starts_with("capabilities not in the effective set: CAP_NET_ADMIN ("), "{e}");
+    }
+
+    #[test]
+    fn power_cap_needs_writable_limit_files() {
+        let root = std::env::temp_dir().join(format!("wg-preflight-powercap-{}", std::process::id()));
+        let z = root.join("intel-rapl:0");
+        std::fs::create_dir_all(&z).unwrap();
+        for (f, v) in [("name", "package-0"), ("energy_uj", "1"), ("max_energy_range_uj", "100"), (crate::powercap_actuator::LIMIT, "1")] {
+            std::fs::write(z.join(f), v).unwrap();
+        }
+        assert_eq!(check_power_cap_writable(&root), Ok(()));
+        assert_eq!(check_power_cap_writable(&root.join("none")), Ok(()), "no zone: nothing to check");
+        let limit = z.join(crate::powercap_actuator::LIMIT);
+        // A directory where the file should be: open for writing fails whoever runs the test.
+        std::fs::remove_file(&limit).unwrap();
+        std::fs::create_dir(&limit).unwrap();
+        let e = check_power_cap_writable(&root).unwrap_err();
+        assert!(e.starts_with(&format!("--power-cap on cannot write {} (", limit.display())), "{e}");
+        assert!(e.contains("--power-cap dry-run needs neither"), "{e}");
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     /// On the machine the tests run on (CI: this kind of machine, kernel >= 6.3 with BTF).

@@ -7,123 +7,14 @@
 mod common;
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
-use std::path::PathBuf;
-use std::process::Command;
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use common::nat_hosts::{Hosts, ADDR_B, SERVER_PORT, SNAT_A, SNAT_PORTS, VIP, VIP_PORT};
 use wattgraph_agent::capture::{CaptureHandle, CaptureOptions};
 use wattgraph_agent::event::{addr16_from_ip, canonical_key, ConnEvent, Kind, NatTuple, Role};
 use wattgraph_agent::transactions::{ConnTxn, TxnRole};
-
-const NS_A: &str = "wg-nat-a";
-const NS_B: &str = "wg-nat-b";
-const ADDR_A: &str = "10.253.0.1";
-const SNAT_A: &str = "10.253.0.3";
-const ADDR_B: &str = "10.253.0.2";
-const VIP: &str = "10.253.9.100";
-const VIP_PORT: u16 = 80;
-const SERVER_PORT: u16 = 7080;
-const SNAT_PORTS: (u16, u16) = (40000, 40999);
-
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0]).args(&args[1..]).output().unwrap_or_else(|e| panic!("{}: {e}", args[0]));
-    assert!(out.status.success(), "{}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
-}
-
-/// The two namespaces and A's NAT rules; removed on drop (rules live in A's namespace).
-struct Hosts;
-
-impl Hosts {
-    fn new() -> Hosts {
-        Hosts::remove();
-        let h = Hosts;
-        let a = |args: &[&str]| sh(&[&["ip", "netns", "exec", NS_A], args].concat());
-        let b = |args: &[&str]| sh(&[&["ip", "netns", "exec", NS_B], args].concat());
-        sh(&["ip", "netns", "add", NS_A]);
-        sh(&["ip", "netns", "add", NS_B]);
-        sh(&["ip", "link", "add", "wgnat0", "netns", NS_A, "type", "veth", "peer", "name", "wgnat1", "netns", NS_B]);
-        a(&["ip", "addr", "add", &format!("{ADDR_A}/24"), "dev", "wgnat0"]);
-        a(&["ip", "addr", "add", &format!("{SNAT_A}/24"), "dev", "wgnat0"]);
-        a(&["ip", "link", "set", "wgnat0", "up"]);
-        a(&["ip", "link", "set", "lo", "up"]);
-        // The virtual address needs a route for the first lookup, before the DNAT (no default route).
-        a(&["ip", "route", "add", "10.253.9.0/24", "dev", "wgnat0"]);
-        b(&["ip", "addr", "add", &format!("{ADDR_B}/24"), "dev", "wgnat1"]);
-        b(&["ip", "link", "set", "wgnat1", "up"]);
-        b(&["ip", "link", "set", "lo", "up"]);
-        let vip_port = VIP_PORT.to_string();
-        let backend = format!("{ADDR_B}:{SERVER_PORT}");
-        a(&["iptables", "-t", "nat", "-A", "OUTPUT", "-d", VIP, "-p", "tcp", "--dport", &vip_port, "-j", "DNAT", "--to-destination", &backend]);
-        let snat = format!("{SNAT_A}:{}-{}", SNAT_PORTS.0, SNAT_PORTS.1);
-        let sport = SERVER_PORT.to_string();
-        // Only connections that were DNATed are SNATed (kube-proxy marks those it masquerades).
-        a(&["iptables", "-t", "nat", "-A", "POSTROUTING", "-d", ADDR_B, "-p", "tcp", "--dport", &sport, "-m", "conntrack", "--ctstate", "DNAT", "-j", "SNAT", "--to-source", &snat]);
-        h
-    }
-
-    fn remove() {
-        for ns in [NS_A, NS_B] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
-    }
-
-    fn path(ns: &str) -> PathBuf {
-        PathBuf::from(format!("/run/netns/{ns}"))
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        Hosts::remove();
-    }
-}
-
-/// Runs `f` on a thread inside namespace `ns`.
-fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
-    let file = File::open(Hosts::path(ns)).unwrap();
-    std::thread::spawn(move || {
-        assert_eq!(unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) }, 0, "setns");
-        f()
-    })
-}
-
-/// B's server: per connection, reads `req` bytes, answers `resp`, reads to EOF.
-fn serve(n: usize, req: usize, resp: usize) -> std::thread::JoinHandle<()> {
-    let listener = in_ns(NS_B, || TcpListener::bind((ADDR_B, SERVER_PORT)).unwrap()).join().unwrap();
-    std::thread::spawn(move || {
-        for _ in 0..n {
-            let (mut s, _) = listener.accept().unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-            let mut buf = vec![0u8; req];
-            s.read_exact(&mut buf).unwrap();
-            s.write_all(&vec![7u8; resp]).unwrap();
-            let mut rest = Vec::new();
-            let _ = s.read_to_end(&mut rest);
-        }
-    })
-}
-
-/// From A: dials `to`, sends `req` bytes, reads `resp`, waits `hold`, closes. Returns the local
-/// endpoint.
-fn dial(to: &str, port: u16, req: usize, resp: usize, hold: Duration) -> SocketAddr {
-    let to = to.to_string();
-    in_ns(NS_A, move || {
-        let mut s = TcpStream::connect_timeout(&format!("{to}:{port}").parse().unwrap(), Duration::from_secs(5)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.write_all(&vec![1u8; req]).unwrap();
-        let mut buf = vec![0u8; resp];
-        s.read_exact(&mut buf).unwrap();
-        std::thread::sleep(hold);
-        s.local_addr().unwrap()
-    })
-    .join()
-    .unwrap()
-}
 
 fn start(opts: CaptureOptions) -> Option<CaptureHandle> {
     common::start_capture(opts)
@@ -152,10 +43,10 @@ fn txn_key(t: &ConnTxn) -> String {
 
 #[test]
 fn dialled_virtual_address_is_reported_past_dnat_and_snat() {
-    let _hosts = Hosts::new();
+    let hosts = Hosts::new("capture");
     let Some(h) = start(CaptureOptions {
         mask_client_port_below: 10,
-        netns: vec![Hosts::path(NS_A), Hosts::path(NS_B)],
+        netns: vec![Hosts::path(&hosts.a), Hosts::path(&hosts.b)],
         nat_entries: 1024,
         ..common::transaction_options()
     }) else {
@@ -165,10 +56,10 @@ fn dialled_virtual_address_is_reported_past_dnat_and_snat() {
 
     // One exchange through the VIP held open past a transaction interval (so not merged with
     // the short ones), one direct to B (no NAT), and 5 short ones through the VIP (merged).
-    let server = serve(7, 4_000, 30_000);
-    let long = dial(VIP, VIP_PORT, 4_000, 30_000, Duration::from_millis(300));
-    let direct = dial(ADDR_B, SERVER_PORT, 4_000, 30_000, Duration::ZERO);
-    let short: Vec<SocketAddr> = (0..5).map(|_| dial(VIP, VIP_PORT, 4_000, 30_000, Duration::ZERO)).collect();
+    let server = hosts.serve(7, 4_000, 30_000);
+    let long = hosts.dial(VIP, VIP_PORT, 4_000, 30_000, Duration::from_millis(300));
+    let direct = hosts.dial(ADDR_B, SERVER_PORT, 4_000, 30_000, Duration::ZERO);
+    let short: Vec<SocketAddr> = (0..5).map(|_| hosts.dial(VIP, VIP_PORT, 4_000, 30_000, Duration::ZERO)).collect();
     server.join().unwrap();
 
     // Every connection of A closed (its events and final transaction records follow).
@@ -268,15 +159,15 @@ fn dialled_virtual_address_is_reported_past_dnat_and_snat() {
     // --nat-netns picks whose conntrack is read: B's holds no NAT, so the same dial through the
     // VIP (A's rule) goes out untranslated although A's sockets are captured.
     let Some(h) = start(CaptureOptions {
-        netns: vec![Hosts::path(NS_A), Hosts::path(NS_B)],
+        netns: vec![Hosts::path(&hosts.a), Hosts::path(&hosts.b)],
         nat_entries: 1024,
-        nat_netns: vec![Hosts::path(NS_B)],
+        nat_netns: vec![Hosts::path(&hosts.b)],
         ..common::transaction_options()
     }) else {
         return;
     };
-    let server = serve(1, 100, 100);
-    let other = dial(VIP, VIP_PORT, 100, 100, Duration::ZERO);
+    let server = hosts.serve(1, 100, 100);
+    let other = hosts.dial(VIP, VIP_PORT, 100, 100, Duration::ZERO);
     server.join().unwrap();
     let mut seen: Vec<ConnEvent> = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(10);

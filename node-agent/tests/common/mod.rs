@@ -6,7 +6,9 @@ pub mod agent;
 pub mod kubelet;
 pub mod alloc_count;
 pub mod native;
+pub mod nat_hosts;
 pub mod netns;
+pub mod powercap;
 
 use std::fmt::Debug;
 use std::path::PathBuf;

@@ -1,0 +1,188 @@
+"""Checks every manifest of k8s/: no privileged container, a securityContext per container, the
+node agent's capabilities and mounts, NetworkPolicies that admit exactly the intended
+connections, secrets only from Secrets, Neo4j's file and memory limits.
+Run: python3 k8s/tests/test_manifests.py (PyYAML, Debian's python3-yaml)."""
+import functools
+import pathlib
+import re
+import unittest
+
+import yaml
+
+K8S = pathlib.Path(__file__).resolve().parent.parent
+POD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job"}
+AGENT_MOUNTS = {  # hostPath -> (mountPath, readOnly)
+    "/sys/fs/cgroup": ("/sys/fs/cgroup", True),
+    "/sys/devices/virtual": ("/host/sys/devices/virtual", True),
+    "/var/lib/wattgraph": ("/var/lib/wattgraph", False),
+}
+
+
+def load(name):
+    return [d for d in yaml.safe_load_all((K8S / name).read_text()) if d]
+
+
+@functools.lru_cache(maxsize=None)
+def applied():
+    """The objects kustomize applies (the files its kustomization lists)."""
+    return tuple(d for f in load("kustomization.yaml")[0]["resources"] for d in load(f))
+
+
+def workloads():
+    """name -> (pod spec, pod labels) of every workload applied."""
+    return {d["metadata"]["name"]: (d["spec"]["template"]["spec"], d["spec"]["template"]["metadata"]["labels"])
+            for d in applied() if d["kind"] in POD_KINDS}
+
+
+def env(container, name):
+    return next((e for e in container.get("env", []) if e["name"] == name), None)
+
+
+def value(container, name):
+    return (env(container, name) or {}).get("value")
+
+
+def secret_ref(container, name):
+    e = env(container, name)
+    ref = (e or {}).get("valueFrom", {}).get("secretKeyRef")
+    return (ref["name"], ref["key"]) if ref else None
+
+
+def selects(selector, labels):
+    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+
+
+def admitted(src, dst, port):
+    """Whether a connection from `src` (pod labels, or None for a source outside the namespace's
+    pods) to pod `dst` on `port` passes the NetworkPolicies (isolated pods: some rule must admit)."""
+    policies = [p for p in applied() if p["kind"] == "NetworkPolicy" and selects(p["spec"]["podSelector"], dst)]
+    if not policies:
+        return True
+    for p in policies:
+        for rule in p["spec"].get("ingress", []):
+            ports = [x["port"] for x in rule.get("ports", [])]
+            if ports and port not in ports:
+                continue
+            if "from" not in rule:
+                return True
+            if src is not None and any("podSelector" in f and "namespaceSelector" not in f and selects(f["podSelector"], src)
+                                       for f in rule["from"]):
+                return True
+    return False
+
+
+class Manifests(unittest.TestCase):
+    def test_kustomization_lists_every_manifest_but_the_example_secrets(self):
+        listed = set(load("kustomization.yaml")[0]["resources"])
+        files = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
+        self.assertEqual(listed, {f for f in files if not f.endswith(".example.yaml")})
+        for f in files - listed:
+            for d in load(f):
+                self.assertEqual(d["kind"], "Secret", f)
+                for k, v in d["stringData"].items():
+                    self.assertRegex(v, r"(replace-|change-me)", f"{f} {k} holds a placeholder, not a secret")
+
+    def test_no_privileged_container_and_a_security_context_for_each(self):
+        for name, (pod, _) in workloads().items():
+            pod_ctx = pod.get("securityContext", {})
+            for c in pod.get("initContainers", []) + pod["containers"]:
+                ctx = c.get("securityContext")
+                self.assertIsNotNone(ctx, f"{name}/{c['name']} has no securityContext")
+                self.assertFalse(ctx.get("privileged", False), f"{name}/{c['name']}")
+                self.assertIs(ctx.get("allowPrivilegeEscalation"), False, f"{name}/{c['name']}")
+                self.assertEqual(ctx.get("capabilities", {}).get("drop"), ["ALL"], f"{name}/{c['name']}")
+                seccomp = ctx.get("seccompProfile", pod_ctx.get("seccompProfile", {})).get("type")
+                self.assertEqual(seccomp, "RuntimeDefault", f"{name}/{c['name']}")
+                if name == "node-agent":
+                    continue
+                self.assertIs(ctx.get("runAsNonRoot", pod_ctx.get("runAsNonRoot")), True, f"{name}/{c['name']}")
+                self.assertNotIn("add", ctx.get("capabilities", {}), f"{name}/{c['name']}")
+            if name != "node-agent":
+                self.assertFalse(pod.get("hostNetwork") or pod.get("hostPID") or pod.get("hostIPC"), name)
+                self.assertFalse([v for v in pod.get("volumes", []) if "hostPath" in v], name)
+
+    def test_the_node_agent_gets_named_capabilities_each_with_a_reason_and_only_the_mounts_it_reads(self):
+        pod, _ = workloads()["node-agent"]
+        (c,) = pod["containers"]
+        ctx = c["securityContext"]
+        self.assertEqual(ctx.get("runAsUser"), 0)
+        self.assertIs(ctx.get("readOnlyRootFilesystem"), True)
+        added = ctx["capabilities"]["add"]
+        self.assertTrue(added)
+        self.assertFalse({"SYS_ADMIN", "SYS_PTRACE", "ALL"} & set(added), added)
+        text = (K8S / "node-agent.yaml").read_text()
+        for cap in added:  # the list's lines carry the why as a comment (node-agent/tests/capabilities.rs reads the same list)
+            self.assertRegex(text, rf"\n\s*- {cap}\s+# \S.*\S", f"{cap} has no comment saying why")
+        host = {v["name"]: v["hostPath"] for v in pod["volumes"] if "hostPath" in v}
+        self.assertEqual({h["path"] for h in host.values()}, set(AGENT_MOUNTS))
+        for m in c["volumeMounts"]:
+            if m["name"] in host:
+                path = host[m["name"]]["path"]
+                self.assertEqual((m["mountPath"], m.get("readOnly", False)), AGENT_MOUNTS[path], path)
+        self.assertEqual(host["state"]["type"], "DirectoryOrCreate")
+
+    def test_network_policies_admit_exactly_the_intended_connections(self):
+        w = {n: labels for n, (_, labels) in workloads().items()}
+        kafka, neo4j, jm, tm = w["kafka"], w["neo4j"], w["flink-jobmanager"], w["flink-taskmanager"]
+        gs, mapper, topics = w["graph-service"], w["service-mapper"], w["kafka-create-topics"]
+        deny_all = [p for p in applied() if p["kind"] == "NetworkPolicy"
+                    and p["spec"]["podSelector"] == {} and "ingress" not in p["spec"]]
+        self.assertTrue(deny_all, "no default-deny ingress policy")
+        allowed = [(mapper, kafka, 9092), (jm, kafka, 9092), (tm, kafka, 9092), (gs, kafka, 9092), (topics, kafka, 9092),
+                   (jm, neo4j, 7687), (tm, neo4j, 7687), (gs, neo4j, 7687),
+                   (tm, jm, 6123), (tm, jm, 6124), (jm, tm, 6122), (tm, tm, 6122), (tm, tm, 6121),
+                   (gs, jm, 8081), (mapper, jm, 8081), (None, gs, 8080)]
+        denied = [(None, kafka, 9092), (mapper, kafka, 9093), (mapper, neo4j, 7687), (None, neo4j, 7687),
+                  (gs, neo4j, 7474), (None, neo4j, 7474), (None, jm, 8081), (gs, jm, 6123), (gs, tm, 6121),
+                  (None, gs, 9090), (gs, w["node-agent"], 9400), (None, mapper, 8080)]
+        for src, dst, port in allowed:
+            self.assertTrue(admitted(src, dst, port), f"{src} -> {dst}:{port} should be admitted")
+        for src, dst, port in denied:
+            self.assertFalse(admitted(src, dst, port), f"{src} -> {dst}:{port} should be refused")
+        # The agents (host network) reach Kafka by node address only.
+        blocks = [f["ipBlock"] for p in applied() if p["kind"] == "NetworkPolicy" and selects(p["spec"]["podSelector"], kafka)
+                  for r in p["spec"].get("ingress", []) for f in r.get("from", []) if "ipBlock" in f]
+        self.assertTrue(blocks and all(b["cidr"] != "0.0.0.0/0" for b in blocks), blocks)
+
+    def test_secrets_come_from_secrets_never_from_literals_or_arguments(self):
+        pods = workloads()
+        gs = pods["graph-service"][0]["containers"][0]
+        self.assertEqual(value(gs, "WATTGRAPH_AUTH_ENABLED"), "true")
+        self.assertEqual(secret_ref(gs, "WATTGRAPH_AUTH_READ_TOKENS"), ("graph-service-auth", "read-tokens"))
+        self.assertEqual(secret_ref(gs, "WATTGRAPH_AUTH_ADMIN_TOKENS"), ("graph-service-auth", "admin-tokens"))
+        self.assertEqual(secret_ref(gs, "WATTGRAPH_NEO4J_PASSWORD"), ("neo4j-auth", "NEO4J_PASSWORD"))
+        self.assertEqual(secret_ref(pods["neo4j"][0]["containers"][0], "NEO4J_AUTH"), ("neo4j-auth", "NEO4J_AUTH"))
+        self.assertEqual(secret_ref(pods["flink-jobmanager"][0]["containers"][0], "NEO4J_PASSWORD"), ("neo4j-auth", "NEO4J_PASSWORD"))
+        secret_name = re.compile(r"PASSWORD|TOKEN|NEO4J_AUTH$|SECRET")
+        for name, (pod, _) in pods.items():
+            for c in pod["containers"]:
+                for e in c.get("env", []):
+                    if secret_name.search(e["name"]):
+                        self.assertIn("secretKeyRef", e.get("valueFrom", {}), f"{name}: {e['name']} is a literal")
+                # A password flag's value may only be a $(VAR) of a Secret's (the Flink job takes
+                # its Neo4j password only as an argument); tokens never appear.
+                args = [str(a) for a in c.get("args", []) + c.get("command", [])]
+                for prev, a in zip([""] + args, args):
+                    self.assertNotRegex(a, r"(?i)token", f"{name}: a token on the command line")
+                    given = a.split("=", 1)[1] if re.match(r"--\S*password=", a) else a if re.search(r"(?i)password$", prev) else None
+                    if given is not None:
+                        ref = re.fullmatch(r"\$\((\w+)\)", given)
+                        self.assertTrue(ref and secret_ref(c, ref.group(1)), f"{name}: password {given!r} on the command line")
+
+    def test_neo4j_loads_no_files_and_bounds_transaction_memory(self):
+        pod, _ = workloads()["neo4j"]
+        (c,) = pod["containers"]
+        self.assertEqual(value(c, "NEO4J_dbms_security_allow__csv__import__from__file__urls"), "false")
+        self.assertEqual(value(c, "NEO4J_server_directories_import"), "/import")
+        mounts = [m for m in c["volumeMounts"] if m["mountPath"] == "/import"]
+        self.assertEqual(len(mounts), 1, "no volume at /import")
+        m = mounts[0]
+        self.assertIs(m.get("readOnly"), True)
+        (v,) = [v for v in pod["volumes"] if v["name"] == m["name"]]
+        self.assertEqual(v, {"name": m["name"], "emptyDir": {}})
+        for setting in ("NEO4J_db_memory_transaction_max", "NEO4J_dbms_memory_transaction_total_max"):
+            self.assertRegex(value(c, setting) or "", r"^\d+[km]$", setting)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
