@@ -7,6 +7,7 @@ pub mod kubelet;
 pub mod alloc_count;
 pub mod native;
 pub mod netns;
+pub mod tmpfs;
 
 use std::fmt::Debug;
 use std::path::PathBuf;
