@@ -3,13 +3,16 @@
 //! `PowerCapActuator`.
 //!
 //! - A record is applied only if it is for this host, its `sequence` is higher than the last
-//!   applied one, its `validUntilNs` has not passed, and its budget is a positive number of watts.
-//!   Anything else is ignored and counted by reason (`older`, `stale`, `invalid`, `decode`,
-//!   `host`).
+//!   applied one, its `validUntilNs` has not passed, its budget is a positive number of watts and
+//!   lies within the record's own host bounds `[minWatts, maxWatts]`. Anything else never reaches
+//!   sysfs: it is logged with what came in and counted by reason (`older`, `stale`, `invalid`,
+//!   `decode`, `host`, `bounds`).
 //! - The budget is **lost** when `validUntilNs` passes without a newer record (`expired`), when no
 //!   valid budget arrived for `--budget-timeout-s` (`timeout`, a guard against a far-future
 //!   `validUntilNs` or a wrong wall clock), on a tombstone for this host (`tombstone`) and at
-//!   shutdown (`shutdown`): the limits found at start are written back, once, and counted.
+//!   shutdown (`shutdown`): the original limits are written back, once, and counted. At start,
+//!   originals left in the state file by an agent that did not stop cleanly are written back at
+//!   once (`recovered`, `powercap_state.rs`).
 //! - `on` writes the powercap limits (split over the package zones, clamped to the floor and the
 //!   hardware range, read back); `dry-run` computes and reports the same and writes nothing;
 //!   without a RAPL package zone the budgets are still received, logged and exported, but nothing
@@ -24,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::budget_avro::{decode_single_object, PowerBudget};
-use crate::powercap_actuator::{Applied, Clamp, PowerCapActuator};
+use crate::powercap_actuator::{ActuatorError, Applied, Clamp, PowerCapActuator};
 
 /// `--power-cap`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -60,12 +63,14 @@ pub enum Ignored {
     Decode,
     /// Keyed with this host but `hostId` names another.
     Host,
+    /// Budget outside the record's own `[minWatts, maxWatts]` (graph-service never sends one).
+    Bounds,
 }
 
 impl Ignored {
-    pub const ALL: [Ignored; 5] = [Ignored::Older, Ignored::Stale, Ignored::Invalid, Ignored::Decode, Ignored::Host];
+    pub const ALL: [Ignored; 6] = [Ignored::Older, Ignored::Stale, Ignored::Invalid, Ignored::Decode, Ignored::Host, Ignored::Bounds];
     pub fn label(self) -> &'static str {
-        ["older", "stale", "invalid", "decode", "host"][self as usize]
+        ["older", "stale", "invalid", "decode", "host", "bounds"][self as usize]
     }
 }
 
@@ -76,12 +81,14 @@ pub enum Restore {
     Timeout,
     Tombstone,
     Shutdown,
+    /// At start, from the state file of an agent that did not stop cleanly.
+    Recovered,
 }
 
 impl Restore {
-    pub const ALL: [Restore; 4] = [Restore::Expired, Restore::Timeout, Restore::Tombstone, Restore::Shutdown];
+    pub const ALL: [Restore; 5] = [Restore::Expired, Restore::Timeout, Restore::Tombstone, Restore::Shutdown, Restore::Recovered];
     pub fn label(self) -> &'static str {
-        ["expired", "timeout", "tombstone", "shutdown"][self as usize]
+        ["expired", "timeout", "tombstone", "shutdown", "recovered"][self as usize]
     }
 }
 
@@ -104,8 +111,10 @@ pub struct BudgetMetrics {
     pub sequence: AtomicI64,
     pub applied_at_ns: AtomicI64,
     pub applied: AtomicU64,
-    pub ignored: [AtomicU64; 5],
-    pub restores: [AtomicU64; 4],
+    pub ignored: [AtomicU64; 6],
+    pub restores: [AtomicU64; 5],
+    /// 1 when the state file was refused (corrupt, unreadable, another host's): nothing capped.
+    pub state_refused: AtomicU64,
     pub write_errors: AtomicU64,
     pub consumer_errors: AtomicU64,
     /// (socket, limit µW) in force per package zone (dry-run: the limit that would be).
@@ -124,6 +133,7 @@ impl BudgetMetrics {
             applied: AtomicU64::new(0),
             ignored: Default::default(),
             restores: Default::default(),
+            state_refused: AtomicU64::new(0),
             write_errors: AtomicU64::new(0),
             consumer_errors: AtomicU64::new(0),
             limits: Mutex::new(Vec::new()),
@@ -164,14 +174,16 @@ impl BudgetMetrics {
         let _ = writeln!(o, "wattgraph_agent_power_budget_applied_timestamp_seconds {}", self.applied_at_ns.load(Ordering::Relaxed) as f64 / 1e9);
         head(o, "wattgraph_agent_power_budgets_applied_total", "counter", "Budgets applied (dry-run: reported).");
         let _ = writeln!(o, "wattgraph_agent_power_budgets_applied_total {}", g(&self.applied));
-        head(o, "wattgraph_agent_power_budgets_ignored_total", "counter", "Budget records not applied, by reason (older, stale, invalid, decode, host).");
+        head(o, "wattgraph_agent_power_budgets_ignored_total", "counter", "Budget records not applied, by reason (older, stale, invalid, decode, host, bounds).");
         for r in Ignored::ALL {
             let _ = writeln!(o, "wattgraph_agent_power_budgets_ignored_total{{reason=\"{}\"}} {}", r.label(), self.ignored_count(r));
         }
-        head(o, "wattgraph_agent_power_cap_restores_total", "counter", "Original limits written back (dry-run: would be), by reason (expired, timeout, tombstone, shutdown).");
+        head(o, "wattgraph_agent_power_cap_restores_total", "counter", "Original limits written back (dry-run: would be), by reason (expired, timeout, tombstone, shutdown, recovered: at start, left by an agent that did not stop cleanly).");
         for r in Restore::ALL {
             let _ = writeln!(o, "wattgraph_agent_power_cap_restores_total{{reason=\"{}\"}} {}", r.label(), self.restore_count(r));
         }
+        head(o, "wattgraph_agent_power_cap_state_refused", "gauge", "1 when the power-cap state file was refused (corrupt, unreadable, another host's or tree's): nothing is capped until it is removed.");
+        let _ = writeln!(o, "wattgraph_agent_power_cap_state_refused {}", g(&self.state_refused));
         head(o, "wattgraph_agent_power_cap_write_errors_total", "counter", "powercap writes (apply or restore) that failed.");
         let _ = writeln!(o, "wattgraph_agent_power_cap_write_errors_total {}", g(&self.write_errors));
         head(o, "wattgraph_agent_power_budget_consumer_errors_total", "counter", "Errors of the power budget Kafka consumer.");
@@ -232,23 +244,30 @@ impl BudgetController {
         host_id: &str,
         mode: PowerCapMode,
         powercap_root: &Path,
+        state_file: &Path,
         floor_w: f64,
         timeout: Duration,
         metrics: Arc<BudgetMetrics>,
     ) -> BudgetController {
         let actuator = match mode {
             PowerCapMode::Off => None,
-            _ => match PowerCapActuator::discover(powercap_root, floor_w, mode == PowerCapMode::DryRun, timeout) {
+            _ => match PowerCapActuator::discover(host_id, powercap_root, state_file, floor_w, mode == PowerCapMode::DryRun, timeout) {
                 Ok(a) => {
                     log::info!(
-                        "power cap: --power-cap {}: {} package zone(s) under {}, original limits {}; floor {floor_w} W, budget timeout {} s",
+                        "power cap: --power-cap {}: {} package zone(s) under {}, original limits {}{}; floor {floor_w} W, budget timeout {} s",
                         mode.as_str(),
                         a.sockets(),
                         powercap_root.display(),
                         list_limits(&a.originals()),
+                        if a.recovered() { " (from the state file)" } else { "" },
                         timeout.as_secs()
                     );
                     Some(a)
+                }
+                Err(e @ ActuatorError::StateRefused(..)) => {
+                    metrics.state_refused.store(1, Ordering::Relaxed);
+                    log::error!("power cap: --power-cap {}: {e}; budgets are received and reported", mode.as_str());
+                    None
                 }
                 Err(e) => {
                     log::warn!(
@@ -260,7 +279,23 @@ impl BudgetController {
             },
         };
         metrics.available.store(actuator.is_some() as u64, Ordering::Relaxed);
-        if let Some(a) = &actuator {
+        let mut actuator = actuator;
+        if let Some(a) = actuator.as_mut() {
+            if a.recovered() {
+                // The agent before did not stop cleanly: its cap may still be in force.
+                metrics.restores[Restore::Recovered as usize].fetch_add(1, Ordering::Relaxed);
+                match a.restore() {
+                    Ok(()) => log::warn!(
+                        "power cap: {} was left by an agent that did not stop cleanly (killed, or crashed) while it capped this host: restored the original limits {} it records; they stay the originals",
+                        a.state_file().display(),
+                        list_limits(&a.originals())
+                    ),
+                    Err(e) => {
+                        metrics.write_errors.fetch_add(1, Ordering::Relaxed);
+                        log::error!("power cap: restoring the original limits recorded in {} failed: {e}", a.state_file().display());
+                    }
+                }
+            }
             *metrics.limits.lock().unwrap() = a.originals();
         }
         BudgetController {
@@ -334,6 +369,26 @@ impl BudgetController {
         if !b.budget_watts.is_finite() || b.budget_watts <= 0.0 {
             return self.ignore(Ignored::Invalid, format_args!("seq {} has budget {} W", b.sequence, b.budget_watts));
         }
+        if !(b.min_watts.is_finite() && b.max_watts.is_finite() && 0.0 <= b.min_watts && b.min_watts <= b.max_watts) {
+            return self.ignore(
+                Ignored::Invalid,
+                format_args!("seq {} has host bounds [{}, {}] W (budget {} W)", b.sequence, b.min_watts, b.max_watts, b.budget_watts),
+            );
+        }
+        if !(b.min_watts..=b.max_watts).contains(&b.budget_watts) {
+            return self.ignore(
+                Ignored::Bounds,
+                format_args!(
+                    "seq {} ({}) has budget {} W outside its host bounds [{}, {}] W; reason given: {}",
+                    b.sequence,
+                    b.policy.symbol(),
+                    b.budget_watts,
+                    b.min_watts,
+                    b.max_watts,
+                    b.reason
+                ),
+            );
+        }
         let was_active = self.current.is_some();
         let prev_watts = self.current.map(|c| c.budget_watts);
         self.last_seq = Some(b.sequence);
@@ -399,17 +454,20 @@ impl BudgetController {
         Outcome::Nothing
     }
 
-    /// At shutdown: writes the original limits back if a budget is in force.
+    /// At shutdown: writes the original limits back if a budget is in force, then removes the
+    /// state file (kept if they could not be written back: the next start restores them).
     pub fn shutdown(&mut self) -> Outcome {
-        match self.current {
+        let out = match self.current {
             Some(c) => self.lose(Restore::Shutdown, format_args!("agent shutting down"), c),
-            None => {
-                if let Some(a) = self.actuator.as_mut() {
-                    let _ = a.restore(); // no-op unless something was written
-                }
-                Outcome::Nothing
+            None => Outcome::Nothing,
+        };
+        if let Some(a) = self.actuator.as_mut() {
+            if let Err(e) = a.release() {
+                self.metrics.write_errors.fetch_add(1, Ordering::Relaxed);
+                log::error!("power cap: at shutdown: {e}; {} is kept, the next start restores from it", a.state_file().display());
             }
         }
+        out
     }
 
     fn lose(&mut self, why: Restore, msg: std::fmt::Arguments<'_>, c: InForce) -> Outcome {
@@ -471,7 +529,7 @@ mod tests {
 
     fn controller(f: &Fixture, mode: PowerCapMode, floor_w: f64) -> BudgetController {
         let m = Arc::new(BudgetMetrics::new(mode));
-        BudgetController::new("h1", mode, &f.0, floor_w, Duration::from_secs(60), m)
+        BudgetController::new("h1", mode, &f.0, &f.state_file(), floor_w, Duration::from_secs(60), m)
     }
 
     fn limits(f: &Fixture) -> (u64, u64) {
@@ -607,11 +665,63 @@ mod tests {
     }
 
     #[test]
+    fn budgets_outside_their_host_bounds_or_with_nonsense_bounds_never_reach_sysfs() {
+        let f = Fixture::new("bud-bounds", true);
+        let mut c = controller(&f, PowerCapMode::On, 0.0);
+        let t = Instant::now();
+        let with = |watts: f64, min: f64, max: f64| PowerBudget { min_watts: min, max_watts: max, ..budget(T0, watts, T0 + 30 * S) };
+        // A budget below its own minimum (a host starved to 1 W), above its maximum.
+        for b in [with(1.0, 10.0, 400.0), with(500.0, 10.0, 400.0), with(9.99, 10.0, 10.0)] {
+            assert_eq!(c.on_budget(&b, T0, t), Outcome::Ignored(Ignored::Bounds), "{b:?}");
+        }
+        for b in [with(50.0, f64::NAN, 400.0), with(50.0, 10.0, f64::INFINITY), with(50.0, -1.0, 400.0), with(50.0, 60.0, 40.0)] {
+            assert_eq!(c.on_budget(&b, T0, t), Outcome::Ignored(Ignored::Invalid), "{b:?}");
+        }
+        assert_eq!(limits(&f), (165_000_000, 165_000_000));
+        assert!(!f.state_file().exists(), "nothing capped, nothing recorded");
+        let m = c.metrics().clone();
+        assert_eq!((m.ignored_count(Ignored::Bounds), m.ignored_count(Ignored::Invalid)), (3, 4));
+        assert_eq!(c.last_sequence(), None);
+        // The bounds themselves are inclusive.
+        assert_eq!(c.on_budget(&with(10.0, 10.0, 400.0), T0, t), Outcome::Applied);
+        assert_eq!(limits(&f), (5_000_000, 5_000_000));
+        let mut o = String::new();
+        m.render(&mut o);
+        assert!(o.contains("wattgraph_agent_power_budgets_ignored_total{reason=\"bounds\"} 3"), "{o}");
+    }
+
+    #[test]
+    fn a_killed_agents_cap_is_restored_at_start_and_a_refused_state_file_caps_nothing() {
+        let f = Fixture::new("bud-recover", true);
+        let t = Instant::now();
+        let mut c = controller(&f, PowerCapMode::On, 0.0);
+        c.on_budget(&budget(T0, 100.0, T0 + 30 * S), T0, t);
+        std::mem::forget(c); // killed: nothing restored
+        assert_eq!(limits(&f), (50_000_000, 50_000_000));
+        let mut c = controller(&f, PowerCapMode::On, 0.0);
+        assert_eq!(limits(&f), (165_000_000, 165_000_000), "restored at start");
+        let m = c.metrics().clone();
+        assert_eq!(m.restore_count(Restore::Recovered), 1);
+        assert_eq!(*m.limits.lock().unwrap(), vec![(0, 165_000_000), (1, 165_000_000)]);
+        assert_eq!(c.shutdown(), Outcome::Nothing);
+        assert!(!f.state_file().exists(), "removed at the clean stop");
+        // A corrupt state file: said, counted, nothing written even when a budget comes.
+        std::fs::write(f.state_file(), "version 1\nzone 0 intel-rapl:0 1\n").unwrap();
+        let mut c = controller(&f, PowerCapMode::On, 0.0);
+        let m = c.metrics().clone();
+        assert_eq!((m.available.load(Ordering::Relaxed), m.state_refused.load(Ordering::Relaxed)), (0, 1));
+        assert_eq!(c.on_budget(&budget(T0, 100.0, T0 + 30 * S), T0, t), Outcome::Applied);
+        assert_eq!(limits(&f), (165_000_000, 165_000_000));
+        c.shutdown();
+        assert!(f.state_file().exists(), "left for the operator");
+    }
+
+    #[test]
     fn without_a_package_zone_budgets_are_tracked_but_nothing_is_written() {
         let empty = std::env::temp_dir().join(format!("wattgraph-capfix-bud-none-{}", std::process::id()));
         std::fs::create_dir_all(&empty).unwrap();
         let m = Arc::new(BudgetMetrics::new(PowerCapMode::On));
-        let mut c = BudgetController::new("h1", PowerCapMode::On, &empty, 0.0, Duration::from_secs(60), m.clone());
+        let mut c = BudgetController::new("h1", PowerCapMode::On, &empty, &empty.join("state"), 0.0, Duration::from_secs(60), m.clone());
         assert_eq!(m.available.load(Ordering::Relaxed), 0);
         let t = Instant::now();
         assert_eq!(c.on_budget(&budget(T0, 100.0, T0 + 30 * S), T0, t), Outcome::Applied);

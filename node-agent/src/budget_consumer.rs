@@ -76,6 +76,7 @@ pub fn start(cfg: &Config, metrics: Arc<BudgetMetrics>, stop: Arc<AtomicBool>) -
         &cfg.host_id,
         cfg.power_cap,
         &cfg.powercap_root,
+        &cfg.power_cap_state_file,
         cfg.power_floor_watts,
         Duration::from_secs(cfg.budget_timeout_s),
         metrics.clone(),

@@ -256,6 +256,12 @@ pub struct Config {
     #[arg(long = "budget-timeout-s", value_name = "S", default_value_t = 90)]
     pub budget_timeout_s: u64,
 
+    /// The package limits found before the first cap, written here (durably) before it and
+    /// removed once they are back at a clean stop; a killed agent's successor restores them.
+    /// Must survive an agent restart (a hostPath in Kubernetes).
+    #[arg(long = "power-cap-state-file", value_name = "PATH", default_value = "/var/lib/wattgraph/power-cap/original-limits.state")]
+    pub power_cap_state_file: PathBuf,
+
     /// Memory tier of the spool: messages librdkafka holds while Kafka is slow or unreachable
     /// (they never time out). Beyond it records go to --spool-dir, else they are dropped and counted.
     #[arg(long = "spool-memory-messages", value_name = "N", default_value_t = 200_000)]
@@ -556,6 +562,9 @@ impl Config {
         }
         if !(1..=86_400).contains(&self.budget_timeout_s) {
             return Err(format!("--budget-timeout-s '{}' must be between 1 and 86400", self.budget_timeout_s));
+        }
+        if self.power_cap_state_file.is_dir() || self.power_cap_state_file.file_name().is_none() {
+            return Err(format!("--power-cap-state-file '{}' must name a file, not a directory", self.power_cap_state_file.display()));
         }
         if self.cgroup_sample_interval_ms != 0 && !(10..=1000).contains(&self.cgroup_sample_interval_ms) {
             return Err(format!(

@@ -61,6 +61,8 @@ pub struct KafkaStats {
     pub disk_records: AtomicU64,
     pub disk_bytes: AtomicU64,
     pub disk_errors: AtomicU64,
+    /// Records accepted on disk that could not be read back (also in `dropped`).
+    pub disk_lost: AtomicU64,
     /// Bytes cut off torn segment tails when the spool was opened.
     pub disk_torn_bytes: AtomicU64,
     /// Records librdkafka still held at a stop, written back to the disk spool.
@@ -275,31 +277,26 @@ impl Inner {
     fn drain(&self, spool: &Mutex<DiskSpool>) {
         let mut s = spool.lock().unwrap();
         loop {
-            let r = match s.peek() {
-                Ok(Some(r)) => self.enqueue(r.topic, r.key, r.payload, r.segment as usize + 1),
-                Ok(None) => break,
-                Err(e) => {
-                    // Unreadable rest of the disk spool: count it, start over with what is left.
-                    self.stats.disk_errors.fetch_add(1, Ordering::Relaxed);
-                    log::error!("spool: {e}; the unread records of the disk spool are lost");
-                    let lost = s.discard_unread();
-                    self.stats.dropped.fetch_add(lost, Ordering::Relaxed);
-                    break;
-                }
-            };
-            match r {
+            let Some(r) = s.peek() else { break };
+            let seg = r.segment;
+            match self.enqueue(r.topic, r.key, r.payload, seg as usize + 1) {
                 Ok(()) => s.advance(),
                 Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => break,
                 Err(e) => {
                     // Refused for good (e.g. too large): it would block the spool forever.
-                    let seg = s.peek().ok().flatten().map(|r| r.segment);
                     s.advance();
-                    if let Some(seg) = seg {
-                        let _ = s.delivered(seg);
-                    }
+                    let _ = s.delivered(seg);
                     self.drop_one(&e);
                 }
             }
+        }
+        // Unreadable segment rests (logged by the spool with file and offset): accepted, then
+        // lost, so counted as dropped and on their own.
+        let (errors, lost) = s.take_lost();
+        if errors > 0 {
+            self.stats.disk_errors.fetch_add(errors, Ordering::Relaxed);
+            self.stats.dropped.fetch_add(lost, Ordering::Relaxed);
+            self.stats.disk_lost.fetch_add(lost, Ordering::Relaxed);
         }
         if s.is_empty() {
             self.disk_active.store(false, Ordering::Release);

@@ -28,6 +28,7 @@ pub mod pod_metadata;
 pub mod service_mappings;
 pub mod shedding;
 pub mod powercap_actuator;
+pub mod powercap_state;
 pub mod budget_avro;
 pub mod budget;
 pub mod budget_consumer;

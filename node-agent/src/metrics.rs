@@ -266,6 +266,12 @@ impl Renderer {
             metric("wattgraph_agent_spool_spilled_total", "counter", "Records written to the disk spool (memory tier full).", &[("", g(&k.spilled) as f64)]);
             metric("wattgraph_agent_spool_disk_errors_total", "counter", "Disk spool read/write/delete errors.", &[("", g(&k.disk_errors) as f64)]);
             metric(
+                "wattgraph_agent_spool_lost_total",
+                "counter",
+                "Records accepted on disk that could not be read back (rest of a damaged segment; also in kafka_dropped_total).",
+                &[("", g(&k.disk_lost) as f64)],
+            );
+            metric(
                 "wattgraph_agent_spool_torn_bytes",
                 "gauge",
                 "Bytes cut off torn or corrupt disk spool segments at start.",

@@ -1,14 +1,19 @@
 //! Power-cap actuation (002_62c0d5447e0fa386.txt §4.3.3, §5.3.4): applies the host's power
 //! budget to the RAPL package zones through powercap (`constraint_0_power_limit_uw`, one zone per
-//! socket), within the hardware's range and never below a configured floor. The limits found at
-//! start are restored when the actuator stops or when the budget source has been silent for
-//! longer than allowed. Dry-run reports what it would write and writes nothing.
+//! socket), within the hardware's range and never below a configured floor. The original limits
+//! are restored when the actuator stops or when the budget source has been silent for longer than
+//! allowed. Dry-run reports what it would write and writes nothing.
+//!
+//! The originals are the limits found at start, recorded in the state file (`powercap_state.rs`)
+//! before the first write; if that file is left from an agent that did not stop cleanly, its
+//! limits are the originals instead (restored by the caller at once, see `recovered`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::power::{DomainKind, Rapl};
+use crate::powercap_state::{boot_id, CapState, Found, ZoneLimit};
 
 pub const LIMIT: &str = "constraint_0_power_limit_uw";
 
@@ -45,6 +50,10 @@ pub enum ActuatorError {
     Unreadable(PathBuf, String),
     InvalidBudget(f64),
     Write(PathBuf, std::io::Error),
+    /// The state file is corrupt, unreadable or another host's: nothing is written.
+    StateRefused(PathBuf, String),
+    /// The originals could not be recorded before the first cap: nothing was written.
+    StateWrite(PathBuf, std::io::Error),
 }
 
 impl fmt::Display for ActuatorError {
@@ -60,6 +69,14 @@ impl fmt::Display for ActuatorError {
                 write!(f, "power budget must be a positive number of watts, got {w}")
             }
             ActuatorError::Write(p, e) => write!(f, "cannot write {}: {e}", p.display()),
+            ActuatorError::StateRefused(p, why) => write!(
+                f,
+                "the power-cap state file {} is refused ({why}): its limits are not written and nothing is capped; check the package limits, then remove the file",
+                p.display()
+            ),
+            ActuatorError::StateWrite(p, e) => {
+                write!(f, "cannot record the original limits in {} ({e}): nothing written", p.display())
+            }
         }
     }
 }
@@ -73,6 +90,12 @@ pub struct PowerCapActuator {
     source_timeout: Duration,
     last_budget: Option<Instant>,
     capped: bool,
+    /// The originals as the state file records them.
+    state: CapState,
+    state_file: PathBuf,
+    /// The state file holds `state` (written before the first cap, or left by a killed agent).
+    state_saved: bool,
+    recovered: bool,
 }
 
 fn read_uw(p: &Path) -> Result<u64, ActuatorError> {
@@ -81,10 +104,13 @@ fn read_uw(p: &Path) -> Result<u64, ActuatorError> {
 }
 
 impl PowerCapActuator {
-    /// Finds the package zones under `powercap_root` (normally /sys/class/powercap) and records
-    /// their current limits, to be restored later.
+    /// Finds the package zones under `powercap_root` (normally /sys/class/powercap) and their
+    /// original limits, to be restored later: those in `state_file` when an agent of this host
+    /// and boot left it (see `recovered`), else the current ones.
     pub fn discover(
+        host_id: &str,
         powercap_root: &Path,
+        state_file: &Path,
         floor_w: f64,
         dry_run: bool,
         source_timeout: Duration,
@@ -103,7 +129,56 @@ impl PowerCapActuator {
         if zones.is_empty() {
             return Err(ActuatorError::NoPackageZone(powercap_root.to_path_buf()));
         }
-        Ok(PowerCapActuator { zones, floor_w, dry_run, source_timeout, last_budget: None, capped: false })
+        let zone_limit = |z: &Zone| ZoneLimit {
+            socket: z.socket,
+            zone: z.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            limit_uw: z.original_uw,
+        };
+        let root = std::fs::canonicalize(powercap_root).unwrap_or_else(|_| powercap_root.to_path_buf());
+        let mut state = CapState { host_id: host_id.to_string(), boot_id: boot_id(), root, zones: zones.iter().map(zone_limit).collect() };
+        let refused = |why: String| ActuatorError::StateRefused(state_file.to_path_buf(), why);
+        let (mut state_saved, mut recovered) = (false, false);
+        match CapState::load(state_file, &state).map_err(refused)? {
+            Found::Nothing => {}
+            Found::OtherBoot(then) => {
+                log::warn!(
+                    "power cap: the state file {} was written in boot {then}, this is boot {}: a reboot sets the limits back to the firmware's, so its limits are not written; the limits found now are the originals",
+                    state_file.display(),
+                    state.boot_id
+                );
+                CapState::remove(state_file).map_err(|e| refused(format!("stale, and cannot be removed: {e}")))?;
+            }
+            Found::Recovered(st) => {
+                for (z, o) in zones.iter_mut().zip(&st.zones) {
+                    z.original_uw = o.limit_uw;
+                }
+                state = st;
+                (state_saved, recovered) = (true, true);
+            }
+        }
+        Ok(PowerCapActuator {
+            zones,
+            floor_w,
+            dry_run,
+            source_timeout,
+            last_budget: None,
+            // A killed agent's cap may be in force: restore writes the originals.
+            capped: recovered,
+            state,
+            state_file: state_file.to_path_buf(),
+            state_saved,
+            recovered,
+        })
+    }
+
+    /// The originals came from a state file an agent of this host and boot left behind (it did
+    /// not stop cleanly, so its cap may still be in force): the caller restores them at once.
+    pub fn recovered(&self) -> bool {
+        self.recovered
+    }
+
+    pub fn state_file(&self) -> &Path {
+        &self.state_file
     }
 
     pub fn sockets(&self) -> usize {
@@ -139,6 +214,11 @@ impl PowerCapActuator {
             }
             let mut applied = uw;
             if !self.dry_run {
+                if !self.state_saved {
+                    // Durable before the first cap, so a killed agent's successor finds it.
+                    self.state.save(&self.state_file).map_err(|e| ActuatorError::StateWrite(self.state_file.clone(), e))?;
+                    self.state_saved = true;
+                }
                 let path = z.dir.join(LIMIT);
                 std::fs::write(&path, format!("{uw}\n")).map_err(|e| ActuatorError::Write(path.clone(), e))?;
                 // The kernel may round to the hardware's power unit: report what it holds.
@@ -162,7 +242,7 @@ impl PowerCapActuator {
         }
     }
 
-    /// Writes back the limits found at start.
+    /// Writes back the original limits.
     pub fn restore(&mut self) -> Result<(), ActuatorError> {
         if !self.capped {
             return Ok(());
@@ -174,11 +254,22 @@ impl PowerCapActuator {
         self.capped = false;
         Ok(())
     }
+
+    /// At a clean stop: restores the originals, then removes the state file (kept if the
+    /// restore failed, so the next start restores them).
+    pub fn release(&mut self) -> Result<(), ActuatorError> {
+        self.restore()?;
+        if self.state_saved {
+            CapState::remove(&self.state_file).map_err(|e| ActuatorError::Write(self.state_file.clone(), e))?;
+            self.state_saved = false;
+        }
+        Ok(())
+    }
 }
 
 impl Drop for PowerCapActuator {
     fn drop(&mut self) {
-        if let Err(e) = self.restore() {
+        if let Err(e) = self.release() {
             log::error!("power cap: restoring the original limits failed: {e}");
         }
     }
@@ -221,16 +312,28 @@ pub(crate) mod tests {
         pub(crate) fn limit(&self, s: u32) -> u64 {
             read_uw(&self.0.join(format!("intel-rapl:{s}")).join(LIMIT)).unwrap()
         }
+
+        pub(crate) fn set_limit(&self, s: u32, uw: u64) {
+            std::fs::write(self.0.join(format!("intel-rapl:{s}")).join(LIMIT), format!("{uw}\n")).unwrap();
+        }
+
+        /// The state file of the agents run on this tree (beside it, not in it).
+        pub(crate) fn state_file(&self) -> PathBuf {
+            let mut p = self.0.clone().into_os_string();
+            p.push(".state");
+            PathBuf::from(p)
+        }
     }
 
     impl Drop for Fixture {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.0);
+            let _ = std::fs::remove_file(self.state_file());
         }
     }
 
     fn actuator(f: &Fixture, floor_w: f64, dry_run: bool) -> PowerCapActuator {
-        PowerCapActuator::discover(&f.0, floor_w, dry_run, Duration::from_secs(30)).unwrap()
+        PowerCapActuator::discover("h1", &f.0, &f.state_file(), floor_w, dry_run, Duration::from_secs(30)).unwrap()
     }
 
     #[test]
@@ -311,8 +414,71 @@ pub(crate) mod tests {
         assert_eq!(f.limit(0), 165_000_000);
         let empty = std::env::temp_dir().join(format!("wattgraph-capfix-none-{}", std::process::id()));
         std::fs::create_dir_all(&empty).unwrap();
-        let e = PowerCapActuator::discover(&empty, 0.0, false, Duration::from_secs(1)).err().unwrap();
+        let e = PowerCapActuator::discover("h1", &empty, &empty.join("state"), 0.0, false, Duration::from_secs(1)).err().unwrap();
         assert!(e.to_string().contains("no RAPL package zone"), "{e}");
         let _ = std::fs::remove_dir_all(&empty);
+    }
+
+    #[test]
+    fn the_originals_are_recorded_before_the_first_cap_and_removed_at_a_clean_stop() {
+        let f = Fixture::new("state", true);
+        let mut a = actuator(&f, 0.0, false);
+        assert!(!f.state_file().exists(), "nothing recorded before a cap");
+        a.apply(100.0, Instant::now()).unwrap();
+        let text = std::fs::read_to_string(f.state_file()).unwrap();
+        assert!(text.contains("zone 0 intel-rapl:0 165000000") && text.contains("host h1"), "{text}");
+        // A killed agent: no restore, no release. The next one takes the file's limits.
+        std::mem::forget(a);
+        assert_eq!(f.limit(0), 50_000_000);
+        let mut b = actuator(&f, 0.0, false);
+        assert!(b.recovered());
+        assert_eq!(b.originals(), vec![(0, 165_000_000), (1, 165_000_000)]);
+        b.restore().unwrap();
+        assert_eq!((f.limit(0), f.limit(1)), (165_000_000, 165_000_000));
+        b.apply(80.0, Instant::now()).unwrap();
+        assert_eq!(std::fs::read_to_string(f.state_file()).unwrap(), text, "kept as the originals");
+        drop(b);
+        assert_eq!((f.limit(0), f.limit(1)), (165_000_000, 165_000_000));
+        assert!(!f.state_file().exists(), "removed once the originals are back");
+        // Dry-run records nothing.
+        actuator(&f, 0.0, true).apply(100.0, Instant::now()).unwrap();
+        assert!(!f.state_file().exists());
+    }
+
+    #[test]
+    fn a_state_file_that_cannot_be_written_stops_the_cap() {
+        let f = Fixture::new("state-unwritable", true);
+        // A directory that cannot be created (not even by root): the state cannot be recorded.
+        let state = Path::new("/proc/wattgraph-no-such-dir/state");
+        let mut a = PowerCapActuator::discover("h1", &f.0, state, 0.0, false, Duration::from_secs(30)).unwrap();
+        let e = a.apply(100.0, Instant::now()).unwrap_err();
+        assert!(e.to_string().contains("cannot record the original limits in /proc/wattgraph-no-such-dir/state"), "{e}");
+        assert_eq!((f.limit(0), f.limit(1)), (165_000_000, 165_000_000), "nothing written");
+    }
+
+    #[test]
+    fn a_state_file_of_another_tree_is_refused_and_one_of_another_boot_dropped() {
+        let f = Fixture::new("state-foreign", true);
+        let other = Fixture::new("state-other", true);
+        // Left by a killed agent on another tree, at the path this one uses.
+        let mut a = PowerCapActuator::discover("h1", &other.0, &f.state_file(), 0.0, false, Duration::from_secs(30)).unwrap();
+        a.apply(100.0, Instant::now()).unwrap();
+        std::mem::forget(a);
+        let e = PowerCapActuator::discover("h1", &f.0, &f.state_file(), 0.0, false, Duration::from_secs(30)).err().unwrap();
+        assert!(e.to_string().contains("is refused (written for powercap root"), "{e}");
+        assert!(f.state_file().exists(), "left for the operator");
+        // The same tree, written in another boot: not applied, removed, the current limits kept.
+        let mut text = std::fs::read_to_string(f.state_file()).unwrap();
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap().display().to_string();
+        text = text.replace(&canonical(&other.0), &canonical(&f.0));
+        let boot = boot_id();
+        text = text.replace(&boot, "00000000-0000-0000-0000-000000000000").replace("165000000", "1000000");
+        let body = &text[..text.rfind("crc32").unwrap()];
+        let text = format!("{body}crc32 {:08x}\n", crate::spool::crc32(body.as_bytes()));
+        std::fs::write(f.state_file(), text).unwrap();
+        f.set_limit(0, 120_000_000);
+        let a = PowerCapActuator::discover("h1", &f.0, &f.state_file(), 0.0, false, Duration::from_secs(30)).unwrap();
+        assert!(!a.recovered() && !f.state_file().exists());
+        assert_eq!(a.originals(), vec![(0, 120_000_000), (1, 165_000_000)]);
     }
 }

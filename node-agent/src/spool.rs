@@ -8,6 +8,12 @@
 //! At open every segment is checked record by record; a segment ending in a torn or corrupt
 //! record (a crash in the middle of a write) is truncated there.
 //!
+//! A write that fails (disk full: often after part of the record went out) is rolled back by
+//! truncating the segment to its last good length, so no torn record ever sits in the middle of a
+//! segment; the caller counts the record as dropped. A record that cannot be read back costs only
+//! the rest of its own segment (counted in `take_lost`, logged with file and offset); the
+//! records before it were handed out already and the other segments are read as usual.
+//!
 //! At a clean stop (`close`) what librdkafka still held is written back first (`rescue`: a
 //! segment whose id sorts before every other, so order is kept), and each remaining segment
 //! gets `<id>.skip` with the number of its leading records already handed out, so a restart
@@ -65,6 +71,8 @@ struct Segment {
     outstanding: u64,
     /// Leading records handed out (this run, or before a clean stop): the reader skips them.
     handed: u64,
+    /// Leading records the skip file said were sent when the spool was opened.
+    skipped: u64,
 }
 
 /// First id of a new spool: rescued segments take ids below the oldest one.
@@ -77,7 +85,8 @@ pub struct DiskSpool {
     segments: BTreeMap<u64, Segment>,
     /// Segment appended to, None until the next append opens a new one.
     writer: Option<(u64, File)>,
-    reader: Option<(u64, File)>,
+    /// Segment being read, its file and the offset of the next record in it.
+    reader: Option<(u64, File, u64)>,
     /// Body of the record at the read position, when peeked.
     peeked: Option<usize>,
     total_bytes: u64,
@@ -87,6 +96,8 @@ pub struct DiskSpool {
     rbuf: Vec<u8>,
     /// Bytes cut off torn or corrupt segment tails at open.
     pub truncated_bytes: u64,
+    /// Unreadable segment rests since the last `take_lost`: (incidents, records).
+    lost: (u64, u64),
 }
 
 fn seg_path(dir: &Path, id: u64) -> PathBuf {
@@ -103,29 +114,37 @@ fn remove_segment(dir: &Path, id: u64) -> io::Result<()> {
     std::fs::remove_file(seg_path(dir, id))
 }
 
-/// Reads one record (header + body into `buf`); Ok(None) at a clean end, Err(()) when the
+/// fsync of a directory: makes a rename or a new file in it durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Reads one record (header + body into `buf`); Ok(None) at a clean end, Err(why) when the
 /// rest of the file is torn or corrupt.
-fn read_record(f: &mut impl Read, buf: &mut Vec<u8>) -> Result<Option<usize>, ()> {
+fn read_record(f: &mut impl Read, buf: &mut Vec<u8>) -> Result<Option<usize>, String> {
     let mut h = [0u8; HEADER];
     let mut got = 0;
     while got < HEADER {
         match f.read(&mut h[got..]) {
             Ok(0) if got == 0 => return Ok(None),
-            Ok(0) => return Err(()),
+            Ok(0) => return Err(format!("the file ends {got} bytes into a record header")),
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return Err(()),
+            Err(e) => return Err(format!("read error: {e}")),
         }
     }
     let len = u32::from_le_bytes(h[0..4].try_into().unwrap());
     let crc = u32::from_le_bytes(h[4..8].try_into().unwrap());
     if !(6..=MAX_BODY).contains(&len) {
-        return Err(());
+        return Err(format!("record length {len} out of range"));
     }
     buf.resize(len as usize, 0);
-    f.read_exact(buf).map_err(|_| ())?;
-    if crc32(buf) != crc || parse(buf, 0).is_none() {
-        return Err(());
+    f.read_exact(buf).map_err(|e| format!("record of {len} bytes cut short ({e})"))?;
+    if crc32(buf) != crc {
+        return Err("CRC mismatch".into());
+    }
+    if parse(buf, 0).is_none() {
+        return Err("malformed record body".into());
     }
     Ok(Some(len as usize))
 }
@@ -159,10 +178,12 @@ impl DiskSpool {
     /// `segment_bytes`: a segment is closed once it reaches this size.
     pub fn open(dir: &Path, max_bytes: u64, segment_bytes: u64) -> io::Result<DiskSpool> {
         std::fs::create_dir_all(dir)?;
-        let mut ids: Vec<u64> = std::fs::read_dir(dir)?
-            .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".seg")?.parse().ok())
-            .collect();
+        let names: Vec<String> = std::fs::read_dir(dir)?.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+        // A rescue or skip file whose write did not finish (rename is the commit).
+        for tmp in names.iter().filter(|n| n.ends_with(".tmp")) {
+            std::fs::remove_file(dir.join(tmp))?;
+        }
+        let mut ids: Vec<u64> = names.iter().filter_map(|n| n.strip_suffix(".seg")?.parse().ok()).collect();
         ids.sort_unstable();
         let mut s = DiskSpool {
             dir: dir.to_path_buf(),
@@ -177,18 +198,29 @@ impl DiskSpool {
             wbuf: Vec::new(),
             rbuf: Vec::new(),
             truncated_bytes: 0,
+            lost: (0, 0),
         };
         for id in ids {
             let path = seg_path(dir, id);
             let mut f = io::BufReader::new(File::open(&path)?);
             let (mut good, mut records) = (0u64, 0u64);
-            while let Ok(Some(n)) = read_record(&mut f, &mut s.rbuf) {
-                good += (HEADER + n) as u64;
-                records += 1;
-            }
+            let why = loop {
+                match read_record(&mut f, &mut s.rbuf) {
+                    Ok(Some(n)) => {
+                        good += (HEADER + n) as u64;
+                        records += 1;
+                    }
+                    Ok(None) => break String::new(),
+                    Err(why) => break why,
+                }
+            };
             let len = std::fs::metadata(&path)?.len();
             if good < len {
-                log::warn!("spool: {} ends in a torn or corrupt record: truncated {} bytes", path.display(), len - good);
+                log::warn!(
+                    "spool: {}: record at offset {good} is torn or corrupt ({why}): truncated {} bytes there (a crash during a write, or damage: what followed is lost)",
+                    path.display(),
+                    len - good
+                );
                 OpenOptions::new().write(true).open(&path)?.set_len(good)?;
                 s.truncated_bytes += len - good;
             }
@@ -198,7 +230,7 @@ impl DiskSpool {
                 continue;
             }
             s.total_bytes += good;
-            s.segments.insert(id, Segment { bytes: good, unread: records - skip, outstanding: 0, handed: skip });
+            s.segments.insert(id, Segment { bytes: good, unread: records - skip, outstanding: 0, handed: skip, skipped: skip });
         }
         Ok(s)
     }
@@ -229,13 +261,16 @@ impl DiskSpool {
             let id = self.next_id;
             self.next_id += 1;
             let f = OpenOptions::new().create_new(true).append(true).open(seg_path(&self.dir, id))?;
-            self.segments.insert(id, Segment { bytes: 0, unread: 0, outstanding: 0, handed: 0 });
+            self.segments.insert(id, Segment { bytes: 0, unread: 0, outstanding: 0, handed: 0, skipped: 0 });
             self.writer = Some((id, f));
         }
         let (id, f) = self.writer.as_mut().unwrap();
         let id = *id;
         // One write per record: a crash leaves at most this record torn.
-        f.write_all(&self.wbuf)?;
+        if let Err(e) = f.write_all(&self.wbuf) {
+            self.roll_back(id);
+            return Err(e);
+        }
         let seg = self.segments.get_mut(&id).unwrap();
         seg.bytes += need;
         seg.unread += 1;
@@ -246,43 +281,107 @@ impl DiskSpool {
         Ok(true)
     }
 
-    /// The oldest record not yet handed out.
-    pub fn peek(&mut self) -> io::Result<Option<Record<'_>>> {
+    /// A failed append of segment `id` (disk full, I/O error): cuts off what part of the record
+    /// went out, so the next record follows the last good one. If even that fails the segment is
+    /// closed for writing: its torn tail lies after every counted record (never read) and is
+    /// truncated at the next open. A segment left empty is removed.
+    fn roll_back(&mut self, id: u64) {
+        let seg = &self.segments[&id];
+        let (good, empty) = (seg.bytes, seg.unread + seg.outstanding + seg.handed == 0);
+        let (_, f) = self.writer.as_ref().unwrap();
+        if let Err(e) = f.set_len(good) {
+            log::warn!("spool: cannot cut a failed write off {} at {good} bytes ({e}): no more records go to it", seg_path(&self.dir, id).display());
+            self.writer = None;
+        }
+        if empty {
+            self.writer = None;
+            self.segments.remove(&id);
+            let _ = remove_segment(&self.dir, id);
+        }
+    }
+
+    /// The oldest record not yet handed out. A segment whose next record cannot be read loses
+    /// its unread rest (see `take_lost`); reading goes on with the next segment.
+    pub fn peek(&mut self) -> Option<Record<'_>> {
         loop {
             if let Some(n) = self.peeked {
                 let seg = self.reader.as_ref().unwrap().0;
-                return Ok(parse(&self.rbuf[..n], seg));
+                return parse(&self.rbuf[..n], seg);
             }
-            let Some((&id, _)) = self.segments.iter().find(|(_, s)| s.unread > 0) else { return Ok(None) };
+            let (&id, _) = self.segments.iter().find(|(_, s)| s.unread > 0)?;
             if self.reader.as_ref().map(|r| r.0) != Some(id) {
-                let mut f = File::open(seg_path(&self.dir, id))?;
-                // Records handed out before (this run or before a clean stop) are skipped.
-                let seg = &self.segments[&id];
-                let mut skip = seg.handed;
-                while skip > 0 {
-                    read_record(&mut f, &mut self.rbuf).map_err(|_| io::Error::other("spool segment changed under the reader"))?;
-                    skip -= 1;
+                if let Err((offset, why)) = self.open_reader(id) {
+                    self.lose_rest(id, offset, &why);
+                    continue;
                 }
-                self.reader = Some((id, f));
             }
-            let (_, f) = self.reader.as_mut().unwrap();
+            let (_, f, offset) = self.reader.as_mut().unwrap();
             match read_record(f, &mut self.rbuf) {
                 Ok(Some(n)) => self.peeked = Some(n),
-                Ok(None) | Err(()) => {
-                    // Only the record being written can be short; anything else is lost data.
-                    return Err(io::Error::other(format!("spool segment {id}: fewer records than written")));
+                Ok(None) => {
+                    let offset = *offset;
+                    self.lose_rest(id, offset, "the file ends there");
+                }
+                Err(why) => {
+                    let offset = *offset;
+                    self.lose_rest(id, offset, &why);
                 }
             }
         }
     }
 
+    /// Opens segment `id` for reading past the records handed out before (this run, or before
+    /// a clean stop). Err: (offset, why) where it could not go on.
+    fn open_reader(&mut self, id: u64) -> Result<(), (u64, String)> {
+        let mut f = File::open(seg_path(&self.dir, id)).map_err(|e| (0, format!("cannot open: {e}")))?;
+        let mut offset = 0u64;
+        for _ in 0..self.segments[&id].handed {
+            match read_record(&mut f, &mut self.rbuf) {
+                Ok(Some(n)) => offset += (HEADER + n) as u64,
+                Ok(None) => return Err((offset, "the file ends there".into())),
+                Err(why) => return Err((offset, why)),
+            }
+        }
+        self.reader = Some((id, f, offset));
+        Ok(())
+    }
+
+    /// The record at `offset` of segment `id` cannot be read: the segment's unread records are
+    /// lost (counted, logged once); those before it were handed out already.
+    fn lose_rest(&mut self, id: u64, offset: u64, why: &str) {
+        self.reader = None;
+        if self.writer.as_ref().map(|w| w.0) == Some(id) {
+            self.writer = None; // nothing more after an unreadable record
+        }
+        let seg = self.segments.get_mut(&id).unwrap();
+        let lost = std::mem::take(&mut seg.unread);
+        log::error!(
+            "spool: {}: record at offset {offset} unreadable ({why}); the segment's {lost} unread records from there are lost (counted in wattgraph_agent_spool_lost_total), the other segments are unaffected",
+            seg_path(&self.dir, id).display()
+        );
+        self.lost.0 += 1;
+        self.lost.1 += lost;
+        if seg.outstanding == 0 {
+            self.total_bytes -= seg.bytes;
+            self.segments.remove(&id);
+            if let Err(e) = remove_segment(&self.dir, id) {
+                log::warn!("spool: cannot delete {}: {e}", seg_path(&self.dir, id).display());
+            }
+        }
+    }
+
+    /// (unreadable segment rests, records lost with them) since the last call.
+    pub fn take_lost(&mut self) -> (u64, u64) {
+        std::mem::take(&mut self.lost)
+    }
+
     /// Hands out the peeked record (it must be `delivered` later). Closes the write segment
     /// when the reader reaches its end, so it can be deleted once delivered.
     pub fn advance(&mut self) {
-        if self.peeked.take().is_none() {
-            return;
-        }
-        let id = self.reader.as_ref().unwrap().0;
+        let Some(n) = self.peeked.take() else { return };
+        let (id, _, offset) = self.reader.as_mut().unwrap();
+        let id = *id;
+        *offset += (HEADER + n) as u64;
         let seg = self.segments.get_mut(&id).unwrap();
         seg.unread -= 1;
         seg.outstanding += 1;
@@ -322,54 +421,60 @@ impl DiskSpool {
             None => self.next_id,
         };
         self.next_id = self.next_id.max(id + 1);
-        let mut f = OpenOptions::new().create_new(true).append(true).open(seg_path(&self.dir, id))?;
-        let mut bytes = 0;
-        for (topic, key, payload) in records {
-            encode(&mut self.wbuf, topic, key, payload);
-            f.write_all(&self.wbuf)?;
-            bytes += self.wbuf.len() as u64;
-        }
-        f.sync_all()?;
-        self.segments.insert(id, Segment { bytes, unread: records.len() as u64, outstanding: 0, handed: 0 });
+        // Written aside and renamed once complete: a failure (disk full) leaves no part of it to
+        // be sent at the next start (the caller counts all of it).
+        let tmp = self.dir.join(format!("{id:020}.seg.tmp"));
+        let write = |wbuf: &mut Vec<u8>| -> io::Result<u64> {
+            let mut f = OpenOptions::new().create_new(true).write(true).open(&tmp)?;
+            let mut bytes = 0;
+            for (topic, key, payload) in records {
+                encode(wbuf, topic, key, payload);
+                f.write_all(wbuf)?;
+                bytes += wbuf.len() as u64;
+            }
+            f.sync_all()?;
+            std::fs::rename(&tmp, seg_path(&self.dir, id))?;
+            // In place from here on; only a power loss could still undo the rename.
+            if let Err(e) = sync_dir(&self.dir) {
+                log::warn!("spool: fsync of {} failed: {e}", self.dir.display());
+            }
+            Ok(bytes)
+        };
+        let bytes = match write(&mut self.wbuf) {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        self.segments.insert(id, Segment { bytes, unread: records.len() as u64, outstanding: 0, handed: 0, skipped: 0 });
         self.total_bytes += bytes;
         Ok(bytes)
     }
 
     /// At a clean stop, once nothing is outstanding: records `<id>.skip` for every segment
-    /// partly handed out, so the next start does not send them again.
+    /// partly handed out, so the next start does not send them again. A segment with records
+    /// still outstanding (their rescue failed) keeps the skip it had at open: what it handed out
+    /// since is sent again (the unconfirmed among them are not lost, the others come twice).
     pub fn close(&mut self) -> io::Result<()> {
         self.writer = None;
         self.reader = None;
         self.peeked = None;
         for (&id, seg) in &self.segments {
-            if seg.handed > 0 {
+            if seg.outstanding > 0 {
+                log::warn!(
+                    "spool: {}: {} records handed out are unconfirmed; its {} records handed out since the start are sent again at the next start",
+                    seg_path(&self.dir, id).display(),
+                    seg.outstanding,
+                    seg.handed - seg.skipped
+                );
+            } else if seg.handed > seg.skipped {
                 let tmp = self.dir.join(format!("{id:020}.skip.tmp"));
                 std::fs::write(&tmp, format!("{}\n", seg.handed))?;
                 std::fs::rename(&tmp, skip_path(&self.dir, id))?;
             }
         }
         Ok(())
-    }
-
-    /// Gives up the records not yet handed out (after a read error); segments with nothing
-    /// outstanding are deleted. Returns how many were given up.
-    pub fn discard_unread(&mut self) -> u64 {
-        self.peeked = None;
-        self.reader = None;
-        self.writer = None;
-        let mut lost = 0;
-        let ids: Vec<u64> = self.segments.keys().copied().collect();
-        for id in ids {
-            let seg = self.segments.get_mut(&id).unwrap();
-            lost += seg.unread;
-            seg.unread = 0;
-            if seg.outstanding == 0 {
-                self.total_bytes -= seg.bytes;
-                self.segments.remove(&id);
-                let _ = remove_segment(&self.dir, id);
-            }
-        }
-        lost
     }
 
     /// Segment files on disk (tests).
@@ -395,7 +500,7 @@ mod tests {
     /// Reads everything, delivering each record at once; returns (topic, key, payload).
     fn drain(s: &mut DiskSpool) -> Vec<(String, Vec<u8>, Vec<u8>)> {
         let mut out = Vec::new();
-        while let Some(r) = s.peek().unwrap() {
+        while let Some(r) = s.peek() {
             out.push((r.topic.to_string(), r.key.to_vec(), r.payload.to_vec()));
             let seg = r.segment;
             s.advance();
@@ -426,7 +531,7 @@ mod tests {
         // Interleave reading and writing: order is kept across both.
         let mut got = Vec::new();
         for _ in 0..10 {
-            let r = s.peek().unwrap().unwrap();
+            let r = s.peek().unwrap();
             got.push(r.payload.to_vec());
             let seg = r.segment;
             s.advance();
@@ -452,7 +557,7 @@ mod tests {
         // Two handed out and delivered, one handed out and still outstanding at the stop.
         let mut out = Vec::new();
         for _ in 0..3 {
-            let r = s.peek().unwrap().unwrap();
+            let r = s.peek().unwrap();
             out.push((r.segment, r.payload.to_vec()));
             s.advance();
         }
@@ -484,6 +589,29 @@ mod tests {
     }
 
     #[test]
+    fn a_stop_with_unconfirmed_records_sends_them_again() {
+        let d = dir("unconfirmed");
+        let mut s = DiskSpool::open(&d, 1 << 20, 1 << 20).unwrap();
+        for i in 0..6 {
+            s.append("t", b"k", &payload(i)).unwrap();
+        }
+        // Three handed out; the first and third confirmed, the second not (its rescue failed).
+        let mut segs = Vec::new();
+        for _ in 0..3 {
+            segs.push(s.peek().unwrap().segment);
+            s.advance();
+        }
+        s.delivered(segs[0]).unwrap();
+        s.delivered(segs[2]).unwrap();
+        s.close().unwrap();
+        drop(s);
+        let mut s = DiskSpool::open(&d, 1 << 20, 1 << 20).unwrap();
+        let got: Vec<Vec<u8>> = drain(&mut s).into_iter().map(|r| r.2).collect();
+        assert_eq!(got, (0..6).map(payload).collect::<Vec<_>>(), "the unconfirmed record is not skipped");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn segment_kept_until_every_record_is_delivered() {
         let d = dir("outstanding");
         let mut s = DiskSpool::open(&d, 1 << 20, 1 << 20).unwrap();
@@ -491,7 +619,7 @@ mod tests {
             s.append("t", b"k", &payload(i)).unwrap();
         }
         let mut segs = Vec::new();
-        while let Some(r) = s.peek().unwrap() {
+        while let Some(r) = s.peek() {
             segs.push(r.segment);
             s.advance();
         }
@@ -504,7 +632,7 @@ mod tests {
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
         // The next append opens a new segment with a higher id.
         s.append("t", b"k", b"again").unwrap();
-        assert_eq!(s.peek().unwrap().unwrap().segment, segs[0] + 1);
+        assert_eq!(s.peek().unwrap().segment, segs[0] + 1);
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -519,7 +647,7 @@ mod tests {
         assert_eq!(s.bytes(), rec * 10);
         // Deliver the first segment (4 records): room for 4 more.
         for _ in 0..4 {
-            let seg = s.peek().unwrap().unwrap().segment;
+            let seg = s.peek().unwrap().segment;
             s.advance();
             s.delivered(seg).unwrap();
         }
@@ -546,6 +674,28 @@ mod tests {
         let got = drain(&mut s);
         assert_eq!(got.iter().map(|r| r.2.clone()).collect::<Vec<_>>(), (0..60).map(payload).collect::<Vec<_>>());
         assert!(got.iter().enumerate().all(|(i, r)| r.1 == format!("{i}").as_bytes() && r.0 == "t"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn an_unreadable_record_costs_only_the_rest_of_its_segment() {
+        let d = dir("damaged");
+        let rec = (HEADER + 2 + 1 + 4 + 1 + 20) as u64;
+        let mut s = DiskSpool::open(&d, 1 << 20, rec * 10).unwrap();
+        for i in 0..30u32 {
+            s.append("t", b"k", format!("{i:020}").as_bytes()).unwrap();
+        }
+        assert_eq!(s.segment_count(), 3);
+        // Damage (after open, so only the reader sees it) record 4 of the second segment.
+        let second = seg_path(&d, FIRST_ID + 1);
+        let mut bytes = std::fs::read(&second).unwrap();
+        bytes[4 * rec as usize + HEADER + 9] ^= 0xff;
+        std::fs::write(&second, &bytes).unwrap();
+        let got: Vec<u32> = drain(&mut s).iter().map(|r| std::str::from_utf8(&r.2).unwrap().parse().unwrap()).collect();
+        assert_eq!(got, (0..14).chain(20..30).collect::<Vec<_>>(), "before the bad record and the other segments");
+        assert_eq!(s.take_lost(), (1, 6));
+        assert_eq!(s.take_lost(), (0, 0));
+        assert!(s.is_empty() && s.bytes() == 0 && std::fs::read_dir(&d).unwrap().count() == 0);
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -137,6 +137,7 @@ fn run_in_host_a(hosts: &Hosts, caps: &[String]) {
     let mut cmd = agent_with(caps, None);
     cmd.args(["--host-id", HOST, "--kafka-brokers", &brokers, "--ready-file", ready.to_str().unwrap(), "--metrics-addr", &metrics])
         .args(["--power-cap", "on", "--powercap-root", root.to_str().unwrap(), "--power-floor-watts", "20"])
+        .args(["--power-cap-state-file", dir.join("state/limits").to_str().unwrap()])
         .args(["--sample-interval-ms", "500", "--snapshot-interval-ms", "200", "--cgroup-sampler-realtime"]);
     let child = agent::spawn_ready(cmd, &ready).expect("the agent starts with the manifest's capabilities");
 

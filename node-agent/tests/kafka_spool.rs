@@ -5,6 +5,8 @@
 //! exactly once and in order per key, the spool empties and its segment files are deleted.
 mod common;
 use common::agent;
+use common::netns::NetnsThread;
+use common::tmpfs::Tmpfs;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -24,6 +26,14 @@ const REC_DISK: u64 = 8 + 2 + 10 + 4 + 2 + PAYLOAD as u64;
 const DISK_RECORDS: u64 = 400;
 const MEMORY: u64 = 100;
 
+/// librdkafka's in-process mock cluster (one broker) holding `topic`, and its bootstrap servers.
+fn mock_cluster(topic: &str, partitions: i32) -> (MockCluster<'static, rdkafka::producer::DefaultProducerContext>, String) {
+    let mock = MockCluster::new(1).unwrap();
+    mock.create_topic(topic, partitions, 1).unwrap();
+    let brokers = mock.bootstrap_servers();
+    (mock, brokers)
+}
+
 /// Record `seq` of key `seq % KEYS`: the payload starts with the sequence number.
 fn record(seq: usize) -> (String, Vec<u8>) {
     let mut p = format!("{seq:010}").into_bytes();
@@ -37,9 +47,7 @@ fn spool_files(dir: &std::path::Path) -> usize {
 
 #[test]
 fn outage_spools_to_memory_then_disk_and_delivers_in_order_exactly_once() {
-    let mock = MockCluster::new(1).unwrap();
-    mock.create_topic(TOPIC, 2, 1).unwrap();
-    let brokers = mock.bootstrap_servers();
+    let (mock, brokers) = mock_cluster(TOPIC, 2);
     let dir = agent::tmp("spool", "outage").join("spool");
     let opts = SpoolOptions { memory_messages: MEMORY, dir: Some(dir.clone()), max_bytes: REC_DISK * DISK_RECORDS };
     let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
@@ -98,13 +106,18 @@ fn outage_spools_to_memory_then_disk_and_delivers_in_order_exactly_once() {
         count(&outcome, Sent::Dropped)
     );
 
-    // Consume everything: each accepted record once, per key in sending order.
-    let consumer = agent::consumer_from_start(&brokers, TOPIC, 2);
+    assert_exactly_once_in_order(&brokers, 2, &accepted);
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
+
+/// Consumes `TOPIC` (until `accepted.len()` arrived, then 2 s more to see any duplicate) and
+/// checks that it holds each accepted record once and, per key, in sending order.
+fn assert_exactly_once_in_order(brokers: &str, partitions: i32, accepted: &[usize]) {
+    let consumer = agent::consumer_from_start(brokers, TOPIC, partitions);
     let mut got: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     let mut n = 0;
     let mut quiet_since = Instant::now();
     let t0 = Instant::now();
-    // Until all arrived, then 2 s more to see any duplicate.
     while n < accepted.len() || quiet_since.elapsed() < Duration::from_secs(2) {
         assert!(t0.elapsed() < Duration::from_secs(60), "consumed {n} of {}", accepted.len());
         if let Some(m) = consumer.poll(Duration::from_millis(100)) {
@@ -120,16 +133,69 @@ fn outage_spools_to_memory_then_disk_and_delivers_in_order_exactly_once() {
     assert_eq!(all, accepted.iter().copied().collect::<HashSet<_>>());
     for k in 0..KEYS {
         let want: Vec<usize> = accepted.iter().copied().filter(|s| s % KEYS == k).collect();
-        assert_eq!(got[&format!("k{k}")], want, "key k{k} in order");
+        assert_eq!(got.get(&format!("k{k}")).cloned().unwrap_or_default(), want, "key k{k} in order");
     }
-    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
+
+/// The disk spool on a small tmpfs that fills up while the broker is down: a write cut short by
+/// the full disk is refused (counted as dropped), never left torn in the middle of a segment;
+/// once space returns records spool again; when the broker is back every record that was
+/// accepted arrives exactly once, in order per key, and the dropped counter is exactly the
+/// refused ones.
+#[test]
+fn a_full_disk_drops_and_counts_but_never_loses_what_it_accepted() {
+    let Some(fs) = Tmpfs::mount("spool-full", 1 << 20) else { return };
+    let (mock, brokers) = mock_cluster(TOPIC, 2);
+    let dir = fs.path().join("spool");
+    // About 100 KiB free: the disk fills before the spool's bound (256 KiB, 64 KiB segments).
+    let filler = fs.fill(100 << 10);
+    let opts = SpoolOptions { memory_messages: MEMORY, dir: Some(dir.clone()), max_bytes: 256 << 10 };
+    let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
+    let st = p.stats().clone();
+    let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let mut outcome: Vec<Sent> = Vec::new();
+    let send = |n: usize, outcome: &mut Vec<Sent>| {
+        for _ in 0..n {
+            let (k, v) = record(outcome.len());
+            outcome.push(p.send(k.as_bytes(), &v));
+        }
+    };
+    let count = |o: &[Sent], s: Sent| o.iter().filter(|x| **x == s).count() as u64;
+
+    mock.broker_down(1).unwrap();
+    send(2000, &mut outcome);
+    let (disk, dropped) = (count(&outcome, Sent::Disk), count(&outcome, Sent::Dropped));
+    assert_eq!(count(&outcome, Sent::Memory), MEMORY);
+    assert!(disk > 500 && dropped > 0 && g(&st.disk_errors) > 0, "the disk filled: {disk} on disk, {dropped} dropped, {st:?}");
+    assert!(disk * REC_DISK < 100 << 10, "the tmpfs, not the bound, refused");
+    assert_eq!(g(&st.dropped), dropped);
+
+    // Space returns while the broker is still down: records spool again.
+    std::fs::remove_file(&filler).unwrap();
+    send(1000, &mut outcome);
+    assert_eq!(count(&outcome[2000..], Sent::Disk), 1000, "spooling again once there is room");
+
+    mock.broker_up(1).unwrap();
+    let t0 = Instant::now();
+    while g(&st.disk_records) > 0 || st.memory_records() > 0 || outcome.len() < 3200 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "spool not drained: {st:?}");
+        if outcome.len() < 3200 {
+            send(1, &mut outcome);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let accepted: Vec<usize> = (0..outcome.len()).filter(|&i| outcome[i] != Sent::Dropped).collect();
+    assert_eq!(g(&st.dropped), count(&outcome, Sent::Dropped), "dropped = refused at send, nothing accepted then dropped: {st:?}");
+    agent::wait_for("every accepted record delivered", || g(&st.delivered) + g(&st.delivery_errors) >= accepted.len() as u64);
+    assert_eq!((g(&st.delivered), g(&st.delivery_errors)), (accepted.len() as u64, 0));
+    agent::wait_for("segment files deleted", || spool_files(&dir) == 0);
+    assert_exactly_once_in_order(&brokers, 2, &accepted);
+    eprintln!("sent {}: memory {}, disk {}, dropped {}", outcome.len(), count(&outcome, Sent::Memory), count(&outcome, Sent::Disk), count(&outcome, Sent::Dropped));
 }
 
 #[test]
 fn records_left_on_disk_are_sent_first_after_a_restart() {
-    let mock = MockCluster::new(1).unwrap();
-    mock.create_topic(TOPIC, 1, 1).unwrap();
-    let brokers = mock.bootstrap_servers();
+    let (mock, brokers) = mock_cluster(TOPIC, 1);
     let dir = agent::tmp("spool", "restart").join("spool");
     let opts = SpoolOptions { memory_messages: 10, dir: Some(dir.clone()), max_bytes: 1 << 20 };
     mock.broker_down(1).unwrap();
@@ -180,9 +246,7 @@ fn consume_seqs(consumer: &BaseConsumer, n: usize) -> Vec<usize> {
 #[test]
 fn a_stop_while_draining_neither_loses_nor_repeats() {
     const N: usize = 2000;
-    let mock = MockCluster::new(1).unwrap();
-    mock.create_topic(TOPIC, 1, 1).unwrap();
-    let brokers = mock.bootstrap_servers();
+    let (mock, brokers) = mock_cluster(TOPIC, 1);
     let dir = agent::tmp("spool", "stop-draining").join("spool");
     let opts = SpoolOptions { memory_messages: 10, dir: Some(dir.clone()), max_bytes: 1 << 20 };
     mock.broker_down(1).unwrap();
@@ -221,23 +285,27 @@ fn metric(text: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {name} in\n{text}"))
 }
 
-/// The agent binary through an outage: CgroupStats of a fixture container every 10 ms (key =
-/// host id, each interval starting where the previous ended) spill to --spool-dir while the
-/// broker is down and all arrive, in order, without gap or duplicate, once it is back.
-#[test]
-fn agent_binary_spools_to_disk_through_an_outage() {
-    const CG_TOPIC: &str = "wattgraph.cgroups";
-    let mock = MockCluster::new(1).unwrap();
-    mock.create_topic(CG_TOPIC, 1, 1).unwrap();
-    let brokers = mock.bootstrap_servers();
-    let dir = agent::tmp("spool", "agent");
-    let root = dir.join("cgroup");
+/// A cgroup v2 fixture tree under `root` holding one container; returns its directory.
+fn cgroup_fixture(root: &std::path::Path) -> std::path::PathBuf {
     let cg = root.join("system.slice/docker-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.scope");
     std::fs::create_dir_all(&cg).unwrap();
     std::fs::write(root.join("cgroup.controllers"), "cpu memory pids\n").unwrap();
     std::fs::write(cg.join("cpu.stat"), "usage_usec 1500\n").unwrap();
     std::fs::write(cg.join("memory.current"), "4096\n").unwrap();
     std::fs::write(cg.join("pids.current"), "1\n").unwrap();
+    cg
+}
+
+/// The agent binary through an outage: CgroupStats of a fixture container every 10 ms (key =
+/// host id, each interval starting where the previous ended) spill to --spool-dir while the
+/// broker is down and all arrive, in order, without gap or duplicate, once it is back.
+#[test]
+fn agent_binary_spools_to_disk_through_an_outage() {
+    const CG_TOPIC: &str = "wattgraph.cgroups";
+    let (mock, brokers) = mock_cluster(CG_TOPIC, 1);
+    let dir = agent::tmp("spool", "agent");
+    let root = dir.join("cgroup");
+    cgroup_fixture(&root);
     let port = agent::free_port();
     let metrics = format!("127.0.0.1:{port}");
     let spool = dir.join("spool");
@@ -285,4 +353,149 @@ fn agent_binary_spools_to_disk_through_an_outage() {
         assert_eq!(w[0].interval_end_ns, w[1].interval_start_ns, "in order, no gap, no duplicate");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A record damaged on disk (a flipped byte in the middle of the second of several segments)
+/// costs the rest of its own segment only, counted as dropped and lost: the records before it
+/// and every other segment are delivered, exactly once and in order per key.
+#[test]
+fn a_damaged_segment_loses_only_its_own_rest() {
+    const N: usize = 600;
+    let (mock, brokers) = mock_cluster(TOPIC, 1);
+    let dir = agent::tmp("spool", "damaged").join("spool");
+    // 96 KiB bound: 24 KiB segments of 196 records.
+    let opts = SpoolOptions { memory_messages: 10, dir: Some(dir.clone()), max_bytes: 96 << 10 };
+    mock.broker_down(1).unwrap();
+    let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
+    let outcome: Vec<Sent> = (0..N).map(record).map(|(k, v)| p.send(k.as_bytes(), &v)).collect();
+    assert!(outcome.iter().all(|s| *s != Sent::Dropped));
+    let mut segs: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    segs.sort();
+    assert!(segs.len() >= 3, "{segs:?}");
+    let per_seg = (std::fs::metadata(&segs[0]).unwrap().len() / REC_DISK) as usize;
+    // Record 10 of the second segment: one payload byte flipped, so its CRC fails.
+    let mut bytes = std::fs::read(&segs[1]).unwrap();
+    bytes[10 * REC_DISK as usize + 40] ^= 0xff;
+    std::fs::write(&segs[1], &bytes).unwrap();
+    let seg2_records = bytes.len() / REC_DISK as usize;
+    // Records on disk are sent in order after the 10 of the memory tier.
+    let first_lost = 10 + per_seg + 10;
+    let lost: HashSet<usize> = (first_lost..10 + per_seg + seg2_records).collect();
+
+    mock.broker_up(1).unwrap();
+    let st = p.stats().clone();
+    let accepted: Vec<usize> = (0..N).filter(|i| !lost.contains(i)).collect();
+    agent::wait_for("the rest delivered", || st.delivered.load(Ordering::Relaxed) >= accepted.len() as u64);
+    agent::wait_for("the spool drained", || spool_files(&dir) == 0);
+    assert_eq!(st.dropped.load(Ordering::Relaxed), lost.len() as u64, "{st:?}");
+    assert_eq!(st.disk_lost.load(Ordering::Relaxed), lost.len() as u64, "{st:?}");
+    assert_exactly_once_in_order(&brokers, 1, &accepted);
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
+
+/// The agent binary with its disk spool on a 1 MiB tmpfs while the broker is down: CgroupStats
+/// of a fixture container every 10 ms (in a network namespace of its own, so nothing else is
+/// produced) spill to disk until the disk is full; the writes the full disk refuses are the only
+/// drops (one disk error each, nothing accepted and lost later); once space returns records spool
+/// again; with the broker back every record the agent produced is either in the topic, once, or
+/// counted in wattgraph_agent_kafka_dropped_total.
+#[test]
+fn agent_binary_with_a_full_spool_disk_delivers_or_counts_every_record() {
+    const CG_TOPIC: &str = "wattgraph.cgroups";
+    let Some(fs) = Tmpfs::mount("spool-agent", 1 << 20) else { return };
+    let (mock, brokers) = mock_cluster(CG_TOPIC, 1);
+    let dir = agent::tmp("spool", "agent-full");
+    let root = dir.join("cgroup");
+    let container = cgroup_fixture(&root);
+    let netns = NetnsThread::spawn(|| ());
+    let port = agent::free_port();
+    let spool = fs.path().join("spool");
+    let ready = dir.join("ready");
+    let mut cmd = std::process::Command::new(agent::BIN);
+    cmd.args(["--host-id", "spool-host", "--kafka-brokers", &brokers, "--ready-file", ready.to_str().unwrap()])
+        .args(["--netns", netns.path.to_str().unwrap(), "--no-resources", "--no-transactions"])
+        .args(["--cgroup-root", root.to_str().unwrap(), "--cgroup-sample-interval-ms", "10", "--sample-interval-ms", "10"])
+        .args(["--metrics-addr", &format!("127.0.0.1:{port}"), "--spool-memory-messages", "20"])
+        // The bound is far above the tmpfs: the full disk refuses, not the bound.
+        .args(["--spool-dir", spool.to_str().unwrap(), "--spool-max-bytes", &(64u64 << 20).to_string()])
+        .env("RUST_LOG", "info");
+    let Some(child) = agent::spawn_ready(cmd, &ready) else { return };
+    let m = |name: &str| metric(&agent::scrape(port), name);
+    agent::wait_for("records delivered", || m("wattgraph_agent_kafka_delivered_total") > 10.0);
+    let filler = fs.fill(32 << 10);
+    mock.broker_down(1).unwrap();
+    agent::wait_for("the spool disk full", || m("wattgraph_agent_kafka_dropped_total") >= 20.0);
+
+    // Space returns (broker still down): records spool again, none dropped.
+    std::fs::remove_file(&filler).unwrap();
+    let (dropped, spilled) = (m("wattgraph_agent_kafka_dropped_total"), m("wattgraph_agent_spool_spilled_total"));
+    agent::wait_for("spooling again", || m("wattgraph_agent_spool_spilled_total") >= spilled + 50.0);
+    assert_eq!(m("wattgraph_agent_kafka_dropped_total"), dropped, "nothing dropped once there is room");
+
+    // Broker back; the container goes away, so production stops and the counts settle.
+    mock.broker_up(1).unwrap();
+    std::fs::remove_dir_all(&container).unwrap();
+    agent::wait_for("the container forgotten", || m("wattgraph_agent_cgroups_sampled") == 0.0);
+    agent::wait_for("both spool tiers empty", || {
+        let t = agent::scrape(port);
+        metric(&t, "wattgraph_agent_spool_records{tier=\"disk\"}") == 0.0 && metric(&t, "wattgraph_agent_spool_records{tier=\"memory\"}") == 0.0
+    });
+    let text = agent::scrape(port);
+    let err = agent::sigterm(child);
+    netns.cancel();
+    let (produced, delivered) = (metric(&text, "wattgraph_agent_cgroup_records_total"), metric(&text, "wattgraph_agent_kafka_delivered_total"));
+    let dropped = metric(&text, "wattgraph_agent_kafka_dropped_total");
+    eprintln!("produced {produced}, delivered {delivered}, dropped {dropped}");
+    assert_eq!(delivered + dropped, produced, "{text}\n{err}");
+    assert_eq!(dropped, metric(&text, "wattgraph_agent_spool_disk_errors_total"), "only refused writes dropped:\n{text}\n{err}");
+    assert_eq!(metric(&text, "wattgraph_agent_spool_lost_total"), 0.0, "{text}");
+    assert_eq!(metric(&text, "wattgraph_agent_kafka_delivery_errors_total"), 0.0, "{text}");
+
+    // The topic holds each delivered record once, in order (gaps only where records were dropped).
+    let consumer = agent::consumer_from_start(&brokers, CG_TOPIC, 1);
+    let mut recs = Vec::new();
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < Duration::from_secs(3) {
+        if let Some(msg) = consumer.poll(Duration::from_millis(100)) {
+            recs.push(decode_single_object(msg.unwrap().payload().unwrap()).unwrap());
+            quiet_since = Instant::now();
+        }
+    }
+    assert_eq!(recs.len() as f64, delivered);
+    let gaps = recs.windows(2).filter(|w| w[0].interval_end_ns != w[1].interval_start_ns).count();
+    assert!(recs.windows(2).all(|w| w[0].interval_end_ns <= w[1].interval_start_ns), "no duplicate, in order");
+    assert!(gaps >= 1 && gaps as f64 <= dropped, "{gaps} gaps for {dropped} dropped");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A stop while the disk is full: what librdkafka held cannot be written back whole. None of
+/// it may be sent later (it is counted as dropped), and the records on disk are sent once.
+#[test]
+fn a_stop_on_a_full_disk_counts_what_it_cannot_write_back() {
+    let Some(fs) = Tmpfs::mount("spool-stop", 1 << 20) else { return };
+    let (mock, brokers) = mock_cluster(TOPIC, 1);
+    let dir = fs.path().join("spool");
+    // 12 KiB free, one page of it held by a file removed before the stop.
+    let filler = fs.fill(12 << 10);
+    let page = fs.path().join("page");
+    std::fs::write(&page, [0u8; 4096]).unwrap();
+    let opts = SpoolOptions { memory_messages: 50, dir: Some(dir.clone()), max_bytes: 1 << 20 };
+    mock.broker_down(1).unwrap();
+    let (outcome, dropped) = {
+        let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
+        let outcome: Vec<Sent> = (0..300).map(record).map(|(k, v)| p.send(k.as_bytes(), &v)).collect();
+        assert!(outcome.iter().any(|s| *s == Sent::Dropped), "the disk filled");
+        // One page free: the 50 records of the memory tier (6.3 KB) do not fit.
+        std::fs::remove_file(&page).unwrap();
+        p.flush(Duration::from_millis(200));
+        (outcome, p.stats().dropped.load(Ordering::Relaxed))
+    };
+    let refused = outcome.iter().filter(|s| **s == Sent::Dropped).count() as u64;
+    assert_eq!(dropped, refused + 50, "the memory tier's records counted as dropped at the stop");
+    std::fs::remove_file(&filler).unwrap();
+    mock.broker_up(1).unwrap();
+    let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
+    agent::wait_for("the spool drained", || spool_files(&dir) == 0 && p.stats().disk_records.load(Ordering::Relaxed) == 0);
+    let on_disk: Vec<usize> = (0..outcome.len()).filter(|&i| outcome[i] == Sent::Disk).collect();
+    assert_exactly_once_in_order(&brokers, 1, &on_disk);
 }

@@ -9,6 +9,7 @@ pub mod native;
 pub mod nat_hosts;
 pub mod netns;
 pub mod powercap;
+pub mod tmpfs;
 
 use std::fmt::Debug;
 use std::path::PathBuf;

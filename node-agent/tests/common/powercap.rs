@@ -34,7 +34,13 @@ pub fn limits(root: &Path) -> Vec<u64> {
     (0..2)
         .map(|s| {
             let p = root.join(format!("intel-rapl:{s}/constraint_0_power_limit_uw"));
-            std::fs::read_to_string(p).unwrap().trim().parse().unwrap()
+            // A fixture file is truncated, then written (sysfs is not): read past that moment.
+            (0..100)
+                .find_map(|_| std::fs::read_to_string(&p).unwrap().trim().parse().ok().or_else(|| {
+                    std::thread::sleep(Duration::from_millis(10));
+                    None
+                }))
+                .expect("a number")
         })
         .collect()
 }

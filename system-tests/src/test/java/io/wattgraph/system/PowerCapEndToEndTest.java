@@ -126,7 +126,8 @@ class PowerCapEndToEndTest {
     publish("other-host", 9, 60);
     AgentProcess agent = new AgentProcess(Preconditions.agentBinary(), HOST, Path.of("/proc/self/ns/net"),
         kafka.bootstrapServers(), WORK.resolve("agents"), List.of("--no-resources", "--power-cap", "on",
-            "--powercap-root", powercap.toString(), "--power-floor-watts", "80"));
+            "--powercap-root", powercap.toString(), "--power-floor-watts", "80",
+            "--power-cap-state-file", powercap + ".state"));
     try {
       // The newest (100 W) over two packages: 50 W each.
       await("the 100 W budget", limitsAre(50_000_000L), agent);
@@ -138,6 +139,7 @@ class PowerCapEndToEndTest {
       assertTrue(!agent.logText().contains("seq 9"), "another host's budget must not apply:\n" + agent.logText());
       assertEquals(0, agent.stop(), "agent exit code");
       assertEquals(List.of(ORIGINAL_UW, ORIGINAL_UW), limits(), "original limits restored on stop");
+      assertTrue(!Files.exists(Path.of(powercap + ".state")), "state file removed at the clean stop");
     } finally {
       agent.close();
     }
