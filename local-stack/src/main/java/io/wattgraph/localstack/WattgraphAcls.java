@@ -1,0 +1,71 @@
+package io.wattgraph.localstack;
+
+import io.wattgraph.localstack.KafkaSecurity.Principal;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.kafka.common.acl.AccessControlEntry;
+import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.acl.AclPermissionType;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourcePattern;
+import org.apache.kafka.common.resource.ResourceType;
+
+/**
+ * The ACLs of a Wattgraph cluster with the default topic, group and transactional-id names (the table
+ * in docs/contracts.md "Kafka principals and ACLs"): each component may do what it does and nothing
+ * else. READ and WRITE imply DESCRIBE; since Kafka 3.0 WRITE on a topic also allows the idempotent
+ * producer, so no cluster-level grant is needed.
+ */
+public final class WattgraphAcls {
+  private WattgraphAcls() {}
+
+  /** What the agents write (ConnectionEvent, ResourceSample, CgroupStats, TransactionStats). */
+  public static final List<String> AGENT_TOPICS = List.of("wattgraph.connections", "wattgraph.resources",
+      "wattgraph.cgroups", "wattgraph.transactions");
+  /** What the stream job reads: the agents' topics but the cgroups, and the service mappings. */
+  public static final List<String> JOB_INPUTS = List.of("wattgraph.connections", "wattgraph.resources",
+      "wattgraph.transactions", "wattgraph.service-mappings");
+  /** What the stream job writes, transactionally. */
+  public static final List<String> JOB_OUTPUTS = List.of("wattgraph.metrics", "wattgraph.edge-metrics",
+      "wattgraph.namespace-metrics", "wattgraph.dlq");
+  public static final String SERVICE_MAPPINGS = "wattgraph.service-mappings";
+  public static final String POWER_BUDGETS = "wattgraph.power-budgets";
+  /** The topics that are not compacted: the agents' and the job's outputs. */
+  public static final List<String> TOPICS = List.of("wattgraph.connections", "wattgraph.resources",
+      "wattgraph.cgroups", "wattgraph.transactions", "wattgraph.metrics", "wattgraph.edge-metrics",
+      "wattgraph.namespace-metrics", "wattgraph.dlq");
+  /** The job's --group-id: prefix of its consumer groups and of its sinks' transactional ids. */
+  public static final String JOB_GROUP_PREFIX = "wattgraph-correlation";
+
+  public static List<AclBinding> bindings() {
+    List<AclBinding> out = new ArrayList<>();
+    for (String t : AGENT_TOPICS) {
+      out.add(allow(Principal.AGENT, ResourceType.TOPIC, t, PatternType.LITERAL, AclOperation.WRITE));
+    }
+    out.add(allow(Principal.AGENT, ResourceType.TOPIC, POWER_BUDGETS, PatternType.LITERAL, AclOperation.READ));
+    out.add(allow(Principal.SERVICE_MAPPER, ResourceType.TOPIC, SERVICE_MAPPINGS, PatternType.LITERAL,
+        AclOperation.WRITE));
+    // It reads the topic back at start, to tombstone mappings deleted while it did not run.
+    out.add(allow(Principal.SERVICE_MAPPER, ResourceType.TOPIC, SERVICE_MAPPINGS, PatternType.LITERAL,
+        AclOperation.READ));
+    for (String t : JOB_INPUTS) {
+      out.add(allow(Principal.STREAM_JOBS, ResourceType.TOPIC, t, PatternType.LITERAL, AclOperation.READ));
+    }
+    for (String t : JOB_OUTPUTS) {
+      out.add(allow(Principal.STREAM_JOBS, ResourceType.TOPIC, t, PatternType.LITERAL, AclOperation.WRITE));
+    }
+    out.add(allow(Principal.STREAM_JOBS, ResourceType.GROUP, JOB_GROUP_PREFIX, PatternType.PREFIXED,
+        AclOperation.READ));
+    out.add(allow(Principal.STREAM_JOBS, ResourceType.TRANSACTIONAL_ID, JOB_GROUP_PREFIX, PatternType.PREFIXED,
+        AclOperation.WRITE));
+    out.add(allow(Principal.GRAPH_SERVICE, ResourceType.TOPIC, POWER_BUDGETS, PatternType.LITERAL,
+        AclOperation.WRITE));
+    return out;
+  }
+
+  static AclBinding allow(Principal p, ResourceType type, String name, PatternType pattern, AclOperation op) {
+    return new AclBinding(new ResourcePattern(type, name, pattern),
+        new AccessControlEntry("User:" + p.user, "*", op, AclPermissionType.ALLOW));
+  }
+}
