@@ -427,8 +427,12 @@ pub fn read_topic(kafka: &KafkaClient, topic: &str) -> Result<BTreeMap<String, V
     let md = consumer.fetch_metadata(Some(topic), Duration::from_secs(30)).context("topic metadata")?;
     let mut out = BTreeMap::new();
     let Some(t) = md.topics().iter().find(|t| t.name() == topic) else { return Ok(out) };
-    if t.error().is_some() || t.partitions().is_empty() {
-        return Ok(out); // unknown topic: nothing published yet
+    match t.error().map(rdkafka::types::RDKafkaErrorCode::from) {
+        // Refused (e.g. no READ ACL) is not empty: the first round would keep stale mappings.
+        Some(e) if e != rdkafka::types::RDKafkaErrorCode::UnknownTopicOrPartition => bail!("topic {topic}: {e}"),
+        Some(_) => return Ok(out), // unknown topic: nothing published yet
+        None if t.partitions().is_empty() => return Ok(out),
+        None => {}
     }
     let mut tpl = TopicPartitionList::new();
     let mut ends = BTreeMap::new();

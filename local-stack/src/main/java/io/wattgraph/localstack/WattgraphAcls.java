@@ -35,6 +35,10 @@ public final class WattgraphAcls {
   public static final List<String> TOPICS = List.of("wattgraph.connections", "wattgraph.resources",
       "wattgraph.cgroups", "wattgraph.transactions", "wattgraph.metrics", "wattgraph.edge-metrics",
       "wattgraph.namespace-metrics", "wattgraph.dlq");
+  /** The agents' budget consumers' group ids (wattgraph-agent-HOST-budgets). */
+  public static final String AGENT_GROUP_PREFIX = "wattgraph-agent-";
+  /** The service mapper's reader's group id. */
+  public static final String MAPPER_GROUP = "wattgraph-service-mapper-reader";
   /** The job's --group-id: prefix of its consumer groups and of its sinks' transactional ids. */
   public static final String JOB_GROUP_PREFIX = "wattgraph-correlation";
 
@@ -44,11 +48,17 @@ public final class WattgraphAcls {
       out.add(allow(Principal.AGENT, ResourceType.TOPIC, t, PatternType.LITERAL, AclOperation.WRITE));
     }
     out.add(allow(Principal.AGENT, ResourceType.TOPIC, POWER_BUDGETS, PatternType.LITERAL, AclOperation.READ));
+    // librdkafka assigns partitions only in a consumer with a group.id, and then looks up the group's
+    // coordinator (DESCRIBE), though nothing is committed: no READ, so no offsets and no membership.
+    out.add(allow(Principal.AGENT, ResourceType.GROUP, AGENT_GROUP_PREFIX, PatternType.PREFIXED,
+        AclOperation.DESCRIBE));
     out.add(allow(Principal.SERVICE_MAPPER, ResourceType.TOPIC, SERVICE_MAPPINGS, PatternType.LITERAL,
         AclOperation.WRITE));
     // It reads the topic back at start, to tombstone mappings deleted while it did not run.
     out.add(allow(Principal.SERVICE_MAPPER, ResourceType.TOPIC, SERVICE_MAPPINGS, PatternType.LITERAL,
         AclOperation.READ));
+    out.add(allow(Principal.SERVICE_MAPPER, ResourceType.GROUP, MAPPER_GROUP, PatternType.LITERAL,
+        AclOperation.DESCRIBE));
     for (String t : JOB_INPUTS) {
       out.add(allow(Principal.STREAM_JOBS, ResourceType.TOPIC, t, PatternType.LITERAL, AclOperation.READ));
     }

@@ -113,8 +113,10 @@ class SecureKafkaBrokerTest {
 
   @Test
   void readersNeedTheirTopicAndGroup() {
-    // The agent reads the budgets by assignment, without a group.
+    // The agent reads the budgets by assignment; its group may be looked up, not joined or committed to.
     assertTrue(read(Principal.AGENT, WattgraphAcls.POWER_BUDGETS, null) >= 0);
+    assertInstanceOf(GroupAuthorizationException.class, assertThrows(RuntimeException.class,
+        () -> read(Principal.AGENT, WattgraphAcls.POWER_BUDGETS, WattgraphAcls.AGENT_GROUP_PREFIX + "h-budgets")));
     assertInstanceOf(TopicAuthorizationException.class,
         assertThrows(RuntimeException.class, () -> read(Principal.AGENT, "wattgraph.metrics", null)));
     // The job commits offsets in groups under its prefix, and nowhere else.
