@@ -93,6 +93,11 @@ impl KafkaClient {
             c.properties.retain(|(p, _)| p != k);
             c.add(&format!("--kafka-option '{o}'"), k, v)?;
         }
+        for (k, off) in [("enable.ssl.certificate.verification", "false"), ("ssl.endpoint.identification.algorithm", "none")] {
+            if c.properties.iter().any(|(p, v)| p == k && v == off) {
+                c.warnings.push(format!("{k}={off}: the broker's certificate is not fully checked, so a man in the middle can read and change records"));
+            }
+        }
         let origin = match config_file {
             Some(p) if options.is_empty() => format!("--kafka-config '{}'", p.display()),
             Some(p) => format!("--kafka-config '{}' with --kafka-option", p.display()),
@@ -267,12 +272,14 @@ mod tests {
     }
 
     #[test]
-    fn a_secret_in_a_file_others_can_read_is_warned_about() {
+    fn a_readable_secret_and_unchecked_certificates_are_warned_about() {
         let text = "security.protocol=SASL_SSL\nsasl.mechanisms=SCRAM-SHA-512\nsasl.username=a\nsasl.password=p\n";
         let c = KafkaClient::load("k:1", Some(&file("open.properties", text, 0o644)), &[]).unwrap();
         assert_eq!(c.warnings.len(), 1);
         assert!(c.warnings[0].contains("chmod 600") && c.warnings[0].contains("644"), "{:?}", c.warnings);
         let c = KafkaClient::load("k:1", Some(&file("nosecret.properties", "linger.ms=5\n", 0o644)), &[]).unwrap();
         assert!(c.warnings.is_empty());
+        let c = KafkaClient::load("k:1", None, &opts(&["enable.ssl.certificate.verification=false"])).unwrap();
+        assert!(c.warnings[0].contains("not fully checked"), "{:?}", c.warnings);
     }
 }

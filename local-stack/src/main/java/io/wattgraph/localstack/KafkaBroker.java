@@ -168,14 +168,18 @@ public final class KafkaBroker implements AutoCloseable {
   /** An admin client; on a secure broker it logs in as the super user. */
   public Admin admin() {
     Map<String, Object> config = new HashMap<>(Map.of(
-        AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
         AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000,
         AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 20_000));
-    if (security != null) {
-      config.putAll(security.javaClientConfig(KafkaSecurity.Principal.ADMIN.user,
-          security.password(KafkaSecurity.Principal.ADMIN)));
-    }
+    config.putAll(security == null ? Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap)
+        : clientConfig(KafkaSecurity.Principal.ADMIN.user, security.password(KafkaSecurity.Principal.ADMIN)));
     return Admin.create(config);
+  }
+
+  /** Java client settings of a secure broker's client logging in as {@code user} (tests try wrong ones). */
+  public Map<String, Object> clientConfig(String user, String password) {
+    Map<String, Object> c = new HashMap<>(security.javaClientConfig(user, password));
+    c.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    return c;
   }
 
   /** Creates the topic unless it exists. */

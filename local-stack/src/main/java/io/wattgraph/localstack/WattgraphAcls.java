@@ -44,34 +44,29 @@ public final class WattgraphAcls {
 
   public static List<AclBinding> bindings() {
     List<AclBinding> out = new ArrayList<>();
-    for (String t : AGENT_TOPICS) {
-      out.add(allow(Principal.AGENT, ResourceType.TOPIC, t, PatternType.LITERAL, AclOperation.WRITE));
-    }
-    out.add(allow(Principal.AGENT, ResourceType.TOPIC, POWER_BUDGETS, PatternType.LITERAL, AclOperation.READ));
+    topics(out, Principal.AGENT, AclOperation.WRITE, AGENT_TOPICS);
+    topics(out, Principal.AGENT, AclOperation.READ, List.of(POWER_BUDGETS));
     // librdkafka assigns partitions only in a consumer with a group.id, and then looks up the group's
     // coordinator (DESCRIBE), though nothing is committed: no READ, so no offsets and no membership.
     out.add(allow(Principal.AGENT, ResourceType.GROUP, AGENT_GROUP_PREFIX, PatternType.PREFIXED,
         AclOperation.DESCRIBE));
-    out.add(allow(Principal.SERVICE_MAPPER, ResourceType.TOPIC, SERVICE_MAPPINGS, PatternType.LITERAL,
-        AclOperation.WRITE));
+    topics(out, Principal.SERVICE_MAPPER, AclOperation.WRITE, List.of(SERVICE_MAPPINGS));
     // It reads the topic back at start, to tombstone mappings deleted while it did not run.
-    out.add(allow(Principal.SERVICE_MAPPER, ResourceType.TOPIC, SERVICE_MAPPINGS, PatternType.LITERAL,
-        AclOperation.READ));
+    topics(out, Principal.SERVICE_MAPPER, AclOperation.READ, List.of(SERVICE_MAPPINGS));
     out.add(allow(Principal.SERVICE_MAPPER, ResourceType.GROUP, MAPPER_GROUP, PatternType.LITERAL,
         AclOperation.DESCRIBE));
-    for (String t : JOB_INPUTS) {
-      out.add(allow(Principal.STREAM_JOBS, ResourceType.TOPIC, t, PatternType.LITERAL, AclOperation.READ));
-    }
-    for (String t : JOB_OUTPUTS) {
-      out.add(allow(Principal.STREAM_JOBS, ResourceType.TOPIC, t, PatternType.LITERAL, AclOperation.WRITE));
-    }
+    topics(out, Principal.STREAM_JOBS, AclOperation.READ, JOB_INPUTS);
+    topics(out, Principal.STREAM_JOBS, AclOperation.WRITE, JOB_OUTPUTS);
     out.add(allow(Principal.STREAM_JOBS, ResourceType.GROUP, JOB_GROUP_PREFIX, PatternType.PREFIXED,
         AclOperation.READ));
     out.add(allow(Principal.STREAM_JOBS, ResourceType.TRANSACTIONAL_ID, JOB_GROUP_PREFIX, PatternType.PREFIXED,
         AclOperation.WRITE));
-    out.add(allow(Principal.GRAPH_SERVICE, ResourceType.TOPIC, POWER_BUDGETS, PatternType.LITERAL,
-        AclOperation.WRITE));
+    topics(out, Principal.GRAPH_SERVICE, AclOperation.WRITE, List.of(POWER_BUDGETS));
     return out;
+  }
+
+  private static void topics(List<AclBinding> out, Principal p, AclOperation op, List<String> topics) {
+    topics.forEach(t -> out.add(allow(p, ResourceType.TOPIC, t, PatternType.LITERAL, op)));
   }
 
   static AclBinding allow(Principal p, ResourceType type, String name, PatternType pattern, AclOperation op) {

@@ -10,7 +10,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
@@ -52,8 +51,7 @@ class SecureKafkaBrokerTest {
   }
 
   private Map<String, Object> client(Principal p) {
-    Map<String, Object> c = new HashMap<>(broker.security().javaClientConfig(p.user, broker.security().password(p)));
-    c.put("bootstrap.servers", broker.bootstrapServers());
+    Map<String, Object> c = broker.clientConfig(p.user, broker.security().password(p));
     c.put("max.block.ms", 20_000);
     return c;
   }
@@ -146,8 +144,7 @@ class SecureKafkaBrokerTest {
 
   @Test
   void aWrongPasswordIsRefused() {
-    Map<String, Object> c = client(Principal.AGENT);
-    c.putAll(broker.security().javaClientConfig(Principal.AGENT.user, "not-the-password"));
+    Map<String, Object> c = broker.clientConfig(Principal.AGENT.user, "not-the-password");
     assertInstanceOf(SaslAuthenticationException.class, write(c, "wattgraph.connections"));
   }
 

@@ -209,8 +209,7 @@ class SecureKafkaEndToEndTest {
   }
 
   private static Map<String, Object> client(KafkaBroker kafka, Principal p, String password) {
-    Map<String, Object> c = new HashMap<>(kafka.security().javaClientConfig(p.user, password));
-    c.put("bootstrap.servers", kafka.bootstrapServers());
+    Map<String, Object> c = kafka.clientConfig(p.user, password);
     c.put("max.block.ms", 20_000);
     return c;
   }
