@@ -13,6 +13,10 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ScramCredentialInfo;
+import org.apache.kafka.clients.admin.ScramMechanism;
+import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -32,7 +36,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The SASL_SSL broker and its ACL table: each principal may write and read what its component does
  * and is refused the rest (another component's topic, a group or transactional id outside its prefix);
- * a wrong password is refused; the client files hold the secrets with mode 600.
+ * a wrong password is refused, a rotated one replaces the old; the client files hold the secrets with
+ * mode 600.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class SecureKafkaBrokerTest {
@@ -146,6 +151,42 @@ class SecureKafkaBrokerTest {
   void aWrongPasswordIsRefused() {
     Map<String, Object> c = broker.clientConfig(Principal.AGENT.user, "not-the-password");
     assertInstanceOf(SaslAuthenticationException.class, write(c, "wattgraph.connections"));
+  }
+
+  /** docs/security-kafka.md's rotation: a new password by the Admin API; the old one stops working. */
+  @Test
+  void aPasswordRotatedByTheAdminApiReplacesTheOldOne() throws Exception {
+    String user = "rotation-test";
+    try (Admin admin = broker.admin()) {
+      for (String pw : List.of("first-password", "second-password")) {
+        admin.alterUserScramCredentials(List.of(new UserScramCredentialUpsertion(user,
+            new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), pw))).all().get();
+        awaitLogin(user, pw, null);
+      }
+    }
+    awaitLogin(user, "first-password", SaslAuthenticationException.class);
+  }
+
+  /** Until a login as {@code user} fails with {@code failure} (null: succeeds), at most 30 s. */
+  private void awaitLogin(String user, String password, Class<? extends Throwable> failure) throws Exception {
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    Throwable last = null;
+    while (System.nanoTime() < deadline) {
+      Map<String, Object> c = broker.clientConfig(user, password);
+      c.put("request.timeout.ms", 10_000);
+      c.put("default.api.timeout.ms", 10_000);
+      try (Admin a = Admin.create(c)) {
+        a.listTopics().names().get();
+        last = null;
+      } catch (ExecutionException e) {
+        last = e.getCause();
+      }
+      if (failure == null ? last == null : failure.isInstance(last)) {
+        return;
+      }
+      Thread.sleep(200);
+    }
+    throw new AssertionError(user + " with " + password + ": expected " + failure + ", last " + last);
   }
 
   @Test
