@@ -23,6 +23,7 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use crate::budget::{BudgetController, BudgetMetrics, PowerCapMode};
 use crate::config::Config;
 use crate::kafka::rate_limited;
+use crate::kafka_client::WithKafkaClient;
 
 const POLL: Duration = Duration::from_millis(200);
 const METADATA_RETRY: Duration = Duration::from_secs(5);
@@ -81,19 +82,19 @@ pub fn start(cfg: &Config, metrics: Arc<BudgetMetrics>, stop: Arc<AtomicBool>) -
         Duration::from_secs(cfg.budget_timeout_s),
         metrics.clone(),
     );
-    let brokers = cfg.kafka_brokers.clone().unwrap_or_default();
+    let kafka = cfg.kafka_client().map_err(anyhow::Error::msg)?;
     let consumer: BaseConsumer<BudgetContext> = ClientConfig::new()
-        .set("bootstrap.servers", &brokers)
         .set("client.id", format!("wattgraph-agent-{}-budgets", cfg.host_id))
         .set("group.id", format!("wattgraph-agent-{}-budgets", cfg.host_id))
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("enable.partition.eof", "true")
         .set("auto.offset.reset", "earliest")
+        .with_client(&kafka)
         .create_with_context(BudgetContext { metrics: metrics.clone(), last_error_log: AtomicU64::new(0) })
         .context("create the power budget Kafka consumer")?;
     let (topic, host) = (cfg.power_budget_topic.clone(), cfg.host_id.clone());
-    log::info!("power cap: --power-cap {}: reading budgets for host {host} from topic {topic} on {brokers}", cfg.power_cap.as_str());
+    log::info!("power cap: --power-cap {}: reading budgets for host {host} from topic {topic} on {}", cfg.power_cap.as_str(), kafka.describe());
     let t = std::thread::Builder::new()
         .name("wg-budgets".into())
         .spawn(move || run(consumer, &topic, &host, controller, &metrics, &stop))

@@ -21,6 +21,16 @@ pub struct Config {
     #[arg(long = "kafka-brokers", value_name = "HOST:PORT", required_unless_present = "once")]
     pub kafka_brokers: Option<String>,
 
+    /// librdkafka properties file (`key=value` lines, `#` comments) for every Kafka client of the
+    /// agent, e.g. `security.protocol=SASL_SSL`, `sasl.mechanisms=SCRAM-SHA-512`, `sasl.username`,
+    /// `sasl.password`, `ssl.ca.location`. The place for secrets (mode 600).
+    #[arg(long = "kafka-config", value_name = "FILE")]
+    pub kafka_config: Option<PathBuf>,
+
+    /// One librdkafka property, overriding --kafka-config's; not for secrets. Repeatable.
+    #[arg(long = "kafka-option", value_name = "KEY=VALUE")]
+    pub kafka_option: Vec<String>,
+
     /// Kafka topic for ConnectionEvent records.
     #[arg(long, default_value = "wattgraph.connections")]
     pub topic: String,
@@ -458,6 +468,11 @@ impl Config {
         Ok(cfg)
     }
 
+    /// The brokers with --kafka-config and --kafka-option, checked (kafka_client.rs).
+    pub fn kafka_client(&self) -> Result<crate::kafka_client::KafkaClient, String> {
+        crate::kafka_client::KafkaClient::load(self.kafka_brokers.as_deref().unwrap_or(""), self.kafka_config.as_deref(), &self.kafka_option)
+    }
+
     /// Checks values clap cannot; each message names the offending value.
     pub fn validate(&self) -> Result<(), String> {
         if self.host_id.trim().is_empty() {
@@ -482,6 +497,9 @@ impl Config {
                 Ok(p) if p > 0 => {}
                 _ => return Err(format!("--kafka-brokers entry '{b}' has an invalid port '{port}'")),
             }
+        }
+        if !self.once || self.kafka_config.is_some() || !self.kafka_option.is_empty() {
+            self.kafka_client()?;
         }
         for (flag, t) in [
             ("--topic", &self.topic),
@@ -787,6 +805,8 @@ mod tests {
             ("netns = [\"/nonexistent/ns\"]\n", &["key 'netns': --netns '/nonexistent/ns' does not exist"]),
             ("spool-max-bytes = 10\n", &["key 'spool-max-bytes': --spool-max-bytes '10'"]),
             ("log-level = \"loud\"\n", &["key 'log-level': --log-level 'loud'"]),
+            ("kafka-option = [\"enable.idempotence=false\"]\n", &["key 'kafka-option': --kafka-option 'enable.idempotence=false': key 'enable.idempotence' cannot be set"]),
+            ("kafka-option = \"linger.ms=5\"\n", &["key 'kafka-option' must be an array of strings"]),
             ("topic = \"unterminated\n", &["not valid TOML"]),
         ];
         for (i, (extra, needles)) in cases.iter().enumerate() {
@@ -825,7 +845,7 @@ mod tests {
             if let Some((k, _)) = l.split_once(" = ") {
                 if !k.contains(' ') {
                     keys.insert(k.to_string());
-                    if !["once", "netns", "cgroup-root", "ready-file", "shed-priority", "shed-mode", "cpu-setpoint", "spool-dir", "pod-metadata-token-file", "pod-metadata-ca-file"].contains(&k) {
+                    if !["once", "netns", "cgroup-root", "ready-file", "shed-priority", "shed-mode", "cpu-setpoint", "spool-dir", "pod-metadata-token-file", "pod-metadata-ca-file", "kafka-config"].contains(&k) {
                         all.push_str(l);
                         all.push('\n');
                     }
@@ -876,6 +896,9 @@ mod tests {
             (&["--power-floor-watts=-5"], "--power-floor-watts '-5'"),
             (&["--power-floor-watts", "NaN"], "--power-floor-watts 'NaN'"),
             (&["--budget-timeout-s", "0"], "--budget-timeout-s '0'"),
+            (&["--kafka-option", "acks=0"], "--kafka-option 'acks=0': key 'acks' cannot be set"),
+            (&["--kafka-option", "sasl.password=x"], "--kafka-option key 'sasl.password' holds a secret"),
+            (&["--kafka-config", "/nonexistent/k.properties"], "--kafka-config '/nonexistent/k.properties' cannot be read"),
         ];
         for (args, needle) in cases {
             let err = parse(args).unwrap_err();

@@ -22,6 +22,7 @@ use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::producer::PurgeConfig;
 use rdkafka::{ClientContext, IntoOpaque, Message};
 
+use crate::kafka_client::{KafkaClient, WithKafkaClient};
 use crate::spool::DiskSpool;
 
 /// A disk segment is closed at this size (or a quarter of the bound, if smaller).
@@ -317,8 +318,14 @@ impl EventProducer {
         Self::with_spool(brokers, topic, client_id, &SpoolOptions::default())
     }
 
-    /// Opens the disk spool (records of a previous run are sent first) and starts its drainer.
+    /// PLAINTEXT to `brokers`, with a spool.
     pub fn with_spool(brokers: &str, topic: &str, client_id: &str, opts: &SpoolOptions) -> Result<EventProducer> {
+        Self::with_client(&KafkaClient::plain(brokers), topic, client_id, opts)
+    }
+
+    /// Opens the disk spool (records of a previous run are sent first) and starts its drainer;
+    /// connects as `client` says (brokers, TLS, SASL: kafka_client.rs).
+    pub fn with_client(client: &KafkaClient, topic: &str, client_id: &str, opts: &SpoolOptions) -> Result<EventProducer> {
         let stats = Arc::new(KafkaStats::default());
         let spool = match &opts.dir {
             Some(d) => {
@@ -333,7 +340,6 @@ impl EventProducer {
             None => None,
         };
         let producer = ClientConfig::new()
-            .set("bootstrap.servers", brokers)
             .set("client.id", client_id)
             .set("enable.idempotence", "true")
             .set("acks", "all")
@@ -343,6 +349,7 @@ impl EventProducer {
             .set("queue.buffering.max.messages", opts.memory_messages.to_string())
             // Never expire a queued message: an outage is bounded by the spool, not by time.
             .set("message.timeout.ms", "0")
+            .with_client(client)
             .create_with_context(StatsContext { stats: stats.clone(), spool: spool.clone(), rescued: Mutex::new(Vec::new()) })
             .context("create Kafka producer")?;
         let inner = Arc::new(Inner { producer, topics: RwLock::new(Vec::new()), spool, disk_active: AtomicBool::new(false), stats });

@@ -8,6 +8,7 @@ pub mod map_batch;
 pub mod config;
 pub mod event;
 pub mod kafka;
+pub mod kafka_client;
 pub mod spool;
 pub mod pipeline;
 pub mod proc_info;

@@ -118,9 +118,16 @@ fn run() -> i32 {
         cfg.map_entries
     );
 
-    let brokers = cfg.kafka_brokers.clone().unwrap_or_default();
+    let kafka = match cfg.kafka_client() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("wattgraph-agent: error: {e}");
+            return 2;
+        }
+    };
+    kafka.warnings.iter().for_each(|w| log::warn!("{w}"));
     let spool = SpoolOptions { memory_messages: cfg.spool_memory_messages, dir: cfg.spool_dir.clone(), max_bytes: cfg.spool_max_bytes };
-    let producer = match EventProducer::with_spool(&brokers, &cfg.topic, &format!("wattgraph-agent-{}", cfg.host_id), &spool) {
+    let producer = match EventProducer::with_client(&kafka, &cfg.topic, &format!("wattgraph-agent-{}", cfg.host_id), &spool) {
         Ok(p) => Arc::new(p),
         Err(e) => {
             eprintln!("wattgraph-agent: error: {e:#}");
@@ -228,7 +235,7 @@ fn run() -> i32 {
             return 1;
         }
     };
-    log::info!("producing to topic {} on {} as host {}", cfg.topic, brokers, cfg.host_id);
+    log::info!("producing to topic {} on {} as host {}", cfg.topic, kafka.describe(), cfg.host_id);
     if !cfg.no_transactions {
         log::info!("TransactionStats every {} ms to topic {}", cfg.transaction_interval_ms, cfg.transaction_topic);
         if cfg.http_routes > 0 && cfg!(not(target_arch = "x86_64")) {

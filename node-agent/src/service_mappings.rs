@@ -21,6 +21,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde_json::Value as Json;
 
+use crate::kafka_client::{KafkaClient, WithKafkaClient};
 use crate::avro::{decode_datum, single_object_header, write_long, write_opt_str, write_str, RecordFields};
 use crate::kube_api::KubeClient;
 
@@ -293,7 +294,8 @@ pub struct PublisherOptions {
     pub token_file: Option<std::path::PathBuf>,
     pub ca_file: Option<std::path::PathBuf>,
     pub insecure_tls: bool,
-    pub brokers: String,
+    /// Brokers and librdkafka properties (TLS, SASL).
+    pub kafka: KafkaClient,
     pub topic: String,
 }
 
@@ -340,14 +342,14 @@ impl MappingPublisher {
         let ctx = DeliveryErrors::default();
         let failed = ctx.failed.clone();
         let producer: BaseProducer<DeliveryErrors> = ClientConfig::new()
-            .set("bootstrap.servers", &opts.brokers)
             .set("client.id", "wattgraph-service-mapper")
             .set("enable.idempotence", "true")
             .set("acks", "all")
             .set("message.timeout.ms", "30000")
+            .with_client(&opts.kafka)
             .create_with_context(ctx)
             .context("create Kafka producer")?;
-        let published = read_topic(&opts.brokers, &opts.topic).with_context(|| format!("reading topic {}", opts.topic))?;
+        let published = read_topic(&opts.kafka, &opts.topic).with_context(|| format!("reading topic {}", opts.topic))?;
         log::info!("topic {} holds {} service mappings", opts.topic, published.len());
         Ok(MappingPublisher { opts, client, producer, failed, published })
     }
@@ -414,19 +416,23 @@ impl MappingPublisher {
 
 /// The latest value per key of a (compacted) topic, read from the beginning up to its end
 /// offsets when called; tombstoned keys are absent. A missing topic is empty.
-pub fn read_topic(brokers: &str, topic: &str) -> Result<BTreeMap<String, Vec<u8>>> {
+pub fn read_topic(kafka: &KafkaClient, topic: &str) -> Result<BTreeMap<String, Vec<u8>>> {
     let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
         .set("group.id", "wattgraph-service-mapper-reader")
         .set("enable.auto.commit", "false")
         .set("enable.partition.eof", "false")
+        .with_client(kafka)
         .create()
         .context("create Kafka consumer")?;
     let md = consumer.fetch_metadata(Some(topic), Duration::from_secs(30)).context("topic metadata")?;
     let mut out = BTreeMap::new();
     let Some(t) = md.topics().iter().find(|t| t.name() == topic) else { return Ok(out) };
-    if t.error().is_some() || t.partitions().is_empty() {
-        return Ok(out); // unknown topic: nothing published yet
+    match t.error().map(rdkafka::types::RDKafkaErrorCode::from) {
+        // Refused (e.g. no READ ACL) is not empty: the first round would keep stale mappings.
+        Some(e) if e != rdkafka::types::RDKafkaErrorCode::UnknownTopicOrPartition => bail!("topic {topic}: {e}"),
+        Some(_) => return Ok(out), // unknown topic: nothing published yet
+        None if t.partitions().is_empty() => return Ok(out),
+        None => {}
     }
     let mut tpl = TopicPartitionList::new();
     let mut ends = BTreeMap::new();

@@ -31,6 +31,19 @@ fn bad_value_or_key_in_the_file_is_named_with_exit_2() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains(&format!("config file '{fs}': key 'map-entries' must be an integer, not string")), "{err}");
 
+    // Kafka client properties: a key the agent relies on, named with the file, key and flag.
+    std::fs::write(&f, "host-id = \"h\"\nkafka-brokers = \"127.0.0.1:1\"\nkafka-option = [\"message.timeout.ms=1000\"]\n").unwrap();
+    let (code, err) = run(&["--config", fs]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(&format!("config file '{fs}': key 'kafka-option': --kafka-option 'message.timeout.ms=1000': key 'message.timeout.ms' cannot be set")), "{err}");
+    let props = dir.join("kafka.properties");
+    std::fs::write(&props, "security.protocol=SASL_SSL\nsasl.mechanisms=SCRAM-SHA-512\nsasl.password=hunter2\n").unwrap();
+    std::fs::write(&f, format!("host-id = \"h\"\nkafka-brokers = \"127.0.0.1:1\"\nkafka-config = \"{}\"\n", props.display())).unwrap();
+    let (code, err) = run(&["--config", fs]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(&format!("config file '{fs}': key 'kafka-config': --kafka-config '{}': librdkafka refuses", props.display())), "{err}");
+    assert!(!err.contains("hunter2"), "the secret in the message: {err}");
+
     // A wrong value given on the command line over a good file: the flag's own message.
     std::fs::write(&f, "host-id = \"h\"\nkafka-brokers = \"127.0.0.1:1\"\n").unwrap();
     let (code, err) = run(&["--config", fs, "--map-entries", "3"]);

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use wattgraph_agent::kafka_client::KafkaClient;
 use wattgraph_agent::service_mappings::{MappingPublisher, PublisherOptions};
 
 const SA_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -18,6 +19,13 @@ struct Args {
     /// Kafka bootstrap servers.
     #[arg(long = "kafka-brokers", value_name = "HOST:PORT,...")]
     kafka_brokers: String,
+    /// librdkafka properties file (`key=value` lines), e.g. security.protocol=SASL_SSL,
+    /// sasl.mechanisms=SCRAM-SHA-512, sasl.username, sasl.password, ssl.ca.location (mode 600).
+    #[arg(long = "kafka-config", value_name = "FILE")]
+    kafka_config: Option<PathBuf>,
+    /// One librdkafka property, overriding --kafka-config's; not for secrets. Repeatable.
+    #[arg(long = "kafka-option", value_name = "KEY=VALUE")]
+    kafka_option: Vec<String>,
     /// Compacted topic the stream job reads (--service-mappings-topic of the job).
     #[arg(long = "topic", default_value = "wattgraph.service-mappings")]
     topic: String,
@@ -44,7 +52,7 @@ struct Args {
 }
 
 impl Args {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<KafkaClient, String> {
         if self.kafka_brokers.trim().is_empty() {
             return Err("--kafka-brokers '' is empty".into());
         }
@@ -64,17 +72,22 @@ impl Args {
         if !(1000..=3_600_000).contains(&self.interval_ms) {
             return Err(format!("--interval-ms '{}' must be between 1000 and 3600000", self.interval_ms));
         }
-        Ok(())
+        KafkaClient::load(&self.kafka_brokers, self.kafka_config.as_deref(), &self.kafka_option)
     }
 }
 
 fn main() {
     let args = Args::parse();
-    if let Err(e) = args.validate() {
-        eprintln!("wattgraph-service-mapper: error: {e}");
-        std::process::exit(2);
-    }
+    let kafka = match args.validate() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("wattgraph-service-mapper: error: {e}");
+            std::process::exit(2);
+        }
+    };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(&args.log_level)).target(env_logger::Target::Stderr).init();
+    kafka.warnings.iter().for_each(|w| log::warn!("{w}"));
+    log::info!("publishing to topic {} on {}", args.topic, kafka.describe());
     let sa = |f: &str| {
         let p = Path::new(SA_DIR).join(f);
         (args.api_url.starts_with("https://") && p.is_file()).then_some(p)
@@ -84,7 +97,7 @@ fn main() {
         token_file: args.token_file.clone().or_else(|| sa("token")),
         ca_file: args.ca_file.clone().or_else(|| sa("ca.crt")),
         insecure_tls: args.insecure_tls,
-        brokers: args.kafka_brokers.clone(),
+        kafka,
         topic: args.topic.clone(),
     };
     let mut publisher = match MappingPublisher::new(opts) {

@@ -2,6 +2,7 @@ package io.wattgraph.localstack;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -28,14 +29,42 @@ public final class KafkaBroker implements AutoCloseable {
 
   private final KafkaRaftServer server;
   private final String bootstrap;
+  /** null: PLAINTEXT, no authorizer. */
+  private final KafkaSecurity security;
 
-  private KafkaBroker(KafkaRaftServer server, String bootstrap) {
+  private KafkaBroker(KafkaRaftServer server, String bootstrap, KafkaSecurity security) {
     this.server = server;
     this.bootstrap = bootstrap;
+    this.security = security;
   }
 
-  /** Starts a broker with data under dataDir; a port of 0 picks a free one. */
+  /** Starts a PLAINTEXT broker with data under dataDir; a port of 0 picks a free one. */
   public static KafkaBroker start(Path dataDir, int port, int controllerPort) throws Exception {
+    return start(dataDir, port, controllerPort, null);
+  }
+
+  /**
+   * Starts a broker whose clients connect with SASL_SSL (SCRAM-SHA-512) as one of the
+   * {@link KafkaSecurity.Principal}s, with an authorizer that allows nothing without an ACL and the
+   * ACLs of {@link WattgraphAcls}. Certificates, passwords and client files: {@link #security()}.
+   */
+  public static KafkaBroker startSecure(Path dataDir, int port, int controllerPort) throws Exception {
+    KafkaBroker broker = start(dataDir, port, controllerPort, KafkaSecurity.prepare(dataDir.resolve("security")));
+    try (Admin admin = broker.admin()) {
+      admin.createAcls(WattgraphAcls.bindings()).all().get();
+    }
+    // No client may create topics (the authorizer's auto-creation needs CREATE): all of them up front.
+    for (String t : WattgraphAcls.TOPICS) {
+      broker.createTopic(t, 2);
+    }
+    for (String t : List.of(WattgraphAcls.SERVICE_MAPPINGS, WattgraphAcls.POWER_BUDGETS)) {
+      broker.createTopic(t, 1, Map.of("cleanup.policy", "compact"));
+    }
+    return broker;
+  }
+
+  private static KafkaBroker start(Path dataDir, int port, int controllerPort, KafkaSecurity security)
+      throws Exception {
     int[] ports = FreePorts.resolve(port, controllerPort);
     int p = ports[0];
     int cp = ports[1];
@@ -72,6 +101,9 @@ public final class KafkaBroker implements AutoCloseable {
     // stack bounded instead.
     props.put("log.retention.ms", "-1");
     props.put("log.retention.bytes", Long.toString(1L << 30));
+    if (security != null) {
+      security.configure(props, p, cp);
+    }
     KafkaConfig config = KafkaConfig.fromProps(props, false);
 
     Formatter formatter = new Formatter()
@@ -84,11 +116,14 @@ public final class KafkaBroker implements AutoCloseable {
         .setSupportedFeatures(Feature.PRODUCTION_FEATURES)
         .setIgnoreFormatted(true)
         .setPrintStream(System.err);
+    if (security != null) {
+      formatter.setScramArguments(security.scramArguments());
+    }
     formatter.run();
 
     KafkaRaftServer server = new KafkaRaftServer(config, Time.SYSTEM);
     server.startup();
-    KafkaBroker broker = new KafkaBroker(server, "127.0.0.1:" + p);
+    KafkaBroker broker = new KafkaBroker(server, "127.0.0.1:" + p, security);
     broker.awaitReady();
     return broker;
   }
@@ -125,11 +160,26 @@ public final class KafkaBroker implements AutoCloseable {
     return bootstrap;
   }
 
+  /** The TLS material and credentials of a {@link #startSecure} broker; null for a PLAINTEXT one. */
+  public KafkaSecurity security() {
+    return security;
+  }
+
+  /** An admin client; on a secure broker it logs in as the super user. */
   public Admin admin() {
-    return Admin.create(Map.of(
-        AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
+    Map<String, Object> config = new HashMap<>(Map.of(
         AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000,
         AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 20_000));
+    config.putAll(security == null ? Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap)
+        : clientConfig(KafkaSecurity.Principal.ADMIN.user, security.password(KafkaSecurity.Principal.ADMIN)));
+    return Admin.create(config);
+  }
+
+  /** Java client settings of a secure broker's client logging in as {@code user} (tests try wrong ones). */
+  public Map<String, Object> clientConfig(String user, String password) {
+    Map<String, Object> c = new HashMap<>(security.javaClientConfig(user, password));
+    c.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    return c;
   }
 
   /** Creates the topic unless it exists. */

@@ -6,7 +6,9 @@ import java.util.concurrent.CountDownLatch;
 
 /**
  * Runs one local-stack server in this JVM until it is stopped (SIGTERM/SIGINT):
- * {@code kafka DATA_DIR PORT CONTROLLER_PORT TOPIC...} or {@code neo4j DATA_DIR BOLT_PORT}.
+ * {@code kafka DATA_DIR PORT CONTROLLER_PORT TOPIC...}, {@code kafka-secure DATA_DIR PORT CONTROLLER_PORT}
+ * (SASL_SSL with Wattgraph's principals and ACLs; client settings in DATA_DIR/security/clients) or
+ * {@code neo4j DATA_DIR BOLT_PORT}.
  * Each server gets a JVM of its own because Kafka's fatal-fault handler halts the whole JVM.
  * Once serving, it writes DATA_DIR/ready, which bin/wattgraph waits for.
  */
@@ -25,11 +27,13 @@ public final class LocalStackMain {
     AutoCloseable server;
     String where;
     switch (args[0]) {
-      case "kafka" -> {
+      case "kafka", "kafka-secure" -> {
         if (args.length < 4) {
-          usage("kafka needs DATA_DIR PORT CONTROLLER_PORT [TOPIC...]");
+          usage(args[0] + " needs DATA_DIR PORT CONTROLLER_PORT [TOPIC...]");
         }
-        KafkaBroker broker = KafkaBroker.start(dir, port(args[2]), port(args[3]));
+        KafkaBroker broker = args[0].equals("kafka")
+            ? KafkaBroker.start(dir, port(args[2]), port(args[3]))
+            : KafkaBroker.startSecure(dir, port(args[2]), port(args[3]));
         for (int i = 4; i < args.length; i++) {
           broker.createTopic(args[i], 2);
         }
@@ -42,7 +46,7 @@ public final class LocalStackMain {
         where = neo4j.boltUri();
       }
       default -> {
-        usage("unknown server '" + args[0] + "' (kafka or neo4j)");
+        usage("unknown server '" + args[0] + "' (kafka, kafka-secure or neo4j)");
         return;
       }
     }
@@ -77,6 +81,7 @@ public final class LocalStackMain {
   private static void usage(String why) {
     System.err.println("local-stack: " + why);
     System.err.println("usage: LocalStackMain kafka DATA_DIR PORT CONTROLLER_PORT [TOPIC...]");
+    System.err.println("       LocalStackMain kafka-secure DATA_DIR PORT CONTROLLER_PORT [TOPIC...]");
     System.err.println("       LocalStackMain neo4j DATA_DIR BOLT_PORT");
     System.exit(2);
   }

@@ -9,7 +9,6 @@ import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.errors.TopicExistsException;
 import java.util.regex.Pattern;
@@ -87,6 +86,7 @@ public final class CorrelationJob {
 
     KafkaSourceBuilder<Decoded> source = KafkaSource.<Decoded>builder()
         .setBootstrapServers(config.kafkaBrokers)
+        .setProperties(KafkaClientProperties.source(config))
         .setTopics(config.topic)
         .setGroupId(config.groupId)
         // Resume where the group left off; a new group reads everything there is.
@@ -160,13 +160,14 @@ public final class CorrelationJob {
       JobConfig config) {
     KafkaSourceBuilder<DecodedMapping> mappingSource = KafkaSource.<DecodedMapping>builder()
         .setBootstrapServers(config.kafkaBrokers)
+        .setProperties(KafkaClientProperties.source(config))
         .setGroupId(config.groupId + "-service-mappings")
         // A compacted topic is the whole current mapping: always read it from the start.
         .setStartingOffsets(OffsetsInitializer.earliest())
         .setDeserializer(new ServiceMappingDeserializer());
     if (config.bounded) {
       // A bounded source over a topic that does not exist would wait for splits forever.
-      ensureTopic(config.kafkaBrokers, config.serviceMappingsTopic, Map.of("cleanup.policy", "compact"));
+      ensureTopic(config, config.serviceMappingsTopic, Map.of("cleanup.policy", "compact"));
       mappingSource.setTopics(config.serviceMappingsTopic).setBounded(OffsetsInitializer.latest());
     } else {
       // A pattern, not a topic list: the job starts (with no mappings) before the topic exists and
@@ -185,13 +186,13 @@ public final class CorrelationJob {
   }
 
   /** Creates the topic (default settings, one partition) unless it exists: bounded sources need it. */
-  static void ensureTopic(String brokers, String topic) {
-    ensureTopic(brokers, topic, Map.of());
+  static void ensureTopic(JobConfig config, String topic) {
+    ensureTopic(config, topic, Map.of());
   }
 
   /** Creates the topic (one partition, the given topic configs) unless it exists. */
-  static void ensureTopic(String brokers, String topic, Map<String, String> configs) {
-    try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, brokers))) {
+  static void ensureTopic(JobConfig config, String topic, Map<String, String> configs) {
+    try (Admin admin = Admin.create(KafkaClientProperties.admin(config))) {
       if (!admin.listTopics().names().get().contains(topic)) {
         admin.createTopics(List.of(new NewTopic(topic, Optional.of(1), Optional.empty()).configs(configs)))
             .all().get();

@@ -3,6 +3,7 @@ package io.wattgraph.stream;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
+import org.apache.flink.connector.kafka.sink.KafkaSinkBuilder;
 import org.apache.kafka.clients.producer.ProducerConfig;
 
 /** The job's Kafka outputs: transactional, visible to read_committed consumers with each checkpoint. */
@@ -11,13 +12,15 @@ final class ExactlyOnceKafkaSink {
 
   /** {@code name} makes the transactional id prefix ({@code groupId-name}) unique per sink. */
   static <T> KafkaSink<T> of(JobConfig config, KafkaRecordSerializationSchema<T> serializer, String name) {
-    return KafkaSink.<T>builder()
+    KafkaSinkBuilder<T> sink = KafkaSink.<T>builder()
         .setBootstrapServers(config.kafkaBrokers)
         .setRecordSerializer(serializer)
         .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
         .setTransactionalIdPrefix(config.groupId + "-" + name)
         // Must not exceed the broker's transaction.max.timeout.ms (15 min by default).
-        .setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "600000")
-        .build();
+        .setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "600000");
+    // After the job's own: an operator's transaction.timeout.ms (a broker with a lower maximum) wins.
+    KafkaClientProperties.producer(config).forEach(sink::setProperty);
+    return sink.build();
   }
 }

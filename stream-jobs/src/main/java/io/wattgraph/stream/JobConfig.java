@@ -4,6 +4,7 @@ import java.io.Serializable;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 /** Settings of the correlation job, from command-line flags ({@link #parse}) or built by tests. */
 public class JobConfig implements Serializable {
@@ -11,6 +12,7 @@ public class JobConfig implements Serializable {
 
   public static final String USAGE = String.join("\n",
       "usage: correlation-job --kafka-brokers HOST:PORT[,HOST:PORT...] --neo4j-uri bolt://HOST:PORT",
+      "                       [--kafka-properties FILE] (Kafka client properties: TLS, SASL; every source and sink)",
       "                       [--topic wattgraph.connections] [--group-id wattgraph-correlation]",
       "                       [--neo4j-user USER --neo4j-password PASSWORD]   (none: no auth)",
       "                       [--pairing-horizon-ms 3000] [--checkpoint-interval-ms 5000]",
@@ -35,7 +37,7 @@ public class JobConfig implements Serializable {
   /** Default of {@code --max-http-routes}. */
   public static final int DEFAULT_MAX_HTTP_ROUTES = 100;
 
-  private static final List<String> FLAGS = List.of("--kafka-brokers", "--topic", "--group-id", "--neo4j-uri",
+  private static final List<String> FLAGS = List.of("--kafka-brokers", "--kafka-properties", "--topic", "--group-id", "--neo4j-uri",
       "--neo4j-user", "--neo4j-password", "--pairing-horizon-ms", "--checkpoint-interval-ms",
       "--checkpoint-dir", "--restore", "--parallelism", "--dlq-topic", "--service-mappings-topic",
       "--closed-retention-ms", "--idle-timeout-ms", "--duplicate-horizon-ms", "--shedding-peer-memory-ms",
@@ -45,6 +47,8 @@ public class JobConfig implements Serializable {
       "--history-windows");
 
   public String kafkaBrokers;
+  /** Kafka client properties of every source, sink and admin client ({@link KafkaClientProperties}). */
+  public TreeMap<String, String> kafkaProperties = new TreeMap<>();
   public String topic = "wattgraph.connections";
   public String groupId = "wattgraph-correlation";
   public String neo4jUri;
@@ -136,6 +140,9 @@ public class JobConfig implements Serializable {
     }
     JobConfig c = new JobConfig();
     c.kafkaBrokers = required(flags, "--kafka-brokers");
+    if (flags.containsKey("--kafka-properties")) {
+      c.kafkaProperties = KafkaClientProperties.load(flags.get("--kafka-properties"));
+    }
     c.neo4jUri = required(flags, "--neo4j-uri");
     if (!c.neo4jUri.matches("(bolt|neo4j)(\\+s|\\+ssc)?://.+")) {
       throw new IllegalArgumentException("--neo4j-uri must be a bolt:// or neo4j:// URI, got '" + c.neo4jUri + "'");

@@ -81,11 +81,12 @@ public final class ResourceMetrics {
       KafkaRecordDeserializationSchema<T> deserializer) {
     KafkaSourceBuilder<T> source = KafkaSource.<T>builder()
         .setBootstrapServers(config.kafkaBrokers)
+        .setProperties(KafkaClientProperties.source(config))
         .setGroupId(config.groupId + groupSuffix)
         .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
         .setDeserializer(deserializer);
     if (config.bounded) {
-      CorrelationJob.ensureTopic(config.kafkaBrokers, topic);
+      CorrelationJob.ensureTopic(config, topic);
       source.setTopics(topic).setBounded(OffsetsInitializer.latest());
     } else {
       source.setTopicPattern(Pattern.compile(Pattern.quote(topic)))

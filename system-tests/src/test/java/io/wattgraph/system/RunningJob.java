@@ -18,15 +18,24 @@ final class RunningJob implements AutoCloseable {
   }
 
   static RunningJob start(String kafka, String topic, String boltUri, Path checkpoints) throws Exception {
-    JobConfig config = JobConfig.parse(new String[] {
+    return start(JobConfig.parse(new String[] {
         "--kafka-brokers", kafka, "--topic", topic, "--group-id", "system-test",
-        "--neo4j-uri", boltUri, "--checkpoint-dir", checkpoints.toUri().toString()});
+        "--neo4j-uri", boltUri, "--checkpoint-dir", checkpoints.toUri().toString()}));
+  }
+
+  /** The job as its command line configures it. */
+  static RunningJob start(JobConfig config) throws Exception {
     Configuration conf = new Configuration();
     conf.set(RestOptions.BIND_ADDRESS, "127.0.0.1");
     conf.set(RestOptions.BIND_PORT, "0");
     StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(2, conf);
     CorrelationJob.build(env, config);
     return new RunningJob(env.executeAsync("wattgraph-correlation (system test)"));
+  }
+
+  /** RUNNING, or what else the job is (e.g. RESTARTING after a failure). */
+  String status() throws Exception {
+    return client.getJobStatus().get(30, TimeUnit.SECONDS).name();
   }
 
   @Override

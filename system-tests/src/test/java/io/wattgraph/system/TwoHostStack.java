@@ -81,13 +81,19 @@ final class TwoHostStack implements AutoCloseable {
    * host A that dials {@code dialAddr:dialPort}, as separate processes; both must succeed.
    */
   Exchange exchange(int serverPort, String dialAddr, int dialPort, long request, long response) throws Exception {
+    return exchange(work, net.nsB, net.addrB, serverPort, net.nsA, dialAddr, dialPort, request, response);
+  }
+
+  /** As above, between any two network namespaces (or one): the server in {@code serverNs}, the client in {@code clientNs}. */
+  static Exchange exchange(Path work, String serverNs, String serverAddr, int serverPort, String clientNs,
+      String dialAddr, int dialPort, long request, long response) throws Exception {
     String java = ProcessHandle.current().info().command().orElse("java");
     // TcpPeer needs only the JDK: a short classpath keeps the peers' command lines readable.
     String cp = Path.of(TcpPeer.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
     Path ready = work.resolve("server-" + serverPort + ".ready");
     Files.deleteIfExists(ready);
-    Process server = new ProcessBuilder("ip", "netns", "exec", net.nsB, java, "-cp", cp,
-        TcpPeer.class.getName(), "server", net.addrB, String.valueOf(serverPort), ready.toString(),
+    Process server = new ProcessBuilder("ip", "netns", "exec", serverNs, java, "-cp", cp,
+        TcpPeer.class.getName(), "server", serverAddr, String.valueOf(serverPort), ready.toString(),
         String.valueOf(request), String.valueOf(response)).inheritIO().start();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (!Files.exists(ready)) {
@@ -95,7 +101,7 @@ final class TwoHostStack implements AutoCloseable {
       assertTrue(System.nanoTime() < deadline, "server did not listen within 30 s");
       Thread.sleep(50);
     }
-    Process client = new ProcessBuilder("ip", "netns", "exec", net.nsA, java, "-cp", cp,
+    Process client = new ProcessBuilder("ip", "netns", "exec", clientNs, java, "-cp", cp,
         TcpPeer.class.getName(), "client", dialAddr, String.valueOf(dialPort),
         String.valueOf(request), String.valueOf(response)).inheritIO().start();
     assertTrue(client.waitFor(60, TimeUnit.SECONDS), "client did not finish");

@@ -391,8 +391,12 @@ public class BudgetPublisher implements SmartLifecycle {
             NewTopic topic = new NewTopic(props.topic(), props.partitions(), props.replicationFactor())
                     .configs(Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT));
             try {
-                admin.createTopics(List.of(topic)).all().get(timeout, TimeUnit.MILLISECONDS);
-                log.info("created the compacted topic {}", props.topic());
+                // Listed first: with ACLs the producer's principal may write the topic but not create it, and
+                // creating an existing topic then fails with an authorization error, not TopicExists.
+                if (!admin.listTopics().names().get(timeout, TimeUnit.MILLISECONDS).contains(props.topic())) {
+                    admin.createTopics(List.of(topic)).all().get(timeout, TimeUnit.MILLISECONDS);
+                    log.info("created the compacted topic {}", props.topic());
+                }
             } catch (ExecutionException e) {
                 if (!(e.getCause() instanceof TopicExistsException)) {
                     throw new IllegalStateException(String.valueOf(e.getCause()), e.getCause());

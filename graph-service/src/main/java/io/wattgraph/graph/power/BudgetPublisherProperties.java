@@ -1,7 +1,12 @@
 package io.wattgraph.graph.power;
 
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
@@ -26,7 +31,10 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param replicationFactor replication factor when the topic is created
  * @param kafkaTimeout bound on every Kafka wait (metadata, request, topic creation); delivery gives up after
  *     twice this, so a cycle never waits for Kafka much longer than that
- * @param producer extra Kafka producer properties (e.g. security settings), passed through as given
+ * @param producer Kafka producer properties of the budget producer, e.g. TLS and SASL:
+ *     {@code wattgraph.power.budgets.producer.security.protocol=SASL_SSL}; the {@code security.*},
+ *     {@code sasl.*} and {@code ssl.*} ones also go to the admin client that creates the topic. Keys the
+ *     publisher sets ({@link #RESERVED}), unknown keys and bad values fail start-up naming the key.
  */
 @ConfigurationProperties("wattgraph.power.budgets")
 public record BudgetPublisherProperties(
@@ -47,6 +55,20 @@ public record BudgetPublisherProperties(
         @DefaultValue("1") short replicationFactor,
         @DefaultValue("5s") Duration kafkaTimeout,
         @DefaultValue Map<String, String> producer) {
+
+    /** Producer keys the publisher sets itself, with why. */
+    public static final Map<String, String> RESERVED = Map.ofEntries(
+            Map.entry("bootstrap.servers", "use wattgraph.power.budgets.bootstrap-servers"),
+            Map.entry("client.id", "the publisher names its producer"),
+            Map.entry("enable.idempotence", "the producer is idempotent (no duplicate or reordered budget)"),
+            Map.entry("acks", "a budget counts as published once all in-sync replicas have it (acks=all)"),
+            Map.entry("transactional.id", "the producer is not transactional"),
+            Map.entry("linger.ms", "a cycle's budgets are sent at once"),
+            Map.entry("max.block.ms", "bounded by wattgraph.power.budgets.kafka-timeout"),
+            Map.entry("request.timeout.ms", "bounded by wattgraph.power.budgets.kafka-timeout"),
+            Map.entry("delivery.timeout.ms", "bounded by wattgraph.power.budgets.kafka-timeout"),
+            Map.entry("key.serializer", "keys are UTF-8 host ids"),
+            Map.entry("value.serializer", "values are Avro single-object bytes"));
 
     /** A host's bounds, W; {@code idleWatts} overrides HyPPO's idle term derived from the graph. */
     public record HostBounds(double minWatts, double maxWatts, Double idleWatts) {
@@ -74,9 +96,33 @@ public record BudgetPublisherProperties(
                 throw new IllegalStateException("wattgraph.power.budgets.hosts[" + id + "]: 0 <= min-watts <= max-watts");
             }
         });
+        validateProducer();
         if (hosts.isEmpty() && defaultMinWatts == null) {
             throw new IllegalStateException("wattgraph.power.budgets: configure hosts[<id>].min-watts/max-watts "
                     + "or default-min-watts/default-max-watts, else no host can be budgeted");
+        }
+    }
+
+    /** The producer map: no key the publisher sets, only producer keys, values the client takes. */
+    void validateProducer() {
+        producer.forEach((k, v) -> {
+            String why = RESERVED.get(k);
+            if (why != null) {
+                throw new IllegalStateException("wattgraph.power.budgets.producer." + k + " cannot be set: " + why);
+            }
+            if (!ProducerConfig.configNames().contains(k)) {
+                throw new IllegalStateException("wattgraph.power.budgets.producer." + k
+                        + " is not a Kafka producer property");
+            }
+        });
+        Map<String, Object> config = new HashMap<>(producer);
+        config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+        config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class);
+        config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+        try {
+            new ProducerConfig(config);
+        } catch (ConfigException e) { // Kafka's message names the key and hides password values
+            throw new IllegalStateException("wattgraph.power.budgets.producer: " + e.getMessage(), e);
         }
     }
 }
