@@ -104,13 +104,4 @@ public final class RecordDecoder<T> {
   private static <T> SpecificDatumReader<T>[] newReaders(int n) {
     return (SpecificDatumReader<T>[]) new SpecificDatumReader<?>[n];
   }
-
-  /** A record's body does not decode; the message says what, where, and of which writer schema. */
-  public static final class MalformedRecordException extends IOException {
-    private static final long serialVersionUID = 1L;
-
-    MalformedRecordException(String message, Throwable cause) {
-      super(message, cause);
-    }
-  }
 }
