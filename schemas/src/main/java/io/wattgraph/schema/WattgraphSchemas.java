@@ -6,17 +6,24 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
 import org.apache.avro.Schema;
 import org.apache.avro.message.BinaryMessageDecoder;
 import org.apache.avro.message.BinaryMessageEncoder;
 import org.apache.avro.message.SchemaStore;
 import org.apache.avro.specific.SpecificData;
+import org.apache.avro.specific.SpecificRecord;
+import org.apache.avro.util.ClassSecurityValidator;
 
 /**
  * Encoders and decoders for Wattgraph events in Avro single-object encoding.
  *
  * <p>Decoders know every published version of a schema (schemas/avro/history), so a record
- * written by an older agent is resolved from its fingerprint alone: no registry service.
+ * written by an older agent is resolved from its fingerprint alone: no registry service. Bytes
+ * from anyone who can write a topic go through {@link #recordDecoder}: Avro's message decoders
+ * below allocate whatever length a record claims (RecordDecoderTest), so they are for the
+ * project's own outputs.
  */
 public final class WattgraphSchemas {
 
@@ -25,7 +32,26 @@ public final class WattgraphSchemas {
 
   private static final SchemaStore.Cache HISTORY = loadHistory();
 
+  /** Every generated top-level record: their named types are the classes decoders may create. */
+  private static final List<Schema> GENERATED = List.of(ConnectionEvent.getClassSchema(),
+      ResourceSample.getClassSchema(), ServiceMapping.getClassSchema(), TransactionStats.getClassSchema(),
+      WindowMetrics.getClassSchema(), EdgeMetrics.getClassSchema(), NamespaceMetrics.getClassSchema(),
+      PowerBudget.getClassSchema(), CgroupStats.getClassSchema());
+
+  static {
+    trustGeneratedClasses();
+  }
+
   private WattgraphSchemas() {}
+
+  /**
+   * A decoder for untrusted bytes that knows the current schema of {@code current}'s type and
+   * every older version kept in history, and refuses a length the record cannot hold before
+   * allocating ({@link RecordDecoder}). One per thread.
+   */
+  public static <T extends SpecificRecord> RecordDecoder<T> recordDecoder(Schema current) {
+    return new RecordDecoder<>(current, HISTORY);
+  }
 
   public static BinaryMessageEncoder<ConnectionEvent> connectionEventEncoder() {
     return new BinaryMessageEncoder<>(SpecificData.get(), ConnectionEvent.getClassSchema());
@@ -39,6 +65,11 @@ public final class WattgraphSchemas {
   /** A ResourceSample decoder that accepts the current schema and every version kept in history. */
   public static BinaryMessageDecoder<ResourceSample> resourceSampleDecoder() {
     return ResourceSample.createDecoder(HISTORY);
+  }
+
+  /** A ServiceMapping decoder that accepts the current schema and every version kept in history. */
+  public static BinaryMessageDecoder<ServiceMapping> serviceMappingDecoder() {
+    return ServiceMapping.createDecoder(HISTORY);
   }
 
   public static BinaryMessageEncoder<WindowMetrics> windowMetricsEncoder() {
@@ -94,6 +125,38 @@ public final class WattgraphSchemas {
   /** Historic writer schemas known to the decoders (the current one is always known). */
   public static List<Schema> historicSchemas() {
     return readHistory();
+  }
+
+  /**
+   * Avro 1.12 creates a record, enum or fixed class of a schema only when the class is trusted
+   * ({@link ClassSecurityValidator}; otherwise SecurityException). Trusted here: exactly the
+   * generated classes, added to whatever the JVM already trusts. So decode through this class (the
+   * generated {@code getDecoder()} alone works only once this class was loaded).
+   */
+  private static void trustGeneratedClasses() {
+    ClassSecurityValidator.Builder trusted = ClassSecurityValidator.builder();
+    Set<String> names = new TreeSet<>();
+    for (Schema s : GENERATED) {
+      collectNamedTypes(s, names);
+    }
+    names.forEach(trusted::add);
+    ClassSecurityValidator.setGlobal(ClassSecurityValidator.composite(ClassSecurityValidator.getGlobal(), trusted.build()));
+  }
+
+  /** Full names of the schema's records, enums and fixed types, nested ones included. */
+  static void collectNamedTypes(Schema s, Set<String> names) {
+    switch (s.getType()) {
+      case RECORD -> {
+        if (names.add(s.getFullName())) {
+          s.getFields().forEach(f -> collectNamedTypes(f.schema(), names));
+        }
+      }
+      case ENUM, FIXED -> names.add(s.getFullName());
+      case ARRAY -> collectNamedTypes(s.getElementType(), names);
+      case MAP -> collectNamedTypes(s.getValueType(), names);
+      case UNION -> s.getTypes().forEach(t -> collectNamedTypes(t, names));
+      default -> { }
+    }
   }
 
   private static SchemaStore.Cache loadHistory() {

@@ -28,7 +28,7 @@ class ResourceSampleVectorsTest extends SharedVectorsTest<ResourceSample> {
 
   @Override
   ResourceSample decode(byte[] b) throws IOException {
-    return ResourceSample.getDecoder().decode(b);
+    return WattgraphSchemas.resourceSampleDecoder().decode(b);
   }
 
   /** A nullable long field; absent counts as null (fields added later with a null default). */

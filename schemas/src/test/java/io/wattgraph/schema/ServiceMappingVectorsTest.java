@@ -42,6 +42,6 @@ class ServiceMappingVectorsTest extends SharedVectorsTest<ServiceMapping> {
 
   @Override
   ServiceMapping decode(byte[] b) throws IOException {
-    return ServiceMapping.getDecoder().decode(b);
+    return WattgraphSchemas.serviceMappingDecoder().decode(b);
   }
 }

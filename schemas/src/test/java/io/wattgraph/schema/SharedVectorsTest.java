@@ -102,6 +102,17 @@ abstract class SharedVectorsTest<T> {
     assertEquals(record(doc.get("event")), decode(bytes), "decoding of " + file.getFileName());
   }
 
+  /** The bounded decoder the stream jobs use reads every vector as the message decoder does. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("vectors")
+  void recordDecoderDecodesTheVectorBytes(Path file) throws IOException {
+    JsonNode doc = JSON.readTree(file.toFile());
+    byte[] bytes = HexFormat.of().parseHex(doc.get("singleObjectHex").asText());
+    RecordDecoder<?> decoder = WattgraphSchemas.recordDecoder(schema);
+    assertEquals(record(doc.get("event")), decoder.decode(bytes), "decoding of " + file.getFileName());
+    assertEquals(record(doc.get("event")), decoder.decode(bytes), "again, with the reused decoder");
+  }
+
   @Test
   void headerIsSingleObjectMarkerAndFingerprint() throws IOException {
     byte[] bytes = toArray(encode(record(JSON.readTree(vectors().findFirst().orElseThrow().toFile()).get("event"))));

@@ -33,7 +33,7 @@ class TransactionStatsVectorsTest extends SharedVectorsTest<TransactionStats> {
 
   @Override
   TransactionStats decode(byte[] b) throws IOException {
-    return TransactionStats.getDecoder().decode(b);
+    return WattgraphSchemas.transactionStatsDecoder().decode(b);
   }
 
   @Test

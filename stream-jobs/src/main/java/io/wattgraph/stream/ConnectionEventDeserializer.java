@@ -4,8 +4,8 @@ import io.wattgraph.schema.ConnectionEvent;
 import io.wattgraph.schema.ConnectionEventKind;
 import io.wattgraph.schema.ConnectionNat;
 import io.wattgraph.schema.IpAddresses;
+import io.wattgraph.schema.RecordDecoder;
 import io.wattgraph.schema.WattgraphSchemas;
-import org.apache.avro.message.BinaryMessageDecoder;
 import org.apache.flink.api.common.serialization.DeserializationSchema;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
@@ -27,19 +27,19 @@ public class ConnectionEventDeserializer implements KafkaRecordDeserializationSc
   private static final Logger LOG = LoggerFactory.getLogger(ConnectionEventDeserializer.class);
 
   // Not serializable, so built on each task in open().
-  private transient BinaryMessageDecoder<ConnectionEvent> decoder;
+  private transient RecordDecoder<ConnectionEvent> decoder;
   private transient Counter undecodable;
 
   @Override
   public void open(DeserializationSchema.InitializationContext context) {
-    decoder = WattgraphSchemas.connectionEventDecoder();
+    decoder = WattgraphSchemas.recordDecoder(ConnectionEvent.getClassSchema());
     undecodable = context.getMetricGroup().counter("deadLetters");
   }
 
   @Override
   public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<Decoded> out) {
     if (decoder == null) {
-      decoder = WattgraphSchemas.connectionEventDecoder();
+      decoder = WattgraphSchemas.recordDecoder(ConnectionEvent.getClassSchema());
     }
     String reason;
     Observation observation = null;

@@ -1,7 +1,7 @@
 package io.wattgraph.stream;
 
 /** What the resource-sample deserializer yields per Kafka record: a valid sample, or a dead letter. */
-public class DecodedSample {
+public class DecodedSample implements DecodedRecord<Sample> {
   public Sample sample;
   public DeadLetter deadLetter;
 
@@ -17,6 +17,16 @@ public class DecodedSample {
     DecodedSample d = new DecodedSample();
     d.deadLetter = l;
     return d;
+  }
+
+  @Override
+  public Sample value() {
+    return sample;
+  }
+
+  @Override
+  public DeadLetter deadLetter() {
+    return deadLetter;
   }
 
   /** Event time in ms, for the watermark strategy (dead letters do not move it). */

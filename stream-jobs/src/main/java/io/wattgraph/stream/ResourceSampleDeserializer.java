@@ -2,8 +2,8 @@ package io.wattgraph.stream;
 
 import io.wattgraph.schema.PowerSource;
 import io.wattgraph.schema.ResourceSample;
+import io.wattgraph.schema.RecordDecoder;
 import io.wattgraph.schema.WattgraphSchemas;
-import org.apache.avro.message.BinaryMessageDecoder;
 import org.apache.flink.api.common.serialization.DeserializationSchema;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
@@ -21,19 +21,19 @@ public class ResourceSampleDeserializer implements KafkaRecordDeserializationSch
   private static final long serialVersionUID = 1L;
   private static final Logger LOG = LoggerFactory.getLogger(ResourceSampleDeserializer.class);
 
-  private transient BinaryMessageDecoder<ResourceSample> decoder;
+  private transient RecordDecoder<ResourceSample> decoder;
   private transient Counter deadLetters;
 
   @Override
   public void open(DeserializationSchema.InitializationContext context) {
-    decoder = WattgraphSchemas.resourceSampleDecoder();
+    decoder = WattgraphSchemas.recordDecoder(ResourceSample.getClassSchema());
     deadLetters = context.getMetricGroup().counter("resourceDeadLetters");
   }
 
   @Override
   public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<DecodedSample> out) {
     if (decoder == null) {
-      decoder = WattgraphSchemas.resourceSampleDecoder();
+      decoder = WattgraphSchemas.recordDecoder(ResourceSample.getClassSchema());
     }
     String reason;
     Sample sample = null;

@@ -1,10 +1,11 @@
 package io.wattgraph.stream;
 
 import io.wattgraph.schema.IpAddresses;
+import io.wattgraph.schema.RecordDecoder;
 import io.wattgraph.schema.ServiceBackend;
 import io.wattgraph.schema.ServiceMapping;
+import io.wattgraph.schema.WattgraphSchemas;
 import java.nio.charset.StandardCharsets;
-import org.apache.avro.message.BinaryMessageDecoder;
 import org.apache.flink.api.common.serialization.DeserializationSchema;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
@@ -25,19 +26,19 @@ public class ServiceMappingDeserializer implements KafkaRecordDeserializationSch
   private static final long serialVersionUID = 1L;
   private static final Logger LOG = LoggerFactory.getLogger(ServiceMappingDeserializer.class);
 
-  private transient BinaryMessageDecoder<ServiceMapping> decoder;
+  private transient RecordDecoder<ServiceMapping> decoder;
   private transient Counter bad;
 
   @Override
   public void open(DeserializationSchema.InitializationContext context) {
-    decoder = ServiceMapping.getDecoder();
+    decoder = WattgraphSchemas.recordDecoder(ServiceMapping.getClassSchema());
     bad = context.getMetricGroup().counter("badServiceMappings");
   }
 
   @Override
   public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<DecodedMapping> out) {
     if (decoder == null) {
-      decoder = ServiceMapping.getDecoder();
+      decoder = WattgraphSchemas.recordDecoder(ServiceMapping.getClassSchema());
     }
     ServiceMappingUpdate update;
     String reason;
@@ -63,7 +64,7 @@ public class ServiceMappingDeserializer implements KafkaRecordDeserializationSch
     out.collect(DecodedMapping.dead(DeadLetter.of(record, reason)));
   }
 
-  static ServiceMappingUpdate decode(byte[] key, byte[] value, BinaryMessageDecoder<ServiceMapping> decoder)
+  static ServiceMappingUpdate decode(byte[] key, byte[] value, RecordDecoder<ServiceMapping> decoder)
       throws Exception {
     if (value == null) {
       if (key == null) {

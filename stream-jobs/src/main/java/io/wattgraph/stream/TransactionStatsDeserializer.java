@@ -7,9 +7,9 @@ import io.wattgraph.schema.TransactionAddress;
 import io.wattgraph.schema.TransactionNat;
 import io.wattgraph.schema.TransactionRole;
 import io.wattgraph.schema.TransactionStats;
+import io.wattgraph.schema.RecordDecoder;
 import io.wattgraph.schema.WattgraphSchemas;
 import java.util.List;
-import org.apache.avro.message.BinaryMessageDecoder;
 import org.apache.flink.api.common.serialization.DeserializationSchema;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
@@ -30,19 +30,19 @@ public class TransactionStatsDeserializer implements KafkaRecordDeserializationS
   /** The only bucket scheme merged (the agent's, and the schema's default): others cannot be added. */
   static final int SUB_BUCKET_BITS = 7;
 
-  private transient BinaryMessageDecoder<TransactionStats> decoder;
+  private transient RecordDecoder<TransactionStats> decoder;
   private transient Counter deadLetters;
 
   @Override
   public void open(DeserializationSchema.InitializationContext context) {
-    decoder = WattgraphSchemas.transactionStatsDecoder();
+    decoder = WattgraphSchemas.recordDecoder(TransactionStats.getClassSchema());
     deadLetters = context.getMetricGroup().counter("transactionDeadLetters");
   }
 
   @Override
   public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<DecodedTransaction> out) {
     if (decoder == null) {
-      decoder = WattgraphSchemas.transactionStatsDecoder();
+      decoder = WattgraphSchemas.recordDecoder(TransactionStats.getClassSchema());
     }
     String reason;
     Transaction t = null;

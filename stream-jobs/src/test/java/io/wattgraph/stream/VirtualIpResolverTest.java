@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.schema.ServiceBackend;
 import io.wattgraph.schema.ServiceMapping;
+import io.wattgraph.schema.WattgraphSchemas;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -196,12 +197,12 @@ class VirtualIpResolverTest {
     ByteBuffer b = ServiceMapping.getEncoder().encode(m);
     byte[] bytes = new byte[b.remaining()];
     b.get(bytes);
-    ServiceMappingUpdate u = ServiceMappingDeserializer.decode(null, bytes, ServiceMapping.getDecoder());
+    ServiceMappingUpdate u = ServiceMappingDeserializer.decode(null, bytes, WattgraphSchemas.recordDecoder(ServiceMapping.getClassSchema()));
     assertEquals("10.96.0.10:80", u.vipEndpoint);
     assertEquals(List.of("10.2.0.7:8080"), List.of(u.backends));
     assertEquals("shop/cart", u.service);
     ServiceMappingUpdate del = ServiceMappingDeserializer.decode(
-        "10.96.0.10:80".getBytes(StandardCharsets.UTF_8), null, ServiceMapping.getDecoder());
+        "10.96.0.10:80".getBytes(StandardCharsets.UTF_8), null, WattgraphSchemas.recordDecoder(ServiceMapping.getClassSchema()));
     assertEquals(true, del.delete);
     assertEquals("10.96.0.10:80", del.vipEndpoint);
     assertEquals("2001:db8::1:443", ServiceMappingDeserializer.parseEndpoint("[2001:db8::1]:443"));
