@@ -93,6 +93,15 @@ class CypherGuardTest {
     }
 
     @Test
+    void oneHugeValueIsCutOnTheWireBeforeTheDriverDecodesIt() throws Exception {
+        // 100 million integers: ~0.5 GB from Neo4j, ~2.7 GB once decoded by the driver (the test JVM has 2 GB).
+        ResponseEntity<String> r = post("RETURN range(1, 100000000) AS r", 60_000L);
+        assertThat(r.getStatusCode().value()).as(r.getBody()).isEqualTo(413);
+        assertThat(body(r).get("error").asText()).contains("Neo4j sent more than")
+                .contains("wattgraph.cypher.max-result-bytes");
+    }
+
+    @Test
     void readingOutsideTheGraphIsRefusedHoweverSpelled() throws Exception {
         expectEach(Set.of(403), List.of(
                 "LOAD CSV FROM 'file:///etc/hostname' AS l RETURN l",

@@ -64,7 +64,7 @@ class SchemathesisFuzzTest {
         Files.createDirectories(REPORTS);
         Path har = REPORTS.resolve(name + ".har").toAbsolutePath();
         Files.deleteIfExists(har);
-        List<String> command = new ArrayList<>(List.of("bash", SCRIPT.toString(),
+        List<String> command = new ArrayList<>(List.of("bash", SCRIPT.toAbsolutePath().toString(),
                 "http://127.0.0.1:" + port + "/v3/api-docs", "--url", "http://127.0.0.1:" + port,
                 "--seed", "20261126", "--max-examples", "8", "--workers", "1", "--no-shrink",
                 "--phases", "examples,coverage,fuzzing", "--suppress-health-check", "all",
@@ -73,7 +73,9 @@ class SchemathesisFuzzTest {
         command.addAll(extra);
         Path log = REPORTS.resolve(name + ".log");
         long start = System.nanoTime();
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        // Run in target/schemathesis: schemathesis keeps a cache in its working directory.
+        Process process = new ProcessBuilder(command).directory(REPORTS.toFile()).redirectErrorStream(true)
+                .redirectOutput(log.toFile()).start();
         if (!process.waitFor(240, TimeUnit.SECONDS)) {
             process.destroyForcibly().waitFor();
             throw new AssertionError("schemathesis did not finish within 240 s; see " + log);

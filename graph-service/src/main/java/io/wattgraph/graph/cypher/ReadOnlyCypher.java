@@ -3,6 +3,11 @@ package io.wattgraph.graph.cypher;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.wattgraph.graph.InvalidParameterException;
+import io.wattgraph.graph.Neo4jDriverConfiguration;
+import io.wattgraph.graph.Neo4jProperties;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -10,8 +15,10 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.Semaphore;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
 import org.neo4j.driver.AccessMode;
+import org.neo4j.driver.Config;
 import org.neo4j.driver.Driver;
 import org.neo4j.driver.Record;
 import org.neo4j.driver.Result;
@@ -31,7 +38,10 @@ import org.springframework.stereotype.Component;
 /**
  * Runs a power user's query if Neo4j's plan shows it only reads the graph ({@link PlanGuard}), within bounds:
  * <ol>
- *   <li>at most {@code max-concurrent} queries at once (429 beyond);</li>
+ *   <li>at most {@code max-concurrent} queries at once (429 beyond), each on its own lane: a driver with one
+ *       connection through a {@link WireBudget} that cuts it once Neo4j has sent {@code max-result-bytes} for
+ *       the query, so no single record larger than that is ever decoded (bolt:// URIs; other schemes go
+ *       direct and only the JSON budget applies);</li>
  *   <li>one explicit transaction in a READ session pinned to the home database: {@code EXPLAIN} (nothing
  *       runs), the guard, then the query itself; no retries (a query that failed once fails again);</li>
  *   <li>the transaction timeout (408), Neo4j's per-transaction memory limit {@code db.memory.transaction.max}
@@ -42,27 +52,61 @@ import org.springframework.stereotype.Component;
  * text except the {@code EXPLAIN} prefix.
  */
 @Component
-public class ReadOnlyCypher {
+public class ReadOnlyCypher implements AutoCloseable {
 
     static final int FETCH_SIZE = 20;
 
+    /** A driver for one query at a time, with the relay that bounds its bytes (null: direct). */
+    private record Lane(Driver driver, WireBudget wire) {
+    }
+
     private final Driver driver;
     private final CypherProperties limits;
-    private final Semaphore running;
+    private final List<Lane> lanes = new ArrayList<>();
+    private final BlockingQueue<Lane> idle;
     private volatile String database;
     private volatile Set<String> builtinFunctions;
 
-    public ReadOnlyCypher(Driver driver, CypherProperties limits, MeterRegistry meters) {
+    public ReadOnlyCypher(Driver driver, Neo4jProperties neo4j, CypherProperties limits, MeterRegistry meters) {
         this.driver = driver;
         this.limits = limits;
-        this.running = new Semaphore(limits.maxConcurrent());
-        Gauge.builder("wattgraph.cypher.running", running, s -> limits.maxConcurrent() - s.availablePermits())
+        this.idle = new ArrayBlockingQueue<>(limits.maxConcurrent());
+        URI uri = URI.create(neo4j.uri());
+        for (int i = 0; i < limits.maxConcurrent(); i++) {
+            lanes.add(lane(uri, neo4j));
+        }
+        idle.addAll(lanes);
+        Gauge.builder("wattgraph.cypher.running", idle, q -> limits.maxConcurrent() - q.size())
                 .description("Cypher queries running now").register(meters);
+    }
+
+    private Lane lane(URI uri, Neo4jProperties neo4j) {
+        if (!"bolt".equals(uri.getScheme())) {
+            return new Lane(driver, null); // TLS or routing: a relay would break or be bypassed
+        }
+        try {
+            WireBudget wire = new WireBudget(uri.getHost(), uri.getPort() < 0 ? 7687 : uri.getPort());
+            Driver laneDriver = Neo4jDriverConfiguration.driver(neo4j, "bolt://127.0.0.1:" + wire.port(),
+                    Config.builder().withMaxConnectionPoolSize(1));
+            return new Lane(laneDriver, wire);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     /** Queries running now. */
     public int running() {
-        return limits.maxConcurrent() - running.availablePermits();
+        return limits.maxConcurrent() - idle.size();
+    }
+
+    @Override
+    public void close() throws IOException {
+        for (Lane lane : lanes) {
+            if (lane.wire() != null) {
+                lane.driver().close();
+                lane.wire().close();
+            }
+        }
     }
 
     public CypherResult run(CypherRequest request) {
@@ -81,56 +125,90 @@ public class ReadOnlyCypher {
         if (timeout.toMillis() < 1 || timeout.compareTo(limits.maxTimeout()) > 0) {
             throw new InvalidParameterException("timeoutMs", "must be between 1 and " + limits.maxTimeout().toMillis());
         }
-        if (!running.tryAcquire()) {
+        Lane lane = idle.poll();
+        if (lane == null) {
             throw new CypherRejectedException(HttpStatus.TOO_MANY_REQUESTS, "too many Cypher queries are running ("
                     + "wattgraph.cypher.max-concurrent=" + limits.maxConcurrent() + "); retry later");
         }
         try {
-            return execute(query, request.parameters() == null ? Map.of() : request.parameters(), maxRows, timeout);
+            return execute(lane, query, request.parameters() == null ? Map.of() : request.parameters(), maxRows,
+                    timeout);
         } catch (Neo4jException e) {
-            throw translate(e, timeout);
+            throw lane.wire() != null && lane.wire().tripped() ? tooLarge("Neo4j sent more than") : translate(e, timeout);
         } finally {
-            running.release();
+            idle.add(lane);
         }
     }
 
-    private CypherResult execute(String query, Map<String, Object> parameters, int maxRows, Duration timeout) {
+    private CypherRejectedException tooLarge(String what) {
+        return new CypherRejectedException(HttpStatus.PAYLOAD_TOO_LARGE, "the result's first row: " + what
+                + " wattgraph.cypher.max-result-bytes (" + limits.maxResultBytes().toBytes() + " bytes); return less per row");
+    }
+
+    private CypherResult execute(Lane lane, String query, Map<String, Object> parameters, int maxRows,
+                                 Duration timeout) {
         String db = database();
         Set<String> functions = builtinFunctions(db);
         SessionConfig config = SessionConfig.builder().withDatabase(db).withDefaultAccessMode(AccessMode.READ)
                 .withFetchSize(FETCH_SIZE).build();
         TransactionConfig tx = TransactionConfig.builder().withTimeout(timeout)
                 .withMetadata(Map.of("app", "wattgraph-graph-service", "endpoint", "cypher")).build();
-        try (Session session = driver.session(config); Transaction t = session.beginTransaction(tx)) {
-            ResultSummary plan = t.run("EXPLAIN " + query, parameters).consume();
-            PlanGuard.check(plan, db, functions);
-            Result result = t.run(query, parameters);
-            List<String> columns = result.keys();
-            List<List<Object>> rows = new ArrayList<>();
-            ResultJson json = new ResultJson(limits.maxResultBytes().toBytes());
-            String limit = null;
+        if (lane.wire() != null) {
+            lane.wire().begin(limits.maxResultBytes().toBytes());
+        }
+        try (Session session = lane.driver().session(config)) {
+            Transaction t = session.beginTransaction(tx);
+            try {
+                ResultSummary plan = t.run("EXPLAIN " + query, parameters).consume();
+                PlanGuard.check(plan, db, functions);
+                return read(lane, t.run(query, parameters), maxRows);
+            } finally {
+                if (lane.wire() != null) {
+                    lane.wire().end();
+                }
+                closeQuietly(t); // rolled back: nothing to keep, and it stops what the server still produces
+            }
+        }
+    }
+
+    private CypherResult read(Lane lane, Result result, int maxRows) {
+        List<String> columns = result.keys();
+        List<List<Object>> rows = new ArrayList<>();
+        ResultJson json = new ResultJson(limits.maxResultBytes().toBytes());
+        String limit = null;
+        try {
             while (result.hasNext()) {
                 if (rows.size() == maxRows) {
                     limit = "maxRows";
                     break;
                 }
                 Record r = result.next();
-                try {
-                    List<Object> row = new ArrayList<>(r.size());
-                    r.values().forEach(v -> row.add(json.convert(v)));
-                    rows.add(row);
-                } catch (ResultJson.OverBudget e) {
-                    if (rows.isEmpty()) {
-                        throw new CypherRejectedException(HttpStatus.PAYLOAD_TOO_LARGE, "the result's first row is "
-                                + "larger than wattgraph.cypher.max-result-bytes (" + limits.maxResultBytes().toBytes()
-                                + " bytes of JSON); return less per row");
-                    }
-                    limit = "maxResultBytes";
-                    break;
-                }
+                List<Object> row = new ArrayList<>(r.size());
+                r.values().forEach(v -> row.add(json.convert(v)));
+                rows.add(row);
             }
-            // Rolled back on close: nothing to keep, and it stops whatever the server was still producing.
-            return new CypherResult(columns, rows, rows.size(), limit != null, QueryType.READ_ONLY.name(), limit);
+        } catch (ResultJson.OverBudget e) {
+            if (rows.isEmpty()) {
+                throw tooLarge("its JSON is larger than");
+            }
+            limit = "maxResultBytes";
+        } catch (Neo4jException e) {
+            if (lane.wire() == null || !lane.wire().tripped()) {
+                throw e;
+            }
+            if (rows.isEmpty()) {
+                throw tooLarge("Neo4j sent more than");
+            }
+            limit = "maxResultBytes";
+        }
+        return new CypherResult(columns, rows, rows.size(), limit != null, QueryType.READ_ONLY.name(), limit);
+    }
+
+    private static void closeQuietly(Transaction t) {
+        try {
+            t.close();
+        } catch (RuntimeException e) {
+            // the connection may have been cut by the wire budget; a read transaction has nothing to lose
         }
     }
 
