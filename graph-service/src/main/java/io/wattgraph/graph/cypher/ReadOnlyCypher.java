@@ -156,7 +156,8 @@ public class ReadOnlyCypher implements AutoCloseable {
         if (lane.wire() != null) {
             lane.wire().begin(limits.maxResultBytes().toBytes());
         }
-        try (Session session = lane.driver().session(config)) {
+        Session session = lane.driver().session(config);
+        try {
             Transaction t = session.beginTransaction(tx);
             try {
                 ResultSummary plan = t.run("EXPLAIN " + query, parameters).consume();
@@ -166,8 +167,10 @@ public class ReadOnlyCypher implements AutoCloseable {
                 if (lane.wire() != null) {
                     lane.wire().end();
                 }
-                closeQuietly(t); // rolled back: nothing to keep, and it stops what the server still produces
+                closeQuietly(t::close); // rolled back: nothing to keep, and it stops what the server still produces
             }
+        } finally {
+            closeQuietly(session::close);
         }
     }
 
@@ -204,9 +207,9 @@ public class ReadOnlyCypher implements AutoCloseable {
         return new CypherResult(columns, rows, rows.size(), limit != null, QueryType.READ_ONLY.name(), limit);
     }
 
-    private static void closeQuietly(Transaction t) {
+    private static void closeQuietly(Runnable close) {
         try {
-            t.close();
+            close.run();
         } catch (RuntimeException e) {
             // the connection may have been cut by the wire budget; a read transaction has nothing to lose
         }
