@@ -1,7 +1,8 @@
 /*
  * Wattgraph service map: plain JavaScript and SVG, no external resources. Reads /api/v1/service-graph,
  * /api/v1/projections/host, /api/v1/analysis/critical-path, /api/v1/hosts and /api/v1/power/budgets/current
- * (the budget loop's published budgets); posts /api/v1/placement and /api/v1/power/budgets. A bearer token typed into the page is sent with every call (kept in sessionStorage).
+ * (the budget loop's published budgets); posts /api/v1/placement and /api/v1/power/budgets. A bearer token typed into the page
+ * (or given once as #token=...) is sent with every call (kept in sessionStorage).
  * Every value from the API is inserted as text (textContent / attributes), never as HTML.
  */
 (function () {
@@ -613,6 +614,13 @@
 
   function init() {
     const params = new URLSearchParams(location.search);
+    // A token may come once in the fragment (#token=...: never sent to the server, so not in its logs); it is
+    // moved to sessionStorage and dropped from the address bar and history entry.
+    const fragment = new URLSearchParams(location.hash.slice(1));
+    if (fragment.get('token')) {
+      sessionStorage.setItem('wattgraph.token', fragment.get('token').trim());
+      history.replaceState(null, '', location.pathname + location.search);
+    }
     $('token').value = sessionStorage.getItem('wattgraph.token') || '';
     for (const k of ['level', 'percentile', 'latencyOf', 'mode', 'sizeBy']) if (params.get(k)) $(k).value = params.get(k);
     state.detail = params.get('detail'); // a node id or SOURCE>TARGET: opens its detail (used by the browser test)

@@ -19,15 +19,18 @@ public class Neo4jDriverConfiguration {
 
     @Bean(destroyMethod = "close")
     public Driver neo4jDriver(Neo4jProperties properties) {
+        return driver(properties, properties.uri(), Config.builder());
+    }
+
+    /** A driver with the service's credentials and timeouts, to the given URI, with extra settings in config. */
+    public static Driver driver(Neo4jProperties properties, String uri, Config.ConfigBuilder config) {
         AuthToken auth = properties.hasCredentials()
                 ? AuthTokens.basic(properties.username(), properties.password() == null ? "" : properties.password())
                 : AuthTokens.none();
-        Config config = Config.builder()
-                .withConnectionTimeout(properties.connectionTimeout().toMillis(), TimeUnit.MILLISECONDS)
+        config.withConnectionTimeout(properties.connectionTimeout().toMillis(), TimeUnit.MILLISECONDS)
                 .withMaxTransactionRetryTime(properties.maxRetryTime().toMillis(), TimeUnit.MILLISECONDS)
                 // Route driver logs through SLF4J/Logback like the rest of the service.
-                .withLogging(Logging.slf4j())
-                .build();
-        return GraphDatabase.driver(properties.uri(), auth, config);
+                .withLogging(Logging.slf4j());
+        return GraphDatabase.driver(uri, auth, config.build());
     }
 }

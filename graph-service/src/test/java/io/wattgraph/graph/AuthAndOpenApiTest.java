@@ -77,6 +77,12 @@ class AuthAndOpenApiTest {
     void healthPrometheusAndOpenApiStayOpen() throws Exception {
         assertThat(rest.getForEntity("/actuator/health/liveness", String.class).getStatusCode())
                 .isEqualTo(HttpStatus.OK);
+        // Components for everyone, details (disk path, Neo4j's answer or error) only with a token.
+        JsonNode open = json.readTree(rest.getForEntity("/actuator/health", String.class).getBody());
+        assertThat(open.at("/components/neo4j/status").asText()).isEqualTo("UP");
+        assertThat(open.at("/components/diskSpace/details").isMissingNode()).isTrue();
+        JsonNode withToken = json.readTree(call(HttpMethod.GET, "/actuator/health", "reader-1", null).getBody());
+        assertThat(withToken.at("/components/diskSpace/details/path").asText()).isNotBlank();
         ResponseEntity<String> docs = rest.getForEntity("/v3/api-docs", String.class);
         assertThat(docs.getStatusCode()).isEqualTo(HttpStatus.OK);
         JsonNode api = json.readTree(docs.getBody());

@@ -7,6 +7,9 @@ import java.time.Duration;
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnectorInternalSettings;
 import org.neo4j.harness.Neo4j;
+import io.wattgraph.localstack.Neo4jServer;
+import org.neo4j.graphdb.config.Setting;
+import org.neo4j.harness.Neo4jBuilder;
 import org.neo4j.harness.Neo4jBuilders;
 
 /**
@@ -35,15 +38,25 @@ final class TestNeo4j {
         }
     }
 
+    @SuppressWarnings("unchecked")
+    private static <T> void set(Neo4jBuilder builder, Setting<T> setting, Object value) {
+        builder.withConfig(setting, (T) value);
+    }
+
     private static Neo4j start() {
         try {
             // Under target/ (not /tmp); surefire also sets java.io.tmpdir to target/tmp.
             Path dir = Files.createDirectories(Path.of("target", "neo4j-harness"));
-            return Neo4jBuilders.newInProcessBuilder(dir)
+            Neo4jBuilder builder = Neo4jBuilders.newInProcessBuilder(dir);
+            // As the local stack's Neo4j: no file or URL import, a memory bound per transaction.
+            Neo4jServer.queryHardening().forEach((setting, value) -> set(builder, setting, value));
+            return builder
                     .withDisabledServer() // HTTP off; Bolt is all the service uses
                     .withConfig(GraphDatabaseSettings.preallocate_logical_logs, false)
                     .withConfig(BoltConnectorInternalSettings.thread_pool_shutdown_wait_time, Duration.ZERO)
                     .withConfig(BoltConnectorInternalSettings.connection_shutdown_wait_time, Duration.ZERO)
+                    .withFunction(PluginStandIns.class)
+                    .withProcedure(PluginStandIns.class)
                     .withFixture(GraphFixture.CYPHER)
                     .build();
         } catch (java.io.IOException e) {

@@ -29,6 +29,10 @@ public class CypherController {
 
     @ExceptionHandler(CypherRejectedException.class)
     public ResponseEntity<ApiError> rejected(CypherRejectedException e) {
-        return ResponseEntity.status(e.status()).body(new ApiError(e.getMessage(), e.status().value()));
+        ResponseEntity.BodyBuilder answer = ResponseEntity.status(e.status());
+        if (e.status() == org.springframework.http.HttpStatus.TOO_MANY_REQUESTS) {
+            answer.header("Retry-After", "1");
+        }
+        return answer.body(new ApiError(e.getMessage(), e.status().value()));
     }
 }
