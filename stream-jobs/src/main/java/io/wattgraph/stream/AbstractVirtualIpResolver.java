@@ -67,6 +67,8 @@ public abstract class AbstractVirtualIpResolver<T>
   /** Backend endpoint to the VIP endpoints it serves (reverse index of {@link #SERVICES}). */
   public static final MapStateDescriptor<String, String[]> BACKENDS =
       new MapStateDescriptor<>("service-backends", Types.STRING, BasicArrayTypeInfo.STRING_ARRAY_TYPE_INFO);
+  /** The broadcast states of a resolver, as its operator registers them. */
+  static final List<MapStateDescriptor<?, ?>> BROADCAST_STATES = List.of(SERVICES, BACKENDS);
 
   /** Marks a client socket whose first records went on untranslated (no backend in time). */
   static final String UNRESOLVED = "";

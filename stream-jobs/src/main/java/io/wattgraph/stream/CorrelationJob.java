@@ -26,7 +26,6 @@ import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
 import org.apache.flink.core.execution.CheckpointingMode;
-import org.apache.flink.streaming.api.datastream.BroadcastStream;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
@@ -128,14 +127,11 @@ public final class CorrelationJob {
    */
   public static DataStream<EdgeRow> correlate(DataStream<Observation> observations,
       DataStream<ServiceMappingUpdate> mappingUpdates, JobConfig config) {
-    BroadcastStream<ServiceMappingUpdate> mappings =
-        mappingUpdates.broadcast(VirtualIpResolver.SERVICES, VirtualIpResolver.BACKENDS);
-    DataStream<Observation> resolved = observations
-        .keyBy(new ByClientEndpoint())
-        .connect(mappings)
-        .process(new VirtualIpResolver(config.pairingHorizonMs, config.closedRetention()))
-        .uid("resolve-virtual-ips")
-        .name("resolve virtual IPs");
+    // The mappings carry no event time: the correlator's END_OF_INPUT timers fire when the observations end.
+    DataStream<Observation> resolved = DataTimeBroadcastOperator.connect(observations.keyBy(new ByClientEndpoint()),
+            mappingUpdates, new VirtualIpResolver(config.pairingHorizonMs, config.closedRetention()),
+            TypeInformation.of(Observation.class), "resolve virtual IPs", AbstractVirtualIpResolver.BROADCAST_STATES)
+        .uid("resolve-virtual-ips");
 
     DataStream<ConnectionUpdate> connections = resolved
         .keyBy(new ByConnection())

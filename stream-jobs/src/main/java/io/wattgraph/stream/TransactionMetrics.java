@@ -1,18 +1,16 @@
 package io.wattgraph.stream;
 
 import java.time.Duration;
-import org.apache.flink.api.common.eventtime.Watermark;
-import org.apache.flink.api.common.eventtime.WatermarkGenerator;
-import org.apache.flink.api.common.eventtime.WatermarkOutput;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
-import org.apache.flink.streaming.api.datastream.BroadcastStream;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
+import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 
 /**
@@ -85,12 +83,32 @@ public final class TransactionMetrics {
                 COMBINED_INPUTS))
         .uid("process-groups");
 
-    SingleOutputStreamOperator<EdgeMetricsRow> edges = edgeWindows(resolveVirtualIps(transactions, mappings, config)
+    // The edge path's event time is that of the transactions and of the agents' clock, the
+    // ResourceSamples' watermarks (as in the entity windows): agents send TransactionStats only for
+    // connections with traffic, so alone they would keep a window open until the next request.
+    DataStream<Transaction> timed = transactions.union(agentClock(processSamples));
+    SingleOutputStreamOperator<EdgeMetricsRow> edges = edgeWindows(resolveVirtualIps(timed, mappings, config)
         .keyBy(new ByConnection())
         .process(new TransactionEdges(config.idleTimeoutMs, config.windowMs, config.allowedLatenessMs))
         .uid("transaction-edges")
         .name("pair transaction ends"), config);
     return new Streams(windowInputs, edges, transactions.getSideOutput(SplitDeadLetters.DEAD_LETTERS));
+  }
+
+  /** The samples' watermarks and idleness, without their records, as a transaction stream. */
+  static DataStream<Transaction> agentClock(DataStream<MetricInput> samples) {
+    return samples
+        .process(new WatermarksOnly<MetricInput, Transaction>(), TypeInformation.of(Transaction.class))
+        .uid("agent-clock")
+        .name("agents' clock");
+  }
+
+  /** Passes on no record: what remains are the watermarks and watermark statuses of its input. */
+  static final class WatermarksOnly<I, O> extends ProcessFunction<I, O> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public void processElement(I in, Context ctx, Collector<O> out) {}
   }
 
   /** The edge windows' sinks: late inputs counted, results to their Kafka topic and onto the graph. */
@@ -111,22 +129,17 @@ public final class TransactionMetrics {
   /**
    * Client records towards a Service VIP rewritten to the backend that served them, keyed by the
    * client endpoint (as the connection path's {@link VirtualIpResolver}), so that both ends of a
-   * connection through a VIP share their connection key in {@link TransactionEdges}.
+   * connection through a VIP share their connection key in {@link TransactionEdges}. The mappings
+   * have no event time: the operator's watermark is that of {@code transactions} alone
+   * ({@link DataTimeBroadcastOperator}).
    */
   static DataStream<Transaction> resolveVirtualIps(DataStream<Transaction> transactions,
       DataStream<ServiceMappingUpdate> mappings, JobConfig config) {
-    BroadcastStream<ServiceMappingUpdate> services = mappings
-        .assignTimestampsAndWatermarks(WatermarkStrategy.forGenerator(c -> new EndOfTime()))
-        .uid("service-mappings-end-of-time")
-        .name("service mappings: no event time")
-        .setParallelism(1)
-        .broadcast(AbstractVirtualIpResolver.SERVICES, AbstractVirtualIpResolver.BACKENDS);
-    return transactions
-        .keyBy(new ByClientEndpoint())
-        .connect(services)
-        .process(new TransactionVirtualIpResolver(vipRetentionMs(config), config.windowMs))
-        .uid("resolve-transaction-vips")
-        .name("resolve virtual IPs of transactions");
+    return DataTimeBroadcastOperator.connect(transactions.keyBy(new ByClientEndpoint()), mappings,
+            new TransactionVirtualIpResolver(vipRetentionMs(config), config.windowMs),
+            TypeInformation.of(Transaction.class), "resolve virtual IPs of transactions",
+            AbstractVirtualIpResolver.BROADCAST_STATES)
+        .uid("resolve-transaction-vips");
   }
 
   /**
@@ -136,23 +149,6 @@ public final class TransactionMetrics {
    */
   static long vipRetentionMs(JobConfig config) {
     return Math.max(config.closedRetention(), config.windowMs + config.maxOutOfOrdernessMs);
-  }
-
-  /**
-   * The watermark of the service mappings: the end of time. They have no event time (their source
-   * has no watermarks), and a two-input operator's watermark is the minimum of its inputs': without
-   * this, the broadcast input would hold the transactions' watermark back for ever.
-   */
-  static final class EndOfTime implements WatermarkGenerator<ServiceMappingUpdate> {
-    @Override
-    public void onEvent(ServiceMappingUpdate u, long eventTimestamp, WatermarkOutput output) {
-      output.emitWatermark(new Watermark(Long.MAX_VALUE));
-    }
-
-    @Override
-    public void onPeriodicEmit(WatermarkOutput output) {
-      output.emitWatermark(new Watermark(Long.MAX_VALUE));
-    }
   }
 
   /** Edge windows: the same size, lateness and revisions as the entity windows. */

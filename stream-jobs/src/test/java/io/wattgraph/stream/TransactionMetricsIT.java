@@ -448,6 +448,14 @@ class TransactionMetricsIT {
       tx.add(vipRecord(stats(TransactionRole.CLIENT, "host-v", "10.0.1.1", 41000, "10.96.1.10", 80, 110, 5100,
           t0 + 16 * S, 1, 100, 1000, new long[] {2 * MS}, new long[] {1})));
       stack.produce(tx);
+      // The agents' clock: their ResourceSamples of W1 (the edge windows' time is the transactions'
+      // and the samples').
+      List<ProducerRecord<String, byte[]>> res = new ArrayList<>();
+      for (String host : List.of("host-v", "host-w", "host-x")) {
+        res.add(new ProducerRecord<>("vip-res", 0, host,
+            ResourceMetricsIT.encode(ResourceMetricsIT.sample(ResourceScope.HOST, host, t0 + 16 * S, S, 1.0, true, 1, 1))));
+      }
+      stack.produce(res);
 
       long w0 = t0 + 10 * S;
       String ab = "P:" + pa + ">P:" + pb;

@@ -11,7 +11,6 @@ import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedBroadcastOperatorTestHarness;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
-import org.apache.flink.streaming.util.ProcessFunctionTestHarnesses;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -32,11 +31,12 @@ class TransactionVirtualIpResolverTest {
 
   @BeforeEach
   void setUp() throws Exception {
-    h = ProcessFunctionTestHarnesses.forKeyedBroadcastProcessFunction(
-        new TransactionVirtualIpResolver(RETENTION, WINDOW), new TransactionMetrics.ByClientEndpoint(), Types.STRING,
-        AbstractVirtualIpResolver.SERVICES, AbstractVirtualIpResolver.BACKENDS);
+    // The job's operator (DataTimeBroadcastOperator): its event time is the transactions' alone.
+    h = new KeyedBroadcastOperatorTestHarness<>(new DataTimeBroadcastOperator<>(
+        new TransactionVirtualIpResolver(RETENTION, WINDOW), AbstractVirtualIpResolver.BROADCAST_STATES),
+        new TransactionMetrics.ByClientEndpoint(), Types.STRING, 1, 1, 0);
+    h.open();
     h.setProcessingTime(0);
-    h.processBroadcastWatermark(Long.MAX_VALUE); // the mappings' end of time, as in the job
   }
 
   @AfterEach

@@ -14,7 +14,6 @@ import java.util.ArrayList;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.util.KeyedBroadcastOperatorTestHarness;
-import org.apache.flink.streaming.util.ProcessFunctionTestHarnesses;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -29,9 +28,10 @@ class VirtualIpResolverTest {
 
   @BeforeEach
   void setUp() throws Exception {
-    h = ProcessFunctionTestHarnesses.forKeyedBroadcastProcessFunction(
-        new VirtualIpResolver(HORIZON, RETENTION), new CorrelationJob.ByClientEndpoint(), Types.STRING,
-        VirtualIpResolver.SERVICES, VirtualIpResolver.BACKENDS);
+    // The job's operator (DataTimeBroadcastOperator), as CorrelationJob.correlate makes it.
+    h = new KeyedBroadcastOperatorTestHarness<>(new DataTimeBroadcastOperator<>(new VirtualIpResolver(HORIZON, RETENTION),
+        AbstractVirtualIpResolver.BROADCAST_STATES), new CorrelationJob.ByClientEndpoint(), Types.STRING, 1, 1, 0);
+    h.open();
     h.setProcessingTime(0);
   }
 

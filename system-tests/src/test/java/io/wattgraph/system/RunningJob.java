@@ -3,6 +3,8 @@ package io.wattgraph.system;
 import io.wattgraph.stream.CorrelationJob;
 import io.wattgraph.stream.JobConfig;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestOptions;
@@ -17,10 +19,14 @@ final class RunningJob implements AutoCloseable {
     this.client = client;
   }
 
-  static RunningJob start(String kafka, String topic, String boltUri, Path checkpoints) throws Exception {
-    return start(JobConfig.parse(new String[] {
+  /** With the production flags for these servers, then {@code flags} (e.g. shorter windows). */
+  static RunningJob start(String kafka, String topic, String boltUri, Path checkpoints, String... flags)
+      throws Exception {
+    List<String> args = new ArrayList<>(List.of(
         "--kafka-brokers", kafka, "--topic", topic, "--group-id", "system-test",
-        "--neo4j-uri", boltUri, "--checkpoint-dir", checkpoints.toUri().toString()}));
+        "--neo4j-uri", boltUri, "--checkpoint-dir", checkpoints.toUri().toString()));
+    args.addAll(List.of(flags));
+    return start(JobConfig.parse(args.toArray(String[]::new)));
   }
 
   /** The job as its command line configures it. */

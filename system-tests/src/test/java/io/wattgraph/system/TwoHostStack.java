@@ -60,7 +60,9 @@ final class TwoHostStack implements AutoCloseable {
   }
 
   void startJob() throws Exception {
-    add(RunningJob.start(kafka.bootstrapServers(), TOPIC, neo4j.boltUri(), work.resolve("flink")));
+    // A directory of this run: the job restores the newest checkpoint under it (--restore latest),
+    // and one of an earlier run (its Kafka broker gone, its transactions unknown) would not do.
+    add(RunningJob.start(kafka.bootstrapServers(), TOPIC, neo4j.boltUri(), work.resolve("flink-" + System.nanoTime())));
   }
 
   void startAgents() throws Exception {
