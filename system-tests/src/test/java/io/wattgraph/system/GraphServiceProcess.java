@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -20,7 +21,8 @@ final class GraphServiceProcess implements AutoCloseable {
   private final Path log;
   final String baseUrl;
 
-  GraphServiceProcess(String boltUri, Path workDir) throws Exception {
+  /** {@code extraArgs} come after the defaults (Spring's last value of a property wins). */
+  GraphServiceProcess(String boltUri, Path workDir, String... extraArgs) throws Exception {
     if (!Files.isRegularFile(JAR)) {
       fail("needs the packaged graph service (" + JAR.toAbsolutePath() + "): mvn -pl graph-service -am package");
     }
@@ -29,10 +31,11 @@ final class GraphServiceProcess implements AutoCloseable {
     int port = FlinkClusterEndToEndTest.freePort();
     baseUrl = "http://127.0.0.1:" + port;
     String java = ProcessHandle.current().info().command().orElse("java");
-    process = new ProcessBuilder(java, "-Xmx512m", "-XX:+UseSerialGC", "-Djava.io.tmpdir=" + workDir,
-        "-jar", JAR.toAbsolutePath().toString(), "--server.address=127.0.0.1", "--server.port=" + port,
-        "--wattgraph.neo4j.uri=" + boltUri, "--wattgraph.auth.enabled=false")
-        .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    List<String> command = new ArrayList<>(List.of(java, "-Xmx512m", "-XX:+UseSerialGC",
+        "-Djava.io.tmpdir=" + workDir, "-jar", JAR.toAbsolutePath().toString(), "--server.address=127.0.0.1",
+        "--server.port=" + port, "--wattgraph.neo4j.uri=" + boltUri, "--wattgraph.auth.enabled=false"));
+    command.addAll(List.of(extraArgs));
+    process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
     while (!get("/actuator/health").contains("\"UP\"")) {
       if (!process.isAlive() || System.nanoTime() > deadline) {
@@ -47,6 +50,10 @@ final class GraphServiceProcess implements AutoCloseable {
   /** The body of a 200 answer to GET {@code path}, else "". */
   String get(String path) {
     return FlinkClusterEndToEndTest.get(baseUrl + path);
+  }
+
+  boolean isAlive() {
+    return process.isAlive();
   }
 
   String logTail() {

@@ -59,8 +59,6 @@ import org.neo4j.driver.GraphDatabase;
  */
 class SecureKafkaEndToEndTest {
   private static final String HOST = "sec-host";
-  private static final Path GRAPH_SERVICE_JAR = Path.of(System.getProperty("wattgraph.graphServiceJar",
-      "../graph-service/target/wattgraph-graph-service-0.1.0-SNAPSHOT.jar"));
 
   @Test
   void everyComponentWorksOverSaslSslAndTheAclsRefuseTheRest() throws Exception {
@@ -68,14 +66,11 @@ class SecureKafkaEndToEndTest {
     Path agentBin = Preconditions.agentBinary();
     Path mapperBin = agentBin.resolveSibling("wattgraph-service-mapper");
     Preconditions.require(Files.isExecutable(mapperBin), "service mapper not built at " + mapperBin);
-    if (!Files.isRegularFile(GRAPH_SERVICE_JAR)) {
-      fail("needs the packaged graph-service (" + GRAPH_SERVICE_JAR + "): mvn -pl graph-service -am package");
-    }
     Path work = Files.createDirectories(Path.of("target", "system-test-secure-kafka", "run-" + System.nanoTime())
         .toAbsolutePath());
     String ns = "wgsk" + ProcessHandle.current().pid();
     List<AutoCloseable> started = new ArrayList<>();
-    Process service = null;
+    GraphServiceProcess service = null;
     try {
       KafkaBroker kafka = add(started, KafkaBroker.startSecure(work.resolve("kafka"), 0, 0));
       KafkaSecurity sec = kafka.security();
@@ -99,15 +94,12 @@ class SecureKafkaEndToEndTest {
       load(sec.javaProperties(Principal.GRAPH_SERVICE)).forEach((k, v) ->
           spring.append("wattgraph.power.budgets.producer.").append(k).append('=').append(v).append('\n'));
       Files.writeString(serviceKafka, spring.toString());
-      service = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx384m",
-          "-XX:+UseSerialGC", "-jar", GRAPH_SERVICE_JAR.toAbsolutePath().toString(),
-          "--server.address=127.0.0.1", "--server.port=" + FlinkClusterEndToEndTest.freePort(),
-          "--wattgraph.neo4j.uri=" + neo4j.boltUri(), "--spring.config.import=file:" + serviceKafka,
+      service = add(started, new GraphServiceProcess(neo4j.boltUri(), work.resolve("graph-service"),
+          "--spring.config.import=file:" + serviceKafka,
           "--wattgraph.power.budgets.enabled=true", "--wattgraph.power.budgets.period=2s",
           "--wattgraph.power.budgets.bootstrap-servers=" + kafka.bootstrapServers(),
           "--wattgraph.power.budgets.hosts[" + HOST + "].min-watts=50",
-          "--wattgraph.power.budgets.hosts[" + HOST + "].max-watts=150")
-          .redirectErrorStream(true).redirectOutput(work.resolve("graph-service.log").toFile()).start();
+          "--wattgraph.power.budgets.hosts[" + HOST + "].max-watts=150"));
 
       // The agent: --kafka-config for its producer and its budget consumer.
       int metricsPort = FlinkClusterEndToEndTest.freePort();
@@ -117,8 +109,9 @@ class SecureKafkaEndToEndTest {
               "--kafka-config", sec.librdkafkaProperties(Principal.AGENT).toString(),
               "--metrics-addr", "127.0.0.1:" + metricsPort,
               "--power-cap", "dry-run", "--powercap-root", noRapl.toString())));
+      GraphServiceProcess graphService = service;
       Supplier<String> logs = () -> "\nagent log:\n" + agent.logText() + "\ngraph-service log (tail):\n"
-          + tail(work.resolve("graph-service.log"));
+          + graphService.logTail();
 
       TwoHostStack.Exchange ex = TwoHostStack.exchange(work, ns, "127.0.0.1", 18080, ns, "127.0.0.1", 18080,
           3000, 70_000);
@@ -179,12 +172,6 @@ class SecureKafkaEndToEndTest {
       assertNotEquals(null, service);
       assertTrue(service.isAlive(), "graph-service runs:" + logs.get());
     } finally {
-      if (service != null) {
-        service.destroy();
-        if (!service.waitFor(30, TimeUnit.SECONDS)) {
-          service.destroyForcibly();
-        }
-      }
       for (int i = started.size() - 1; i >= 0; i--) {
         try {
           started.get(i).close();
@@ -304,15 +291,6 @@ class SecureKafkaEndToEndTest {
         fail("timed out waiting for " + what + logs.get());
       }
       Thread.sleep(250);
-    }
-  }
-
-  private static String tail(Path f) {
-    try {
-      List<String> lines = Files.readAllLines(f);
-      return String.join("\n", lines.subList(Math.max(0, lines.size() - 60), lines.size()));
-    } catch (IOException e) {
-      return "(" + e + ")";
     }
   }
 }
