@@ -153,7 +153,7 @@ class SecureKafkaBrokerTest {
     assertInstanceOf(SaslAuthenticationException.class, write(c, "wattgraph.connections"));
   }
 
-  /** docs/security-kafka.md's rotation: a new password by the Admin API; the old one stops working. */
+  /** docs/security/kafka.md's rotation: a new password by the Admin API; the old one stops working. */
   @Test
   void aPasswordRotatedByTheAdminApiReplacesTheOldOne() throws Exception {
     String user = "rotation-test";
