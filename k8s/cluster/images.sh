@@ -95,7 +95,24 @@ bud() { # bud IMAGE DOCKERFILE BUILD-ARG... : the Dockerfile with the host's art
   save "$image"
 }
 
+# What the ARTEFACTS=prebuilt stages copy: the host's builds (bin/wattgraph build) and the jars of
+# the Maven-built images.
+artefacts() {
+  local f x
+  for f in target/release/wattgraph-agent target/release/wattgraph-service-mapper \
+           graph-service/target/wattgraph-graph-service-0.1.0-SNAPSHOT.jar \
+           stream-jobs/target/wattgraph-stream-jobs-0.1.0-SNAPSHOT-job.jar; do
+    [ -f "$ROOT/$f" ] || die "$f is missing: run bin/wattgraph build first"
+  done
+  for x in kafka neo4j flink; do
+    [ -d "$ROOT/k8s/images/$x/target/lib" ] && continue
+    say "jars of the $x image (mvn -f k8s/images/$x/pom.xml package)"
+    mvn -B -q -f "$ROOT/k8s/images/$x/pom.xml" package
+  done
+}
+
 build() {
+  artefacts
   system
   debian_base
   have_image "$JRE_IMAGE" || bud "$JRE_IMAGE" k8s/images/jre/Dockerfile "BASE_IMAGE=$DEBIAN_IMAGE"
