@@ -5,6 +5,7 @@
 #   cluster.sh down    stop all of it and remove what it left: processes, pods' network namespaces,
 #                      mounts, iptables chains, the node's interface, cgroups, $K8S_STATE
 #   cluster.sh status  what runs
+#   cluster.sh install the chart (k8s/chart/wattgraph) with test-values.yaml, images imported
 # Needs root. Addresses and paths: env.sh.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -298,6 +299,25 @@ dns() {
   wait_for "cluster DNS ($K8S_DNS_IP)" 180 dns_answers
 }
 
+# Volumes for PersistentVolumeClaims: the default StorageClass, with no provisioner, and PV_COUNT
+# directories of the node as PersistentVolumes it binds (world-writable: fsGroup does not apply to
+# hostPath, and the pods run as their own uids).
+PV_COUNT=10
+storage() {
+  local i
+  {
+    printf 'apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: node-local\n'
+    printf '  annotations: {storageclass.kubernetes.io/is-default-class: "true"}\n'
+    printf 'provisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\nreclaimPolicy: Delete\n'
+    for i in $(seq 0 $((PV_COUNT - 1))); do
+      mkdir -p "$S/volumes/pv-$i" && chmod 1777 "$S/volumes/pv-$i"
+      printf -- '---\napiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: node-local-%s\nspec:\n' "$i"
+      printf '  capacity: {storage: 50Gi}\n  accessModes: [ReadWriteOnce, ReadWriteMany]\n'
+      printf '  storageClassName: node-local\n  persistentVolumeReclaimPolicy: Retain\n  hostPath: {path: %s, type: Directory}\n' "$S/volumes/pv-$i"
+    done
+  } | kc apply -f - >/dev/null
+}
+
 up() {
   [ "$(id -u)" = 0 ] || die "the cluster needs root"
   packages
@@ -309,6 +329,7 @@ up() {
   control_plane
   node
   dns
+  storage
   kc get nodes -o wide >&2
   say "up: export KUBECONFIG=$KUBECONFIG_ADMIN (kubectl: $K8S_BIN/kubectl)"
 }
@@ -399,6 +420,31 @@ clean_cgroups() {
   done
 }
 
+# The chart with test-values.yaml and new random secrets, into namespace $NS; waits for its pods.
+NS=${WATTGRAPH_K8S_NAMESPACE:-wattgraph}
+install() {
+  pid_of kube-apiserver >/dev/null || die "the cluster is not up (cluster.sh up)"
+  "$HERE/images.sh" import
+  kc create namespace "$NS" --dry-run=client -o yaml | kc apply -f - >/dev/null
+  local pw read admin
+  if ! kc -n "$NS" get secret neo4j-auth >/dev/null 2>&1; then
+    pw=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+    kc -n "$NS" create secret generic neo4j-auth --from-literal=NEO4J_AUTH="neo4j/$pw" \
+      --from-literal=NEO4J_PASSWORD="$pw" >/dev/null
+  fi
+  if ! kc -n "$NS" get secret graph-service-auth >/dev/null 2>&1; then
+    read=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+    admin=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+    kc -n "$NS" create secret generic graph-service-auth --from-literal=read-tokens="$read" \
+      --from-literal=admin-tokens="$admin" >/dev/null
+  fi
+  say "helm upgrade --install wattgraph ($NS)"
+  "$K8S_BIN/helm" --kubeconfig "$KUBECONFIG_ADMIN" upgrade --install wattgraph "$HERE/../chart/wattgraph" \
+    --namespace "$NS" -f "$HERE/test-values.yaml" --set "nodeAgent.stateHostPath=$S/agent-state" \
+    --wait --timeout "${WATTGRAPH_K8S_INSTALL_TIMEOUT:-15m}" "$@"
+  kc -n "$NS" get pods -o wide >&2
+}
+
 status() {
   local c
   for c in "${COMPONENTS[@]}"; do
@@ -411,5 +457,6 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+  install) shift; install "$@" ;;
+  *) echo "usage: $0 up|down|status|install" >&2; exit 2 ;;
 esac
