@@ -225,6 +225,7 @@ imageGCHighThresholdPercent: 95
 imageGCLowThresholdPercent: 90
 evictionHard: {nodefs.available: 2%, imagefs.available: 2%, memory.available: 200Mi}
 serializeImagePulls: false
+podLogsDir: $S/pod-logs
 EOF
   cat >"$S/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
@@ -266,7 +267,7 @@ control_plane() {
     --enable-admission-plugins NodeRestriction --client-ca-file "$P/ca.crt" \
     --tls-cert-file "$P/apiserver.crt" --tls-private-key-file "$P/apiserver.key" \
     --kubelet-client-certificate "$P/apiserver-kubelet-client.crt" --kubelet-client-key "$P/apiserver-kubelet-client.key" \
-    --kubelet-certificate-authority "$P/ca.crt" \
+    --kubelet-certificate-authority "$P/ca.crt" --kubelet-preferred-address-types InternalIP \
     --service-account-issuer "https://kubernetes.default.svc.$K8S_DOMAIN" \
     --service-account-key-file "$P/sa.pub" --service-account-signing-key-file "$P/sa.key"
   wait_for kube-apiserver 180 api_ready

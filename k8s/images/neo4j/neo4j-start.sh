@@ -4,6 +4,8 @@
 # sets the initial password on the first start (NEO4J_AUTH=none turns authentication off).
 set -eu
 HOME_DIR=/var/lib/neo4j
+# The admin tool and the server read these.
+export NEO4J_HOME=$HOME_DIR NEO4J_CONF=/tmp/neo4j-conf
 CONF_DIR=/tmp/neo4j-conf
 mkdir -p "$CONF_DIR" /data/dbms /logs
 {
@@ -11,7 +13,7 @@ mkdir -p "$CONF_DIR" /data/dbms /logs
   echo "server.directories.logs=/logs"
   echo "server.directories.import=${NEO4J_server_directories_import:-/import}"
   echo "server.default_listen_address=0.0.0.0"
-  env | grep '^NEO4J_' | grep -v -E '^NEO4J_(AUTH|HOME|server_directories_import)=' | while IFS='=' read -r k v; do
+  env | grep '^NEO4J_' | grep -v -E '^NEO4J_(AUTH|HOME|CONF|server_directories_import)=' | while IFS='=' read -r k v; do
     k=${k#NEO4J_}
     # __ is a literal underscore, _ a dot (the official image's convention).
     printf '%s=%s\n' "$(printf '%s' "$k" | sed -e 's/__/\x01/g' -e 's/_/./g' -e 's/\x01/_/g')" "$v"
@@ -22,8 +24,7 @@ case "${NEO4J_AUTH:-}" in
   none) echo "dbms.security.auth_enabled=false" >>"$CONF_DIR/neo4j.conf" ;;
   neo4j/*)
     if [ ! -f /data/dbms/auth.ini ] && [ ! -d /data/databases/system ]; then
-      java -cp "$CP" org.neo4j.cli.AdminTool dbms set-initial-password --home-dir "$HOME_DIR" \
-        --config-dir "$CONF_DIR" "${NEO4J_AUTH#neo4j/}" >/dev/null
+      java -cp "$CP" org.neo4j.cli.AdminTool dbms set-initial-password "${NEO4J_AUTH#neo4j/}" >/dev/null
     fi ;;
   *) echo "neo4j-start: set NEO4J_AUTH to neo4j/<password> or none" >&2; exit 2 ;;
 esac
