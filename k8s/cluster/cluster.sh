@@ -391,7 +391,7 @@ drop_chains() { # drop_chains PREFIX
     for table in filter nat mangle; do
       for chain in $($ipt -t "$table" -S 2>/dev/null | awk -v p="$1" '$1 == "-N" && index($2, p) == 1 {print $2}'); do
         $ipt -t "$table" -S 2>/dev/null | grep -- "-j $chain\( \|$\)" | sed 's/^-A/-D/' \
-          | while read -r rule; do eval "$ipt" -t "$table" "$rule" 2>/dev/null || true; done
+          | while read -r rule; do eval "$ipt" -t "$table" "$rule" 2>/dev/null || true; done || true
       done
       for chain in $($ipt -t "$table" -S 2>/dev/null | awk -v p="$1" '$1 == "-N" && index($2, p) == 1 {print $2}'); do
         $ipt -t "$table" -F "$chain" 2>/dev/null || true
