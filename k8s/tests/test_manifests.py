@@ -1,15 +1,49 @@
-"""Checks every manifest of k8s/: no privileged container, a securityContext per container, the
-node agent's capabilities and mounts, NetworkPolicies that admit exactly the intended
-connections, secrets only from Secrets, Neo4j's file and memory limits.
-Run: python3 k8s/tests/test_manifests.py (PyYAML, Debian's python3-yaml)."""
+"""Checks what the Helm chart k8s/chart/wattgraph renders (helm lint, then helm template with the
+default values and with every option on): no privileged container, a securityContext per
+container, the node agent's capabilities and mounts, NetworkPolicies that admit exactly the
+intended connections, secrets only from Secrets, Neo4j's file and memory limits, Kafka's
+replication, one power-budget loop whatever the replica count.
+Run: python3 k8s/tests/test_manifests.py (PyYAML, Debian's python3-yaml; helm from
+k8s/cluster/build.sh, built on first use)."""
 import functools
+import os
 import pathlib
 import re
+import subprocess
 import unittest
 
 import yaml
 
 K8S = pathlib.Path(__file__).resolve().parent.parent
+CHART = K8S / "chart" / "wattgraph"
+KUBE_VERSION = "v1.34.4"
+# Every option that changes what is rendered, for the checks that must hold whatever the values.
+ALL_ON = ["monitoring.podMonitors=true", "graphService.tls.secret=gs-tls", "kafka.security.protocol=SASL_SSL",
+          "kafka.security.brokerSecret=kafka-broker", "kafka.security.clientSecrets.nodeAgent=k-agent",
+          "kafka.security.clientSecrets.streamJobs=k-job", "kafka.security.clientSecrets.graphService=k-gs",
+          "kafka.security.clientSecrets.serviceMapper=k-mapper", "graphService.replicas=5"]
+
+
+@functools.lru_cache(maxsize=None)
+def helm():
+    env = subprocess.run(["bash", "-c", f". {K8S}/cluster/versions.sh && echo $K8S_BIN/helm"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    if not os.access(env, os.X_OK):
+        subprocess.run([str(K8S / "cluster" / "build.sh"), "helm"], check=True)
+    return env
+
+
+@functools.lru_cache(maxsize=None)
+def render(*settings):
+    args = [helm(), "template", "wattgraph", str(CHART), "--namespace", "wattgraph", "--kube-version", KUBE_VERSION]
+    for s in settings:
+        args += ["--set", s]
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    return tuple(d for d in yaml.safe_load_all(out) if d)
+
+
+def load(name):
+    return [d for d in yaml.safe_load_all((K8S / name).read_text()) if d]
 POD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job"}
 AGENT_MOUNTS = {  # hostPath -> (mountPath, readOnly)
     "/sys/fs/cgroup": ("/sys/fs/cgroup", True),
@@ -22,16 +56,32 @@ def load(name):
     return [d for d in yaml.safe_load_all((K8S / name).read_text()) if d]
 
 
-@functools.lru_cache(maxsize=None)
+VARIANTS = {"defaults": (), "all options on": tuple(ALL_ON)}
+CURRENT = ["defaults"]
+
+
 def applied():
-    """The objects kustomize applies (the files its kustomization lists)."""
-    return tuple(d for f in load("kustomization.yaml")[0]["resources"] for d in load(f))
+    """The objects the chart renders with the values of the variant under test."""
+    return render(*VARIANTS[CURRENT[0]])
 
 
 def workloads():
-    """name -> (pod spec, pod labels) of every workload applied."""
+    """name -> (pod spec, pod labels) of every workload rendered."""
     return {d["metadata"]["name"]: (d["spec"]["template"]["spec"], d["spec"]["template"]["metadata"]["labels"])
             for d in applied() if d["kind"] in POD_KINDS}
+
+
+def each_variant(test):
+    """Runs a check against every variant of values."""
+    def run(self):
+        for v in VARIANTS:
+            with self.subTest(values=v):
+                CURRENT[0] = v
+                try:
+                    test(self)
+                finally:
+                    CURRENT[0] = "defaults"
+    return run
 
 
 def env(container, name):
@@ -72,16 +122,71 @@ def admitted(src, dst, port):
 
 
 class Manifests(unittest.TestCase):
-    def test_kustomization_lists_every_manifest_but_the_example_secrets(self):
-        listed = set(load("kustomization.yaml")[0]["resources"])
-        files = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
-        self.assertEqual(listed, {f for f in files if not f.endswith(".example.yaml")})
-        for f in files - listed:
-            for d in load(f):
+    def test_helm_lint_passes_and_the_chart_renders_no_secret(self):
+        lint = subprocess.run([helm(), "lint", "--strict", str(CHART), "--kube-version", KUBE_VERSION],
+                              capture_output=True, text=True)
+        self.assertEqual(lint.returncode, 0, lint.stdout + lint.stderr)
+        for v in VARIANTS.values():
+            self.assertFalse([d for d in render(*v) if d["kind"] == "Secret"], "secrets are created by hand")
+        self.assertEqual({p.name for p in K8S.glob("*.yaml")}, {"graph-service-auth.example.yaml", "neo4j-auth.example.yaml"})
+        for f in K8S.glob("*.example.yaml"):
+            for d in load(f.name):
                 self.assertEqual(d["kind"], "Secret", f)
                 for k, v in d["stringData"].items():
                     self.assertRegex(v, r"(replace-|change-me)", f"{f} {k} holds a placeholder, not a secret")
 
+    def test_a_missing_existing_kafka_or_neo4j_address_is_refused_by_name(self):
+        for setting, name in (("kafka.enabled=false", "kafka.bootstrapServers"), ("neo4j.enabled=false", "neo4j.uri")):
+            r = subprocess.run([helm(), "template", "w", str(CHART), "--kube-version", KUBE_VERSION, "--set", setting],
+                               capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0, setting)
+            self.assertIn(name, r.stderr)
+        objs = render("kafka.enabled=false", "kafka.bootstrapServers=broker.example:9093",
+                      "neo4j.enabled=false", "neo4j.uri=bolt://graph.example:7687")
+        names = {d["metadata"]["name"] for d in objs if d["kind"] in POD_KINDS}
+        self.assertFalse({"kafka", "neo4j", "kafka-create-topics"} & names, names)
+        text = yaml.safe_dump_all(objs)
+        self.assertIn("broker.example:9093", text)
+        self.assertIn("bolt://graph.example:7687", text)
+
+    def test_kafka_is_three_kraft_brokers_with_replication_3_and_min_isr_2(self):
+        (sts,) = [d for d in applied() if d["kind"] == "StatefulSet" and d["metadata"]["name"] == "kafka"]
+        self.assertEqual(sts["spec"]["replicas"], 3)
+        (c,) = sts["spec"]["template"]["spec"]["containers"]
+        self.assertEqual(value(c, "KAFKA_REPLICAS"), "3")
+        (cm,) = [d for d in applied() if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "kafka-config"]
+        props = dict(line.split("=", 1) for line in cm["data"]["10-cluster.properties"].splitlines() if line)
+        for k, v in {"default.replication.factor": "3", "min.insync.replicas": "2", "offsets.topic.replication.factor": "3",
+                     "transaction.state.log.replication.factor": "3", "transaction.state.log.min.isr": "2",
+                     "unclean.leader.election.enable": "false"}.items():
+            self.assertEqual(props.get(k), v, k)
+
+    @each_variant
+    def test_exactly_one_power_budget_loop_whatever_the_replica_count(self):
+        deployments = {d["metadata"]["name"]: d for d in applied() if d["kind"] == "Deployment"}
+        loops = [n for n, d in deployments.items()
+                 if "--wattgraph.power.budgets.enabled=true" in d["spec"]["template"]["spec"]["containers"][0].get("args", [])]
+        self.assertEqual(loops, ["graph-service-budgets"])
+        budgets = deployments["graph-service-budgets"]["spec"]
+        self.assertEqual((budgets["replicas"], budgets["strategy"]["type"]), (1, "Recreate"))
+        api = deployments["graph-service"]["spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertIn("--wattgraph.power.budgets.enabled=false", api)
+
+    def test_flink_has_kubernetes_ha_and_checkpoints_on_a_volume_of_every_flink_pod(self):
+        (cm,) = [d for d in applied() if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "flink-config"]
+        conf = yaml.safe_load(cm["data"]["config.yaml"])
+        self.assertEqual(conf["high-availability.type"], "kubernetes")
+        self.assertTrue(conf["high-availability.storageDir"].startswith("file:///flink-checkpoints/"))
+        self.assertTrue(conf["state.checkpoints.dir"].startswith("file:///flink-checkpoints/"))
+        for name in ("flink-jobmanager", "flink-taskmanager"):
+            pod, _ = workloads()[name]
+            (vol,) = [v for v in pod["volumes"] if v["name"] == "checkpoints"]
+            self.assertEqual(vol["persistentVolumeClaim"]["claimName"], "flink-checkpoints", name)
+            self.assertEqual(pod["serviceAccountName"], "flink")
+        (role,) = [d for d in applied() if d["kind"] == "Role" and d["metadata"]["name"] == "flink-ha"]
+        self.assertEqual(role["rules"][0]["resources"], ["configmaps"])
+
+    @each_variant
     def test_no_privileged_container_and_a_security_context_for_each(self):
         for name, (pod, _) in workloads().items():
             pod_ctx = pod.get("securityContext", {})
@@ -110,7 +215,7 @@ class Manifests(unittest.TestCase):
         added = ctx["capabilities"]["add"]
         self.assertTrue(added)
         self.assertFalse({"SYS_ADMIN", "SYS_PTRACE", "ALL"} & set(added), added)
-        text = (K8S / "node-agent.yaml").read_text()
+        text = (CHART / "templates" / "node-agent.yaml").read_text()
         for cap in added:  # the list's lines carry the why as a comment (node-agent/tests/capabilities.rs reads the same list)
             self.assertRegex(text, rf"\n\s*- {cap}\s+# \S.*\S", f"{cap} has no comment saying why")
         host = {v["name"]: v["hostPath"] for v in pod["volumes"] if "hostPath" in v}
@@ -125,16 +230,19 @@ class Manifests(unittest.TestCase):
         w = {n: labels for n, (_, labels) in workloads().items()}
         kafka, neo4j, jm, tm = w["kafka"], w["neo4j"], w["flink-jobmanager"], w["flink-taskmanager"]
         gs, mapper, topics = w["graph-service"], w["service-mapper"], w["kafka-create-topics"]
+        budgets = w["graph-service-budgets"]
         deny_all = [p for p in applied() if p["kind"] == "NetworkPolicy"
                     and p["spec"]["podSelector"] == {} and "ingress" not in p["spec"]]
         self.assertTrue(deny_all, "no default-deny ingress policy")
         allowed = [(mapper, kafka, 9092), (jm, kafka, 9092), (tm, kafka, 9092), (gs, kafka, 9092), (topics, kafka, 9092),
                    (jm, neo4j, 7687), (tm, neo4j, 7687), (gs, neo4j, 7687),
                    (tm, jm, 6123), (tm, jm, 6124), (jm, tm, 6122), (tm, tm, 6122), (tm, tm, 6121),
-                   (gs, jm, 8081), (mapper, jm, 8081), (None, gs, 8080)]
+                   (gs, jm, 8081), (mapper, jm, 8081), (None, gs, 8080),
+                   (budgets, kafka, 9092), (budgets, neo4j, 7687), (kafka, kafka, 9092), (kafka, kafka, 9093)]
         denied = [(None, kafka, 9092), (mapper, kafka, 9093), (mapper, neo4j, 7687), (None, neo4j, 7687),
                   (gs, neo4j, 7474), (None, neo4j, 7474), (None, jm, 8081), (gs, jm, 6123), (gs, tm, 6121),
-                  (None, gs, 9090), (gs, w["node-agent"], 9400), (None, mapper, 8080)]
+                  (None, gs, 9090), (gs, w["node-agent"], 9400), (None, mapper, 8080), (gs, kafka, 9093),
+                  (budgets, kafka, 9093), (None, budgets, 8080)]
         for src, dst, port in allowed:
             self.assertTrue(admitted(src, dst, port), f"{src} -> {dst}:{port} should be admitted")
         for src, dst, port in denied:
@@ -144,6 +252,7 @@ class Manifests(unittest.TestCase):
                   for r in p["spec"].get("ingress", []) for f in r.get("from", []) if "ipBlock" in f]
         self.assertTrue(blocks and all(b["cidr"] != "0.0.0.0/0" for b in blocks), blocks)
 
+    @each_variant
     def test_secrets_come_from_secrets_never_from_literals_or_arguments(self):
         pods = workloads()
         gs = pods["graph-service"][0]["containers"][0]
@@ -151,6 +260,8 @@ class Manifests(unittest.TestCase):
         self.assertEqual(secret_ref(gs, "WATTGRAPH_AUTH_READ_TOKENS"), ("graph-service-auth", "read-tokens"))
         self.assertEqual(secret_ref(gs, "WATTGRAPH_AUTH_ADMIN_TOKENS"), ("graph-service-auth", "admin-tokens"))
         self.assertEqual(secret_ref(gs, "WATTGRAPH_NEO4J_PASSWORD"), ("neo4j-auth", "NEO4J_PASSWORD"))
+        loop = pods["graph-service-budgets"][0]["containers"][0]
+        self.assertEqual(secret_ref(loop, "WATTGRAPH_AUTH_ADMIN_TOKENS"), ("graph-service-auth", "admin-tokens"))
         self.assertEqual(secret_ref(pods["neo4j"][0]["containers"][0], "NEO4J_AUTH"), ("neo4j-auth", "NEO4J_AUTH"))
         self.assertEqual(secret_ref(pods["flink-jobmanager"][0]["containers"][0], "NEO4J_PASSWORD"), ("neo4j-auth", "NEO4J_PASSWORD"))
         secret_name = re.compile(r"PASSWORD|TOKEN|NEO4J_AUTH$|SECRET")

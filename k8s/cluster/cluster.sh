@@ -1,0 +1,463 @@
+#!/usr/bin/env bash
+# A one-node Kubernetes cluster on this machine, from the binaries build.sh made:
+#   cluster.sh up      start (or complete) etcd, containerd, the control plane, kubelet,
+#                      kube-proxy (iptables) and CoreDNS; return when the node is Ready and DNS answers
+#   cluster.sh down    stop all of it and remove what it left: processes, pods' network namespaces,
+#                      mounts, iptables chains, the node's interface, cgroups, $K8S_STATE
+#   cluster.sh status  what runs
+#   cluster.sh install the chart (k8s/chart/wattgraph) with test-values.yaml, images imported
+# Needs root. Addresses and paths: env.sh.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/env.sh"
+
+S=$K8S_STATE
+P=$S/pki
+APT_PACKAGES=(containerd runc containernetworking-plugins conntrack iptables openssl dnsutils iproute2 curl)
+# Kernel settings kubelet or the pod network change; saved at `up`, put back at `down`.
+SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys
+         kernel.keys.root_maxbytes net.ipv4.ip_forward)
+# Children first: the order `down` stops them in is the reverse.
+COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+CGROUP_ROOT=wattgraph-k8s
+
+say() { printf '\033[1mk8s:\033[0m %s\n' "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+packages() {
+  local p missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  say "installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# ---------------------------------------------------------------- processes
+pid_of() { local f=$S/pids/$1.pid; [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && cat "$f"; }
+
+start() { # start NAME CMD... : in its own session, logs in $S/logs, pid in $S/pids
+  local name=$1; shift
+  pid_of "$name" >/dev/null && return
+  say "starting $name"
+  setsid "$@" >>"$S/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$S/pids/$name.pid"
+}
+
+stop() { # stop NAME : TERM, then KILL after 20 s
+  local pid
+  pid=$(pid_of "$1") || { rm -f "$S/pids/$1.pid"; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$S/pids/$1.pid"
+  say "stopped $1"
+}
+
+wait_for() { # wait_for WHAT SECONDS CMD... ; names the log of a component that died meanwhile
+  local what=$1 secs=$2 c; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    for c in "${COMPONENTS[@]}"; do
+      if [ -f "$S/pids/$c.pid" ] && ! pid_of "$c" >/dev/null; then
+        tail -n 20 "$S/logs/$c.log" >&2
+        die "$c exited while waiting for $what (log: $S/logs/$c.log)"
+      fi
+    done
+    [ $SECONDS -lt $deadline ] || die "$what not ready after ${secs}s (logs: $S/logs)"
+    sleep 1
+  done
+  say "$what is ready"
+}
+
+# ---------------------------------------------------------------- certificates
+cert() { # cert NAME SUBJECT EXTENDED-KEY-USAGE [SUBJECT-ALT-NAMES]
+  local n=$1
+  [ -f "$P/$n.crt" ] && return
+  openssl ecparam -name prime256v1 -genkey -noout -out "$P/$n.key"
+  openssl req -new -key "$P/$n.key" -subj "$2" -out "$P/$n.csr"
+  { echo "basicConstraints=CA:FALSE"; echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=$3"; [ -z "${4:-}" ] || echo "subjectAltName=$4"; } >"$P/$n.ext"
+  openssl x509 -req -in "$P/$n.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial -days 365 \
+    -extfile "$P/$n.ext" -out "$P/$n.crt" 2>/dev/null
+  rm -f "$P/$n.csr" "$P/$n.ext"
+}
+
+kubeconfig() { # kubeconfig NAME : a kubeconfig with NAME's client certificate
+  cat >"$P/$1.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+  - name: wattgraph
+    cluster:
+      server: https://$K8S_NODE_IP:$K8S_API_PORT
+      certificate-authority: $P/ca.crt
+users:
+  - name: $1
+    user:
+      client-certificate: $P/$1.crt
+      client-key: $P/$1.key
+contexts:
+  - name: wattgraph
+    context: {cluster: wattgraph, user: $1}
+current-context: wattgraph
+EOF
+}
+
+pki() {
+  mkdir -p "$P" && chmod 700 "$P"
+  if [ ! -f "$P/ca.crt" ]; then
+    openssl ecparam -name prime256v1 -genkey -noout -out "$P/ca.key"
+    openssl req -x509 -new -key "$P/ca.key" -subj "/CN=wattgraph-test-cluster-ca" -days 365 -out "$P/ca.crt"
+  fi
+  cert etcd "/CN=etcd" serverAuth,clientAuth "IP:127.0.0.1,DNS:localhost"
+  cert apiserver-etcd-client "/CN=kube-apiserver-etcd-client" clientAuth
+  cert apiserver "/CN=kube-apiserver" serverAuth "IP:$K8S_NODE_IP,IP:$K8S_API_VIP,IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.$K8S_DOMAIN,DNS:localhost"
+  cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
+  cert admin "/O=system:masters/CN=wattgraph-admin" clientAuth
+  cert kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
+  cert kube-scheduler "/CN=system:kube-scheduler" clientAuth
+  cert kube-proxy "/CN=system:kube-proxy" clientAuth
+  cert kubelet "/O=system:nodes/CN=system:node:$K8S_NODE" clientAuth
+  cert kubelet-server "/CN=$K8S_NODE" serverAuth "IP:$K8S_NODE_IP,DNS:$K8S_NODE"
+  [ -f "$P/sa.key" ] || { openssl genrsa -out "$P/sa.key" 2048 2>/dev/null && openssl rsa -in "$P/sa.key" -pubout -out "$P/sa.pub" 2>/dev/null; }
+  local k
+  for k in admin kube-controller-manager kube-scheduler kube-proxy kubelet; do kubeconfig "$k"; done
+}
+
+# ---------------------------------------------------------------- host: interface, sysctls, cgroups
+host_setup() {
+  [ -f "$S/sysctl.saved" ] || for k in "${SYSCTLS[@]}"; do echo "$k=$(sysctl -n "$k")"; done >"$S/sysctl.saved"
+  # A bridge without ports: the kernel here has no dummy interfaces, and an address is all it is for.
+  ip link show "$K8S_NODE_IF" >/dev/null 2>&1 || ip link add "$K8S_NODE_IF" type bridge
+  ip addr show dev "$K8S_NODE_IF" | grep -q "inet $K8S_NODE_IP/" || ip addr add "$K8S_NODE_IP/32" dev "$K8S_NODE_IF"
+  ip link set "$K8S_NODE_IF" up
+  # Pods are routed through the host (CNI ptp: one veth pair a pod, no bridge).
+  sysctl -qw net.ipv4.ip_forward=1
+  # The kubelet's pods under a cgroup of their own in every v1 hierarchy (cgroupfs driver).
+  local h
+  for h in /sys/fs/cgroup/*/; do
+    [ "$(stat -f -c %T "$h")" = cgroupfs ] || continue
+    mkdir -p "$h$CGROUP_ROOT"
+    if [ -f "$h/cpuset.cpus" ]; then
+      cat "$h/cpuset.cpus" >"$h$CGROUP_ROOT/cpuset.cpus"
+      cat "$h/cpuset.mems" >"$h$CGROUP_ROOT/cpuset.mems"
+    fi
+  done
+}
+
+# ---------------------------------------------------------------- configuration files
+configs() {
+  mkdir -p "$S"/{containerd,cni/net.d,cni/ipam,kubelet,etcd,run}
+  cat >"$S/containerd/config.toml" <<EOF
+version = 2
+root = "$S/containerd/root"
+state = "$S/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
+[grpc]
+  address = "$CONTAINERD_SOCK"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$S/containerd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  stream_server_address = "127.0.0.1"
+  disable_apparmor = true
+  # Negative oom_score_adj (the sandbox's -998, Guaranteed pods' -997) needs CAP_SYS_RESOURCE, which
+  # this kind of machine does not give root: clamp at containerd's own value instead of failing.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "$S/run/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$S/cni/net.d"
+EOF
+  # ptp: each pod a veth pair routed by the host, so kube-proxy's DNAT and the host's conntrack see
+  # every pod-to-pod connection. No masquerade: pods reach each other and the node, nothing outside.
+  cat >"$S/cni/net.d/10-wattgraph.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "wattgraph",
+  "plugins": [
+    {
+      "type": "ptp",
+      "ipMasq": false,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$K8S_POD_CIDR"}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": "$S/cni/ipam"
+      }
+    }
+  ]
+}
+EOF
+  cat >"$S/kubelet/config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $K8S_NODE_IP
+healthzBindAddress: 127.0.0.1
+readOnlyPort: 0
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $P/ca.crt}
+authorization: {mode: Webhook}
+tlsCertFile: $P/kubelet-server.crt
+tlsPrivateKeyFile: $P/kubelet-server.key
+containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+cgroupDriver: cgroupfs
+cgroupRoot: /$CGROUP_ROOT
+clusterDNS: [$K8S_DNS_IP]
+clusterDomain: $K8S_DOMAIN
+resolvConf: /etc/resolv.conf
+failSwapOn: false
+# Images are imported, never pulled; a full disk of the shared machine must not evict the test.
+imageGCHighThresholdPercent: 95
+imageGCLowThresholdPercent: 90
+evictionHard: {nodefs.available: 2%, imagefs.available: 2%, memory.available: 200Mi}
+serializeImagePulls: false
+podLogsDir: $S/pod-logs
+EOF
+  cat >"$S/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection: {kubeconfig: $P/kube-proxy.kubeconfig}
+hostnameOverride: $K8S_NODE
+clusterCIDR: $K8S_CLUSTER_CIDR
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+nodePortAddresses: ["$K8S_NODE_IP/32"]
+iptables: {localhostNodePorts: false}
+# 0: leave the host's conntrack table size and timeouts as they are.
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+EOF
+}
+
+# ---------------------------------------------------------------- start
+etcd_healthy() {
+  curl -fsS --cacert "$P/ca.crt" --cert "$P/apiserver-etcd-client.crt" --key "$P/apiserver-etcd-client.key" \
+    "https://127.0.0.1:$K8S_ETCD_PORT/health" | grep -q '"health":"true"'
+}
+api_ready() { curl -fsS --cacert "$P/ca.crt" --cert "$P/admin.crt" --key "$P/admin.key" "https://$K8S_NODE_IP:$K8S_API_PORT/readyz"; }
+node_ready() { kc get node "$K8S_NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True; }
+dns_answers() { [ "$(dig +time=2 +tries=1 +short "@$K8S_DNS_IP" "kubernetes.default.svc.$K8S_DOMAIN")" = "$K8S_API_VIP" ]; }
+
+control_plane() {
+  start etcd "$K8S_BIN/etcd" --name "$K8S_NODE" --data-dir "$S/etcd" \
+    --listen-client-urls "https://127.0.0.1:$K8S_ETCD_PORT" --advertise-client-urls "https://127.0.0.1:$K8S_ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$K8S_ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$K8S_ETCD_PEER_PORT" \
+    --initial-cluster "$K8S_NODE=http://127.0.0.1:$K8S_ETCD_PEER_PORT" \
+    --cert-file "$P/etcd.crt" --key-file "$P/etcd.key" --trusted-ca-file "$P/ca.crt" --client-cert-auth
+  wait_for etcd 60 etcd_healthy
+  start kube-apiserver "$K8S_BIN/kube-apiserver" \
+    --advertise-address "$K8S_NODE_IP" --bind-address "$K8S_NODE_IP" --secure-port "$K8S_API_PORT" \
+    --etcd-servers "https://127.0.0.1:$K8S_ETCD_PORT" --etcd-cafile "$P/ca.crt" \
+    --etcd-certfile "$P/apiserver-etcd-client.crt" --etcd-keyfile "$P/apiserver-etcd-client.key" \
+    --service-cluster-ip-range "$K8S_SERVICE_CIDR" --authorization-mode Node,RBAC \
+    --enable-admission-plugins NodeRestriction --client-ca-file "$P/ca.crt" \
+    --tls-cert-file "$P/apiserver.crt" --tls-private-key-file "$P/apiserver.key" \
+    --kubelet-client-certificate "$P/apiserver-kubelet-client.crt" --kubelet-client-key "$P/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "$P/ca.crt" --kubelet-preferred-address-types InternalIP \
+    --service-account-issuer "https://kubernetes.default.svc.$K8S_DOMAIN" \
+    --service-account-key-file "$P/sa.pub" --service-account-signing-key-file "$P/sa.key"
+  wait_for kube-apiserver 180 api_ready
+  start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
+    --kubeconfig "$P/kube-controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$P/kube-controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$P/kube-controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --leader-elect=false --use-service-account-credentials \
+    --cluster-signing-cert-file "$P/ca.crt" --cluster-signing-key-file "$P/ca.key" --root-ca-file "$P/ca.crt" \
+    --service-account-private-key-file "$P/sa.key" --service-cluster-ip-range "$K8S_SERVICE_CIDR" \
+    --allocate-node-cidrs --cluster-cidr "$K8S_CLUSTER_CIDR" --node-cidr-mask-size 24
+  start kube-scheduler "$K8S_BIN/kube-scheduler" --kubeconfig "$P/kube-scheduler.kubeconfig" \
+    --authentication-kubeconfig "$P/kube-scheduler.kubeconfig" --authorization-kubeconfig "$P/kube-scheduler.kubeconfig" \
+    --bind-address 127.0.0.1 --leader-elect=false
+}
+
+node() {
+  start containerd containerd --config "$S/containerd/config.toml"
+  wait_for containerd 60 ctr --address "$CONTAINERD_SOCK" version
+  "$HERE/images.sh" import-system
+  start kubelet "$K8S_BIN/kubelet" --config "$S/kubelet/config.yaml" --kubeconfig "$P/kubelet.kubeconfig" \
+    --hostname-override "$K8S_NODE" --node-ip "$K8S_NODE_IP" --root-dir "$S/kubelet/root"
+  start kube-proxy "$K8S_BIN/kube-proxy" --config "$S/kube-proxy.yaml"
+  wait_for "node $K8S_NODE" 180 node_ready
+}
+
+dns() {
+  sed -e "s|__DNS_IP__|$K8S_DNS_IP|g" -e "s|__DOMAIN__|$K8S_DOMAIN|g" -e "s|__IMAGE__|$COREDNS_IMAGE|g" \
+    "$HERE/coredns.yaml" | kc apply -f - >/dev/null
+  wait_for "cluster DNS ($K8S_DNS_IP)" 180 dns_answers
+}
+
+# Volumes for PersistentVolumeClaims: the default StorageClass, with no provisioner, and PV_COUNT
+# directories of the node as PersistentVolumes it binds (world-writable: fsGroup does not apply to
+# hostPath, and the pods run as their own uids).
+PV_COUNT=10
+storage() {
+  local i
+  {
+    printf 'apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: node-local\n'
+    printf '  annotations: {storageclass.kubernetes.io/is-default-class: "true"}\n'
+    printf 'provisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\nreclaimPolicy: Delete\n'
+    for i in $(seq 0 $((PV_COUNT - 1))); do
+      mkdir -p "$S/volumes/pv-$i" && chmod 1777 "$S/volumes/pv-$i"
+      printf -- '---\napiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: node-local-%s\nspec:\n' "$i"
+      printf '  capacity: {storage: 50Gi}\n  accessModes: [ReadWriteOnce, ReadWriteMany]\n'
+      printf '  storageClassName: node-local\n  persistentVolumeReclaimPolicy: Retain\n  hostPath: {path: %s, type: Directory}\n' "$S/volumes/pv-$i"
+    done
+  } | kc apply -f - >/dev/null
+}
+
+up() {
+  [ "$(id -u)" = 0 ] || die "the cluster needs root"
+  packages
+  "$HERE/build.sh"
+  mkdir -p "$S"/{logs,pids}
+  pki
+  host_setup
+  configs
+  control_plane
+  node
+  dns
+  storage
+  kc get nodes -o wide >&2
+  say "up: export KUBECONFIG=$KUBECONFIG_ADMIN (kubectl: $K8S_BIN/kubectl)"
+}
+
+# ---------------------------------------------------------------- stop and clean
+down() {
+  [ "$(id -u)" = 0 ] || die "the cluster needs root"
+  [ -d "$S" ] || { say "nothing to stop ($S does not exist)"; return 0; }
+  # Nothing may recreate pods while the kubelet removes them (and runs CNI DEL for each).
+  stop kube-scheduler
+  stop kube-controller-manager
+  if pid_of kube-apiserver >/dev/null && pid_of kubelet >/dev/null; then
+    kc delete pods --all --all-namespaces --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
+    local deadline=$((SECONDS + 60))
+    while [ $SECONDS -lt $deadline ] && [ -n "$(ctr_k8s tasks ls -q 2>/dev/null)" ]; do sleep 1; done
+  fi
+  local c
+  for c in kube-proxy kubelet kube-apiserver etcd; do stop "$c"; done
+  # What the kubelet did not get to: tasks, sandboxes' network namespaces, then containerd.
+  if pid_of containerd >/dev/null; then
+    local t
+    for t in $(ctr_k8s tasks ls -q 2>/dev/null); do ctr_k8s tasks kill -s KILL "$t" >/dev/null 2>&1 || true; done
+    sleep 1
+    for t in $(ctr_k8s tasks ls -q 2>/dev/null); do ctr_k8s tasks rm -f "$t" >/dev/null 2>&1 || true; done
+  fi
+  stop containerd
+  # Shims outlive containerd: those serving our socket are ours.
+  local pid
+  for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $CONTAINERD_SOCK" || true); do kill -KILL "$pid" 2>/dev/null || true; done
+  clean_network
+  clean_mounts
+  clean_cgroups
+  "$K8S_BIN/kube-proxy" --cleanup >/dev/null 2>&1 || true
+  # What kube-proxy's cleanup leaves: the kubelet's chains (KUBE-FIREWALL, canaries), CNI's.
+  drop_chains KUBE-
+  drop_chains CNI-
+  [ -f "$S/sysctl.saved" ] && sysctl -q -p "$S/sysctl.saved" >/dev/null
+  rm -rf "$S"
+  say "down: processes, pod networks, mounts, iptables chains, $K8S_NODE_IF, cgroups and $S removed"
+}
+
+clean_network() {
+  # Pod sandboxes' network namespaces (containerd names them cni-<uuid>): ours are those whose
+  # veth peer has an address of our pod range, or which CNI's IPAM recorded.
+  local ns
+  for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^cni-/ {print $1}'); do
+    if ip -n "$ns" -4 addr 2>/dev/null | grep -q "inet ${K8S_POD_CIDR%.*}\."; then
+      ip netns delete "$ns" 2>/dev/null || true
+    fi
+  done
+  ip link delete "$K8S_NODE_IF" 2>/dev/null || true
+}
+
+# Chains named PREFIX* in every table of iptables and ip6tables, and the rules that jump to them.
+drop_chains() { # drop_chains PREFIX
+  local ipt table chain
+  for ipt in iptables ip6tables; do
+    for table in filter nat mangle; do
+      for chain in $($ipt -t "$table" -S 2>/dev/null | awk -v p="$1" '$1 == "-N" && index($2, p) == 1 {print $2}'); do
+        $ipt -t "$table" -S 2>/dev/null | grep -- "-j $chain\( \|$\)" | sed 's/^-A/-D/' \
+          | while read -r rule; do eval "$ipt" -t "$table" "$rule" 2>/dev/null || true; done || true
+      done
+      for chain in $($ipt -t "$table" -S 2>/dev/null | awk -v p="$1" '$1 == "-N" && index($2, p) == 1 {print $2}'); do
+        $ipt -t "$table" -F "$chain" 2>/dev/null || true
+      done
+      for chain in $($ipt -t "$table" -S 2>/dev/null | awk -v p="$1" '$1 == "-N" && index($2, p) == 1 {print $2}'); do
+        $ipt -t "$table" -X "$chain" 2>/dev/null || true
+      done
+    done
+  done
+}
+
+clean_mounts() {
+  local m
+  # Deepest first; only what lies under the state directory (overlay rootfs, secrets, netns binds).
+  for m in $(awk -v s="$S/" 'index($2, s) == 1 {print $2}' /proc/self/mounts | sort -r); do
+    umount -l "$m" 2>/dev/null || true
+  done
+}
+
+clean_cgroups() {
+  local h d
+  for h in /sys/fs/cgroup/*/; do
+    [ -d "$h$CGROUP_ROOT" ] || continue
+    # Any process still inside is a pod's: it goes with the cluster.
+    find "$h$CGROUP_ROOT" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+    for d in $(find "$h$CGROUP_ROOT" -depth -type d); do rmdir "$d" 2>/dev/null || true; done
+  done
+}
+
+# The chart with test-values.yaml and new random secrets, into namespace $NS; waits for its pods.
+NS=${WATTGRAPH_K8S_NAMESPACE:-wattgraph}
+install() {
+  pid_of kube-apiserver >/dev/null || die "the cluster is not up (cluster.sh up)"
+  "$HERE/images.sh" import
+  kc create namespace "$NS" --dry-run=client -o yaml | kc apply -f - >/dev/null
+  local pw read admin
+  if ! kc -n "$NS" get secret neo4j-auth >/dev/null 2>&1; then
+    pw=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+    kc -n "$NS" create secret generic neo4j-auth --from-literal=NEO4J_AUTH="neo4j/$pw" \
+      --from-literal=NEO4J_PASSWORD="$pw" >/dev/null
+  fi
+  if ! kc -n "$NS" get secret graph-service-auth >/dev/null 2>&1; then
+    read=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+    admin=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+    kc -n "$NS" create secret generic graph-service-auth --from-literal=read-tokens="$read" \
+      --from-literal=admin-tokens="$admin" >/dev/null
+  fi
+  say "helm upgrade --install wattgraph ($NS)"
+  "$K8S_BIN/helm" --kubeconfig "$KUBECONFIG_ADMIN" upgrade --install wattgraph "$HERE/../chart/wattgraph" \
+    --namespace "$NS" -f "$HERE/test-values.yaml" --set "nodeAgent.stateHostPath=$S/agent-state" \
+    --wait --timeout "${WATTGRAPH_K8S_INSTALL_TIMEOUT:-15m}" "$@"
+  kc -n "$NS" get pods -o wide >&2
+}
+
+status() {
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    if pid_of "$c" >/dev/null; then echo "$c running (pid $(pid_of "$c"))"; else echo "$c not running"; fi
+  done
+  pid_of kube-apiserver >/dev/null && kc get nodes,pods -A -o wide || true
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  install) shift; install "$@" ;;
+  *) echo "usage: $0 up|down|status|install" >&2; exit 2 ;;
+esac

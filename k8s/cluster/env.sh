@@ -1,0 +1,30 @@
+# Addresses and paths of the one-node test cluster (sourced by cluster.sh, images.sh and the tests).
+. "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
+
+# Everything of a running cluster lives here (certificates, etcd, containerd, kubelet, CNI, logs);
+# `down` removes it. Built binaries and images stay in $WATTGRAPH_CACHE.
+K8S_STATE=${WATTGRAPH_K8S_STATE:-/var/lib/wattgraph-k8s}
+K8S_NODE=${WATTGRAPH_K8S_NODE:-wattgraph-node}
+# The node's address, on an interface of its own: not loopback (pods must reach the API
+# server there through the kubernetes Service) and not an interface of the machine's.
+K8S_NODE_IF=wgk8s0
+K8S_NODE_IP=${WATTGRAPH_K8S_NODE_IP:-10.245.0.1}
+K8S_POD_CIDR=10.244.0.0/24
+K8S_CLUSTER_CIDR=10.244.0.0/16
+K8S_SERVICE_CIDR=10.96.0.0/16
+K8S_API_VIP=10.96.0.1
+K8S_DNS_IP=10.96.0.10
+K8S_DOMAIN=cluster.local
+K8S_API_PORT=6443
+K8S_ETCD_PORT=23790
+K8S_ETCD_PEER_PORT=23800
+
+CONTAINERD_SOCK=$K8S_STATE/run/containerd.sock
+KUBECONFIG_ADMIN=$K8S_STATE/pki/admin.kubeconfig
+IMAGE_CACHE=$WATTGRAPH_CACHE/images
+# Images the node itself needs (the pod sandbox, cluster DNS); the project's are in images.sh.
+PAUSE_IMAGE=wattgraph.local/pause:$K8S_VERSION
+COREDNS_IMAGE=wattgraph.local/coredns:$COREDNS_VERSION
+
+kc() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+ctr_k8s() { ctr --address "$CONTAINERD_SOCK" --namespace k8s.io "$@"; }
