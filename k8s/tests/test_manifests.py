@@ -285,6 +285,8 @@ class Manifests(unittest.TestCase):
         (c,) = pod["containers"]
         self.assertEqual(value(c, "NEO4J_dbms_security_allow__csv__import__from__file__urls"), "false")
         self.assertEqual(value(c, "NEO4J_server_directories_import"), "/import")
+        self.assertEqual(value(c, "NEO4J_internal_dbms_cypher__ip__blocklist"), "0.0.0.0/0,::/0",
+                         "LOAD CSV must reach no URL")
         mounts = [m for m in c["volumeMounts"] if m["mountPath"] == "/import"]
         self.assertEqual(len(mounts), 1, "no volume at /import")
         m = mounts[0]

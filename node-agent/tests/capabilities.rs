@@ -1,4 +1,5 @@
-//! The agent binary with exactly the capabilities k8s/node-agent.yaml grants: uid 0, the list as
+//! The agent binary with exactly the capabilities the chart's DaemonSet grants
+//! (k8s/chart/wattgraph/templates/node-agent.yaml): uid 0, the list as
 //! bounding set (so as permitted and effective set after exec), no_new_privs as with
 //! allowPrivilegeEscalation: false. With them, capture (a loopback exchange), CPU (sched
 //! samples), NAT (conntrack) and the power cap (fixture tree) work; without any one of them the
@@ -29,10 +30,10 @@ const HOST: &str = "caps-host";
 const CONNECTIONS: &str = "wattgraph.connections";
 const RESOURCES: &str = "wattgraph.resources";
 
-/// The `capabilities.add` list of the node-agent container in k8s/node-agent.yaml, e.g. "BPF".
+/// The `capabilities.add` list of the chart's node-agent container, e.g. "BPF".
 /// A line scan (no YAML crate for one list): `add:` then `- NAME  # why` lines.
 fn manifest_capabilities() -> Vec<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../k8s/node-agent.yaml");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../k8s/chart/wattgraph/templates/node-agent.yaml");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut lines = text.lines().skip_while(|l| l.trim() != "capabilities:");
     assert_eq!(lines.next().map(str::trim), Some("capabilities:"), "no capabilities in {}", path.display());

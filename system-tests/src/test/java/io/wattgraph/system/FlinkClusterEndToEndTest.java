@@ -41,7 +41,7 @@ import org.neo4j.driver.Driver;
 import org.neo4j.driver.GraphDatabase;
 
 /**
- * The job on a real Flink cluster, as k8s/stream-jobs.yaml runs it, not in the test's JVM: a
+ * The job on a real Flink cluster, not in the test's JVM: a
  * standalone session cluster (a JobManager and a TaskManager, each its own JVM, on Flink's own
  * classpath: the job's provided dependencies) and the job's shaded jar submitted with Flink's CLI,
  * flags only. Against local-stack's Kafka and Neo4j: both ends of a connection in, the exact edge
