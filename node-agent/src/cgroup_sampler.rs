@@ -59,8 +59,9 @@ impl Hierarchy {
     }
 }
 
+/// Which counter file a text came from (`parse_into`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
     V2CpuStat,
     V2Memory,
     V2Io,
@@ -145,7 +146,8 @@ fn keyed(text: &[u8], key: &[u8]) -> Option<u64> {
     })
 }
 
-fn parse_into(kind: Kind, text: &[u8], out: &mut CgroupStats) {
+/// Adds what the text of a `kind` file says to `out`.
+pub fn parse_into(kind: Kind, text: &[u8], out: &mut CgroupStats) {
     match kind {
         Kind::V2CpuStat => {
             out.cpu_usage_ns = keyed(text, b"usage_usec").unwrap_or(0).saturating_mul(1000);
