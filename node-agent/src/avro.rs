@@ -264,9 +264,29 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedEventRecord> {
     })
 }
 
+/// The largest record the decoders take, and the bound apache-avro gets for any one string,
+/// bytes or array/map block count: Kafka delivers no larger value by default (message.max.bytes),
+/// so no honest length is larger. apache-avro's default (512 MiB) let a 20-byte record allocate
+/// 100 MB for a string it did not carry, and an array count reserves count x 56 bytes (6 GB
+/// from 247 bytes, found by fuzz/avro_records); under this bound at most 56 MiB, never touched.
+pub const MAX_RECORD_BYTES: usize = 1 << 20;
+
+/// Sets apache-avro's process-wide allocation bound (its first call wins) and returns the bound
+/// in force: the agent calls it at start, and every decode calls it again before decoding.
+pub fn limit_decoder_allocations() -> usize {
+    apache_avro::util::max_allocation_bytes(MAX_RECORD_BYTES)
+}
+
 /// Checks the single-object header (marker, writer fingerprint) and decodes the body with
 /// apache-avro against `schema`; shared by the decoders of every record type.
 pub(crate) fn decode_datum(bytes: &[u8], schema: &Schema, fingerprint: [u8; 8]) -> Result<Value> {
+    if bytes.len() > MAX_RECORD_BYTES {
+        bail!("record of {} bytes is larger than {MAX_RECORD_BYTES}", bytes.len());
+    }
+    let bound = limit_decoder_allocations();
+    if bound > MAX_RECORD_BYTES {
+        bail!("apache-avro allocates up to {bound} bytes per length, not {MAX_RECORD_BYTES}: it decoded before limit_decoder_allocations()");
+    }
     if bytes.len() < 10 || bytes[0] != 0xC3 || bytes[1] != 0x01 {
         bail!("not Avro single-object encoding (missing C3 01 marker)");
     }
