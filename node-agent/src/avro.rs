@@ -331,6 +331,12 @@ impl<'a> RecordFields<'a> {
         }
     }
 
+    /// An int that must be a TCP port (0..=65535): a wider value is refused, not truncated.
+    pub(crate) fn port(&self, name: &str) -> Result<u16> {
+        let v = self.int(name)?;
+        u16::try_from(v).map_err(|_| anyhow!("{name}: {v} is not a port (0..=65535)"))
+    }
+
     pub(crate) fn double(&self, name: &str) -> Result<f64> {
         match self.get(name)? {
             Value::Double(x) => Ok(*x),
@@ -416,9 +422,9 @@ impl<'a> RecordFields<'a> {
                 let n = RecordFields::of(v).with_context(|| name.to_string())?;
                 Ok(Some(NatTuple {
                     local_addr: n.fixed16("localAddress")?,
-                    local_port: n.int("localPort")? as u16,
+                    local_port: n.port("localPort")?,
                     remote_addr: n.fixed16("remoteAddress")?,
-                    remote_port: n.int("remotePort")? as u16,
+                    remote_port: n.port("remotePort")?,
                 }))
             }
         }
