@@ -264,17 +264,22 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedEventRecord> {
     })
 }
 
-/// The largest record the decoders take, and the bound apache-avro gets for any one string,
-/// bytes or array/map block count: Kafka delivers no larger value by default (message.max.bytes),
-/// so no honest length is larger. apache-avro's default (512 MiB) let a 20-byte record allocate
-/// 100 MB for a string it did not carry, and an array count reserves count x 56 bytes (6 GB
-/// from 247 bytes, found by fuzz/avro_records); under this bound at most 56 MiB, never touched.
+/// The largest record the decoders take: Kafka delivers no larger value by default
+/// (message.max.bytes, 1 MB).
 pub const MAX_RECORD_BYTES: usize = 1 << 20;
 
-/// Sets apache-avro's process-wide allocation bound (its first call wins) and returns the bound
-/// in force: the agent calls it at start, and every decode calls it again before decoding.
+/// apache-avro's bound on any one string or bytes length and array or map block count. Its
+/// default (512 MiB) let a 23-byte record allocate 100 MB for a string it did not carry, and it
+/// reserves a block before reading it: count x 56 bytes for an array (6.1 GB from 247 bytes) and
+/// a hash table of count x 80 bytes for a map (162 MiB from 110 bytes under a 1 MiB bound), both
+/// found by fuzz/avro_records. Under 256 KiB a block reserves at most 14 MiB (array) or 42 MiB
+/// (map), untouched and freed with the error; the longest honest string, a command line, fits.
+pub const MAX_LENGTH_BYTES: usize = 256 << 10;
+
+/// Sets apache-avro's process-wide bound (its first call wins) and returns the bound in force:
+/// the agent calls it at start, and every decode calls it again before decoding.
 pub fn limit_decoder_allocations() -> usize {
-    apache_avro::util::max_allocation_bytes(MAX_RECORD_BYTES)
+    apache_avro::util::max_allocation_bytes(MAX_LENGTH_BYTES)
 }
 
 /// Checks the single-object header (marker, writer fingerprint) and decodes the body with
@@ -284,8 +289,8 @@ pub(crate) fn decode_datum(bytes: &[u8], schema: &Schema, fingerprint: [u8; 8]) 
         bail!("record of {} bytes is larger than {MAX_RECORD_BYTES}", bytes.len());
     }
     let bound = limit_decoder_allocations();
-    if bound > MAX_RECORD_BYTES {
-        bail!("apache-avro allocates up to {bound} bytes per length, not {MAX_RECORD_BYTES}: it decoded before limit_decoder_allocations()");
+    if bound > MAX_LENGTH_BYTES {
+        bail!("apache-avro allows lengths up to {bound}, not {MAX_LENGTH_BYTES}: it decoded before limit_decoder_allocations()");
     }
     if bytes.len() < 10 || bytes[0] != 0xC3 || bytes[1] != 0x01 {
         bail!("not Avro single-object encoding (missing C3 01 marker)");
