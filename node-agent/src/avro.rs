@@ -26,10 +26,16 @@ pub fn schema() -> &'static Schema {
     S.get_or_init(|| Schema::parse_str(SCHEMA_JSON).expect("ConnectionEvent.avsc must parse"))
 }
 
-/// CRC-64-AVRO (Rabin) of the parsing canonical form, little-endian (as apache-avro emits it).
+/// CRC-64-AVRO (Rabin) of the parsing canonical form, little-endian (as apache-avro emits it);
+/// computed once (every decode checks it).
 pub fn fingerprint() -> [u8; 8] {
-    let fp = schema().fingerprint::<Rabin>();
-    fp.bytes.as_slice().try_into().expect("Rabin fingerprint is 8 bytes")
+    static F: OnceLock<[u8; 8]> = OnceLock::new();
+    *F.get_or_init(|| rabin(schema()))
+}
+
+/// A schema's Rabin fingerprint (single-object encoding's 8 bytes).
+pub(crate) fn rabin(schema: &Schema) -> [u8; 8] {
+    schema.fingerprint::<Rabin>().bytes.as_slice().try_into().expect("Rabin fingerprint is 8 bytes")
 }
 
 /// One ConnectionEvent, borrowing its strings so encoding needs no allocation.

@@ -5,7 +5,6 @@
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{anyhow, bail, Result};
-use apache_avro::rabin::Rabin;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
@@ -326,7 +325,8 @@ pub fn schema() -> &'static Schema {
 }
 
 pub fn fingerprint() -> [u8; 8] {
-    schema().fingerprint::<Rabin>().bytes.as_slice().try_into().expect("8 bytes")
+    static F: OnceLock<[u8; 8]> = OnceLock::new();
+    *F.get_or_init(|| crate::avro::rabin(schema()))
 }
 
 pub struct TxnEncoder {
