@@ -3,11 +3,11 @@
 # targets, runs each for FUZZ_SECONDS (default 10) from its committed seeds (seeds/<target>),
 # fails on any crash, and prints per target the executions and libFuzzer's final cov/ft figures.
 #   node-agent/fuzz/run.sh [TARGET...]      FUZZ_SECONDS=60 node-agent/fuzz/run.sh conntrack
+# Inputs that crashed a target once are kept in regressions/<target>/ and run first every time.
 # A crash leaves its input in node-agent/fuzz/artifacts/<target>/ (replay: cargo fuzz run
 # <target> <file>, with the environment below); make it a regression test before fixing it.
 set -euo pipefail
 FUZZ=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$FUZZ/../.." && pwd)
 SECONDS_EACH=${FUZZ_SECONDS:-10}
 CARGO_FUZZ_VERSION=0.13.2
 TARGETS=(conntrack avro_records kube_json cgroup_paths proc_files http_request_line config_file)
@@ -46,10 +46,11 @@ printf '%-18s %10s %8s %8s %6s %7s\n' target executions cov ft corpus seconds
 for t in "${TARGETS[@]}"; do
   mkdir -p "$work/$t" "$FUZZ/artifacts/$t"
   t0=$(date +%s)
-  # New inputs go to the scratch corpus; the committed seeds are only read. No allocation may
-  # exceed 64 MiB (the decoders' bound is 1 MiB, see avro.rs), no input may take 10 s.
+  # New inputs go to the scratch corpus; the committed ones are only read. No single allocation
+  # may exceed 64 MiB (see avro.rs MAX_LENGTH_BYTES for the decoders'), no input take 10 s.
   rc=0
-  cargo fuzz run --fuzz-dir "$FUZZ" "$t" "$work/$t" "$FUZZ/seeds/$t" -- \
+  corpora=("$FUZZ/seeds/$t"); [ -d "$FUZZ/regressions/$t" ] && corpora+=("$FUZZ/regressions/$t")
+  cargo fuzz run --fuzz-dir "$FUZZ" "$t" "$work/$t" "${corpora[@]}" -- \
     -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=64 \
     -print_final_stats=1 -artifact_prefix="$FUZZ/artifacts/$t/" >"$work/$t.log" 2>&1 || rc=$?
   last=$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE|INITED)' "$work/$t.log" | tail -1 || true)
@@ -58,7 +59,11 @@ for t in "${TARGETS[@]}"; do
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
   corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$last")
   printf '%-18s %10s %8s %8s %6s %7s\n' "$t" "${runs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$(($(date +%s) - t0))"
-  if [ $rc -ne 0 ]; then
+  if [ $rc -eq 0 ] && [ "${runs:-0}" -eq 0 ]; then
+    tail -20 "$work/$t.log" >&2
+    say "$t: ran no input"
+    failed+=("$t")
+  elif [ $rc -ne 0 ]; then
     grep -E -A30 '^==[0-9]+==|panicked at|ERROR: libFuzzer|SUMMARY' "$work/$t.log" | head -60 >&2 || tail -60 "$work/$t.log" >&2
     say "$t: CRASH (exit $rc); input kept in $FUZZ/artifacts/$t/"
     failed+=("$t")
