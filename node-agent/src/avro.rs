@@ -26,10 +26,16 @@ pub fn schema() -> &'static Schema {
     S.get_or_init(|| Schema::parse_str(SCHEMA_JSON).expect("ConnectionEvent.avsc must parse"))
 }
 
-/// CRC-64-AVRO (Rabin) of the parsing canonical form, little-endian (as apache-avro emits it).
+/// CRC-64-AVRO (Rabin) of the parsing canonical form, little-endian (as apache-avro emits it);
+/// computed once (every decode checks it).
 pub fn fingerprint() -> [u8; 8] {
-    let fp = schema().fingerprint::<Rabin>();
-    fp.bytes.as_slice().try_into().expect("Rabin fingerprint is 8 bytes")
+    static F: OnceLock<[u8; 8]> = OnceLock::new();
+    *F.get_or_init(|| rabin(schema()))
+}
+
+/// A schema's Rabin fingerprint (single-object encoding's 8 bytes).
+pub(crate) fn rabin(schema: &Schema) -> [u8; 8] {
+    schema.fingerprint::<Rabin>().bytes.as_slice().try_into().expect("Rabin fingerprint is 8 bytes")
 }
 
 /// One ConnectionEvent, borrowing its strings so encoding needs no allocation.
@@ -264,9 +270,34 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedEventRecord> {
     })
 }
 
+/// The largest record the decoders take: Kafka delivers no larger value by default
+/// (message.max.bytes, 1 MB).
+pub const MAX_RECORD_BYTES: usize = 1 << 20;
+
+/// apache-avro's bound on any one string or bytes length and array or map block count. Its
+/// default (512 MiB) let a 23-byte record allocate 100 MB for a string it did not carry, and it
+/// reserves a block before reading it: count x 56 bytes for an array (6.1 GB from 247 bytes) and
+/// a hash table of count x 80 bytes for a map (162 MiB from 110 bytes under a 1 MiB bound), both
+/// found by fuzz/avro_records. Under 256 KiB a block reserves at most 14 MiB (array) or 42 MiB
+/// (map), untouched and freed with the error; the longest honest string, a command line, fits.
+pub const MAX_LENGTH_BYTES: usize = 256 << 10;
+
+/// Sets apache-avro's process-wide bound (its first call wins) and returns the bound in force:
+/// the agent calls it at start, and every decode calls it again before decoding.
+pub fn limit_decoder_allocations() -> usize {
+    apache_avro::util::max_allocation_bytes(MAX_LENGTH_BYTES)
+}
+
 /// Checks the single-object header (marker, writer fingerprint) and decodes the body with
 /// apache-avro against `schema`; shared by the decoders of every record type.
 pub(crate) fn decode_datum(bytes: &[u8], schema: &Schema, fingerprint: [u8; 8]) -> Result<Value> {
+    if bytes.len() > MAX_RECORD_BYTES {
+        bail!("record of {} bytes is larger than {MAX_RECORD_BYTES}", bytes.len());
+    }
+    let bound = limit_decoder_allocations();
+    if bound > MAX_LENGTH_BYTES {
+        bail!("apache-avro allows lengths up to {bound}, not {MAX_LENGTH_BYTES}: it decoded before limit_decoder_allocations()");
+    }
     if bytes.len() < 10 || bytes[0] != 0xC3 || bytes[1] != 0x01 {
         bail!("not Avro single-object encoding (missing C3 01 marker)");
     }
@@ -309,6 +340,12 @@ impl<'a> RecordFields<'a> {
             Value::Int(x) => Ok(*x),
             o => bail!("{name}: expected int, got {o:?}"),
         }
+    }
+
+    /// An int that must be a TCP port (0..=65535): a wider value is refused, not truncated.
+    pub(crate) fn port(&self, name: &str) -> Result<u16> {
+        let v = self.int(name)?;
+        u16::try_from(v).map_err(|_| anyhow!("{name}: {v} is not a port (0..=65535)"))
     }
 
     pub(crate) fn double(&self, name: &str) -> Result<f64> {
@@ -396,9 +433,9 @@ impl<'a> RecordFields<'a> {
                 let n = RecordFields::of(v).with_context(|| name.to_string())?;
                 Ok(Some(NatTuple {
                     local_addr: n.fixed16("localAddress")?,
-                    local_port: n.int("localPort")? as u16,
+                    local_port: n.port("localPort")?,
                     remote_addr: n.fixed16("remoteAddress")?,
-                    remote_port: n.int("remotePort")? as u16,
+                    remote_port: n.port("remotePort")?,
                 }))
             }
         }

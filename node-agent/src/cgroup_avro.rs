@@ -4,7 +4,6 @@
 use std::sync::OnceLock;
 
 use anyhow::Result;
-use apache_avro::rabin::Rabin;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
@@ -26,7 +25,8 @@ pub fn schema() -> &'static Schema {
 }
 
 pub fn fingerprint() -> [u8; 8] {
-    schema().fingerprint::<Rabin>().bytes.as_slice().try_into().expect("8 bytes")
+    static F: OnceLock<[u8; 8]> = OnceLock::new();
+    *F.get_or_init(|| crate::avro::rabin(schema()))
 }
 
 /// One CgroupStats record, borrowing its strings so encoding needs no allocation.

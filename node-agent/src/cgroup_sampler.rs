@@ -59,8 +59,9 @@ impl Hierarchy {
     }
 }
 
+/// Which counter file a text came from (`parse_into`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
     V2CpuStat,
     V2Memory,
     V2Io,
@@ -145,7 +146,8 @@ fn keyed(text: &[u8], key: &[u8]) -> Option<u64> {
     })
 }
 
-fn parse_into(kind: Kind, text: &[u8], out: &mut CgroupStats) {
+/// Adds what the text of a `kind` file says to `out`.
+pub fn parse_into(kind: Kind, text: &[u8], out: &mut CgroupStats) {
     match kind {
         Kind::V2CpuStat => {
             out.cpu_usage_ns = keyed(text, b"usage_usec").unwrap_or(0).saturating_mul(1000);
@@ -166,9 +168,9 @@ fn parse_into(kind: Kind, text: &[u8], out: &mut CgroupStats) {
             for line in text.split(|&c| c == b'\n') {
                 for field in line.split(|&c| c == b' ') {
                     if let Some(v) = field.strip_prefix(b"rbytes=") {
-                        out.io_read_bytes += parse_u64(v);
+                        out.io_read_bytes = out.io_read_bytes.saturating_add(parse_u64(v));
                     } else if let Some(v) = field.strip_prefix(b"wbytes=") {
-                        out.io_write_bytes += parse_u64(v);
+                        out.io_write_bytes = out.io_write_bytes.saturating_add(parse_u64(v));
                     }
                 }
             }
@@ -179,8 +181,8 @@ fn parse_into(kind: Kind, text: &[u8], out: &mut CgroupStats) {
                 let mut it = line.split(|&c| c == b' ');
                 let (Some(_dev), Some(op), Some(v)) = (it.next(), it.next(), it.next()) else { continue };
                 match op {
-                    b"Read" => out.io_read_bytes += parse_u64(v),
-                    b"Write" => out.io_write_bytes += parse_u64(v),
+                    b"Read" => out.io_read_bytes = out.io_read_bytes.saturating_add(parse_u64(v)),
+                    b"Write" => out.io_write_bytes = out.io_write_bytes.saturating_add(parse_u64(v)),
                     _ => {}
                 }
             }
@@ -472,6 +474,19 @@ mod tests {
             }
         );
         let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn io_counters_past_u64_saturate() {
+        // Found by fuzz/proc_files: two devices whose rbytes add up past u64::MAX overflowed
+        // the sum (a panic with overflow checks, a small wrapped value without).
+        let text = format!("259:0 rbytes={} wbytes=1\n259:1 rbytes=2 wbytes=1\n", u64::MAX - 1);
+        let mut out = CgroupStats::default();
+        parse_into(Kind::V2Io, text.as_bytes(), &mut out);
+        assert_eq!((out.io_read_bytes, out.io_write_bytes), (u64::MAX, 2));
+        let v1 = format!("8:0 Write {}\n8:16 Write {}\n", u64::MAX, u64::MAX);
+        parse_into(Kind::V1Io, v1.as_bytes(), &mut out);
+        assert_eq!(out.io_write_bytes, u64::MAX);
     }
 
     #[test]

@@ -372,6 +372,11 @@ fn want(arg: &clap::Arg) -> Want {
 fn file_args(path: &Path, skip: &HashSet<String>) -> Result<(Vec<OsString>, Vec<String>), String> {
     let where_ = format!("config file '{}'", path.display());
     let text = std::fs::read_to_string(path).map_err(|e| format!("{where_}: cannot read it: {e}"))?;
+    file_args_from_text(&text, &where_, skip)
+}
+
+/// `file_args` of a file's text; `where_` names the file in messages.
+pub fn file_args_from_text(text: &str, where_: &str, skip: &HashSet<String>) -> Result<(Vec<OsString>, Vec<String>), String> {
     let doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| format!("{where_}: not valid TOML: {}", e.to_string().trim_end()))?;
     let cmd = Config::command();
     let mut args = Vec::new();

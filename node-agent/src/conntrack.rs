@@ -348,7 +348,8 @@ pub fn for_each_message(mut data: &[u8], mut f: impl FnMut(Result<Option<CtMessa
             NLMSG_ERROR => {
                 let code = body.get(0..4).map(|b| i32::from_ne_bytes(b.try_into().unwrap())).unwrap_or(0);
                 if code != 0 {
-                    f(Err(End::Error(-code)));
+                    // The kernel sends -errno; saturating: a malformed i32::MIN must not panic.
+                    f(Err(End::Error(code.saturating_neg())));
                 }
             }
             _ if ty >> 8 == NFNL_SUBSYS_CTNETLINK && body.len() >= 4 => f(Ok(parse_ct(ty & 0xff, &body[4..]))),
@@ -631,5 +632,18 @@ mod tests {
         let mut got = Vec::new();
         for_each_message(&m, |x| got.push(x));
         assert_eq!(got, vec![Err(End::Error(libc::EPERM)), Err(End::Done)]);
+    }
+
+    #[test]
+    fn an_error_code_without_a_positive_errno_is_not_a_panic() {
+        // Found by fuzz/conntrack: NLMSG_ERROR with code i32::MIN, whose negation overflowed
+        // (a panic with overflow checks, i32::MIN as the errno without).
+        let dgram = [
+            0x24, 0, 0, 0, 0x02, 0, 0, 0x01, 0x03, 0, 0, 0, 0x25, 0x20, 0x3b, 0xf2, 0, 0, 0, 0x80, 0x14, 0, 0, 0x80, 0, 0, 0, 0,
+            0x01, 0, 0, 0, 0x81, 0, 0, 0,
+        ];
+        let mut got = Vec::new();
+        for_each_message(&dgram, |x| got.push(x));
+        assert_eq!(got, vec![Err(End::Error(i32::MAX))]);
     }
 }

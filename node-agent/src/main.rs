@@ -30,6 +30,8 @@ fn main() {
 }
 
 fn run() -> i32 {
+    // Before anything decodes Avro (power budgets from Kafka): the decoders' allocation bound.
+    wattgraph_agent::avro::limit_decoder_allocations();
     let cfg = match Config::load(std::env::args_os()) {
         Ok(c) => c,
         Err(ConfigError::Clap(e)) => e.exit(), // exit 2 (0 for --help / --version)

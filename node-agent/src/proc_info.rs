@@ -162,8 +162,7 @@ impl ProcCache {
     fn read_cmdline(&self, tgid: u32, start_ns: u64) -> Option<String> {
         // Guard against pid reuse: the start time (clock ticks) must match.
         let stat = fs::read_to_string(format!("{}/{}/stat", self.proc_root, tgid)).ok()?;
-        let after = &stat[stat.rfind(')')? + 1..];
-        let ticks: u64 = after.split_whitespace().nth(19)?.parse().ok()?;
+        let ticks = start_ticks_from_stat(&stat)?;
         let tick_ns = 1_000_000_000 / self.clk_tck;
         if start_ns > 0 && ticks.abs_diff(start_ns / tick_ns) > 1 {
             return None;
@@ -171,6 +170,13 @@ impl ProcCache {
         let raw = fs::read(format!("{}/{}/cmdline", self.proc_root, tgid)).ok()?;
         cmdline_from_raw(&raw)
     }
+}
+
+/// Field 22 of /proc/<pid>/stat (start time, clock ticks since boot). Counted after the last
+/// ')': the command name in parentheses may itself hold spaces and ')'.
+pub fn start_ticks_from_stat(stat: &str) -> Option<u64> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// NUL-separated argv to one space-separated string.

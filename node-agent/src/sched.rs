@@ -42,6 +42,10 @@ pub fn mono_ns() -> u64 {
 
 // ---------------------------------------------------------------- topology
 
+/// CPU numbers a kernel can have (x86_64's largest NR_CPUS); larger ones in a list are left out
+/// (a range is expanded: "0-4294967295" would be 16 GiB).
+pub const MAX_CPUS: u32 = 8192;
+
 /// "0-3,8,10-11" -> [0,1,2,3,8,10,11]
 pub fn parse_cpu_list(s: &str) -> Vec<u32> {
     let mut out = Vec::new();
@@ -49,12 +53,14 @@ pub fn parse_cpu_list(s: &str) -> Vec<u32> {
         match part.split_once('-') {
             Some((a, b)) => {
                 if let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) {
-                    out.extend(a..=b);
+                    out.extend(a..=b.min(MAX_CPUS - 1));
                 }
             }
             None => {
                 if let Ok(a) = part.trim().parse() {
-                    out.push(a)
+                    if a < MAX_CPUS {
+                        out.push(a)
+                    }
                 }
             }
         }
@@ -588,6 +594,15 @@ mod tests {
         assert_eq!(parse_cpu_list("0-3,8,10-11\n"), vec![0, 1, 2, 3, 8, 10, 11]);
         assert_eq!(parse_cpu_list("5"), vec![5]);
         assert_eq!(parse_cpu_list(""), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn cpu_numbers_past_the_kernels_limit_are_left_out_of_a_list() {
+        // Found by fuzz/proc_files: "0-1083795856" made a vector of 4.3 GB (a range is expanded).
+        let huge = parse_cpu_list("0-100000000");
+        assert_eq!((huge.len(), huge.last()), (MAX_CPUS as usize, Some(&(MAX_CPUS - 1))));
+        assert_eq!(parse_cpu_list("2,8190-8195,9000"), vec![2, 8190, 8191]);
+        assert_eq!(parse_cpu_list("7-3"), Vec::<u32>::new());
     }
 
     #[test]

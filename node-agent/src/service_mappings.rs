@@ -10,7 +10,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use apache_avro::rabin::Rabin;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 use rdkafka::config::ClientConfig;
@@ -175,7 +174,8 @@ pub fn schema() -> &'static Schema {
 }
 
 pub fn fingerprint() -> [u8; 8] {
-    schema().fingerprint::<Rabin>().bytes.as_slice().try_into().expect("8 bytes")
+    static F: OnceLock<[u8; 8]> = OnceLock::new();
+    *F.get_or_init(|| crate::avro::rabin(schema()))
 }
 
 /// Single-object encoding of a mapping.
@@ -212,12 +212,12 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<ServiceMapping> {
         .iter()
         .map(|v| {
             let b = RecordFields::of(v)?;
-            Ok(Backend { address: b.string("address")?, port: b.int("port")? as u16, node_name: b.opt_string("nodeName")? })
+            Ok(Backend { address: b.string("address")?, port: b.port("port")?, node_name: b.opt_string("nodeName")? })
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(ServiceMapping {
         vip: f.string("vip")?,
-        port: f.int("port")? as u16,
+        port: f.port("port")?,
         namespace: f.opt_string("namespace")?,
         service: f.opt_string("service")?,
         backends,
@@ -575,6 +575,20 @@ mod tests {
             assert_eq!(mine, theirs, "{m:?}");
             assert_eq!(&decode_single_object(&mine).unwrap(), m);
         }
+    }
+
+    #[test]
+    fn a_port_beyond_65535_is_refused_not_truncated() {
+        // Avro int, so 70000 fits the schema; it was taken as port 4464 (70000 mod 65536).
+        let mut bytes = single_object_header(schema(), &FIELD_LAYOUT, "test").unwrap().to_vec();
+        write_str(&mut bytes, "10.96.0.10");
+        write_long(&mut bytes, 70_000);
+        write_str(&mut bytes, "TCP");
+        write_opt_str(&mut bytes, None);
+        write_opt_str(&mut bytes, None);
+        write_long(&mut bytes, 0);
+        let e = decode_single_object(&bytes).unwrap_err().to_string();
+        assert_eq!(e, "port: 70000 is not a port (0..=65535)");
     }
 
     #[test]

@@ -5,7 +5,6 @@
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{anyhow, bail, Result};
-use apache_avro::rabin::Rabin;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
@@ -326,7 +325,8 @@ pub fn schema() -> &'static Schema {
 }
 
 pub fn fingerprint() -> [u8; 8] {
-    schema().fingerprint::<Rabin>().bytes.as_slice().try_into().expect("8 bytes")
+    static F: OnceLock<[u8; 8]> = OnceLock::new();
+    *F.get_or_init(|| crate::avro::rabin(schema()))
 }
 
 pub struct TxnEncoder {
@@ -432,9 +432,9 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<TxnRecord> {
         interval_end_ns: f.long("intervalEndNs")?,
         role: TxnRole::from_symbol(f.symbol("role")?).ok_or_else(|| anyhow!("role"))?,
         local_address: f.fixed16("localAddress")?,
-        local_port: f.int("localPort")? as u16,
+        local_port: f.port("localPort")?,
         remote_address: f.fixed16("remoteAddress")?,
-        remote_port: f.int("remotePort")? as u16,
+        remote_port: f.port("remotePort")?,
         tgid: f.int("tgid")?,
         process_start_time_ns: f.long("processStartTimeNs")?,
         comm: f.string("comm")?,

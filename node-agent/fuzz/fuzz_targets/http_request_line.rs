@@ -1,0 +1,25 @@
+//! The first bytes of a TCP payload, parsed by the kernel's request-line parser (src/bpf/http_route.h,
+//! compiled natively by build.rs) and named in user space (`HttpRoute::from_kernel`), as
+//! capture.rs does with the kernel's route map. Checks what the BPF side promises.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use wattgraph_agent::http_route::{HttpRoute, ROUTE_NONE, ROUTE_OTHER};
+
+extern "C" {
+    fn wg_fuzz_http_route_parse(data: *const u8, len: usize, method: *mut u8, truncated: *mut u8, path: *mut u8) -> u64;
+}
+
+fuzz_target!(|data: &[u8]| {
+    let (mut method, mut truncated, mut path) = (0u8, 0u8, [0u8; 64]);
+    // SAFETY: data is valid for len bytes; the outputs are valid for what the harness writes.
+    let id = unsafe { wg_fuzz_http_route_parse(data.as_ptr(), data.len(), &mut method, &mut truncated, path.as_mut_ptr()) };
+    if id == ROUTE_NONE {
+        return;
+    }
+    assert_ne!(id, ROUTE_OTHER, "a route id is never the reserved ROUTE_OTHER");
+    let r = HttpRoute::from_kernel(method, &path, truncated).expect("a parsed route has a method the agent names");
+    assert!(!r.path.is_empty() && r.path.len() < 64, "path length {}", r.path.len());
+    assert!(r.path.bytes().all(|b| (0x21..=0x7e).contains(&b)), "printable ASCII only: {:?}", r.path);
+    assert!(path[r.path.len()..].iter().all(|&b| b == 0), "path tail zeroed: {path:?}");
+    assert!(data.starts_with(r.method.as_bytes()), "method {} from {:?}", r.method, &data[..data.len().min(16)]);
+});

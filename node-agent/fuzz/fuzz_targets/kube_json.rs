@@ -1,0 +1,23 @@
+//! JSON from the cluster: a PodList (kubelet /pods or the API server) for pod metadata, and a
+//! ServiceList with an EndpointSliceList (as `{"services": ..., "slices": ...}`) for the
+//! service mapper.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use wattgraph_agent::{pod_metadata, service_mappings};
+
+fuzz_target!(|data: &[u8]| {
+    let keep = ["app".to_string(), "app.kubernetes.io/name".to_string()];
+    if let Ok(pods) = pod_metadata::parse_pod_list(data, &keep) {
+        for p in pods.values() {
+            assert!(p.labels.iter().all(|(k, _)| keep.contains(k)), "only the kept labels");
+        }
+    }
+    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(data) {
+        if let Ok(m) = service_mappings::build(&v["services"], &v["slices"]) {
+            for (key, mapping) in &m {
+                assert_eq!(key, &mapping.key());
+                assert_eq!(service_mappings::decode_single_object(&service_mappings::encode(mapping)).unwrap(), *mapping);
+            }
+        }
+    }
+});
