@@ -121,7 +121,7 @@ fn a_record_larger_than_kafka_delivers_is_refused_before_decoding() {
 fn the_budget_controller_counts_a_poison_record_and_applies_the_next_budget() {
     let no_rapl = std::env::temp_dir().join(format!("wg-poison-no-rapl-{}", std::process::id()));
     let m = Arc::new(BudgetMetrics::new(PowerCapMode::DryRun));
-    let mut c = BudgetController::new("host-one", PowerCapMode::DryRun, &no_rapl, 0.0, Duration::from_secs(60), m.clone());
+    let mut c = BudgetController::new("host-one", PowerCapMode::DryRun, &no_rapl, &no_rapl.join("state"), 0.0, Duration::from_secs(60), m.clone());
     let now_ns = 1_763_870_000_000_000_000i64;
     let t = Instant::now();
     for poison in [budget_claiming(1_500_000_000), budget_claiming(100_000_000), b"\xc3\x01garbage".to_vec()] {
