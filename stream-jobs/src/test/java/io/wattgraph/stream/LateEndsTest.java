@@ -123,25 +123,23 @@ class LateEndsTest {
    */
   @Test
   void aServerEndDeliveredBeforeTheBrokerDiedAndItsClientEndAMinuteLaterCountOnce() throws Exception {
-    pairedBeforeTheOutage();
-    in(serverEnd(22, 40000, T0, 700, 300));
-    clock(HORIZON);
-    assertTrue(graph.containsKey("E:10.0.0.1>P:host-b/200/200000"), "a lone server end: External client at the horizon");
-    clock(57_000);
-    in(clientEnd(11, 40000, T0, 300, 700));
-    clock(57_000 + 10 * HORIZON);
-    assertExactly(2, 10 + 300, 20 + 700);
+    oneEndNowTheOtherAMinuteLater(serverEnd(22, 40000, T0, 700, 300), clientEnd(11, 40000, T0, 300, 700));
   }
 
   /** The other order: the client end was delivered (and put on its server's edge), the server end spooled. */
   @Test
   void aClientEndDeliveredBeforeTheBrokerDiedAndItsServerEndAMinuteLaterCountOnce() throws Exception {
+    oneEndNowTheOtherAMinuteLater(clientEnd(11, 40000, T0, 300, 700), serverEnd(22, 40000, T0, 700, 300));
+  }
+
+  void oneEndNowTheOtherAMinuteLater(List<Observation> delivered, List<Observation> spooled) throws Exception {
     pairedBeforeTheOutage();
-    in(clientEnd(11, 40000, T0, 300, 700));
+    in(delivered);
     clock(HORIZON);
-    assertEquals(2, graph.get(REAL).connections, "a lone client end: on the edge of the process serving its endpoint");
+    assertEquals(2, graph.values().stream().mapToLong(r -> r.connections).sum(),
+        "the lone end on an edge at the horizon (a server end: External client; a client end: its server's edge)");
     clock(57_000);
-    in(serverEnd(22, 40000, T0, 700, 300));
+    in(spooled);
     clock(57_000 + 10 * HORIZON);
     assertExactly(2, 10 + 300, 20 + 700);
   }
