@@ -40,6 +40,8 @@ class OutageEndToEndTest {
   static final long CONNECTIONS = 12_000;
   static final long PER_SECOND = 400;
   static final long HORIZON_MS = 1000;
+  /** The job's default window. */
+  static final long WINDOW_MS = 10_000;
   static final String TOPIC = "wattgraph.connections";
 
   private final List<AutoCloseable> started = new ArrayList<>();
@@ -117,6 +119,33 @@ class OutageEndToEndTest {
     for (int port : metrics) {
       assertEquals(0.0, agentMetrics(port).get("wattgraph_agent_kafka_dropped_total"), "nothing dropped by agent at " + port);
     }
+    assertTransactionWindows(load, counts, net, kafka.bootstrapServers());
+  }
+
+  /**
+   * The load's transactions on {@code wattgraph.edge-metrics} (read_committed): no window twice with
+   * one revision, each window (at its highest revision) with exactly the client and server
+   * transactions the agents delivered for it, and as many of each as connections in all. The windows
+   * after the load close as the watermark moves on: small exchanges between other processes keep
+   * transactions coming until they have.
+   */
+  private void assertTransactionWindows(Load load, Map<String, Long> counts, TwoHostNetwork net, String kafka)
+      throws Exception {
+    String client = "host-a/" + load.client().pid() + "/";
+    String server = "host-b/" + load.server().pid() + "/";
+    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+    EdgeWindows w = EdgeWindows.read(kafka, client, server);
+    for (int i = 0; !w.sumsTo(counts.get("connections")) && System.nanoTime() < deadline; i++) {
+      TwoHostStack.exchange(work, net.nsB, net.addrB, 9000 + i, net.nsA, net.addrB, 9000 + i, 10, 10);
+      Thread.sleep(2000);
+      w = EdgeWindows.read(kafka, client, server);
+    }
+    var delivered = EdgeWindows.delivered(kafka, "host-a", load.client().pid(), "host-b", load.server().pid(), WINDOW_MS);
+    System.out.printf("outage test: %s; delivered by the agents %s%n", w, delivered);
+    assertEquals(List.of(), w.duplicates(), "a window emitted twice with one revision");
+    assertEquals(delivered, w.perWindow(), "each window's transactions as the agents delivered them: " + w);
+    assertEquals(counts.get("connections"), w.clientTransactions(), "client transactions over the windows");
+    assertEquals(counts.get("connections"), w.serverTransactions(), "server transactions over the windows");
   }
 
   /** The two generator processes: their pids are the graph's Process ids. */
