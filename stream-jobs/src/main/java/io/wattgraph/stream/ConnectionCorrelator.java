@@ -1,18 +1,14 @@
 package io.wattgraph.stream;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
@@ -64,10 +60,6 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
 
   /** Default of {@code --shedding-peer-memory-ms}: how long a host is known to shed after its last sampled event. */
   public static final long DEFAULT_SHEDDING_PEER_MEMORY_MS = 600_000;
-  /** Bound of the shedding hosts remembered (the least recently seen go first). */
-  static final int MAX_SHEDDING_HOSTS = 100_000;
-  /** Bound of the server endpoints remembered (the least recently paired go first). */
-  static final int MAX_SERVER_ENDPOINTS = 100_000;
 
   /**
    * How much later than a lone end's close (or earlier than its start) a new end on its 4-tuple must
@@ -106,18 +98,8 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   private transient Counter idleExpired;
   private transient Counter duplicates;
   private transient Counter withheldByPeer;
-  /**
-   * Hosts seen shedding (the local ip of a sampled observation, as connection keys use it) and when
-   * (processing time), least recently seen first.
-   */
-  private transient LinkedHashMap<String, Long> sheddingHosts;
-  private transient ListState<Tuple2<String, Long>> sheddingHostsState;
-  /**
-   * Server endpoints (as a client end's remote address and port: past NAT, loopback qualified by
-   * host) and the process last seen serving each in a paired connection, least recently first.
-   */
-  private transient LinkedHashMap<String, Side> servers;
-  private transient ListState<Side> serversState;
+  /** Hosts seen shedding and server endpoints seen in pairs (operator state). */
+  private transient PeerMemory peers;
   private transient Counter resolvedByEndpoint;
   /** The latest processing time seen, to expire entries before a snapshot. */
   private transient long latestNow;
@@ -168,12 +150,8 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
 
   @Override
   public void initializeState(FunctionInitializationContext context) throws Exception {
-    sheddingHostsState = context.getOperatorStateStore().getUnionListState(
-        new ListStateDescriptor<>("shedding-hosts", Types.TUPLE(Types.STRING, Types.LONG)));
-    sheddingHosts = new LinkedHashMap<>();
-    serversState = context.getOperatorStateStore().getUnionListState(
-        new ListStateDescriptor<>("server-endpoints", Types.POJO(Side.class)));
-    servers = new LinkedHashMap<>();
+    peers = new PeerMemory(sheddingPeerMemoryMs);
+    peers.initialize(context);
     progressState = context.getOperatorStateStore().getUnionListState(
         new ListStateDescriptor<>("input-progress", Types.LONG));
     progressNs = 0;
@@ -181,29 +159,12 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       for (Long p : progressState.get()) {
         progressNs = Math.max(progressNs, p);
       }
-      for (Side server : serversState.get()) {
-        rememberServer(server);
-      }
-      // The union of every subtask's hosts: each host's latest sighting, oldest first.
-      Map<String, Long> latest = new HashMap<>();
-      for (Tuple2<String, Long> e : sheddingHostsState.get()) {
-        latest.merge(e.f0, e.f1, Math::max);
-      }
-      latest.entrySet().stream().sorted(Map.Entry.comparingByValue())
-          .forEach(e -> sheddingHosts.put(e.getKey(), e.getValue()));
-      while (sheddingHosts.size() > MAX_SHEDDING_HOSTS) {
-        sheddingHosts.remove(sheddingHosts.keySet().iterator().next());
-      }
     }
   }
 
   @Override
   public void snapshotState(FunctionSnapshotContext context) throws Exception {
-    expireSheddingHosts(latestNow);
-    List<Tuple2<String, Long>> entries = new ArrayList<>(sheddingHosts.size());
-    sheddingHosts.forEach((host, seen) -> entries.add(Tuple2.of(host, seen)));
-    sheddingHostsState.update(entries);
-    serversState.update(new ArrayList<>(servers.values()));
+    peers.snapshot(latestNow);
     progressState.update(List.of(progressNs));
   }
 
@@ -226,7 +187,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     latestNow = Math.max(latestNow, now);
     progressNs = Math.max(progressNs, o.eventTimeNs);
     if (o.keepProbability < 1 && sheddingPeerMemoryMs > 0) {
-      sheddingSeen(sheddingKey(o.hostId, o.localIp), now);
+      peers.sheddingSeen(PeerMemory.hostKey(o.hostId, o.localIp), now);
     }
     ConnectionState s = state.value();
     if (s == null) {
@@ -375,7 +336,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     if (!wasPaired && s.paired()) {
       Side server = s.side(!clientIsLow(s.low, s.high));
       if (server.role == Role.SERVER) {
-        rememberServer(server);
+        peers.rememberServer(server);
       }
     }
 
@@ -665,7 +626,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     resolveServer(s);
     if (!s.withheld && !s.paired() && s.resolvedServer == null) {
       Side lone = s.low != null ? s.low : s.high;
-      if (peerSheds(sheddingKey(lone.hostId, lone.remoteIp), now)) {
+      if (peers.sheds(PeerMemory.hostKey(lone.hostId, lone.remoteIp), now)) {
         s.withheld = true;
         withheldByPeer.inc();
         WITHHELD_BY_SHEDDING_PEER.incrementAndGet();
@@ -728,85 +689,11 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     if (lone == null || lone.role != Role.CLIENT) {
       return;
     }
-    Side server = servers.get(endpointKey(lone.hostId, lone.remoteIp, lone.remotePort));
+    Side server = peers.server(lone.hostId, lone.remoteIp, lone.remotePort);
     if (server != null) {
       s.resolvedServer = server;
       resolvedByEndpoint.inc();
     }
-  }
-
-  private void rememberServer(Side paired) {
-    String key = endpointKey(paired.hostId, paired.localIp, paired.localPort);
-    Side known = servers.get(key);
-    if (known != null && known.tgid == paired.tgid && known.processStartTimeNs == paired.processStartTimeNs
-        && known.hostId.equals(paired.hostId)) {
-      return; // the common case: the same process again, nothing to copy
-    }
-    servers.remove(key);
-    servers.put(key, serverIdentity(paired));
-    if (servers.size() > MAX_SERVER_ENDPOINTS) {
-      servers.remove(servers.keySet().iterator().next());
-    }
-  }
-
-  /** What {@link GraphNode#process} needs of a server end: no socket, no bytes. */
-  private static Side serverIdentity(Side s) {
-    Side id = new Side();
-    id.hostId = s.hostId;
-    id.role = Role.SERVER;
-    id.localIp = s.localIp;
-    id.localPort = s.localPort;
-    id.tgid = s.tgid;
-    id.processStartTimeNs = s.processStartTimeNs;
-    id.comm = s.comm;
-    id.cmdline = s.cmdline;
-    id.cgroupId = s.cgroupId;
-    id.containerId = s.containerId;
-    return id;
-  }
-
-  static String endpointKey(String hostId, String ip, int port) {
-    return sheddingKey(hostId, ip) + ":" + port;
-  }
-
-  /**
-   * The memory's key of a host by an address of it. A loopback address names no host of its own,
-   * so it is qualified with the observing host (both ends of a loopback connection are on it).
-   */
-  static String sheddingKey(String hostId, String ip) {
-    return ip.startsWith("127.") || ip.equals("::1") ? hostId + "/" + ip : ip;
-  }
-
-  private void sheddingSeen(String host, long now) {
-    Long seen = sheddingHosts.get(host);
-    if (seen != null && seen >= now) {
-      return;
-    }
-    if (seen != null) {
-      sheddingHosts.remove(host); // re-inserted last: the map stays in order of last sighting
-    }
-    sheddingHosts.put(host, now);
-    expireSheddingHosts(now);
-  }
-
-  /** Drops the hosts not seen shedding within the memory, and the oldest beyond the bound. */
-  private void expireSheddingHosts(long now) {
-    Iterator<Map.Entry<String, Long>> it = sheddingHosts.entrySet().iterator();
-    while (it.hasNext()) {
-      Map.Entry<String, Long> oldest = it.next();
-      if (sheddingHosts.size() <= MAX_SHEDDING_HOSTS && now - oldest.getValue() <= sheddingPeerMemoryMs) {
-        return;
-      }
-      it.remove();
-    }
-  }
-
-  private boolean peerSheds(String host, long now) {
-    if (sheddingPeerMemoryMs == 0) {
-      return false;
-    }
-    Long seen = sheddingHosts.get(host);
-    return seen != null && now - seen <= sheddingPeerMemoryMs;
   }
 
   /** The connection as the graph should show it now. */
