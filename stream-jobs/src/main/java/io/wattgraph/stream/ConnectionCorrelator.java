@@ -1,18 +1,14 @@
 package io.wattgraph.stream;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
@@ -29,8 +25,15 @@ import org.apache.flink.util.Collector;
  * Neo4j. Each side is the latest view of one socket (hostId + socket cookie). An update is emitted
  * once both sides are known, or once the pairing horizon passes with one side only (the missing
  * end becomes an External node). When the peer turns up later, the connection moves to the real
- * edge and the External edge gets a retraction. Logic is order-tolerant: counters are cumulative and
- * merged with max, so no event time is needed.
+ * edge and the External edge gets a retraction. Counters are cumulative and merged with max, so the
+ * order of one end's events does not matter.
+ *
+ * <p>Late ends (agents spool through outages and deliver in bursts): a closed lone end is not
+ * finished at the closed retention but kept whole for the memory ({@code duplicateHorizonMs} of
+ * processing time and of the input's event-time progress), so its peer, however late within it,
+ * pairs with it and moves it to its real edge. A 4-tuple reused meanwhile holds several instances,
+ * and an end joins the one whose lone end overlaps it in time ({@link #peerOf}). An end older than
+ * the memory is counted ({@code latePeersPastMemory}).
  *
  * <p>Load shedding (ConnectionEvent v3 {@code keepProbability}): each update carries the number of
  * connections it stands for ({@link #weight}, by the client end's probability). A lone client end
@@ -46,21 +49,23 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
 
   /** Replayed observations dropped by a tombstone, over every subtask of this JVM (tests read it). */
   static final java.util.concurrent.atomic.AtomicLong DUPLICATES_DROPPED = new java.util.concurrent.atomic.AtomicLong();
+  /**
+   * Ends that found no instance to join and are older than the memory of the input's progress, over
+   * every subtask of this JVM (tests read it): each may be the late peer of a lone end already
+   * counted and forgotten.
+   */
+  static final java.util.concurrent.atomic.AtomicLong LATE_PAST_MEMORY = new java.util.concurrent.atomic.AtomicLong();
   /** Lone ends withheld because their peer sheds, over every subtask of this JVM (tests read it). */
   static final java.util.concurrent.atomic.AtomicLong WITHHELD_BY_SHEDDING_PEER = new java.util.concurrent.atomic.AtomicLong();
 
   /** Default of {@code --shedding-peer-memory-ms}: how long a host is known to shed after its last sampled event. */
   public static final long DEFAULT_SHEDDING_PEER_MEMORY_MS = 600_000;
-  /** Bound of the shedding hosts remembered (the least recently seen go first). */
-  static final int MAX_SHEDDING_HOSTS = 100_000;
-  /** Bound of the server endpoints remembered (the least recently paired go first). */
-  static final int MAX_SERVER_ENDPOINTS = 100_000;
 
   /**
-   * How much later than a lone end's close a new end on its 4-tuple must start to be a new
-   * connection rather than its peer: more than the agents' clocks differ (NTP keeps them within
-   * milliseconds); less than a tuple takes to be reused (TIME_WAIT is 60 s; only reset
-   * connections come back within seconds).
+   * How much later than a lone end's close (or earlier than its start) a new end on its 4-tuple must
+   * start to be another connection rather than its peer: more than the agents' clocks differ (NTP
+   * keeps them within milliseconds); less than a tuple takes to be reused (TIME_WAIT is 60 s; only
+   * reset connections come back within seconds).
    */
   static final long TUPLE_REUSE_SKEW_NS = 1_000_000_000L;
 
@@ -72,24 +77,29 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   private final long idleTimeoutMs;
   private final long duplicateHorizonMs;
   private final long sheddingPeerMemoryMs;
+  /** The duplicate horizon (the memory of closed connections) in ns of event time. */
+  private final long memoryNs;
+  /** How often a memory whose processing time passed but whose input has not checks again. */
+  private final long memoryFloorMs;
 
+  /** The newest instance of the key's 4-tuple. */
   private transient ValueState<ConnectionState> state;
+  /** Older instances of the tuple still remembered (reused while a lone end waits, tombstones). */
+  private transient ListState<ConnectionState> earlierState;
+  /**
+   * The input's progress: the latest event time this subtask has seen (ns). The memory is measured
+   * in it as well as in processing time, so a stalled input (Neo4j down and the job backpressured,
+   * the job down, Kafka down for everyone) forgets nothing. Union operator state, the highest wins.
+   */
+  private transient long progressNs;
+  private transient ListState<Long> progressState;
+  private transient Counter latePastMemory;
   private transient Counter emittedOneSided;
   private transient Counter idleExpired;
   private transient Counter duplicates;
   private transient Counter withheldByPeer;
-  /**
-   * Hosts seen shedding (the local ip of a sampled observation, as connection keys use it) and when
-   * (processing time), least recently seen first.
-   */
-  private transient LinkedHashMap<String, Long> sheddingHosts;
-  private transient ListState<Tuple2<String, Long>> sheddingHostsState;
-  /**
-   * Server endpoints (as a client end's remote address and port: past NAT, loopback qualified by
-   * host) and the process last seen serving each in a paired connection, least recently first.
-   */
-  private transient LinkedHashMap<String, Side> servers;
-  private transient ListState<Side> serversState;
+  /** Hosts seen shedding and server endpoints seen in pairs (operator state). */
+  private transient PeerMemory peers;
   private transient Counter resolvedByEndpoint;
   /** The latest processing time seen, to expire entries before a snapshot. */
   private transient long latestNow;
@@ -134,105 +144,189 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     this.idleTimeoutMs = idleTimeoutMs;
     this.duplicateHorizonMs = duplicateHorizonMs;
     this.sheddingPeerMemoryMs = sheddingPeerMemoryMs;
+    this.memoryNs = duplicateHorizonMs > Long.MAX_VALUE / 1_000_000 ? Long.MAX_VALUE : duplicateHorizonMs * 1_000_000;
+    this.memoryFloorMs = Math.max(1, duplicateHorizonMs / 4);
   }
 
   @Override
   public void initializeState(FunctionInitializationContext context) throws Exception {
-    sheddingHostsState = context.getOperatorStateStore().getUnionListState(
-        new ListStateDescriptor<>("shedding-hosts", Types.TUPLE(Types.STRING, Types.LONG)));
-    sheddingHosts = new LinkedHashMap<>();
-    serversState = context.getOperatorStateStore().getUnionListState(
-        new ListStateDescriptor<>("server-endpoints", Types.POJO(Side.class)));
-    servers = new LinkedHashMap<>();
+    peers = new PeerMemory(sheddingPeerMemoryMs);
+    peers.initialize(context);
+    progressState = context.getOperatorStateStore().getUnionListState(
+        new ListStateDescriptor<>("input-progress", Types.LONG));
+    progressNs = 0;
     if (context.isRestored()) {
-      for (Side server : serversState.get()) {
-        rememberServer(server);
-      }
-      // The union of every subtask's hosts: each host's latest sighting, oldest first.
-      Map<String, Long> latest = new HashMap<>();
-      for (Tuple2<String, Long> e : sheddingHostsState.get()) {
-        latest.merge(e.f0, e.f1, Math::max);
-      }
-      latest.entrySet().stream().sorted(Map.Entry.comparingByValue())
-          .forEach(e -> sheddingHosts.put(e.getKey(), e.getValue()));
-      while (sheddingHosts.size() > MAX_SHEDDING_HOSTS) {
-        sheddingHosts.remove(sheddingHosts.keySet().iterator().next());
+      for (Long p : progressState.get()) {
+        progressNs = Math.max(progressNs, p);
       }
     }
   }
 
   @Override
   public void snapshotState(FunctionSnapshotContext context) throws Exception {
-    expireSheddingHosts(latestNow);
-    List<Tuple2<String, Long>> entries = new ArrayList<>(sheddingHosts.size());
-    sheddingHosts.forEach((host, seen) -> entries.add(Tuple2.of(host, seen)));
-    sheddingHostsState.update(entries);
-    serversState.update(new ArrayList<>(servers.values()));
+    peers.snapshot(latestNow);
+    progressState.update(List.of(progressNs));
   }
 
   @Override
   public void open(OpenContext openContext) {
     state = getRuntimeContext().getState(new ValueStateDescriptor<>("connection", ConnectionState.class));
+    earlierState = getRuntimeContext().getListState(new ListStateDescriptor<>("earlier-instances", ConnectionState.class));
     emittedOneSided = getRuntimeContext().getMetricGroup().counter("oneSidedConnections");
     idleExpired = getRuntimeContext().getMetricGroup().counter("idleExpiredConnections");
     duplicates = getRuntimeContext().getMetricGroup().counter("duplicateObservationsDropped");
     withheldByPeer = getRuntimeContext().getMetricGroup().counter("oneSidedShedByPeer");
     resolvedByEndpoint = getRuntimeContext().getMetricGroup().counter("oneSidedResolvedByServerEndpoint");
+    latePastMemory = getRuntimeContext().getMetricGroup().counter("latePeersPastMemory");
   }
 
   @Override
   public void processElement(Observation o, Context ctx, Collector<ConnectionUpdate> out) throws Exception {
-    ConnectionState s = state.value();
     boolean isLow = o.localIsLow();
     long now = ctx.timerService().currentProcessingTime();
     latestNow = Math.max(latestNow, now);
+    progressNs = Math.max(progressNs, o.eventTimeNs);
     if (o.keepProbability < 1 && sheddingPeerMemoryMs > 0) {
-      sheddingSeen(sheddingKey(o.hostId, o.localIp), now);
+      peers.sheddingSeen(PeerMemory.hostKey(o.hostId, o.localIp), now);
     }
-    if (s != null) {
-      Side existing = s.side(isLow);
-      if ((existing != null && !existing.sameSocket(o))
-          || (existing == null && !s.finished && !s.retired && laterThanItsPeer(o, s.side(!isLow)))) {
-        // Another socket on the same endpoint, or a first end seen after the lone other end had
-        // closed: the 4-tuple was reused by a new connection before cleanup (under load shedding
-        // the old connection's peer end was often never reported). Leave the old connection
-        // counted as it is and start over.
-        if (!s.retired) {
-          finish(s, now, out);
-        }
-        if (s.timerAt != 0) {
-          ctx.timerService().deleteProcessingTimeTimer(s.timerAt);
-        }
-        s = null;
-      } else if (s.finished) {
-        if (existing != null) {
-          // A socket of the finished connection again: a replay of events already counted.
-          duplicates.inc();
-          DUPLICATES_DROPPED.incrementAndGet();
-          return;
-        }
-        // An end the connection never had (a peer later than the closed retention): as before
-        // tombstones, it starts anew.
-        if (s.timerAt != 0) {
-          ctx.timerService().deleteProcessingTimeTimer(s.timerAt);
-        }
-        s = null;
-      } else if (s.retired) {
-        revive(s);
+    ConnectionState s = state.value();
+    if (s == null) {
+      s = newInstance(o, ctx);
+      apply(s, o, isLow, now, out);
+    } else if (!s.hasEarlier && endOf(s, o, isLow)) {
+      // The common case: one instance on the tuple, and this is one of its ends.
+      if (!apply(s, o, isLow, now, out)) {
+        return;
+      }
+    } else {
+      s = place(s, o, isLow, now, ctx, out);
+      if (s == null) {
+        return;
       }
     }
-    if (s == null) {
-      s = new ConnectionState();
-      s.connectionId = ctx.getCurrentKey() + "@" + o.hostId + "/" + o.socketCookie;
-      s.baseConnectionId = s.connectionId;
-      // Once per key, not per event (a no-op when the key has it); deleted with the key's state.
-      ctx.timerService().registerEventTimeTimer(END_OF_INPUT);
+    arm(s, ctx);
+    state.update(s);
+  }
+
+  /** Whether {@code o} is an end of {@code inst}: one of its sockets, or the peer its lone end waits for. */
+  private static boolean endOf(ConnectionState inst, Observation o, boolean isLow) {
+    Side existing = inst.side(isLow);
+    if (existing != null) {
+      return existing.sameSocket(o);
+    }
+    return !inst.finished && peerOf(o, inst.side(!isLow));
+  }
+
+  /**
+   * Whether {@code o}, the first event of a socket, can be the other end of {@code lone}: the two
+   * ends of one connection overlap in time, within the agents' clock skew ({@link
+   * #TUPLE_REUSE_SKEW_NS}). An end that begins after the lone end closed, or before it began, belongs
+   * to another connection on the same 4-tuple (reused ports).
+   */
+  static boolean peerOf(Observation o, Side lone) {
+    return lone != null && o.eventTimeNs >= lone.firstSeenNs - TUPLE_REUSE_SKEW_NS
+        && (!lone.closed || o.eventTimeNs <= lone.lastSeenNs + TUPLE_REUSE_SKEW_NS);
+  }
+
+  /**
+   * The tuple holds several instances, or {@code o} is not an end of its newest: find the instance
+   * whose socket it is, else the one whose lone end it pairs with (the closest start in time), else
+   * start a new one, the newest if it began after the newest so far (which is then over), an earlier
+   * one otherwise (a late end of an earlier connection). Returns the newest, or null when {@code o}
+   * was a dropped replay.
+   */
+  private ConnectionState place(ConnectionState newest, Observation o, boolean isLow, long now, Context ctx,
+      Collector<ConnectionUpdate> out) throws Exception {
+    List<ConnectionState> earlier = loadEarlier(newest);
+    ConnectionState target = null;
+    for (ConnectionState inst : earlier) {
+      if (inst.side(isLow) != null && inst.side(isLow).sameSocket(o)) {
+        target = inst;
+      }
+    }
+    if (target == null && newest.side(isLow) != null && newest.side(isLow).sameSocket(o)) {
+      target = newest;
+    }
+    if (target == null) {
+      long best = Long.MAX_VALUE;
+      for (int i = 0; i <= earlier.size(); i++) {
+        ConnectionState inst = i < earlier.size() ? earlier.get(i) : newest;
+        if (inst.side(isLow) == null && endOf(inst, o, isLow)) {
+          long distance = Math.abs(o.eventTimeNs - inst.startNs());
+          if (distance < best) {
+            best = distance;
+            target = inst;
+          }
+        }
+      }
+    }
+    boolean created = target == null;
+    if (created) {
+      target = newInstance(o, ctx);
+    }
+    if (!apply(target, o, isLow, now, out)) {
+      return null;
+    }
+    if (created) {
+      if (o.eventTimeNs >= newest.startNs()) {
+        // A later connection on the tuple: the newest so far is over. An idle-expired one was
+        // already folded into its edge and is forgotten, as before; any other is kept as earlier.
+        if (!newest.retired || newest.finished) {
+          newest.superseded();
+          scheduleCleanupIfDone(newest, now);
+          earlier.add(newest);
+        }
+        target.timerAt = newest.timerAt;
+        newest.timerAt = 0;
+        newest.hasEarlier = false;
+        newest.earlierDeadline = 0;
+        newest = target;
+      } else {
+        target.superseded();
+        scheduleCleanupIfDone(target, now);
+        earlier.add(target);
+      }
+    }
+    storeEarlier(newest, earlier);
+    return newest;
+  }
+
+  private ConnectionState newInstance(Observation o, Context ctx) {
+    ConnectionState s = new ConnectionState();
+    s.connectionId = ctx.getCurrentKey() + "@" + o.hostId + "/" + o.socketCookie;
+    s.baseConnectionId = s.connectionId;
+    // Once per key, not per event (a no-op when the key has it); deleted with the key's state.
+    ctx.timerService().registerEventTimeTimer(END_OF_INPUT);
+    if (duplicateHorizonMs > 0 && o.eventTimeNs < progressNs - memoryNs + TUPLE_REUSE_SKEW_NS) {
+      // Older than the memory of the input's progress: a lone end it would have paired with may be
+      // forgotten already, counted on its own edge. Counted here, never silently twice.
+      latePastMemory.inc();
+      LATE_PAST_MEMORY.incrementAndGet();
+    }
+    return s;
+  }
+
+  /** Applies an end's event to its instance; false for a replay of a finished one (dropped). */
+  private boolean apply(ConnectionState s, Observation o, boolean isLow, long now, Collector<ConnectionUpdate> out) {
+    if (s.finished) {
+      // A socket of the finished connection again: a replay of events already counted.
+      duplicates.inc();
+      DUPLICATES_DROPPED.incrementAndGet();
+      return false;
+    }
+    if (s.retired) {
+      revive(s);
+    }
+    Side side = s.side(isLow);
+    if (side == null && s.memoryUntil != 0) {
+      // The late peer of a remembered lone end: the connection is whole again, no longer waiting.
+      s.memoryUntil = 0;
+      s.memoryUntilNs = 0;
     }
     s.lastEventAt = now;
     if (s.idleTimer == 0) {
       s.idleTimer = now + idleTimeoutMs;
     }
-    Side side = s.side(isLow);
     boolean wasPaired = s.paired();
     if (side == null) {
       s.setSide(isLow, Side.from(o));
@@ -242,7 +336,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     if (!wasPaired && s.paired()) {
       Side server = s.side(!clientIsLow(s.low, s.high));
       if (server.role == Role.SERVER) {
-        rememberServer(server);
+        peers.rememberServer(server);
       }
     }
 
@@ -253,33 +347,43 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       emit(s, out);
     }
     scheduleCleanupIfDone(s, now);
-    arm(s, ctx);
-    state.update(s);
+    return true;
+  }
+
+  private List<ConnectionState> loadEarlier(ConnectionState newest) throws Exception {
+    List<ConnectionState> earlier = new ArrayList<>();
+    if (newest.hasEarlier) {
+      for (ConnectionState inst : earlierState.get()) {
+        earlier.add(inst);
+      }
+    }
+    return earlier;
+  }
+
+  private void storeEarlier(ConnectionState newest, List<ConnectionState> earlier) throws Exception {
+    long deadline = 0;
+    for (ConnectionState inst : earlier) {
+      deadline = ConnectionState.earliest(deadline, inst.nextDeadline());
+    }
+    newest.hasEarlier = !earlier.isEmpty();
+    newest.earlierDeadline = deadline;
+    if (earlier.isEmpty()) {
+      earlierState.clear();
+    } else {
+      earlierState.update(earlier);
+    }
   }
 
   /**
-   * Whether {@code o} starts after {@code other}, a lone end, closed: then it is not that end's
-   * peer. The agents' clocks may differ by up to {@link #TUPLE_REUSE_SKEW_NS}.
-   */
-  static boolean laterThanItsPeer(Observation o, Side other) {
-    return other != null && other.closed && o.eventTimeNs > other.lastSeenNs + TUPLE_REUSE_SKEW_NS;
-  }
-
-  /**
-   * Registers a timer at the earliest deadline unless one at or before it is pending: one timer per
-   * connection at a time, not one per deadline (the timer queue was a fifth of the job's CPU).
+   * Registers a timer at the key's earliest deadline unless one at or before it is pending: one
+   * timer per key at a time, not one per deadline (the timer queue was a fifth of the job's CPU).
    */
   private static void arm(ConnectionState s, Context ctx) {
-    long next = earliest(earliest(s.horizonTimer, s.cleanupTimer), s.idleTimer);
+    long next = ConnectionState.earliest(s.nextDeadline(), s.earlierDeadline);
     if (next != 0 && (s.timerAt == 0 || next < s.timerAt)) {
       s.timerAt = next;
       ctx.timerService().registerProcessingTimeTimer(next);
     }
-  }
-
-  /** The earlier of two deadlines, 0 meaning none. */
-  private static long earliest(long a, long b) {
-    return a == 0 ? b : b == 0 ? a : Math.min(a, b);
   }
 
   @Override
@@ -292,16 +396,63 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     latestNow = Math.max(latestNow, now);
     if (ctx.timeDomain() == TimeDomain.EVENT_TIME) {
       // Input ended: nobody else will turn up, so report what a live run would after the horizon.
-      if (!s.retired && !s.paired() && !s.horizonPassed) {
-        expireHorizon(s, now, out);
-        state.update(s);
+      List<ConnectionState> earlier = loadEarlier(s);
+      earlier.add(s);
+      for (ConnectionState inst : earlier) {
+        if (!inst.retired && !inst.paired() && !inst.horizonPassed) {
+          expireHorizon(inst, now, out);
+        }
       }
+      earlier.remove(earlier.size() - 1);
+      if (s.hasEarlier) {
+        earlierState.update(earlier);
+      }
+      state.update(s);
       return;
     }
     if (timestamp == s.timerAt) {
       s.timerAt = 0;
     }
     // Whatever is due by now (a timer left from an earlier deadline or connection finds nothing).
+    boolean newestGone = advance(s, now, out);
+    List<ConnectionState> earlier = null;
+    if (s.hasEarlier && (newestGone || s.earlierDeadline == 0 || now >= s.earlierDeadline)) {
+      earlier = loadEarlier(s);
+      for (Iterator<ConnectionState> it = earlier.iterator(); it.hasNext(); ) {
+        if (advance(it.next(), now, out)) {
+          it.remove();
+        }
+      }
+    }
+    if (newestGone) {
+      if (earlier == null || earlier.isEmpty()) {
+        forget(s, ctx);
+        return;
+      }
+      // The latest of the earlier instances becomes the newest.
+      ConnectionState next = earlier.get(0);
+      for (ConnectionState inst : earlier) {
+        if (inst.startNs() > next.startNs()) {
+          next = inst;
+        }
+      }
+      earlier.remove(next);
+      next.timerAt = s.timerAt;
+      s = next;
+    }
+    if (earlier != null) {
+      storeEarlier(s, earlier);
+    }
+    if (s.finished && !s.hasEarlier) {
+      // Only a replay's tombstone is left: nothing to report at end of input.
+      ctx.timerService().deleteEventTimeTimer(END_OF_INPUT);
+    }
+    arm(s, ctx);
+    state.update(s);
+  }
+
+  /** Applies an instance's deadlines that are due; true when it is to be forgotten. */
+  private boolean advance(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
     if (s.horizonTimer != 0 && now >= s.horizonTimer) {
       s.horizonTimer = 0;
       if (!s.retired && !s.paired() && !s.horizonPassed) {
@@ -312,26 +463,52 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     if (s.cleanupTimer != 0 && now >= s.cleanupTimer) {
       s.cleanupTimer = 0;
       if (!s.retired && s.allPresentClosed()) {
-        // All sides closed and the retention passed: forget the tuple (it may be reused), keeping
-        // only its sockets for the duplicate horizon.
-        finish(s, now, out);
-        if (duplicateHorizonMs == 0) {
-          forget(s, ctx);
-          return;
+        // All sides closed and the retention passed.
+        if (s.paired()) {
+          // Nothing more to come: fold it into its edge, keep only its sockets for the memory.
+          finish(s, now, out);
+          if (duplicateHorizonMs == 0) {
+            return true;
+          }
+          tombstone(s, now);
+        } else {
+          // A lone end: reported (unless withheld), and kept whole for the memory, not finished, so
+          // that its peer, late from a spool, still pairs with it and moves it to its real edge.
+          boolean onAnEdge = report(s, now, out);
+          if (duplicateHorizonMs == 0) {
+            if (onAnEdge) {
+              out.collect(ConnectionUpdate.marker(ConnectionUpdate.Type.FINISHED, s.connectionId, s.emittedEdgeKey));
+            }
+            return true;
+          }
+          remember(s, now);
         }
-        tombstone(s, now, ctx);
       }
       // Otherwise a late peer joined after the lone side closed; wait for it to close too.
+    }
+    if (s.memoryUntil != 0 && now >= s.memoryUntil) {
+      if (progressNs < s.memoryUntilNs) {
+        // The input has not moved on that far (stalled, or catching up): look again when it can have.
+        long restMs = (s.memoryUntilNs - progressNs) / 1_000_000 + 1;
+        s.memoryUntil = now + Math.max(memoryFloorMs, Math.min(restMs, duplicateHorizonMs));
+      } else {
+        s.memoryUntil = 0;
+        if (!s.finished && s.emittedEdgeKey != null) {
+          out.collect(ConnectionUpdate.marker(ConnectionUpdate.Type.FINISHED, s.connectionId, s.emittedEdgeKey));
+        }
+        return true;
+      }
     }
     if (s.idleTimer != 0 && now >= s.idleTimer) {
       s.idleTimer = 0;
       if (s.retired) {
-        // The tombstone outlived its idle period too: forget the key.
-        forget(s, ctx);
-        return;
+        // The tombstone outlived its idle period too: forget it.
+        return true;
       }
       long idleUntil = s.lastEventAt + idleTimeoutMs;
-      if (now < idleUntil) {
+      if (s.allPresentClosed()) {
+        // Closed: its CLOSED was not lost; the cleanup and the memory see to it.
+      } else if (now < idleUntil) {
         // Activity since the deadline was set: push it back (one deadline per key, not per event).
         s.idleTimer = idleUntil;
       } else {
@@ -341,28 +518,36 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
         s.idleTimer = now + idleTimeoutMs;
       }
     }
-    arm(s, ctx);
-    state.update(s);
+    return false;
   }
 
   /**
-   * Clears the key's state and its end-of-input timer. A timer left behind would keep every tuple
-   * ever seen in the timer queue of an unbounded job (its processing-time timers are all spent or
-   * deleted by now).
+   * Clears the key's state and its timers. A timer left behind would keep every tuple ever seen in
+   * the timer queue of an unbounded job.
    */
   private void forget(ConnectionState s, Context ctx) {
     if (s.timerAt != 0) {
       ctx.timerService().deleteProcessingTimeTimer(s.timerAt);
     }
     state.clear();
+    earlierState.clear();
     ctx.timerService().deleteEventTimeTimer(END_OF_INPUT);
   }
 
+  /** A closed lone end past its retention waits for its peer for the memory (both clocks). */
+  private void remember(ConnectionState s, long now) {
+    s.memoryUntil = now + duplicateHorizonMs;
+    s.memoryUntilNs = saturatedAdd(s.lastSeenNs(), memoryNs);
+    s.idleTimer = 0;
+  }
+
   /**
-   * Keeps only the sockets of a finished connection until the duplicate horizon passes (the idle
-   * deadline, with {@code retired} set, forgets it then). No end-of-input timer: nothing to report.
+   * Keeps only the sockets of a finished connection until the memory passes, so a replay of their
+   * events is dropped.
    */
-  private void tombstone(ConnectionState s, long now, Context ctx) {
+  private void tombstone(ConnectionState s, long now) {
+    s.memoryUntil = now + duplicateHorizonMs;
+    s.memoryUntilNs = saturatedAdd(s.lastSeenNs(), memoryNs);
     s.low = socketOnly(s.low);
     s.high = socketOnly(s.high);
     s.finished = true;
@@ -372,8 +557,12 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     s.emittedEdgeKey = null;
     s.horizonTimer = 0;
     s.cleanupTimer = 0;
-    s.idleTimer = now + duplicateHorizonMs;
-    ctx.timerService().deleteEventTimeTimer(END_OF_INPUT);
+    s.idleTimer = 0;
+  }
+
+  static long saturatedAdd(long a, long b) {
+    long r = a + b;
+    return ((a ^ r) & (b ^ r)) < 0 ? Long.MAX_VALUE : r;
   }
 
   private static Side socketOnly(Side full) {
@@ -437,7 +626,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     resolveServer(s);
     if (!s.withheld && !s.paired() && s.resolvedServer == null) {
       Side lone = s.low != null ? s.low : s.high;
-      if (peerSheds(sheddingKey(lone.hostId, lone.remoteIp), now)) {
+      if (peers.sheds(PeerMemory.hostKey(lone.hostId, lone.remoteIp), now)) {
         s.withheld = true;
         withheldByPeer.inc();
         WITHHELD_BY_SHEDDING_PEER.incrementAndGet();
@@ -447,7 +636,8 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   }
 
   private void scheduleCleanupIfDone(ConnectionState s, long now) {
-    if (s.cleanupTimer == 0 && s.allPresentClosed() && (s.paired() || s.horizonPassed)) {
+    if (s.cleanupTimer == 0 && s.memoryUntil == 0 && !s.retired && s.allPresentClosed()
+        && (s.paired() || s.horizonPassed)) {
       s.cleanupTimer = now + cleanupDelayMs;
     }
   }
@@ -457,14 +647,21 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
    * was on an edge, and nothing is emitted), then mark it finished.
    */
   private void finish(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
+    if (report(s, now, out)) {
+      out.collect(ConnectionUpdate.marker(ConnectionUpdate.Type.FINISHED, s.connectionId, s.emittedEdgeKey));
+    }
+  }
+
+  /** Puts a connection not reported yet on its edge, unless withheld; whether it is on an edge. */
+  private boolean report(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
     if (s.emittedEdgeKey == null) {
       s.horizonPassed = true;
       if (withholdIfPeerSheds(s, now)) {
-        return;
+        return false;
       }
       emit(s, out);
     }
-    out.collect(ConnectionUpdate.marker(ConnectionUpdate.Type.FINISHED, s.connectionId, s.emittedEdgeKey));
+    return true;
   }
 
   /** Emits the connection on its current edge, retracting it from the previous edge if it moved. */
@@ -492,85 +689,11 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     if (lone == null || lone.role != Role.CLIENT) {
       return;
     }
-    Side server = servers.get(endpointKey(lone.hostId, lone.remoteIp, lone.remotePort));
+    Side server = peers.server(lone.hostId, lone.remoteIp, lone.remotePort);
     if (server != null) {
       s.resolvedServer = server;
       resolvedByEndpoint.inc();
     }
-  }
-
-  private void rememberServer(Side paired) {
-    String key = endpointKey(paired.hostId, paired.localIp, paired.localPort);
-    Side known = servers.get(key);
-    if (known != null && known.tgid == paired.tgid && known.processStartTimeNs == paired.processStartTimeNs
-        && known.hostId.equals(paired.hostId)) {
-      return; // the common case: the same process again, nothing to copy
-    }
-    servers.remove(key);
-    servers.put(key, serverIdentity(paired));
-    if (servers.size() > MAX_SERVER_ENDPOINTS) {
-      servers.remove(servers.keySet().iterator().next());
-    }
-  }
-
-  /** What {@link GraphNode#process} needs of a server end: no socket, no bytes. */
-  private static Side serverIdentity(Side s) {
-    Side id = new Side();
-    id.hostId = s.hostId;
-    id.role = Role.SERVER;
-    id.localIp = s.localIp;
-    id.localPort = s.localPort;
-    id.tgid = s.tgid;
-    id.processStartTimeNs = s.processStartTimeNs;
-    id.comm = s.comm;
-    id.cmdline = s.cmdline;
-    id.cgroupId = s.cgroupId;
-    id.containerId = s.containerId;
-    return id;
-  }
-
-  static String endpointKey(String hostId, String ip, int port) {
-    return sheddingKey(hostId, ip) + ":" + port;
-  }
-
-  /**
-   * The memory's key of a host by an address of it. A loopback address names no host of its own,
-   * so it is qualified with the observing host (both ends of a loopback connection are on it).
-   */
-  static String sheddingKey(String hostId, String ip) {
-    return ip.startsWith("127.") || ip.equals("::1") ? hostId + "/" + ip : ip;
-  }
-
-  private void sheddingSeen(String host, long now) {
-    Long seen = sheddingHosts.get(host);
-    if (seen != null && seen >= now) {
-      return;
-    }
-    if (seen != null) {
-      sheddingHosts.remove(host); // re-inserted last: the map stays in order of last sighting
-    }
-    sheddingHosts.put(host, now);
-    expireSheddingHosts(now);
-  }
-
-  /** Drops the hosts not seen shedding within the memory, and the oldest beyond the bound. */
-  private void expireSheddingHosts(long now) {
-    Iterator<Map.Entry<String, Long>> it = sheddingHosts.entrySet().iterator();
-    while (it.hasNext()) {
-      Map.Entry<String, Long> oldest = it.next();
-      if (sheddingHosts.size() <= MAX_SHEDDING_HOSTS && now - oldest.getValue() <= sheddingPeerMemoryMs) {
-        return;
-      }
-      it.remove();
-    }
-  }
-
-  private boolean peerSheds(String host, long now) {
-    if (sheddingPeerMemoryMs == 0) {
-      return false;
-    }
-    Long seen = sheddingHosts.get(host);
-    return seen != null && now - seen <= sheddingPeerMemoryMs;
   }
 
   /** The connection as the graph should show it now. */

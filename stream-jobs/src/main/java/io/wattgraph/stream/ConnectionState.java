@@ -1,8 +1,10 @@
 package io.wattgraph.stream;
 
 /**
- * Correlator state for one connection key: up to one side per endpoint of the sorted pair.
- * {@code low} is the side whose local endpoint sorts first.
+ * Correlator state for one connection instance of a key (a 4-tuple): up to one side per endpoint of
+ * the sorted pair. {@code low} is the side whose local endpoint sorts first. A key usually holds one
+ * instance; when the tuple is reused while an earlier instance is still remembered, the newest is the
+ * key's value state and the others its list state ({@link ConnectionCorrelator}).
  */
 public class ConnectionState {
   /** Unique per connection instance, even when the 4-tuple is reused later. */
@@ -45,6 +47,19 @@ public class ConnectionState {
    * tombstone for the duplicate horizon, so a replay of their events is dropped (also {@link #retired}).
    */
   public boolean finished;
+  /**
+   * Memory of a closed connection past its closed retention (0 = none): processing time (ms) and the
+   * input's event-time progress (ns) both must pass these before it is forgotten. A lone end waits
+   * whole for a late peer meanwhile; a finished pair keeps its sockets ({@link #finished}).
+   */
+  public long memoryUntil;
+  public long memoryUntilNs;
+  /**
+   * On the newest instance only: whether the key has earlier instances, and the earliest of their
+   * deadlines (0 = none), so the key's one timer covers them without reading their state.
+   */
+  public boolean hasEarlier;
+  public long earlierDeadline;
   /** Instances of this connection after wake-ups: 0 for the first; ids get "#generation". */
   public int generation;
   public String baseConnectionId;
@@ -68,6 +83,43 @@ public class ConnectionState {
 
   boolean paired() {
     return low != null && high != null;
+  }
+
+  /** Earliest own deadline (0 = none). */
+  long nextDeadline() {
+    return earliest(earliest(horizonTimer, cleanupTimer), earliest(idleTimer, memoryUntil));
+  }
+
+  /** The earlier of two deadlines, 0 meaning none. */
+  static long earliest(long a, long b) {
+    return a == 0 ? b : b == 0 ? a : Math.min(a, b);
+  }
+
+  /** Event time the connection began, as far as its ends show; a tombstone's is unknown (the earliest). */
+  long startNs() {
+    if (finished) {
+      return Long.MIN_VALUE;
+    }
+    return Math.min(low == null ? Long.MAX_VALUE : low.firstSeenNs, high == null ? Long.MAX_VALUE : high.firstSeenNs);
+  }
+
+  long lastSeenNs() {
+    return Math.max(low == null ? Long.MIN_VALUE : low.lastSeenNs, high == null ? Long.MIN_VALUE : high.lastSeenNs);
+  }
+
+  /** Whether {@code o}'s socket is one of this instance's ends. */
+  boolean hasSocket(Observation o) {
+    return (low != null && low.sameSocket(o)) || (high != null && high.sameSocket(o));
+  }
+
+  /** The tuple was reused by a later connection: this one is over, whether its CLOSED came or not. */
+  void superseded() {
+    if (low != null) {
+      low.closed = true;
+    }
+    if (high != null) {
+      high.closed = true;
+    }
   }
 
   boolean allPresentClosed() {

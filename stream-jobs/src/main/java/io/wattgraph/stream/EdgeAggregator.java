@@ -14,9 +14,19 @@ import org.apache.flink.util.Collector;
  *
  * <p>Absolute values, not increments, go to the sink: writing one twice or out of a replay leaves
  * the same graph. An edge whose connections were all retracted (moved elsewhere) is deleted.
+ *
+ * <p>First and last seen after a retraction are recomputed over what is left once per
+ * {@link #SEEN_SETTLE_MS}, not per retraction: late peers from a spool retract thousands of lone ends
+ * from one External edge in a burst, each the edge's earliest, and a pass over the edge's live
+ * connections for each was quadratic. Counts and bytes are exact in every row; first/last seen in
+ * the row after the settle.
  */
 public class EdgeAggregator extends KeyedProcessFunction<String, ConnectionUpdate, EdgeRow> {
   private static final long serialVersionUID = 1L;
+  /** How long after a retraction first/last seen are recomputed: the sink's flush interval. */
+  static final long SEEN_SETTLE_MS = 200;
+  /** Passes over an edge's live connections, over every subtask of this JVM (tests read it). */
+  static final java.util.concurrent.atomic.AtomicLong SEEN_RECOMPUTED = new java.util.concurrent.atomic.AtomicLong();
 
   private transient ValueState<EdgeTotals> totals;
   private transient MapState<String, ConnectionStats> live;
@@ -83,7 +93,11 @@ public class EdgeAggregator extends KeyedProcessFunction<String, ConnectionUpdat
         }
         t.bytesClientToServer -= old.bytesClientToServer;
         t.bytesServerToClient -= old.bytesServerToClient;
-        recomputeSeen(t);
+        if (!t.seenStale && (old.firstSeenNs <= t.firstSeenNs || old.lastSeenNs >= t.lastSeenNs)) {
+          // It may have been the edge's first or last: settle once the retractions of this moment are in.
+          t.seenStale = true;
+          ctx.timerService().registerProcessingTimeTimer(ctx.timerService().currentProcessingTime() + SEEN_SETTLE_MS);
+        }
         totals.update(t);
         out.collect(EdgeRow.upsert(ctx.getCurrentKey(), t));
       }
@@ -102,8 +116,21 @@ public class EdgeAggregator extends KeyedProcessFunction<String, ConnectionUpdat
     }
   }
 
+  @Override
+  public void onTimer(long timestamp, OnTimerContext ctx, Collector<EdgeRow> out) throws Exception {
+    EdgeTotals t = totals.value();
+    if (t == null || !t.seenStale) {
+      return; // deleted meanwhile
+    }
+    recomputeSeen(t);
+    t.seenStale = false;
+    totals.update(t);
+    out.collect(EdgeRow.upsert(ctx.getCurrentKey(), t));
+  }
+
   /** Only after a retraction: first/last seen over what is still on the edge. */
   private void recomputeSeen(EdgeTotals t) throws Exception {
+    SEEN_RECOMPUTED.incrementAndGet();
     long first = t.retiredFirstSeenNs;
     long last = t.retiredLastSeenNs;
     for (Map.Entry<String, ConnectionStats> e : live.entries()) {

@@ -23,6 +23,12 @@ public class EdgeTotals {
   public long lastSeenNs = Long.MIN_VALUE;
   public long retiredFirstSeenNs = Long.MAX_VALUE;
   public long retiredLastSeenNs = Long.MIN_VALUE;
+  /**
+   * A retraction may have taken the edge's first or last seen connection: {@link #firstSeenNs} and
+   * {@link #lastSeenNs} are recomputed by a timer (EdgeAggregator.SEEN_SETTLE_MS); until then they
+   * may still span it.
+   */
+  public boolean seenStale;
 
   public EdgeTotals() {}
 

@@ -19,7 +19,7 @@ public class JobConfig implements Serializable {
       "                       [--checkpoint-dir URI] [--restore latest|none|CHECKPOINT-URI] [--parallelism N]",
       "                       [--dlq-topic wattgraph.dlq] [--service-mappings-topic wattgraph.service-mappings]",
       "                       [--closed-retention-ms 2*horizon] [--idle-timeout-ms 3600000]",
-      "                       [--duplicate-horizon-ms 300000] (0: replayed connection events not recognised)",
+      "                       [--duplicate-horizon-ms 300000] (memory of closed connections: replays dropped, late peers pair; 0: off)",
       "                       [--shedding-peer-memory-ms 600000] (0: lone ends towards shedding hosts become External)",
       "                       [--resources-topic wattgraph.resources] [--metrics-topic wattgraph.metrics]",
       "                       [--window-ms 10000] [--allowed-lateness-ms 30000]",
@@ -75,8 +75,9 @@ public class JobConfig implements Serializable {
   /** A connection with no event for this long is folded into its edge's totals and forgotten. */
   public long idleTimeoutMs = 3_600_000;
   /**
-   * How long a finished connection's sockets are remembered after the closed retention, so that an
-   * agent's replay of their events (at-least-once delivery) is dropped instead of counted again; 0: off.
+   * The memory of closed connections after the closed retention, in processing time and in the
+   * input's event-time progress: a finished connection's sockets (an agent's replay of their events is
+   * dropped instead of counted again) and a lone end whole (its late peer still pairs); 0: off.
    */
   public long duplicateHorizonMs = 300_000;
   /**

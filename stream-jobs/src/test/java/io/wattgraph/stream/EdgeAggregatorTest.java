@@ -38,6 +38,39 @@ class EdgeAggregatorTest {
     return u;
   }
 
+  /** The row once the retractions' first/last seen are recomputed (processing time moved on). */
+  EdgeRow settled() throws Exception {
+    h.setProcessingTime(h.getProcessingTime() + EdgeAggregator.SEEN_SETTLE_MS);
+    EdgeRow r = last();
+    assertTrue(r != null && !r.delete, "a settled row");
+    return r;
+  }
+
+  /**
+   * Late peers from a spool retract the lone ends of one External edge in a burst, each the edge's
+   * earliest: the edge's live connections are gone over once for the burst, not once per retraction.
+   */
+  @Test
+  void aBurstOfRetractionsRecomputesFirstAndLastSeenOnce() throws Exception {
+    ConnectionUpdate first = upsert("c0", 1, 1, 0, 1);
+    h.processElement(first, 0);
+    for (int i = 1; i < 10_000; i++) {
+      h.processElement(upsert("c" + i, 1, 1, i, i + 1), 0);
+    }
+    long before = EdgeAggregator.SEEN_RECOMPUTED.get();
+    for (int i = 0; i < 9_990; i++) {
+      h.processElement(ConnectionUpdate.marker(ConnectionUpdate.Type.RETRACT, "c" + i, first.edgeKey), 0);
+    }
+    EdgeRow r = last();
+    assertEquals(10, r.connections, "counts exact in every row");
+    assertEquals(10, r.bytesClientToServer);
+    r = settled();
+    assertEquals(1, EdgeAggregator.SEEN_RECOMPUTED.get() - before, "one pass");
+    assertEquals(9_990, r.firstSeenNs);
+    assertEquals(10_000, r.lastSeenNs);
+    assertEquals(0, h.numProcessingTimeTimers());
+  }
+
   EdgeRow last() {
     List<EdgeRow> rows = h.extractOutputValues();
     h.getOutput().clear();
@@ -85,6 +118,7 @@ class EdgeAggregatorTest {
     EdgeRow r = last();
     assertEquals(10, r.bytesClientToServer);
     assertEquals(1, r.connections);
+    r = settled();
     assertEquals(5, r.firstSeenNs);
     assertEquals(6, r.lastSeenNs);
     h.processElement(ConnectionUpdate.marker(ConnectionUpdate.Type.RETRACT, "c1", c1.edgeKey), 0);
@@ -108,6 +142,7 @@ class EdgeAggregatorTest {
     r = last();
     assertEquals(10, r.bytesClientToServer);
     assertEquals(1, r.connections);
+    r = settled();
     assertEquals(5, r.firstSeenNs);
     assertEquals(6, r.lastSeenNs);
   }
