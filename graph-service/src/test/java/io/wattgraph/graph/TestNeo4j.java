@@ -53,6 +53,8 @@ final class TestNeo4j {
             return builder
                     .withDisabledServer() // HTTP off; Bolt is all the service uses
                     .withConfig(GraphDatabaseSettings.preallocate_logical_logs, false)
+                    // As the chart's Neo4j server: EXPLAIN's root operator carries the whole plan as text.
+                    .withConfig(GraphDatabaseSettings.cypher_render_plan_descriptions, true)
                     .withConfig(BoltConnectorInternalSettings.thread_pool_shutdown_wait_time, Duration.ZERO)
                     .withConfig(BoltConnectorInternalSettings.connection_shutdown_wait_time, Duration.ZERO)
                     .withFunction(PluginStandIns.class)

@@ -3,6 +3,7 @@ package io.wattgraph.graph.cypher;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 import org.neo4j.driver.Value;
 import org.neo4j.driver.summary.Plan;
@@ -61,6 +62,9 @@ final class PlanGuard {
             "graph.byelementid", "graph.propertiesbyname");
 
     /** Names Neo4j's plan prints for expressions it rewrote (EXISTS/COUNT subqueries over a pattern). */
+    /** The plan argument holding the rendered plan (a table of every operator), not an expression. */
+    static final String RENDERED_PLAN = "string-representation";
+
     static final Set<String> PLAN_INTERNAL_FUNCTIONS = Set.of("getdegree");
 
     private PlanGuard() {
@@ -113,8 +117,12 @@ final class PlanGuard {
                     + "(refused: LOAD CSV, writes, FOREACH, CALL IN TRANSACTIONS, SHOW/TERMINATE and schema "
                     + "commands, and any step not known to be a read)");
         }
-        for (Value argument : p.arguments().values()) {
-            if (!argument.hasType(TypeSystem.getDefault().STRING())) {
+        for (Map.Entry<String, Value> entry : p.arguments().entrySet()) {
+            Value argument = entry.getValue();
+            // A server that renders plans (dbms.cypher.render_plan_description) puts the whole plan's table
+            // in the root's string-representation: operator names such as Expand(All) are not calls, and
+            // every operator it shows is checked on its own here.
+            if (!argument.hasType(TypeSystem.getDefault().STRING()) || entry.getKey().equals(RENDERED_PLAN)) {
                 continue;
             }
             for (String function : PlanExpressions.functionCalls(argument.asString())) {
