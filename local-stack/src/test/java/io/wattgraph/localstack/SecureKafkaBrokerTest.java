@@ -18,6 +18,7 @@ import org.apache.kafka.clients.admin.ScramCredentialInfo;
 import org.apache.kafka.clients.admin.ScramMechanism;
 import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
@@ -141,7 +142,9 @@ class SecureKafkaBrokerTest {
       consumer.assign(List.of(tp));
       int n = consumer.poll(Duration.ofSeconds(2)).count();
       if (group != null) {
-        consumer.commitSync();
+        // An explicit offset: commitSync() with nothing consumed yet (a slow first fetch) sends
+        // no request at all, and the group's authorization would go unchecked.
+        consumer.commitSync(Map.of(tp, new OffsetAndMetadata(consumer.position(tp))));
       }
       return n;
     }
