@@ -70,6 +70,13 @@ exposed_sockets() {
 }
 
 start_stack "$BASE_RUN_DIR/default"
+# A first run talks: the banner opens with the page's address, and every step says how long it took.
+banner=$(grep -m1 "Wattgraph is running" "$LOG")
+grep -qF "open $API/ " <<<"$banner" || fail "the banner's first line does not give the page's address ($API/): $banner"
+page=$(curl -fsS "$API/") && grep -qi "<html" <<<"$page" || fail "the page at $API/ is not served"
+for what in Kafka Neo4j "Flink job" "graph service" agent; do
+  grep -Eq "wattgraph.* \[ *[0-9]+s\]   $what.* is up after [0-9]+ s" "$LOG" || fail "no timed 'is up' line for $what"
+done
 exposed=$(exposed_sockets)
 [ -z "$exposed" ] || fail "listening beyond loopback by default:
 $exposed"
