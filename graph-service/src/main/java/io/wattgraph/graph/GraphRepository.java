@@ -1,5 +1,6 @@
 package io.wattgraph.graph;
 
+import io.wattgraph.graph.neo4j.Neo4jReader;
 import java.util.List;
 import java.util.Map;
 import org.neo4j.driver.Record;

@@ -14,6 +14,7 @@ import io.wattgraph.graph.model.ServiceEdge;
 import io.wattgraph.graph.model.ServiceGraph;
 import io.wattgraph.graph.model.ServiceGraphLoader;
 import io.wattgraph.graph.model.ServiceNode;
+import io.wattgraph.graph.neo4j.Neo4jReader;
 import io.wattgraph.graph.placement.PlacementProblem;
 import io.wattgraph.graph.placement.PlacementResult;
 import io.wattgraph.graph.placement.PlacementService;
