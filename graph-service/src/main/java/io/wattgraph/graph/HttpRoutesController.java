@@ -17,9 +17,9 @@ public class HttpRoutesController {
 
     private static final HostIdValidator NAMES = new HostIdValidator();
 
-    private final GraphRepository repository;
+    private final HttpRouteRepository repository;
 
-    public HttpRoutesController(GraphRepository repository) {
+    public HttpRoutesController(HttpRouteRepository repository) {
         this.repository = repository;
     }
 
