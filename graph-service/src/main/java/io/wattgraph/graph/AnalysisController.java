@@ -30,8 +30,8 @@ public class AnalysisController {
             @RequestParam(name = "toNs", required = false) String toNs,
             @RequestParam(name = "arrivalRate", required = false) String arrivalRate) {
         Double lambda = RequestParams.positiveDouble("arrivalRate", arrivalRate);
-        ServiceGraph graph = service.graph(RequestParams.filter(host, namespace, fromNs, toNs),
-                RequestParams.level(level, Level.POD));
+        ServiceGraph graph = service.graph(GraphParams.filter(host, namespace, fromNs, toNs),
+                GraphParams.level(level, Level.POD));
         return service.timed("operational", () -> OperationalAnalysis.of(graph, lambda));
     }
 
@@ -44,10 +44,10 @@ public class AnalysisController {
             @RequestParam(name = "toNs", required = false) String toNs,
             @RequestParam(name = "percentile", required = false) String percentile,
             @RequestParam(name = "mode", required = false) String mode) {
-        Percentile p = RequestParams.percentile(percentile, Percentile.P99);
+        Percentile p = GraphParams.percentile(percentile, Percentile.P99);
         String m = RequestParams.oneOf("mode", mode, "widest", "widest", "longest");
-        ServiceGraph graph = service.graph(RequestParams.filter(host, namespace, fromNs, toNs),
-                RequestParams.level(level, Level.POD));
+        ServiceGraph graph = service.graph(GraphParams.filter(host, namespace, fromNs, toNs),
+                GraphParams.level(level, Level.POD));
         return service.timed("critical_path", () -> CriticalPath.of(graph, p, m));
     }
 }

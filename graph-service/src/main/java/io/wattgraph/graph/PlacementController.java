@@ -48,11 +48,11 @@ public class PlacementController {
         String method = RequestParams.oneOf("method", r.method(), "auto",
                 PlacementService.METHODS.toArray(String[]::new));
         String basis = RequestParams.oneOf("cpuBasis", r.cpuBasis(), "latest", "latest", "peak", "p95");
-        Level level = RequestParams.level(r.level(), Level.CONTAINER);
+        Level level = GraphParams.level(r.level(), Level.CONTAINER);
         List<PlacementProblem.Workload> workloads = r.workloads();
         List<PlacementProblem.Traffic> traffic = r.traffic();
         if (workloads == null) {
-            GraphFilter filter = RequestParams.filter(r.host(), r.namespace(), null, null);
+            GraphFilter filter = GraphParams.filter(r.host(), r.namespace(), null, null);
             ServiceGraph graph = service.graph(filter, level);
             workloads = workloadsOf(graph, basis.equals("latest") ? Map.of()
                     : observedCpu(service.graph(filter, Level.PROCESS), level, basis));

@@ -1,6 +1,7 @@
 package io.wattgraph.graph.power;
 
 import io.wattgraph.graph.InvalidParameterException;
+import io.wattgraph.graph.GraphParams;
 import io.wattgraph.graph.RequestParams;
 import io.wattgraph.graph.ServiceGraphService;
 import io.wattgraph.graph.analysis.Level;
@@ -70,8 +71,8 @@ public class PowerBudgetService {
             if (r.slaMs() == null || !(r.slaMs() > 0)) {
                 throw new InvalidParameterException("slaMs", "must be a positive latency target in ms");
             }
-            ServiceGraph graph = service.graph(RequestParams.filter(null, namespace, null, null),
-                    RequestParams.level(r.level(), Level.POD));
+            ServiceGraph graph = service.graph(GraphParams.filter(null, namespace, null, null),
+                    GraphParams.level(r.level(), Level.POD));
             try {
                 Presto.Result result = service.timed("power_presto",
                         () -> Presto.compute(graph, r.entryPoint(), r.slaMs(), hosts));
@@ -83,7 +84,7 @@ public class PowerBudgetService {
         double p = r.proportionalWattsPerCore() == null ? DEFAULT_P : r.proportionalWattsPerCore();
         List<Hyppo.ContainerPower> containers = r.containers();
         if (containers == null) {
-            ServiceGraph graph = service.graph(RequestParams.filter(null, namespace, null, null), Level.CONTAINER);
+            ServiceGraph graph = service.graph(GraphParams.filter(null, namespace, null, null), Level.CONTAINER);
             containers = containerPowers(graph);
         }
         List<Hyppo.ContainerPower> input = containers;
