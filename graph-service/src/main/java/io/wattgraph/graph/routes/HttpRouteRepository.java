@@ -1,4 +1,4 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.routes;
 
 import io.wattgraph.graph.neo4j.Neo4jReader;
 import java.util.HashMap;

@@ -1,4 +1,4 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.topology;
 
 import io.wattgraph.graph.neo4j.Neo4jReader;
 import java.util.List;
