@@ -1,7 +1,9 @@
 package io.wattgraph.graph;
 
 import io.wattgraph.graph.analysis.Aggregator;
+import io.wattgraph.graph.analysis.GraphParams;
 import io.wattgraph.graph.analysis.Level;
+import io.wattgraph.graph.analysis.ServiceGraphService;
 import io.wattgraph.graph.model.GraphFilter;
 import io.wattgraph.graph.model.MetricHistory;
 import io.wattgraph.graph.model.MetricHistoryReader;

@@ -1,5 +1,6 @@
 package io.wattgraph.graph;
 
+import io.wattgraph.graph.analysis.ServiceGraphService;
 import io.wattgraph.graph.power.BudgetPublisher;
 import io.wattgraph.graph.power.PowerBudgetService;
 import io.wattgraph.graph.power.PowerRequest;

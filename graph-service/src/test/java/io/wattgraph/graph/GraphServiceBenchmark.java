@@ -6,6 +6,7 @@ import io.wattgraph.graph.analysis.CriticalPath;
 import io.wattgraph.graph.analysis.DotExporter;
 import io.wattgraph.graph.analysis.Level;
 import io.wattgraph.graph.analysis.OperationalAnalysis;
+import io.wattgraph.graph.analysis.ServiceGraphService;
 import io.wattgraph.graph.analysis.TrafficMatrix;
 import io.wattgraph.graph.model.GraphFilter;
 import io.wattgraph.graph.model.Metrics;

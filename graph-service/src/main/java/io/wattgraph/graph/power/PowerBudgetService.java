@@ -1,10 +1,10 @@
 package io.wattgraph.graph.power;
 
 import io.wattgraph.graph.InvalidParameterException;
-import io.wattgraph.graph.GraphParams;
 import io.wattgraph.graph.RequestParams;
-import io.wattgraph.graph.ServiceGraphService;
+import io.wattgraph.graph.analysis.GraphParams;
 import io.wattgraph.graph.analysis.Level;
+import io.wattgraph.graph.analysis.ServiceGraphService;
 import io.wattgraph.graph.model.GraphFilter;
 import io.wattgraph.graph.model.Metrics;
 import io.wattgraph.graph.model.ServiceGraph;

@@ -1,9 +1,7 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.analysis;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
-import io.wattgraph.graph.analysis.Aggregator;
-import io.wattgraph.graph.analysis.Level;
 import io.wattgraph.graph.model.GraphFilter;
 import io.wattgraph.graph.model.ServiceGraph;
 import io.wattgraph.graph.model.ServiceGraphLoader;
@@ -16,9 +14,9 @@ import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Value;
+import org.springframework.stereotype.Service;
 import org.springframework.web.context.request.RequestContextHolder;
 import org.springframework.web.context.request.ServletRequestAttributes;
-import org.springframework.stereotype.Service;
 
 /**
  * Loads the graph for a filter (through a {@link GraphCache} of {@code wattgraph.graph.cache-ttl}, default 5 s,

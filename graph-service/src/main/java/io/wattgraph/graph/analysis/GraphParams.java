@@ -1,6 +1,8 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.analysis;
 
-import io.wattgraph.graph.analysis.Level;
+import io.wattgraph.graph.HostIdValidator;
+import io.wattgraph.graph.InvalidParameterException;
+import io.wattgraph.graph.RequestParams;
 import io.wattgraph.graph.model.GraphFilter;
 import io.wattgraph.graph.model.Percentile;
 import java.util.Arrays;

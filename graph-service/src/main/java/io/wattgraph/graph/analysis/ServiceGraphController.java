@@ -1,8 +1,6 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.analysis;
 
-import io.wattgraph.graph.analysis.DotExporter;
-import io.wattgraph.graph.analysis.Level;
-import io.wattgraph.graph.analysis.TrafficMatrix;
+import io.wattgraph.graph.RequestParams;
 import io.wattgraph.graph.model.GraphFilter;
 import io.wattgraph.graph.model.ServiceGraph;
 import org.springframework.http.MediaType;

@@ -1,8 +1,6 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.analysis;
 
-import io.wattgraph.graph.analysis.CriticalPath;
-import io.wattgraph.graph.analysis.Level;
-import io.wattgraph.graph.analysis.OperationalAnalysis;
+import io.wattgraph.graph.RequestParams;
 import io.wattgraph.graph.model.Percentile;
 import io.wattgraph.graph.model.ServiceGraph;
 import org.springframework.web.bind.annotation.GetMapping;
