@@ -1,10 +1,9 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.power;
 
+import io.wattgraph.graph.ApiError;
+import io.wattgraph.graph.InvalidParameterException;
+import io.wattgraph.graph.RequestParams;
 import io.wattgraph.graph.analysis.ServiceGraphService;
-import io.wattgraph.graph.power.BudgetPublisher;
-import io.wattgraph.graph.power.PowerBudgetService;
-import io.wattgraph.graph.power.PowerRequest;
-import io.wattgraph.graph.power.PrestoSimulation;
 import java.util.List;
 import java.util.Map;
 import org.springframework.http.HttpStatus;

@@ -1,5 +1,7 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.placement;
 
+import io.wattgraph.graph.InvalidParameterException;
+import io.wattgraph.graph.RequestParams;
 import io.wattgraph.graph.analysis.Aggregator;
 import io.wattgraph.graph.analysis.GraphParams;
 import io.wattgraph.graph.analysis.Level;
@@ -12,10 +14,6 @@ import io.wattgraph.graph.model.ServiceEdge;
 import io.wattgraph.graph.model.ServiceGraph;
 import io.wattgraph.graph.model.ServiceGraphLoader;
 import io.wattgraph.graph.model.ServiceNode;
-import io.wattgraph.graph.placement.PlacementProblem;
-import io.wattgraph.graph.placement.PlacementRequest;
-import io.wattgraph.graph.placement.PlacementResult;
-import io.wattgraph.graph.placement.PlacementService;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
