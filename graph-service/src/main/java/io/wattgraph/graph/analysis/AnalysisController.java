@@ -8,7 +8,7 @@ import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
-/** Operational analysis (002 Eq. 3.3-3.5) and critical path, at a chosen level (default pod). */
+/** Operational analysis (PowerThesis Eq. 3.3-3.5) and critical path, at a chosen level (default pod). */
 @RestController
 @RequestMapping("/api/v1/analysis")
 public class AnalysisController {

@@ -21,7 +21,8 @@ import org.springframework.web.context.request.ServletRequestAttributes;
 /**
  * Loads the graph for a filter (through a {@link GraphCache} of {@code wattgraph.graph.cache-ttl}, default 5 s,
  * whose age each HTTP answer reports in {@value #AGE_HEADER}), aggregates it to a level, and times analyses as
- * {@code wattgraph.analysis{analysis=NAME}} (the Neo4j part is timed separately by {@link io.wattgraph.graph.neo4j.Neo4jReader}).
+ * {@code wattgraph.analysis{analysis=NAME}} (the Neo4j part is timed separately by
+ * {@link io.wattgraph.graph.neo4j.Neo4jReader}).
  * With {@code wattgraph.graph.refresh-after} (default 2 s; 0 = off) a background thread keeps the graphs of the
  * filters requested within {@code wattgraph.graph.refresh-idle} (default 60 s) younger than the TTL, so their
  * requests do not wait on Neo4j ({@link GraphCache#refreshHot}).

@@ -14,7 +14,7 @@ import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
-/** {@code POST /api/v1/placement}: a placement recommendation (003 §7.4), see {@link PlacementService}. */
+/** {@code POST /api/v1/placement}: a placement recommendation (BlackBox §7.4), see {@link PlacementService}. */
 @RestController
 @RequestMapping("/api/v1")
 public class PlacementController {

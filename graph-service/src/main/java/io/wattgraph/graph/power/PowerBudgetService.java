@@ -20,14 +20,14 @@ import org.springframework.stereotype.Service;
 
 /**
  * The one budget computation behind both {@code POST /api/v1/power/budgets} and the periodic
- * {@link BudgetPublisher}: validates a {@link PowerRequest}, reads the live graph and runs HyPPO (Eq. 4.1/4.2)
- * or PRESTO (Eq. 5.1–5.9). The publisher additionally derives the hosts' power state from the graph
- * ({@link #liveHosts}).
+ * {@link BudgetPublisher}: validates a {@link PowerRequest}, reads the live graph and runs HyPPO
+ * (PowerThesis Eq. 4.1/4.2) or PRESTO (PowerThesis Eq. 5.1–5.9). The publisher additionally derives the hosts'
+ * power state from the graph ({@link #liveHosts}).
  */
 @Service
 public class PowerBudgetService {
 
-    /** P of Eq. 4.2 when the request does not give one, W per core (the thesis' value). */
+    /** P of PowerThesis Eq. 4.2 when the request does not give one, W per core (PowerThesis' value). */
     public static final double DEFAULT_P = 10.0;
 
     private final ServiceGraphService service;

@@ -108,7 +108,7 @@ public class PowerController {
 
     /**
      * {@code GET /api/v1/power/simulation}: the PRESTO closed-loop simulation (low, mid, high arrival rates on
-     * Fig. 5.4's queueing model; see {@link PrestoSimulation}), to compare with the thesis' Table 5.2.
+     * PowerThesis Fig. 5.4's queueing model; see {@link PrestoSimulation}), to compare with PowerThesis Table 5.2.
      */
     @GetMapping("/simulation")
     public Object simulation(@RequestParam(name = "seed", required = false) String seed,
