@@ -13,7 +13,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.stereotype.Service;
 import org.springframework.web.context.request.RequestContextHolder;
 import org.springframework.web.context.request.ServletRequestAttributes;
@@ -41,10 +40,10 @@ public class ServiceGraphService {
     private final GraphCache cache;
     private final ScheduledExecutorService refresher;
 
-    public ServiceGraphService(ServiceGraphLoader loader, MeterRegistry registry,
-                               @Value("${wattgraph.graph.cache-ttl:5s}") Duration cacheTtl,
-                               @Value("${wattgraph.graph.refresh-after:2s}") Duration refreshAfter,
-                               @Value("${wattgraph.graph.refresh-idle:60s}") Duration refreshIdle) {
+    public ServiceGraphService(ServiceGraphLoader loader, MeterRegistry registry, GraphCacheProperties properties) {
+        Duration cacheTtl = properties.cacheTtl();
+        Duration refreshAfter = properties.refreshAfter();
+        Duration refreshIdle = properties.refreshIdle();
         this.loader = loader;
         this.registry = registry;
         this.cache = new GraphCache(cacheTtl, System::nanoTime);
