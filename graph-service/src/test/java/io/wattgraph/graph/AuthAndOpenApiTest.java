@@ -3,37 +3,22 @@ package io.wattgraph.graph;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.autoconfigure.actuate.observability.AutoConfigureObservability;
 import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.web.client.TestRestTemplate;
 import org.springframework.http.HttpEntity;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /** Bearer tokens with read and admin roles, the OpenAPI document, and the analysis timer. */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
         "wattgraph.auth.enabled=true", "wattgraph.auth.read-tokens=reader-1,reader-2",
         "wattgraph.auth.admin-tokens=admin-1"})
 @AutoConfigureObservability
-class AuthAndOpenApiTest {
-
-    @DynamicPropertySource
-    static void neo4j(DynamicPropertyRegistry registry) {
-        registry.add("wattgraph.neo4j.uri", TestNeo4j::boltUri);
-    }
-
-    @Autowired
-    private TestRestTemplate rest;
-
-    private final ObjectMapper json = new ObjectMapper();
+class AuthAndOpenApiTest extends HarnessApiTest {
 
     private ResponseEntity<String> call(HttpMethod method, String path, String token, Object body) {
         HttpHeaders headers = new HttpHeaders();

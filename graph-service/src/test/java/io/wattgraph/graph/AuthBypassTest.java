@@ -13,8 +13,6 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.autoconfigure.actuate.observability.AutoConfigureObservability;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.web.bind.annotation.RequestMethod;
 import org.springframework.web.servlet.mvc.method.RequestMappingInfo;
 import org.springframework.web.servlet.mvc.method.RequestMappingInfoHandlerMapping;
@@ -28,17 +26,12 @@ import org.springframework.web.servlet.mvc.method.RequestMappingInfoHandlerMappi
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
         "wattgraph.auth.enabled=true", "wattgraph.auth.read-tokens=reader-1", "wattgraph.auth.admin-tokens=admin-1"})
 @AutoConfigureObservability
-class AuthBypassTest {
+class AuthBypassTest extends HarnessApiTest {
 
     /** GET/HEAD without a token; everything else needs a token. */
     static final Set<String> OPEN = Set.of("/", "/index.html", "/app.js", "/app.css", "/actuator/health",
             "/actuator/health/liveness", "/actuator/health/readiness", "/actuator/prometheus", "/v3/api-docs");
     private static final String QUERY = "{\"query\": \"MATCH (h:Host) RETURN h.id AS id\"}";
-
-    @DynamicPropertySource
-    static void neo4j(DynamicPropertyRegistry registry) {
-        registry.add("wattgraph.neo4j.uri", TestNeo4j::boltUri);
-    }
 
     @LocalServerPort
     private int port;

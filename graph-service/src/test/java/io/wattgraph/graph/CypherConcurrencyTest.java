@@ -8,23 +8,12 @@ import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.web.client.TestRestTemplate;
 import org.springframework.http.ResponseEntity;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /** With one Cypher query allowed at a time, a second one is answered 429 (Retry-After) while the first runs. */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = "wattgraph.cypher.max-concurrent=1")
-class CypherConcurrencyTest {
-
-    @DynamicPropertySource
-    static void neo4j(DynamicPropertyRegistry registry) {
-        registry.add("wattgraph.neo4j.uri", TestNeo4j::boltUri);
-    }
-
-    @Autowired
-    private TestRestTemplate rest;
+class CypherConcurrencyTest extends HarnessApiTest {
 
     @Autowired
     private ReadOnlyCypher cypher;

@@ -3,7 +3,6 @@ package io.wattgraph.graph;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -11,13 +10,8 @@ import java.util.Set;
 import org.assertj.core.api.SoftAssertions;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.autoconfigure.actuate.observability.AutoConfigureObservability;
-import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.web.client.TestRestTemplate;
 import org.springframework.http.ResponseEntity;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * The Cypher endpoint decides from Neo4j's plan, not the query text: what reads outside the graph, writes,
@@ -25,19 +19,8 @@ import org.springframework.test.context.DynamicPropertySource;
  * what would exhaust the service is stopped with an error naming the limit. After each test the service is
  * still healthy and answers a normal query, and the plugin stand-ins were never called.
  */
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 @AutoConfigureObservability
-class CypherGuardTest {
-
-    @DynamicPropertySource
-    static void neo4j(DynamicPropertyRegistry registry) {
-        registry.add("wattgraph.neo4j.uri", TestNeo4j::boltUri);
-    }
-
-    @Autowired
-    private TestRestTemplate rest;
-
-    private final ObjectMapper json = new ObjectMapper();
+class CypherGuardTest extends HarnessApiTest {
 
     private ResponseEntity<String> post(String query, Long timeoutMs) {
         Map<String, Object> body = new LinkedHashMap<>();

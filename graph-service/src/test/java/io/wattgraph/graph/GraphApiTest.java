@@ -3,25 +3,18 @@ package io.wattgraph.graph;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 import org.skyscreamer.jsonassert.JSONAssert;
 import org.skyscreamer.jsonassert.JSONCompareMode;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.autoconfigure.actuate.observability.AutoConfigureObservability;
-import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.web.client.TestRestTemplate;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /** The REST API, health and metrics against a real (harness) Neo4j seeded with {@link GraphFixture}. */
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 @AutoConfigureObservability // otherwise tests get no Prometheus registry
-class GraphApiTest {
+class GraphApiTest extends HarnessApiTest {
 
     private static final String NGINX = """
             {"id":"host-a/100/1000","kind":"process","hostId":"host-a","pid":100,"startTimeNs":1000,
@@ -46,16 +39,6 @@ class GraphApiTest {
             edge("host-a/200/2000", "host-a/100/1000", 100, 2000, 2, 5.0, 1L, 10, 20);
     private static final String POSTGRES_TO_WEB =
             edge("host-b/300/3000", "203.0.113.7:443", 10, 20, 3, null, null, 50, 60);
-
-    @DynamicPropertySource
-    static void neo4j(DynamicPropertyRegistry registry) {
-        registry.add("wattgraph.neo4j.uri", TestNeo4j::boltUri);
-    }
-
-    @Autowired
-    private TestRestTemplate rest;
-
-    private final ObjectMapper json = new ObjectMapper();
 
     @Test
     void wholeGraphHasEveryTalksToEdgeWithItsEndpoints() throws Exception {

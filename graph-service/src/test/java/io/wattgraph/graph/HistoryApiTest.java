@@ -3,40 +3,21 @@ package io.wattgraph.graph;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.web.client.TestRestTemplate;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * {@code GET /api/v1/history} and placement's {@code cpuBasis} over the shared harness Neo4j ({@link GraphFixture}:
  * ctr-1 with four windows peaking at 6 cores, host-a with two).
  */
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-class HistoryApiTest {
-
-    @DynamicPropertySource
-    static void neo4j(DynamicPropertyRegistry registry) {
-        registry.add("wattgraph.neo4j.uri", TestNeo4j::boltUri);
-    }
-
-    @Autowired
-    private TestRestTemplate rest;
-
-    private final ObjectMapper json = new ObjectMapper();
+class HistoryApiTest extends HarnessApiTest {
 
     private JsonNode get(String query) throws Exception {
-        ResponseEntity<String> r = rest.getForEntity("/api/v1/history" + query, String.class);
-        assertThat(r.getStatusCode()).as(r.getBody()).isEqualTo(HttpStatus.OK);
-        return json.readTree(r.getBody());
+        return getOk("/api/v1/history" + query);
     }
 
     private static List<Long> ends(JsonNode h) {

@@ -3,36 +3,17 @@ package io.wattgraph.graph;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.web.client.TestRestTemplate;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /** {@code /api/v1/http-routes} over the shared harness Neo4j ({@link GraphFixture}: routes on nginx and postgres). */
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-class HttpRoutesApiTest {
-
-    @DynamicPropertySource
-    static void neo4j(DynamicPropertyRegistry registry) {
-        registry.add("wattgraph.neo4j.uri", TestNeo4j::boltUri);
-    }
-
-    @Autowired
-    private TestRestTemplate rest;
-
-    private final ObjectMapper json = new ObjectMapper();
+class HttpRoutesApiTest extends HarnessApiTest {
 
     private JsonNode get(String query) throws Exception {
-        ResponseEntity<String> r = rest.getForEntity("/api/v1/http-routes" + query, String.class);
-        assertThat(r.getStatusCode()).as(r.getBody()).isEqualTo(HttpStatus.OK);
-        return json.readTree(r.getBody());
+        return getOk("/api/v1/http-routes" + query);
     }
 
     private static List<String> routes(JsonNode rows) {

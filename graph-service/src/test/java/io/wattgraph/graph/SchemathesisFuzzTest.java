@@ -3,7 +3,6 @@ package io.wattgraph.graph;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,8 +12,6 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * Schemathesis (pinned in src/test/fuzz/schemathesis-requirements.txt, installed by src/test/fuzz/schemathesis.sh
@@ -25,20 +22,13 @@ import org.springframework.test.context.DynamicPropertySource;
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
         "wattgraph.auth.enabled=true", "wattgraph.auth.read-tokens=fuzz-reader", "wattgraph.auth.admin-tokens=fuzz-admin"})
-class SchemathesisFuzzTest {
+class SchemathesisFuzzTest extends HarnessApiTest {
 
     private static final Path SCRIPT = Path.of("src", "test", "fuzz", "schemathesis.sh");
     private static final Path REPORTS = Path.of("target", "schemathesis");
 
-    @DynamicPropertySource
-    static void neo4j(DynamicPropertyRegistry registry) {
-        registry.add("wattgraph.neo4j.uri", TestNeo4j::boltUri);
-    }
-
     @LocalServerPort
     private int port;
-
-    private final ObjectMapper json = new ObjectMapper();
 
     @Test
     void withATokenNoServerErrorAndEveryOperationNeedsTheToken() throws Exception {

@@ -3,38 +3,20 @@ package io.wattgraph.graph;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import io.wattgraph.graph.analysis.ServiceGraphService;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.autoconfigure.actuate.observability.AutoConfigureObservability;
-import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.web.client.TestRestTemplate;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /** Aggregated graph, DOT export, projections and analyses over the shared harness Neo4j ({@link GraphFixture}). */
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 @AutoConfigureObservability
-class ServiceGraphApiTest {
-
-    @DynamicPropertySource
-    static void neo4j(DynamicPropertyRegistry registry) {
-        registry.add("wattgraph.neo4j.uri", TestNeo4j::boltUri);
-    }
-
-    @Autowired
-    private TestRestTemplate rest;
-
-    private final ObjectMapper json = new ObjectMapper();
+class ServiceGraphApiTest extends HarnessApiTest {
 
     private JsonNode get(String path, Object... vars) throws Exception {
-        ResponseEntity<String> r = rest.getForEntity(path, String.class, vars);
-        assertThat(r.getStatusCode()).as(path + " " + r.getBody()).isEqualTo(HttpStatus.OK);
-        return json.readTree(r.getBody());
+        return getOk(path, vars);
     }
 
     private static List<String> ids(JsonNode graph) {

@@ -7,6 +7,7 @@ import io.wattgraph.graph.model.GraphFilter;
 import io.wattgraph.graph.model.ServiceEdge;
 import io.wattgraph.graph.model.ServiceGraphLoader;
 import io.wattgraph.graph.model.ServiceNode;
+import io.wattgraph.graph.neo4j.Neo4jReader;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;

@@ -20,12 +20,12 @@ import org.jgrapht.graph.SimpleDirectedWeightedGraph;
 import org.jgrapht.traverse.TopologicalOrderIterator;
 
 /**
- * The critical path from the entry points (002 §3.3.2). The graph is pruned to client-to-server edges that
+ * The critical path from the entry points (PowerThesis §3.3.2). The graph is pruned to client-to-server edges that
  * have the chosen latency statistic (edges between external nodes and self-loops are dropped); an edge's
  * weight is that latency. Entry points are the internal nodes called by External nodes or, when there are
  * none, the internal nodes nobody calls.
  * <ul>
- *   <li>{@code widest} (the thesis' method): from each entry point the widest path (maximum bottleneck
+ *   <li>{@code widest} (PowerThesis' method): from each entry point the widest path (maximum bottleneck
  *       latency, a max-min Dijkstra) to every reachable node; the critical path is the one with the highest
  *       width, ties broken by the higher total latency, then by more hops.</li>
  *   <li>{@code longest}: the path with the largest total latency (longest path in topological order; on a

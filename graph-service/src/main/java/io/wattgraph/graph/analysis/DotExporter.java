@@ -6,7 +6,7 @@ import io.wattgraph.graph.model.ServiceNode;
 import java.util.Locale;
 
 /**
- * Graphviz DOT of a graph, in the style of 003 Fig. 7: hosts as clusters, edge pen width proportional to the
+ * Graphviz DOT of a graph, in the style of BlackBox Fig. 7: hosts as clusters, edge pen width proportional to the
  * bytes exchanged (both directions; 1 to 10 points, the heaviest edge 10), nodes labelled with name and type,
  * node line width from CPU usage (1 to 5) and height from memory (0.5 to 2 inches) when those are known.
  * Every id and label is a quoted, escaped DOT string, so no input can break out of it.
@@ -46,10 +46,10 @@ public final class DotExporter {
                 if (n.external()) {
                     dot.append(", shape=ellipse, style=dashed");
                 }
-                if (n.metrics().cpuUsage() != null && maxCpu > 0) { // Fig. 7: line width from CPU
+                if (n.metrics().cpuUsage() != null && maxCpu > 0) { // BlackBox Fig. 7: line width from CPU
                     dot.append(String.format(Locale.ROOT, ", penwidth=%.2f", 1 + 4 * n.metrics().cpuUsage() / maxCpu));
                 }
-                if (n.metrics().memoryBytes() != null && maxMem > 0) { // Fig. 7: height from memory
+                if (n.metrics().memoryBytes() != null && maxMem > 0) { // BlackBox Fig. 7: height from memory
                     dot.append(String.format(Locale.ROOT, ", height=%.2f",
                             0.5 + 1.5 * n.metrics().memoryBytes() / maxMem));
                 }

@@ -12,18 +12,18 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Operational analysis of 002 §3.3.2 over an open model of the graph:
+ * Operational analysis of PowerThesis §3.3.2 over an open model of the graph:
  * <ul>
  *   <li>λ(t), the system arrival rate: the sum of {@code requestRate} over edges from External nodes into the
  *       application (or a value given by the caller)</li>
- *   <li>Eq. 3.3 utilisation U_i = cpuUsage_i / min(#cores of the host, #threads_i) (whichever of the two is
- *       known when only one is)</li>
- *   <li>Eq. 3.4 service demand D_i = U_i / λ</li>
- *   <li>Eq. 3.5 saturation arrival rate λ_sat = 1 / D_max; the node with D_max is the bottleneck</li>
- *   <li>per node, as Table 3.4's "max λ_i": λ_i / U_i, with λ_i the node's {@code requestRate} (else the sum of
- *       its incoming edges' request rates)</li>
+ *   <li>PowerThesis Eq. 3.3 utilisation U_i = cpuUsage_i / min(#cores of the host, #threads_i) (whichever of the
+ *       two is known when only one is)</li>
+ *   <li>PowerThesis Eq. 3.4 service demand D_i = U_i / λ</li>
+ *   <li>PowerThesis Eq. 3.5 saturation arrival rate λ_sat = 1 / D_max; the node with D_max is the bottleneck</li>
+ *   <li>per node, as PowerThesis Table 3.4's "max λ_i": λ_i / U_i, with λ_i the node's {@code requestRate}
+ *       (else the sum of its incoming edges' request rates)</li>
  * </ul>
- * Rows are sorted by utilisation, highest first, like Table 3.4.
+ * Rows are sorted by utilisation, highest first, like PowerThesis Table 3.4.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record OperationalAnalysis(
@@ -84,7 +84,7 @@ public record OperationalAnalysis(
         return new OperationalAnalysis(lambda, source, saturation, bottleneck == null ? null : bottleneck.id(), rows);
     }
 
-    /** Eq. 3.3. */
+    /** PowerThesis Eq. 3.3. */
     public static Double utilization(Double cpuUsage, Double cores, Double threads) {
         if (cpuUsage == null) {
             return null;

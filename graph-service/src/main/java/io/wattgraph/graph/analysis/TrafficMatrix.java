@@ -10,7 +10,7 @@ import java.util.TreeSet;
 import java.util.function.Function;
 
 /**
- * A traffic heat-map (003 §7.3, Figs. 5/6): {@code bytes[i][j]} is the payload sent from {@code labels[i]} to
+ * A traffic heat-map (BlackBox §7.3, Figs. 5/6): {@code bytes[i][j]} is the payload sent from {@code labels[i]} to
  * {@code labels[j]} (a TALKS_TO edge contributes its client-to-server bytes to [client][server] and its
  * server-to-client bytes to [server][client]). The diagonal is traffic within a host / between processes of
  * one type. Labels are sorted; external peers are {@code external}.

@@ -1,7 +1,7 @@
 package io.wattgraph.graph.cypher;
 
 import io.wattgraph.graph.ApiError;
-import io.wattgraph.graph.ServiceGraphService;
+import io.wattgraph.graph.analysis.ServiceGraphService;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.PostMapping;

@@ -1,6 +1,6 @@
 package io.wattgraph.graph.model;
 
-import io.wattgraph.graph.Neo4jReader;
+import io.wattgraph.graph.neo4j.Neo4jReader;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;

@@ -16,7 +16,8 @@ import com.fasterxml.jackson.annotation.JsonInclude;
  * @param cpuRequest Kubernetes CPU request, cores
  * @param memoryRequestBytes Kubernetes memory request
  * @param serviceTimeMs average service time (own work, without downstream calls), when measured
- * @param utilization Eq. 3.3 utilisation written by the stream job (0..1); a group takes its busiest member's
+ * @param utilization PowerThesis Eq. 3.3 utilisation written by the stream job (0..1); a group takes its busiest
+ *     member's
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record Metrics(

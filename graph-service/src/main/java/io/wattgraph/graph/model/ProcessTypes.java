@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * The "process type" of 003 §7.3 (Fig. 6): what a process runs, from its command line, so that processes
+ * The "process type" of BlackBox §7.3 (Fig. 6): what a process runs, from its command line, so that processes
  * of the same program on different hosts aggregate together.
  * <ul>
  *   <li>JVM ({@code java}): the main class' simple name (e.g. {@code CoarseGrainedExecutorBackend}), or the

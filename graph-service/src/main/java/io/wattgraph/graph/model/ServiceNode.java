@@ -13,7 +13,7 @@ import com.fasterxml.jackson.annotation.JsonInclude;
  * @param namespace Kubernetes namespace, when known and common to all members
  * @param processType process type from the command line (see {@code ProcessTypes})
  * @param members how many process-level nodes this node stands for
- * @param cores cores of the host (for Eq. 3.3), when known
+ * @param cores cores of the host (for PowerThesis Eq. 3.3), when known
  * @param metrics windowed metrics
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)

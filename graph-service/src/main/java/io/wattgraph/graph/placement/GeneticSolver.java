@@ -3,7 +3,7 @@ package io.wattgraph.graph.placement;
 import java.util.Random;
 
 /**
- * The baseline of 003 §7.4 (their Pyevolve optimiser): the genome is one integer per workload, the node it
+ * The baseline of BlackBox §7.4 (their Pyevolve optimiser): the genome is one integer per workload, the node it
  * runs on; the fitness is the product of three factors, CPU, memory and traffic. For CPU and memory, every
  * used node is penalised for being under-used (1 - utilisation) and, more heavily, for being over-used; the
  * traffic factor falls with the cross-node bytes. Tournament selection, single-point crossover (Pyevolve's

@@ -5,7 +5,7 @@ import java.util.List;
 /**
  * A placement instance: workloads (containers or pods) with CPU (cores) and memory demands and their current
  * node, nodes with capacities, and the traffic between workloads (bytes, both directions summed per pair).
- * The objective (003 §7.4): minimise {@code crossNodeBytes + nodeWeight * nodesUsed} without exceeding any
+ * The objective (BlackBox §7.4): minimise {@code crossNodeBytes + nodeWeight * nodesUsed} without exceeding any
  * node's CPU or memory.
  */
 public record PlacementProblem(List<Workload> workloads, List<NodeCapacity> nodes, List<Traffic> traffic,

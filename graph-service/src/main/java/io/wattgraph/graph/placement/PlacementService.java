@@ -9,7 +9,7 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * Solves a {@link PlacementProblem} with a chosen method: {@code ga} (003's genetic algorithm, the baseline),
+ * Solves a {@link PlacementProblem} with a chosen method: {@code ga} (BlackBox's genetic algorithm, the baseline),
  * {@code local} (greedy clustering + Kernighan-Lin style local search with restarts),
  * {@code exact} (branch and bound, at most {@value ExactSolver#MAX_WORKLOADS} workloads), or {@code auto}
  * (exact when small enough, else local).

@@ -7,10 +7,10 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * HyPPO's CPU-request driven budget (002 Ch. 4): for node n,
- * {@code power_n = P_idle + Σ_c (power_{n,c} + i(c))} (Eq. 4.1) with
+ * HyPPO's CPU-request driven budget (PowerThesis Ch. 4): for node n,
+ * {@code power_n = P_idle + Σ_c (power_{n,c} + i(c))} (PowerThesis Eq. 4.1) with
  * {@code i(c) = (cpu_usage_c - cpu_request_c) * P} when the container has a usage (and a request; without a
- * request the contribution is 0, as the thesis states) and 0 otherwise (Eq. 4.2). P is in watts per core.
+ * request the contribution is 0, as PowerThesis states) and 0 otherwise (PowerThesis Eq. 4.2). P is in watts per core.
  * The result is clamped to the host's [min, max].
  */
 public final class Hyppo {
@@ -55,7 +55,7 @@ public final class Hyppo {
         return budgets;
     }
 
-    /** Eq. 4.2. */
+    /** PowerThesis Eq. 4.2. */
     public static double contribution(ContainerPower c, double p) {
         if (c.cpuUsage() == null || c.cpuRequest() == null) {
             return 0;

@@ -19,6 +19,10 @@ public class ManualBudgetStore {
 
     static final String LABEL = "PowerBudgetOverride";
 
+    /** A MANUAL budget set by an administrator. */
+    public record Manual(double watts, String reason, long setAtNs) {
+    }
+
     private static final String SAVE = """
             MERGE (o:PowerBudgetOverride {host: $host})
             SET o.watts = $watts, o.reason = $reason, o.setAtNs = $setAtNs
@@ -35,7 +39,7 @@ public class ManualBudgetStore {
         this.driver = driver;
     }
 
-    public void save(String host, BudgetPublisher.Manual m) {
+    public void save(String host, Manual m) {
         Map<String, Object> p = new java.util.HashMap<>();
         p.put("host", host);
         p.put("watts", m.watts());
@@ -53,14 +57,14 @@ public class ManualBudgetStore {
     }
 
     /** Every stored MANUAL budget by host; a node with no host or watts is skipped. */
-    public Map<String, BudgetPublisher.Manual> all() {
-        Map<String, BudgetPublisher.Manual> out = new TreeMap<>();
+    public Map<String, Manual> all() {
+        Map<String, Manual> out = new TreeMap<>();
         try (Session s = driver.session(READ)) {
             for (Record r : s.executeRead(tx -> tx.run(ALL).list())) {
                 if (r.get(0).isNull() || r.get(1).isNull()) {
                     continue;
                 }
-                out.put(r.get(0).asString(), new BudgetPublisher.Manual(r.get(1).asDouble(),
+                out.put(r.get(0).asString(), new Manual(r.get(1).asDouble(),
                         r.get(2).isNull() ? null : r.get(2).asString(), r.get(3).isNull() ? 0L : r.get(3).asLong()));
             }
         }

@@ -2,8 +2,9 @@ package io.wattgraph.graph.power;
 
 import io.wattgraph.graph.InvalidParameterException;
 import io.wattgraph.graph.RequestParams;
-import io.wattgraph.graph.ServiceGraphService;
+import io.wattgraph.graph.analysis.GraphParams;
 import io.wattgraph.graph.analysis.Level;
+import io.wattgraph.graph.analysis.ServiceGraphService;
 import io.wattgraph.graph.model.GraphFilter;
 import io.wattgraph.graph.model.Metrics;
 import io.wattgraph.graph.model.ServiceGraph;
@@ -19,14 +20,14 @@ import org.springframework.stereotype.Service;
 
 /**
  * The one budget computation behind both {@code POST /api/v1/power/budgets} and the periodic
- * {@link BudgetPublisher}: validates a {@link PowerRequest}, reads the live graph and runs HyPPO (Eq. 4.1/4.2)
- * or PRESTO (Eq. 5.1–5.9). The publisher additionally derives the hosts' power state from the graph
- * ({@link #liveHosts}).
+ * {@link BudgetPublisher}: validates a {@link PowerRequest}, reads the live graph and runs HyPPO
+ * (PowerThesis Eq. 4.1/4.2) or PRESTO (PowerThesis Eq. 5.1–5.9). The publisher additionally derives the hosts'
+ * power state from the graph ({@link #liveHosts}).
  */
 @Service
 public class PowerBudgetService {
 
-    /** P of Eq. 4.2 when the request does not give one, W per core (the thesis' value). */
+    /** P of PowerThesis Eq. 4.2 when the request does not give one, W per core (PowerThesis' value). */
     public static final double DEFAULT_P = 10.0;
 
     private final ServiceGraphService service;
@@ -70,8 +71,8 @@ public class PowerBudgetService {
             if (r.slaMs() == null || !(r.slaMs() > 0)) {
                 throw new InvalidParameterException("slaMs", "must be a positive latency target in ms");
             }
-            ServiceGraph graph = service.graph(RequestParams.filter(null, namespace, null, null),
-                    RequestParams.level(r.level(), Level.POD));
+            ServiceGraph graph = service.graph(GraphParams.filter(null, namespace, null, null),
+                    GraphParams.level(r.level(), Level.POD));
             try {
                 Presto.Result result = service.timed("power_presto",
                         () -> Presto.compute(graph, r.entryPoint(), r.slaMs(), hosts));
@@ -83,7 +84,7 @@ public class PowerBudgetService {
         double p = r.proportionalWattsPerCore() == null ? DEFAULT_P : r.proportionalWattsPerCore();
         List<Hyppo.ContainerPower> containers = r.containers();
         if (containers == null) {
-            ServiceGraph graph = service.graph(RequestParams.filter(null, namespace, null, null), Level.CONTAINER);
+            ServiceGraph graph = service.graph(GraphParams.filter(null, namespace, null, null), Level.CONTAINER);
             containers = containerPowers(graph);
         }
         List<Hyppo.ContainerPower> input = containers;

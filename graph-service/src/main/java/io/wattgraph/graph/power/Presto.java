@@ -16,24 +16,25 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * PRESTO's latency-SLA driven budget (002 Ch. 5) over a pod-level graph.
+ * PRESTO's latency-SLA driven budget (PowerThesis Ch. 5) over a pod-level graph.
  * <ul>
  *   <li>λsrv_i: requests served by pod i (its {@code requestRate}, else the sum of its incoming edges'),
  *       λclt_i: requests pod i sends to the pods it calls (sum of its outgoing edges' {@code requestRate}).</li>
- *   <li>Eq. 5.2 for an edge i→j: α_ij = λsrv_i · λsrv_j / λclt_i²; α_entry = 1. A pod's α_j is the highest
- *       α_ij over its callers ("the highest available α_j" of Eq. 5.3).</li>
- *   <li>β as the breadth-first search from the entry point of Fig. 5.4 leaves it: β_entry = 1, β_j = max over
- *       callers i of β_i · α_ij, computed in topological order (O(V + E)); call edges closing a cycle (back
- *       edges of a DFS from the entry point) do not propagate β and are counted in a warning.</li>
- *   <li>S_i: the pod's {@code serviceTimeMs}, else solved from Eq. 5.1, S_i = L_i − Σ_j α_ij (L_j + N_ij),
- *       floored at 0; N_ij = edge latency (client side) − L_j (server side), floored at 0.</li>
- *   <li>Eq. 5.3: L_out = S_out + N_out with S_out = Σ β_i S_i and N_out = Σ_(i,j) α_j N_ij. The measured
- *       L_out(t) is the entry point's {@code latencyAvgMs} when written, else this estimate.</li>
- *   <li>Eq. 5.4: S_i(t+1) = S_i · (L̄ − N_out) / S_out.</li>
- *   <li>Per host k, Eq. 5.5 the pod c with the highest utilisation U (Eq. 3.3), Eq. 5.6
- *       e_u = U_c − λ_c · S_c(t+1), Eq. 5.7 e_l = |(L̄ − L_out) / L̄|, Eq. 5.8
- *       P_c = P(k,t) + e_u · e_l · P_act(k,t), Eq. 5.9 P_max(k) when L_out > 2 L̄ (the escape), else P_c;
- *       finally clamped to the host's [min, max].</li>
+ *   <li>PowerThesis Eq. 5.2 for an edge i→j: α_ij = λsrv_i · λsrv_j / λclt_i²; α_entry = 1. A pod's α_j is
+ *       the highest α_ij over its callers ("the highest available α_j" of PowerThesis Eq. 5.3).</li>
+ *   <li>β as the breadth-first search from the entry point of PowerThesis Fig. 5.4 leaves it: β_entry = 1,
+ *       β_j = max over callers i of β_i · α_ij, computed in topological order (O(V + E)); call edges closing a
+ *       cycle (back edges of a DFS from the entry point) do not propagate β and are counted in a warning.</li>
+ *   <li>S_i: the pod's {@code serviceTimeMs}, else solved from PowerThesis Eq. 5.1,
+ *       S_i = L_i − Σ_j α_ij (L_j + N_ij), floored at 0; N_ij = edge latency (client side) − L_j (server side),
+ *       floored at 0.</li>
+ *   <li>PowerThesis Eq. 5.3: L_out = S_out + N_out with S_out = Σ β_i S_i and N_out = Σ_(i,j) α_j N_ij. The
+ *       measured L_out(t) is the entry point's {@code latencyAvgMs} when written, else this estimate.</li>
+ *   <li>PowerThesis Eq. 5.4: S_i(t+1) = S_i · (L̄ − N_out) / S_out.</li>
+ *   <li>Per host k, PowerThesis Eq. 5.5: the pod c with the highest utilisation U (PowerThesis Eq. 3.3);
+ *       Eq. 5.6: e_u = U_c − λ_c · S_c(t+1); Eq. 5.7: e_l = |(L̄ − L_out) / L̄|;
+ *       Eq. 5.8: P_c = P(k,t) + e_u · e_l · P_act(k,t); Eq. 5.9: P_max(k) when L_out > 2 L̄ (the escape),
+ *       else P_c (all PowerThesis); finally clamped to the host's [min, max].</li>
  * </ul>
  */
 public final class Presto {
@@ -92,7 +93,7 @@ public final class Presto {
                 relax(i, entry, out, served, beta, alpha, edgeAlpha, backEdges);
             }
         }
-        // Service and network times (Eq. 5.1), then Eq. 5.3.
+        // Service and network times (PowerThesis Eq. 5.1), then PowerThesis Eq. 5.3.
         Map<String, Double> service = new TreeMap<>();
         for (String i : beta.keySet()) {
             ServiceNode n = byId.get(i);
@@ -124,7 +125,7 @@ public final class Presto {
         double estimated = sOut + nOut;
         Double measured = byId.get(entry).metrics().latencyAvgMs();
         double lOut = measured != null ? measured : estimated;
-        // Eq. 5.4
+        // PowerThesis Eq. 5.4
         Map<String, Double> target = new TreeMap<>();
         double scale = sOut > 0 ? (slaMs - nOut) / sOut : 1;
         if (slaMs <= nOut) {
@@ -134,7 +135,7 @@ public final class Presto {
         for (var s : service.entrySet()) {
             target.put(s.getKey(), s.getValue() * scale);
         }
-        double el = Math.abs((slaMs - lOut) / slaMs); // Eq. 5.7
+        double el = Math.abs((slaMs - lOut) / slaMs); // PowerThesis Eq. 5.7
         boolean escape = lOut > 2 * slaMs;
         List<Budget> budgets = new ArrayList<>();
         Map<String, List<ServiceNode>> byHost = new HashMap<>(); // the controlled pods of each host
@@ -162,7 +163,7 @@ public final class Presto {
                     "Eq. 5.9: latency %.2f ms > 2 x SLA %.2f ms, so the host maximum %.2f W", lOut, slaMs, h.maxW()),
                     terms);
         }
-        // Eq. 5.5: the controlled pod of this host with the highest utilisation.
+        // PowerThesis Eq. 5.5: the controlled pod of this host with the highest utilisation.
         ServiceNode candidate = null;
         double uc = -1;
         for (ServiceNode n : pods) {
@@ -179,9 +180,9 @@ public final class Presto {
                     : "no current power for this host: the maximum", terms);
         }
         double lambda = served.get(candidate.id());
-        double eu = uc - lambda * target.get(candidate.id()) / 1000.0; // Eq. 5.6 (S in ms, λ in 1/s)
+        double eu = uc - lambda * target.get(candidate.id()) / 1000.0; // PowerThesis Eq. 5.6 (S in ms, λ in 1/s)
         double act = h.actionablePowerW() == null ? 0 : h.actionablePowerW();
-        double raw = h.currentPowerW() + eu * el * act; // Eq. 5.8
+        double raw = h.currentPowerW() + eu * el * act; // PowerThesis Eq. 5.8
         double b = Hyppo.clamp(raw, h);
         terms.put("candidateUtilization", uc);
         terms.put("candidateArrivalRate", lambda);

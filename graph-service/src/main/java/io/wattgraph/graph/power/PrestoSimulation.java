@@ -10,13 +10,13 @@ import java.util.Locale;
 import java.util.SplittableRandom;
 
 /**
- * Closed-loop simulation of PRESTO (002 Ch. 5) on a queueing model of Fig. 5.4's application, driven by
- * {@link Presto#compute} every control period, for comparison with Table 5.2.
+ * Closed-loop simulation of PRESTO (PowerThesis Ch. 5) on a queueing model of PowerThesis Fig. 5.4's application,
+ * driven by {@link Presto#compute} every control period, for comparison with PowerThesis Table 5.2.
  *
  * <h2>Plant</h2>
  * <ul>
- *   <li>Eight pods, Fig. 5.4's call graph and rates (per unit of entry rate: p0 1, p1 1, p2 1, p3 0.6, p4 0.4,
- *       p5 1, p6 1, p7 0.5), pods p0-p3 on host A, p4-p7 on host B. Pod i is an M/M/c_i queue with full-speed
+ *   <li>Eight pods, PowerThesis Fig. 5.4's call graph and rates (per unit of entry rate: p0 1, p1 1, p2 1,
+ *       p3 0.6, p4 0.4, p5 1, p6 1, p7 0.5), pods p0-p3 on host A, p4-p7 on host B. Pod i is an M/M/c_i queue with full-speed
  *       service demand {@code D_i} ms per request; at speed s its service rate is c_i s / D_i.</li>
  *   <li>The mean latency of pod i is its own residence time R_i (Erlang C) plus, per request, v_ij (L_j + N_ij)
  *       for each callee (v_ij = edge rate / rate of i, synchronous sequential calls; N_ij a fixed network time).
@@ -35,7 +35,7 @@ import java.util.SplittableRandom;
  * serviceTimeMs = the pod's CPU time per request D_i / s, edge client latencies) and, per host, the power drawn
  * (P(k,t)), the power of the application's pods above static (P_act) and the bounds go to
  * {@link Presto#compute}; its budgets become the next caps, changed only when they differ by at least 1 W
- * from the current cap (the thesis' dead band, §5.4.2). The baseline is the uncapped plant (s = 1).
+ * from the current cap (the dead band of PowerThesis §5.4.2). The baseline is the uncapped plant (s = 1).
  */
 public final class PrestoSimulation {
 
@@ -69,16 +69,16 @@ public final class PrestoSimulation {
      *
      * @param aloneLatencyMs the uncapped plant's entry latency (model mean)
      * @param latencyMs mean entry latency under PRESTO (model mean, not the noisy measurement)
-     * @param relativeError (SLA − latency) / SLA, Table 5.2's sign convention
+     * @param relativeError (SLA − latency) / SLA, PowerThesis Table 5.2's sign convention
      * @param powerSaving 1 − mean power / uncapped power (both hosts)
-     * @param escapes periods in the whole run where Eq. 5.9's escape fired
+     * @param escapes periods in the whole run where PowerThesis Eq. 5.9's escape fired
      */
     public record Outcome(double entryRate, double aloneLatencyMs, double slaMs, double latencyMs,
                           double relativeError, double baselinePowerW, double powerW, double powerSaving,
                           double[] finalSpeeds, int escapes, double[] latencyTrace, double[] powerTrace) {
     }
 
-    // Fig. 5.4 (as in PowerBudgetTest): rates per unit entry rate, demands in ms, servers, hosts.
+    // PowerThesis Fig. 5.4 (as in PowerBudgetTest): rates per unit entry rate, demands in ms, servers, hosts.
     static final double[] VISITS = {1, 1, 1, 0.6, 0.4, 1, 1, 0.5};
     static final double[] DEMAND_MS = {2, 1, 1, 4, 2, 3, 5, 5};
     static final int[] SERVERS = {1, 1, 1, 1, 1, 1, 1, 1};
@@ -115,7 +115,7 @@ public final class PrestoSimulation {
     /** Mean latency of every pod (own residence plus its calls), index 0 = the entry point. */
     double[] latencies(double lambda, double[] speeds, double[] residence) {
         double[] l = new double[8];
-        for (int i = 7; i >= 0; i--) { // callees have higher indices in Fig. 5.4
+        for (int i = 7; i >= 0; i--) { // callees have higher indices in PowerThesis Fig. 5.4
             double sum = residence[i];
             for (double[] call : CALLS) {
                 if ((int) call[0] == i) {
@@ -130,7 +130,8 @@ public final class PrestoSimulation {
 
     /**
      * How much of callee j's latency a request to i waits for: the visit ratio v_ij (sequential calls) or, in
-     * the default plant, Eq. 5.2's α_ij, i.e. the application composes latencies as Eq. 5.1 says.
+     * the default plant, PowerThesis Eq. 5.2's α_ij, i.e. the application composes latencies as PowerThesis
+     * Eq. 5.1 says.
      */
     double weight(double[] call) {
         int i = (int) call[0];
@@ -297,7 +298,7 @@ public final class PrestoSimulation {
         return k - 1;
     }
 
-    /** Three arrival rates (low, mid, high) at the default configuration, like one block of Table 5.2. */
+    /** Three arrival rates (low, mid, high) at the default configuration, like one block of PowerThesis Table 5.2. */
     public static List<Outcome> table(long seed, boolean sequentialCalls) {
         List<Outcome> out = new ArrayList<>();
         for (double rate : new double[] {60, 80, 100}) {

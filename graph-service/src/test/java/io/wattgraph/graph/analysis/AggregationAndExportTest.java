@@ -119,7 +119,7 @@ class AggregationAndExportTest {
         assertThat(dot).contains("\"e\" -> \"x\\\"y\" [penwidth=5.50, label=\"500 B\"]");
         assertThat(DotExporter.humanBytes(3L * 1024 * 1024)).isEqualTo("3.0 MiB");
 
-        // Fig. 7 styling: node line width from CPU (the busiest 5), and the heavy-edge filter.
+        // BlackBox Fig. 7 styling: node line width from CPU (the busiest 5), and the heavy-edge filter.
         String styled = DotExporter.toDot(graph());
         assertThat(styled).contains("\"b/4/1\" [label=\"java\\nCassandraDaemon\", penwidth=5.00]");
         assertThat(styled).contains("\"a/3/1\" [label=\"envoy\", penwidth=1.50]");

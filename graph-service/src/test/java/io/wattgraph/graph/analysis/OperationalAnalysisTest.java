@@ -14,10 +14,13 @@ import java.util.Map;
 import org.assertj.core.data.Percentage;
 import org.junit.jupiter.api.Test;
 
-/** Eq. 3.3-3.5 on a reconstruction of 002's Table 3.4, and critical paths with hand-computed answers. */
+/**
+ * PowerThesis Eq. 3.3-3.5 on a reconstruction of PowerThesis Table 3.4, and critical paths with hand-computed
+ * answers.
+ */
 class OperationalAnalysisTest {
 
-    /** Table 3.4: pod, U_i %, λ_i, max λ_i, power W, threads. The hosts have 32 cores. */
+    /** PowerThesis Table 3.4: pod, U_i %, λ_i, max λ_i, power W, threads. The hosts have 32 cores. */
     private static final Object[][] TABLE_3_4 = {
             {"compose-post-redis", 96.90, 11138, 11493.57, 7.40, 1},
             {"user-timeline-redis", 7.00, 1348, 19249.45, 1.03, 1},
@@ -71,7 +74,7 @@ class OperationalAnalysisTest {
         assertThat(a.arrivalRate()).isEqualTo(1576.0);
         assertThat(a.arrivalRateSource()).isEqualTo("external-edges");
         assertThat(a.bottleneck()).isEqualTo("pod:sn/compose-post-redis");
-        // Eq. 3.5: λ_sat = 1 / D_max = λ / U_max = 1576 / 0.969 = 1626.4 (the thesis: 1626 R/s).
+        // PowerThesis Eq. 3.5: λ_sat = 1 / D_max = λ / U_max = 1576 / 0.969 = 1626.4 (PowerThesis: 1626 R/s).
         assertThat(a.saturationArrivalRate()).isCloseTo(1626.0, within(1.0));
         assertThat(a.nodes()).hasSize(TABLE_3_4.length);
         for (int i = 0; i < TABLE_3_4.length; i++) {
@@ -79,7 +82,7 @@ class OperationalAnalysisTest {
             OperationalAnalysis.Row r = a.nodes().get(i); // same order: by utilisation, descending
             assertThat(r.name()).isEqualTo(row[0]);
             assertThat(r.utilization()).isCloseTo((double) row[1] / 100, within(1e-9));
-            assertThat(r.serviceDemand()).isCloseTo((double) row[1] / 100 / 1576, within(1e-12)); // Eq. 3.4
+            assertThat(r.serviceDemand()).isCloseTo((double) row[1] / 100 / 1576, within(1e-12)); // PowerThesis Eq. 3.4
             if ((double) row[1] >= 1.0) { // the table's U_i is rounded to 0.01%: only the larger ones compare
                 assertThat(r.maxArrivalRate()).as((String) row[0]).isCloseTo((double) row[3], Percentage.withPercentage(1));
             }

@@ -10,7 +10,7 @@ import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
-/** Placement against brute-force optima and on a reconstruction of 003's Spark/Cassandra experiment. */
+/** Placement against brute-force optima and on a reconstruction of BlackBox's Spark/Cassandra experiment. */
 class PlacementTest {
 
     static PlacementProblem random(long seed, int n, int k) {
@@ -125,7 +125,8 @@ class PlacementTest {
         assertThat(PlacementService.shellQuote("it's")).isEqualTo("'it'\\''s'");
     }
 
-    // ---- 003 §7.3/7.4: 4 instances, each with a Spark worker and a Cassandra; master + spark-submit on instance-4.
+    // ---- BlackBox §7.3/7.4: 4 instances, each with a Spark worker and a Cassandra; master + spark-submit on
+    // instance-4.
 
     static final double MB = 1e6;
 
@@ -164,7 +165,7 @@ class PlacementTest {
         PlacementResult exact = PlacementService.solve(q1, "exact");
         report("Q1", ga, local, exact);
         assertThat(local.crossNodeBytesAfter()).isLessThan(local.crossNodeBytesBefore());
-        assertThat(local.nodesUsedAfter()).isEqualTo(2); // 50% of the servers, as the GA of 003
+        assertThat(local.nodesUsedAfter()).isEqualTo(2); // 50% of the servers, as the GA of BlackBox
         assertThat(local.costAfter()).isEqualTo(exact.costAfter(), org.assertj.core.api.Assertions.within(1e-6));
         if (ga.feasible()) {
             assertThat(local.crossNodeBytesAfter()).isLessThanOrEqualTo(ga.crossNodeBytesAfter());

@@ -12,7 +12,10 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** HyPPO (Eq. 4.1/4.2) and PRESTO (Eq. 5.1-5.9) with hand-computed values on Fig. 5.4's graph shape. */
+/**
+ * HyPPO (PowerThesis Eq. 4.1/4.2) and PRESTO (PowerThesis Eq. 5.1-5.9) with hand-computed values on PowerThesis
+ * Fig. 5.4's graph shape.
+ */
 class PowerBudgetTest {
 
     @Test
@@ -41,7 +44,7 @@ class PowerBudgetTest {
     }
 
     /**
-     * Fig. 5.4: internet -> 0; 0 -> 1, 2; 1 -> 3, 4; 2 -> 5; 4 -> 6; 5 -> 6, 7. Served rates (R/s):
+     * PowerThesis Fig. 5.4: internet -> 0; 0 -> 1, 2; 1 -> 3, 4; 2 -> 5; 4 -> 6; 5 -> 6, 7. Served rates (R/s):
      * 0:100 1:100 2:100 3:60 4:40 5:100 6:100 7:50. Edge rates: 0->1 100, 0->2 100, 1->3 60, 1->4 40, 2->5 100,
      * 4->6 40, 5->6 60, 5->7 50; so λclt: 0:200 1:100 2:100 4:40 5:110.
      * Pods 0-3 on host A, 4-7 on host B (8 cores); every edge's client latency is the server's + 1 ms.
@@ -94,7 +97,7 @@ class PowerBudgetTest {
         assertThat(b.get("p5")).isEqualTo(0.25, within(1e-12));  // β2 α5
         assertThat(b.get("p6")).isEqualTo(0.25, within(1e-12));  // max(β4 α46 = 0.25, β5 α56 = 0.2066)
         assertThat(b.get("p7")).isEqualTo(0.25 * A57, within(1e-12));
-        // Eq. 5.3
+        // PowerThesis Eq. 5.3
         double sOut = 2 + 0.25 + 0.25 + 0.15 * 4 + 0.1 * 2 + 0.25 * 3 + 0.25 * 10 + 0.25 * A57 * 5;
         double nOut = 0.25 + 0.25 + 0.6 + 0.4 + 1 + 2.5 + 2.5 + A57; // N = 1 ms on every edge, α_j the highest
         assertThat(r.serviceTimeMs()).isEqualTo(sOut, within(1e-9));
@@ -102,7 +105,7 @@ class PowerBudgetTest {
         assertThat(r.estimatedLatencyMs()).isEqualTo(sOut + nOut, within(1e-9));
         assertThat(r.latencyMs()).isEqualTo(15);
         assertThat(r.latencyMeasured()).isTrue();
-        // Eq. 5.4
+        // PowerThesis Eq. 5.4
         assertThat(r.targetServiceTimesMs().get("p6")).isEqualTo(10 * (20 - nOut) / sOut, within(1e-9));
     }
 
@@ -114,7 +117,7 @@ class PowerBudgetTest {
         double sOut = r.serviceTimeMs();
         double nOut = r.networkTimeMs();
         double scale = (20 - nOut) / sOut;
-        double el = Math.abs(20 - 15) / 20.0; // Eq. 5.7: 0.25
+        double el = Math.abs(20 - 15) / 20.0; // PowerThesis Eq. 5.7: 0.25
         assertThat(r.latencyError()).isEqualTo(el, within(1e-12));
         // Host A: candidate p0 (U = 0.5 / min(8, 1)); e_u = 0.5 - 100 R/s x 2 ms x scale.
         double euA = 0.5 - 100 * (2 * scale) / 1000;
@@ -135,7 +138,7 @@ class PowerBudgetTest {
         assertThat(bounded.budgets().get(0).budgetW()).isEqualTo(79);
         assertThat(bounded.budgets().get(0).reason()).contains("raised to the host minimum 79.00 W");
 
-        // Eq. 5.9: latency 45 ms > 2 x 20 ms: every host gets its maximum.
+        // PowerThesis Eq. 5.9: latency 45 ms > 2 x 20 ms: every host gets its maximum.
         Presto.Result escape = Presto.compute(fig54(45), "p0", 20, hosts);
         assertThat(escape.slaEscape()).isTrue();
         assertThat(escape.budgets()).extracting(Budget::budgetW).containsExactly(150.0, 150.0, 150.0);
@@ -156,7 +159,8 @@ class PowerBudgetTest {
         Presto.Result r = Presto.compute(g, "i", 50, List.of());
         assertThat(r.serviceTimesMs().get("i")).isEqualTo(18.0, within(1e-9));
         assertThat(r.serviceTimesMs().get("j")).isEqualTo(10.0, within(1e-9));
-        assertThat(r.estimatedLatencyMs()).isEqualTo(18 + 10 + 2, within(1e-9)); // = L_i, consistent with Eq. 5.1
+        // = L_i, consistent with PowerThesis Eq. 5.1
+        assertThat(r.estimatedLatencyMs()).isEqualTo(18 + 10 + 2, within(1e-9));
     }
 
     @Test

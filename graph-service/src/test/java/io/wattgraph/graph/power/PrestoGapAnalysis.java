@@ -3,13 +3,13 @@ package io.wattgraph.graph.power;
 import java.util.Locale;
 
 /**
- * Why the PRESTO simulation's figures differ from the thesis' Table 5.2 (a main class in test scope, not run by
- * {@code mvn test}; figures in docs/benchmarks/graph-service.md, "Why the gap to Table 5.2"). Three parts:
+ * Why the PRESTO simulation's figures differ from PowerThesis Table 5.2 (a main class in test scope, not run by
+ * {@code mvn test}; figures in docs/benchmarks/graph-service.md, "Why the gap to PowerThesis Table 5.2"). Three parts:
  * (1) the default table over seeds, with the saving also on dynamic power only (static = 2 x staticW), and
- * its mean over seeds 1..30 (the thesis averages 30 runs);
+ * its mean over seeds 1..30 (PowerThesis averages 30 runs);
  * (2) an oracle: the lowest power of any pair of constant host speeds whose model latency meets the SLA, i.e.
- * the most any controller can save in this plant; (3) the three Table 5.2 workloads' target/alone ratios
- * (13 ms / 9.39 ms, 8 ms / 1.97 ms, 15 ms / 10.09 ms), one fixed target per workload as in the thesis.
+ * the most any controller can save in this plant; (3) the three PowerThesis Table 5.2 workloads' target/alone ratios
+ * (13 ms / 9.39 ms, 8 ms / 1.97 ms, 15 ms / 10.09 ms), one fixed target per workload as in PowerThesis.
  */
 public final class PrestoGapAnalysis {
 
@@ -68,7 +68,7 @@ public final class PrestoGapAnalysis {
                     100 * sav, 100 * dyn, sb);
         }
         System.out.println();
-        // The thesis averages 30 runs per cell; one seed spreads as widely as the gap to the target.
+        // PowerThesis averages 30 runs per cell; one seed spreads as widely as the gap to the target.
         int runs = 30;
         double reSum = 0, savSum = 0, reMin = Double.MAX_VALUE, reMax = 0;
         for (long seed = 1; seed <= runs; seed++) {
@@ -102,7 +102,7 @@ public final class PrestoGapAnalysis {
                 PrestoSimulation.Outcome o = s.run();
                 double[] best = oracle(s, c, r, o.slaMs());
                 double l = 0, p = 0;
-                for (int t = 0; t < 150; t++) { // the first 300 s, the length of a thesis run
+                for (int t = 0; t < 150; t++) { // the first 300 s, the length of a PowerThesis run
                     l += o.latencyTrace()[t] / 150;
                     p += o.powerTrace()[t] / 150;
                 }

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** Behaviour of the PRESTO closed loop on the Fig. 5.4 queueing model (no timings asserted). */
+/** Behaviour of the PRESTO closed loop on the PowerThesis Fig. 5.4 queueing model (no timings asserted). */
 class PrestoSimulationTest {
 
     @Test
@@ -40,7 +40,8 @@ class PrestoSimulationTest {
 
     @Test
     void escapeBoundsTheLatencyWhenTheSlaIsBelowWhatTheHostsCanDo() {
-        // An SLA under the uncapped latency: every period escapes to the host maximum (Eq. 5.9) or raises power.
+        // An SLA under the uncapped latency: every period escapes to the host maximum (PowerThesis Eq. 5.9) or raises
+        // power.
         PrestoSimulation.Outcome o = new PrestoSimulation(PrestoSimulation.Config.defaults(80).withSlaFactor(0.4))
                 .run();
         assertThat(o.powerSaving()).isLessThan(0.01);

@@ -1,4 +1,4 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.routes;
 
 /**
  * One HTTP/1.x route of one entity in its latest metrics window (the stream job's {@code httpRoute*}

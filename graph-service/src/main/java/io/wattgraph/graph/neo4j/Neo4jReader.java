@@ -1,4 +1,4 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.neo4j;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -24,7 +24,7 @@ import org.springframework.stereotype.Component;
 @Component
 public class Neo4jReader {
 
-    static final String TIMER_NAME = "wattgraph.neo4j.query";
+    public static final String TIMER_NAME = "wattgraph.neo4j.query";
 
     private static final SessionConfig READ = SessionConfig.builder().withDefaultAccessMode(AccessMode.READ).build();
 

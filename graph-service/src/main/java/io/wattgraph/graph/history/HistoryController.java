@@ -1,5 +1,9 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.history;
 
+import io.wattgraph.graph.ApiError;
+import io.wattgraph.graph.HostIdValidator;
+import io.wattgraph.graph.InvalidParameterException;
+import io.wattgraph.graph.RequestParams;
 import io.wattgraph.graph.model.MetricHistory;
 import io.wattgraph.graph.model.MetricHistoryReader;
 import java.util.List;

@@ -1,4 +1,4 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.topology;
 
 /**
  * A TALKS_TO edge, client ({@code source}) to server ({@code target}), with totals over every

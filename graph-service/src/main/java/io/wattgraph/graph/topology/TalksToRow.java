@@ -1,4 +1,4 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.topology;
 
 import org.neo4j.driver.types.Node;
 import org.neo4j.driver.types.Relationship;

@@ -1,9 +1,7 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.analysis;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
-import io.wattgraph.graph.analysis.Aggregator;
-import io.wattgraph.graph.analysis.Level;
 import io.wattgraph.graph.model.GraphFilter;
 import io.wattgraph.graph.model.ServiceGraph;
 import io.wattgraph.graph.model.ServiceGraphLoader;
@@ -15,15 +13,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.annotation.Value;
+import org.springframework.stereotype.Service;
 import org.springframework.web.context.request.RequestContextHolder;
 import org.springframework.web.context.request.ServletRequestAttributes;
-import org.springframework.stereotype.Service;
 
 /**
  * Loads the graph for a filter (through a {@link GraphCache} of {@code wattgraph.graph.cache-ttl}, default 5 s,
  * whose age each HTTP answer reports in {@value #AGE_HEADER}), aggregates it to a level, and times analyses as
- * {@code wattgraph.analysis{analysis=NAME}} (the Neo4j part is timed separately by {@link Neo4jReader}).
+ * {@code wattgraph.analysis{analysis=NAME}} (the Neo4j part is timed separately by
+ * {@link io.wattgraph.graph.neo4j.Neo4jReader}).
  * With {@code wattgraph.graph.refresh-after} (default 2 s; 0 = off) a background thread keeps the graphs of the
  * filters requested within {@code wattgraph.graph.refresh-idle} (default 60 s) younger than the TTL, so their
  * requests do not wait on Neo4j ({@link GraphCache#refreshHot}).
@@ -42,10 +40,10 @@ public class ServiceGraphService {
     private final GraphCache cache;
     private final ScheduledExecutorService refresher;
 
-    public ServiceGraphService(ServiceGraphLoader loader, MeterRegistry registry,
-                               @Value("${wattgraph.graph.cache-ttl:5s}") Duration cacheTtl,
-                               @Value("${wattgraph.graph.refresh-after:2s}") Duration refreshAfter,
-                               @Value("${wattgraph.graph.refresh-idle:60s}") Duration refreshIdle) {
+    public ServiceGraphService(ServiceGraphLoader loader, MeterRegistry registry, GraphCacheProperties properties) {
+        Duration cacheTtl = properties.cacheTtl();
+        Duration refreshAfter = properties.refreshAfter();
+        Duration refreshIdle = properties.refreshIdle();
         this.loader = loader;
         this.registry = registry;
         this.cache = new GraphCache(cacheTtl, System::nanoTime);

@@ -1,4 +1,4 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.analysis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

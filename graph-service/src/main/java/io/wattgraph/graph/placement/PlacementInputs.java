@@ -1,8 +1,7 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.placement;
 
 import io.wattgraph.graph.analysis.Aggregator;
 import io.wattgraph.graph.analysis.Level;
-import io.wattgraph.graph.model.GraphFilter;
 import io.wattgraph.graph.model.MetricHistory;
 import io.wattgraph.graph.model.MetricHistoryReader;
 import io.wattgraph.graph.model.Metrics;
@@ -10,10 +9,6 @@ import io.wattgraph.graph.model.ServiceEdge;
 import io.wattgraph.graph.model.ServiceGraph;
 import io.wattgraph.graph.model.ServiceGraphLoader;
 import io.wattgraph.graph.model.ServiceNode;
-import io.wattgraph.graph.placement.PlacementProblem;
-import io.wattgraph.graph.placement.PlacementRequest;
-import io.wattgraph.graph.placement.PlacementResult;
-import io.wattgraph.graph.placement.PlacementService;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -21,60 +16,21 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
-import org.springframework.web.bind.annotation.PostMapping;
-import org.springframework.web.bind.annotation.RequestBody;
-import org.springframework.web.bind.annotation.RequestMapping;
-import org.springframework.web.bind.annotation.RestController;
+import org.springframework.stereotype.Component;
 
-/** {@code POST /api/v1/placement}: a placement recommendation (003 §7.4), see {@link PlacementService}. */
-@RestController
-@RequestMapping("/api/v1")
-public class PlacementController {
+/**
+ * A {@link PlacementProblem}'s parts read from the live graph: the workloads of an aggregated graph (with their CPU
+ * over the metric history when asked), the traffic between them, and the nodes from the Hosts' capacities.
+ */
+@Component
+public class PlacementInputs {
 
-    private final ServiceGraphService service;
     private final ServiceGraphLoader loader;
     private final MetricHistoryReader history;
 
-    public PlacementController(ServiceGraphService service, ServiceGraphLoader loader, MetricHistoryReader history) {
-        this.service = service;
+    public PlacementInputs(ServiceGraphLoader loader, MetricHistoryReader history) {
         this.loader = loader;
         this.history = history;
-    }
-
-    @PostMapping("/placement")
-    public PlacementResult place(@RequestBody(required = false) PlacementRequest body) {
-        PlacementRequest r = body == null
-                ? new PlacementRequest(null, null, null, null, null, null, null, null, null) : body;
-        String method = RequestParams.oneOf("method", r.method(), "auto",
-                PlacementService.METHODS.toArray(String[]::new));
-        String basis = RequestParams.oneOf("cpuBasis", r.cpuBasis(), "latest", "latest", "peak", "p95");
-        Level level = RequestParams.level(r.level(), Level.CONTAINER);
-        List<PlacementProblem.Workload> workloads = r.workloads();
-        List<PlacementProblem.Traffic> traffic = r.traffic();
-        if (workloads == null) {
-            GraphFilter filter = RequestParams.filter(r.host(), r.namespace(), null, null);
-            ServiceGraph graph = service.graph(filter, level);
-            workloads = workloadsOf(graph, basis.equals("latest") ? Map.of()
-                    : observedCpu(service.graph(filter, Level.PROCESS), level, basis));
-            if (traffic == null) {
-                traffic = trafficOf(graph);
-            }
-        }
-        List<PlacementProblem.NodeCapacity> nodes = r.nodes() != null ? r.nodes() : nodesFromHosts();
-        if (nodes.isEmpty()) {
-            throw new InvalidParameterException("nodes", "no Host has a 'cores' property; give the nodes in the request");
-        }
-        PlacementProblem problem = new PlacementProblem(workloads, nodes, traffic == null ? List.of() : traffic,
-                r.nodeWeight());
-        try {
-            return service.timed("placement_" + method, () -> PlacementService.solve(problem, method));
-        } catch (IllegalArgumentException e) {
-            throw new InvalidParameterException("body", e.getMessage());
-        }
-    }
-
-    static List<PlacementProblem.Workload> workloadsOf(ServiceGraph graph) {
-        return workloadsOf(graph, Map.of());
     }
 
     /** {@code observedCpu}: a workload's CPU over its history, used instead of its latest {@code cpuUsage}. */
@@ -159,7 +115,7 @@ public class PlacementController {
         return traffic;
     }
 
-    private List<PlacementProblem.NodeCapacity> nodesFromHosts() {
+    List<PlacementProblem.NodeCapacity> nodesFromHosts() {
         List<PlacementProblem.NodeCapacity> nodes = new ArrayList<>();
         for (ServiceGraphLoader.HostCapacity h : loader.hostCapacities()) {
             if (h.cores() != null) {

@@ -1,5 +1,7 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.routes;
 
+import io.wattgraph.graph.HostIdValidator;
+import io.wattgraph.graph.RequestParams;
 import java.util.List;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
@@ -17,9 +19,9 @@ public class HttpRoutesController {
 
     private static final HostIdValidator NAMES = new HostIdValidator();
 
-    private final GraphRepository repository;
+    private final HttpRouteRepository repository;
 
-    public HttpRoutesController(GraphRepository repository) {
+    public HttpRoutesController(HttpRouteRepository repository) {
         this.repository = repository;
     }
 

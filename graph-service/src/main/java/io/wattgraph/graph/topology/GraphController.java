@@ -1,5 +1,6 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.topology;
 
+import io.wattgraph.graph.HostIdValidator;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;

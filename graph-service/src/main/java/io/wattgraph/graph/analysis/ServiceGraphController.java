@@ -1,8 +1,6 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.analysis;
 
-import io.wattgraph.graph.analysis.DotExporter;
-import io.wattgraph.graph.analysis.Level;
-import io.wattgraph.graph.analysis.TrafficMatrix;
+import io.wattgraph.graph.RequestParams;
 import io.wattgraph.graph.model.GraphFilter;
 import io.wattgraph.graph.model.ServiceGraph;
 import org.springframework.http.MediaType;
@@ -40,8 +38,8 @@ public class ServiceGraphController {
             @RequestParam(name = "minEdgeFraction", required = false) String minEdgeFraction) {
         String fmt = RequestParams.oneOf("format", format, "json", "json", "dot");
         double fraction = RequestParams.fraction("minEdgeFraction", minEdgeFraction);
-        GraphFilter filter = RequestParams.filter(host, namespace, fromNs, toNs);
-        ServiceGraph graph = DotExporter.heavyEdges(service.graph(filter, RequestParams.level(level, Level.PROCESS)),
+        GraphFilter filter = GraphParams.filter(host, namespace, fromNs, toNs);
+        ServiceGraph graph = DotExporter.heavyEdges(service.graph(filter, GraphParams.level(level, Level.PROCESS)),
                 fraction);
         if (fmt.equals("dot")) {
             return ResponseEntity.ok().contentType(GRAPHVIZ).body(service.timed("dot", () -> DotExporter.toDot(graph)));
@@ -55,7 +53,7 @@ public class ServiceGraphController {
             @RequestParam(name = "namespace", required = false) String namespace,
             @RequestParam(name = "fromNs", required = false) String fromNs,
             @RequestParam(name = "toNs", required = false) String toNs) {
-        ServiceGraph graph = service.graph(RequestParams.filter(host, namespace, fromNs, toNs), Level.PROCESS);
+        ServiceGraph graph = service.graph(GraphParams.filter(host, namespace, fromNs, toNs), Level.PROCESS);
         return service.timed("projection_host", () -> TrafficMatrix.byHost(graph));
     }
 
@@ -65,7 +63,7 @@ public class ServiceGraphController {
             @RequestParam(name = "namespace", required = false) String namespace,
             @RequestParam(name = "fromNs", required = false) String fromNs,
             @RequestParam(name = "toNs", required = false) String toNs) {
-        ServiceGraph graph = service.graph(RequestParams.filter(host, namespace, fromNs, toNs), Level.PROCESS);
+        ServiceGraph graph = service.graph(GraphParams.filter(host, namespace, fromNs, toNs), Level.PROCESS);
         return service.timed("projection_process_type", () -> TrafficMatrix.byProcessType(graph));
     }
 }

@@ -1,4 +1,4 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.analysis;
 
 import io.wattgraph.graph.model.GraphFilter;
 import io.wattgraph.graph.model.ServiceGraphLoader;

@@ -1,8 +1,6 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.analysis;
 
-import io.wattgraph.graph.analysis.CriticalPath;
-import io.wattgraph.graph.analysis.Level;
-import io.wattgraph.graph.analysis.OperationalAnalysis;
+import io.wattgraph.graph.RequestParams;
 import io.wattgraph.graph.model.Percentile;
 import io.wattgraph.graph.model.ServiceGraph;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -10,7 +8,7 @@ import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
-/** Operational analysis (002 Eq. 3.3-3.5) and critical path, at a chosen level (default pod). */
+/** Operational analysis (PowerThesis Eq. 3.3-3.5) and critical path, at a chosen level (default pod). */
 @RestController
 @RequestMapping("/api/v1/analysis")
 public class AnalysisController {
@@ -30,8 +28,8 @@ public class AnalysisController {
             @RequestParam(name = "toNs", required = false) String toNs,
             @RequestParam(name = "arrivalRate", required = false) String arrivalRate) {
         Double lambda = RequestParams.positiveDouble("arrivalRate", arrivalRate);
-        ServiceGraph graph = service.graph(RequestParams.filter(host, namespace, fromNs, toNs),
-                RequestParams.level(level, Level.POD));
+        ServiceGraph graph = service.graph(GraphParams.filter(host, namespace, fromNs, toNs),
+                GraphParams.level(level, Level.POD));
         return service.timed("operational", () -> OperationalAnalysis.of(graph, lambda));
     }
 
@@ -44,10 +42,10 @@ public class AnalysisController {
             @RequestParam(name = "toNs", required = false) String toNs,
             @RequestParam(name = "percentile", required = false) String percentile,
             @RequestParam(name = "mode", required = false) String mode) {
-        Percentile p = RequestParams.percentile(percentile, Percentile.P99);
+        Percentile p = GraphParams.percentile(percentile, Percentile.P99);
         String m = RequestParams.oneOf("mode", mode, "widest", "widest", "longest");
-        ServiceGraph graph = service.graph(RequestParams.filter(host, namespace, fromNs, toNs),
-                RequestParams.level(level, Level.POD));
+        ServiceGraph graph = service.graph(GraphParams.filter(host, namespace, fromNs, toNs),
+                GraphParams.level(level, Level.POD));
         return service.timed("critical_path", () -> CriticalPath.of(graph, p, m));
     }
 }

@@ -1,4 +1,4 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.neo4j;
 
 import java.util.List;
 import java.util.Map;

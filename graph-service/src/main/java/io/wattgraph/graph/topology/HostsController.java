@@ -1,4 +1,4 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.topology;
 
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestMapping;

@@ -1,9 +1,9 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.power;
 
-import io.wattgraph.graph.power.BudgetPublisher;
-import io.wattgraph.graph.power.PowerBudgetService;
-import io.wattgraph.graph.power.PowerRequest;
-import io.wattgraph.graph.power.PrestoSimulation;
+import io.wattgraph.graph.ApiError;
+import io.wattgraph.graph.InvalidParameterException;
+import io.wattgraph.graph.RequestParams;
+import io.wattgraph.graph.analysis.ServiceGraphService;
 import java.util.List;
 import java.util.Map;
 import org.springframework.http.HttpStatus;
@@ -108,7 +108,7 @@ public class PowerController {
 
     /**
      * {@code GET /api/v1/power/simulation}: the PRESTO closed-loop simulation (low, mid, high arrival rates on
-     * Fig. 5.4's queueing model; see {@link PrestoSimulation}), to compare with the thesis' Table 5.2.
+     * PowerThesis Fig. 5.4's queueing model; see {@link PrestoSimulation}), to compare with PowerThesis Table 5.2.
      */
     @GetMapping("/simulation")
     public Object simulation(@RequestParam(name = "seed", required = false) String seed,

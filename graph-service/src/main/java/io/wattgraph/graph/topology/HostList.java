@@ -1,4 +1,4 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.topology;
 
 import java.util.List;
 

@@ -1,4 +1,4 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.neo4j;
 
 import java.util.concurrent.TimeUnit;
 import org.neo4j.driver.AuthToken;

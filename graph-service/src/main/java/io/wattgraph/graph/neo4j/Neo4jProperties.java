@@ -1,4 +1,4 @@
-package io.wattgraph.graph;
+package io.wattgraph.graph.neo4j;
 
 import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
