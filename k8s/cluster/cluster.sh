@@ -86,7 +86,7 @@ cert() { # cert NAME SUBJECT EXTENDED-KEY-USAGE [SUBJECT-ALT-NAMES]
 }
 
 kubeconfig() { # kubeconfig NAME : a kubeconfig with NAME's client certificate
-  cat >"$P/$1.kubeconfig" <<EOF
+  write_file "$P/$1.kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -132,7 +132,8 @@ host_setup() {
   [ -f "$S/sysctl.saved" ] || for k in "${SYSCTLS[@]}"; do echo "$k=$(sysctl -n "$k")"; done >"$S/sysctl.saved"
   # A bridge without ports: the kernel here has no dummy interfaces, and an address is all it is for.
   ip link show "$K8S_NODE_IF" >/dev/null 2>&1 || ip link add "$K8S_NODE_IF" type bridge
-  ip addr show dev "$K8S_NODE_IF" | grep -q "inet $K8S_NODE_IP/" || ip addr add "$K8S_NODE_IP/32" dev "$K8S_NODE_IF"
+  # Not `ip | grep -q`: under pipefail, ip's SIGPIPE when grep stops early reads as "no address".
+  grep -q "inet $K8S_NODE_IP/" <<<"$(ip addr show dev "$K8S_NODE_IF")" || ip addr add "$K8S_NODE_IP/32" dev "$K8S_NODE_IF"
   ip link set "$K8S_NODE_IF" up
   # Pods are routed through the host (CNI ptp: one veth pair a pod, no bridge).
   sysctl -qw net.ipv4.ip_forward=1
@@ -149,9 +150,17 @@ host_setup() {
 }
 
 # ---------------------------------------------------------------- configuration files
+# Only when the content differs: kube-proxy exits when its configuration file is written, so an
+# `up` of a running cluster must leave the files as they are.
+write_file() { # write_file PATH < CONTENT
+  local tmp=$1.tmp
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv "$tmp" "$1"; fi
+}
+
 configs() {
   mkdir -p "$S"/{containerd,cni/net.d,cni/ipam,kubelet,etcd,run}
-  cat >"$S/containerd/config.toml" <<EOF
+  write_file "$S/containerd/config.toml" <<EOF
 version = 2
 root = "$S/containerd/root"
 state = "$S/containerd/state"
@@ -182,7 +191,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 EOF
   # ptp: each pod a veth pair routed by the host, so kube-proxy's DNAT and the host's conntrack see
   # every pod-to-pod connection. No masquerade: pods reach each other and the node, nothing outside.
-  cat >"$S/cni/net.d/10-wattgraph.conflist" <<EOF
+  write_file "$S/cni/net.d/10-wattgraph.conflist" <<EOF
 {
   "cniVersion": "0.4.0",
   "name": "wattgraph",
@@ -200,7 +209,7 @@ EOF
   ]
 }
 EOF
-  cat >"$S/kubelet/config.yaml" <<EOF
+  write_file "$S/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: $K8S_NODE_IP
@@ -227,7 +236,7 @@ evictionHard: {nodefs.available: 2%, imagefs.available: 2%, memory.available: 20
 serializeImagePulls: false
 podLogsDir: $S/pod-logs
 EOF
-  cat >"$S/kube-proxy.yaml" <<EOF
+  write_file "$S/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables

@@ -26,6 +26,8 @@ IMAGES=(
   "wattgraph/stream-jobs:$PROJECT_VERSION|stream-jobs/Dockerfile|FLINK_IMAGE=wattgraph/flink:2.2.1-java17"
   "wattgraph/kafka:4.2.2|k8s/images/kafka/Dockerfile|JRE_IMAGE=$JRE_IMAGE"
   "wattgraph/neo4j:5.26.30|k8s/images/neo4j/Dockerfile|JRE_IMAGE=$JRE_IMAGE"
+  # The cluster test's client and server (k8s/tests/test_cluster.py), not part of the chart.
+  "wattgraph/e2e-workload:$PROJECT_VERSION|k8s/tests/workload/Dockerfile|BASE_IMAGE=$DEBIAN_IMAGE"
 )
 
 say() { printf '\033[1mk8s images:\033[0m %s\n' "$*" >&2; }

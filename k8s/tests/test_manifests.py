@@ -149,6 +149,18 @@ class Manifests(unittest.TestCase):
         self.assertIn("broker.example:9093", text)
         self.assertIn("bolt://graph.example:7687", text)
 
+    def test_agent_flags_from_values_are_strings_in_order(self):
+        def agent_args(*settings):
+            (ds,) = [d for d in render(*settings) if d["kind"] == "DaemonSet"]
+            return ds["spec"]["template"]["spec"]["containers"][0]["args"]
+        args = agent_args()
+        self.assertEqual("65536", args[args.index("--transaction-hist-entries") + 1])
+        args = agent_args("nodeAgent.transactionHistogramEntries=262144",
+                          "nodeAgent.extraArgs={--pod-metadata-interval-ms,5000}")
+        self.assertEqual("262144", args[args.index("--transaction-hist-entries") + 1])
+        # Numbers from --set or a values file stay strings, which a container's args must be.
+        self.assertEqual(["--pod-metadata-interval-ms", "5000"], args[-2:])
+
     def test_kafka_is_three_kraft_brokers_with_replication_3_and_min_isr_2(self):
         (sts,) = [d for d in applied() if d["kind"] == "StatefulSet" and d["metadata"]["name"] == "kafka"]
         self.assertEqual(sts["spec"]["replicas"], 3)

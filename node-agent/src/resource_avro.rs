@@ -267,7 +267,7 @@ pub fn to_value(r: &ResourceRecord) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use apache_avro::GenericSingleObjectWriter;
 

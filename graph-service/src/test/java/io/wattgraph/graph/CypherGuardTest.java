@@ -100,6 +100,8 @@ class CypherGuardTest extends HarnessApiTest {
                 "RETURN wattgraph /**/ . plugin . readFile ('/etc/hostname') AS f",
                 "MATCH (h:Host) WHERE wattgraph.plugin.readFile('/etc/hostname') <> '' RETURN h",
                 "MATCH (h:Host) RETURN h ORDER BY wattgraph.plugin.readFile('/etc/hostname')",
+                "MATCH (p:Process {id: wattgraph.plugin.readFile('/etc/hostname')}) RETURN p",
+                "MATCH (c:Container) WHERE c.id STARTS WITH wattgraph.plugin.readFile('/etc/hostname') RETURN c",
                 "RETURN [x IN range(1, 2) | wattgraph.plugin.readFile('/etc/hostname')] AS l",
                 "MATCH (h:Host) WHERE EXISTS { MATCH (h) WHERE wattgraph.plugin.readFile('/etc/hostname') <> '' } RETURN h",
                 "CALL { RETURN wattgraph.plugin.readFile('/etc/hostname') AS f } RETURN f",
@@ -188,7 +190,15 @@ class CypherGuardTest extends HarnessApiTest {
                 "CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType",
                 "CALL db.propertyKeys()",
                 "MATCH (h:Host) USING SCAN h:Host RETURN h.id",
-                "RETURN $p AS p")) {
+                "RETURN $p AS p",
+                // Index seeks and scans (the ids' unique constraints): their details name the index as
+                // c:Container(id), which is not a call.
+                "MATCH (p:Process {id: 'p-1'}) RETURN p",
+                "MATCH (c:Container) WHERE c.id IN ['ctr-1', 'x'] OPTIONAL MATCH (p:Process)-[:IN_CONTAINER]->(c) "
+                        + "RETURN c.id, count(p)",
+                "MATCH (e:External) WHERE e.id STARTS WITH '10.96.' RETURN e.id",
+                "MATCH (h:Host) WHERE h.id IS NOT NULL RETURN h.id ORDER BY h.id",
+                "MATCH (a:Host {id: 'host-a'}), (b:Host {id: 'host-b'}) RETURN a, b")) {
             Map<String, Object> body = new LinkedHashMap<>();
             body.put("query", q);
             body.put("parameters", Map.of("p", 1));

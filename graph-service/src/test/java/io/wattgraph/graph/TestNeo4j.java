@@ -59,6 +59,11 @@ final class TestNeo4j {
                     .withConfig(BoltConnectorInternalSettings.connection_shutdown_wait_time, Duration.ZERO)
                     .withFunction(PluginStandIns.class)
                     .withProcedure(PluginStandIns.class)
+                    // The stream job's schema (GraphWriter.CONSTRAINTS): lookups by id plan as index seeks.
+                    .withFixture("CREATE CONSTRAINT FOR (n:Host) REQUIRE n.id IS UNIQUE")
+                    .withFixture("CREATE CONSTRAINT FOR (n:Process) REQUIRE n.id IS UNIQUE")
+                    .withFixture("CREATE CONSTRAINT FOR (n:Container) REQUIRE n.id IS UNIQUE")
+                    .withFixture("CREATE CONSTRAINT FOR (n:External) REQUIRE n.id IS UNIQUE")
                     .withFixture(GraphFixture.CYPHER)
                     .build();
         } catch (java.io.IOException e) {

@@ -22,6 +22,15 @@ final class PlanExpressions {
     }
 
     static List<String> functionCalls(String text) {
+        return functionCalls(text, false);
+    }
+
+    /**
+     * @param indexOperator the text is an index operator's: its index is written {@code n:Label(prop)} or
+     *     {@code [r:TYPE(prop)]} (e.g. {@code UNIQUE c:Container(id) WHERE id = $x}), a name right after a colon,
+     *     which is not a call (a map's entry would be rendered {@code key: f(x)}, with a space)
+     */
+    static List<String> functionCalls(String text, boolean indexOperator) {
         List<String> calls = new ArrayList<>();
         int i = 0;
         int n = text.length();
@@ -30,6 +39,7 @@ final class PlanExpressions {
             if (c == '\'' || c == '"') {
                 i = skipString(text, i);
             } else if (c == '`' || Character.isJavaIdentifierStart(c)) {
+                boolean indexed = indexOperator && i > 0 && text.charAt(i - 1) == ':';
                 StringBuilder name = new StringBuilder();
                 i = readName(text, i, name);
                 while (i < n && text.charAt(i) == '.' && i + 1 < n
@@ -41,7 +51,7 @@ final class PlanExpressions {
                 while (j < n && Character.isWhitespace(text.charAt(j))) {
                     j++;
                 }
-                if (j < n && text.charAt(j) == '(') {
+                if (j < n && text.charAt(j) == '(' && !indexed) {
                     calls.add(name.toString());
                 }
             } else if (Character.isDigit(c)) {

@@ -125,7 +125,7 @@ final class PlanGuard {
             if (!argument.hasType(TypeSystem.getDefault().STRING()) || entry.getKey().equals(RENDERED_PLAN)) {
                 continue;
             }
-            for (String function : PlanExpressions.functionCalls(argument.asString())) {
+            for (String function : PlanExpressions.functionCalls(argument.asString(), operator.contains("Index"))) {
                 String name = function.toLowerCase(Locale.ROOT);
                 boolean allowed = (builtinFunctions.contains(name) || PLAN_INTERNAL_FUNCTIONS.contains(name)
                         || PlanExpressions.KEYWORDS.contains(name)) && !OUTSIDE_FUNCTIONS.contains(name);
