@@ -25,7 +25,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * Latency accuracy of the agent against wrk (issue 4's evidence), run by hand through
+ * Latency accuracy of the agent against wrk, run by hand through
  * node-agent/bench/latency_accuracy.sh, not part of the test suite.
  *
  * <p>One run: a real Kafka broker (local-stack), nginx (Debian package) on loopback, the real agent,
