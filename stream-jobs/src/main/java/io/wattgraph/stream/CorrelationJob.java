@@ -1,34 +1,53 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.connection.ConnectionCorrelator;
+import io.wattgraph.stream.connection.ConnectionUpdate;
+import io.wattgraph.stream.connection.EdgeAggregator;
+import io.wattgraph.stream.connection.EdgeRow;
+import io.wattgraph.stream.sink.kafka.DeadLetterSerializer;
+import io.wattgraph.stream.sink.kafka.ExactlyOnceKafkaSink;
+import io.wattgraph.stream.sink.neo4j.GraphWriter;
+import io.wattgraph.stream.sink.neo4j.Neo4jSink;
+import io.wattgraph.stream.source.ConnectionEventDeserializer;
+import io.wattgraph.stream.source.DeadLetter;
+import io.wattgraph.stream.source.Decoded;
+import io.wattgraph.stream.source.DecodedMapping;
+import io.wattgraph.stream.source.Observation;
+import io.wattgraph.stream.source.ServiceMappingDeserializer;
+import io.wattgraph.stream.source.SplitDeadLetters;
+import io.wattgraph.stream.vip.AbstractVirtualIpResolver;
+import io.wattgraph.stream.vip.DataTimeBroadcastOperator;
+import io.wattgraph.stream.vip.VirtualIpResolver;
+import io.wattgraph.stream.window.MetricInput;
 import java.io.IOException;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.function.UnaryOperator;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.common.errors.TopicExistsException;
 import java.util.regex.Pattern;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
-import org.apache.flink.connector.kafka.sink.KafkaSink;
-import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
 import org.apache.flink.configuration.StateRecoveryOptions;
-import org.apache.flink.core.execution.RecoveryClaimMode;
-import org.apache.flink.configuration.Configuration;
+import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
 import org.apache.flink.core.execution.CheckpointingMode;
+import org.apache.flink.core.execution.RecoveryClaimMode;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Kafka ConnectionEvents to the Neo4j connection graph:
@@ -255,7 +274,7 @@ public final class CorrelationJob {
   }
 
   /** Both ends of a connection share the sorted endpoint pair. */
-  static final class ByConnection implements KeySelector<Observation, String> {
+  public static final class ByConnection implements KeySelector<Observation, String> {
     private static final long serialVersionUID = 1L;
 
     @Override
@@ -265,7 +284,7 @@ public final class CorrelationJob {
   }
 
   /** The client's endpoint, which both views of a connection share even through DNAT. */
-  static final class ByClientEndpoint implements KeySelector<Observation, String> {
+  public static final class ByClientEndpoint implements KeySelector<Observation, String> {
     private static final long serialVersionUID = 1L;
 
     @Override
@@ -278,7 +297,7 @@ public final class CorrelationJob {
     }
   }
 
-  static final class ByEdge implements KeySelector<ConnectionUpdate, String> {
+  public static final class ByEdge implements KeySelector<ConnectionUpdate, String> {
     private static final long serialVersionUID = 1L;
 
     @Override

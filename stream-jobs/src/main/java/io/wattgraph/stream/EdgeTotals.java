@@ -1,5 +1,7 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.connection.GraphNode;
+
 /**
  * Running totals of one TALKS_TO edge, kept so an update costs O(1) instead of a pass over all of
  * the edge's connections. Finished connections are folded in and forgotten ({@code retired*}).
@@ -37,7 +39,7 @@ public class EdgeTotals {
   }
 
   /** Adds (+1) or removes (-1) a counted connection of the given weight. */
-  void count(int sign, double weight) {
+  public void count(int sign, double weight) {
     connections += sign;
     if (weight != 1) {
       connectionsSampled += sign;

@@ -1,5 +1,7 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.connection.ConnectionCorrelator;
+import io.wattgraph.stream.sink.neo4j.Neo4jSettings;
 import java.io.Serializable;
 import java.util.HashMap;
 import java.util.List;

@@ -1,5 +1,25 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.sink.kafka.ExactlyOnceKafkaSink;
+import io.wattgraph.stream.sink.kafka.NamespaceMetricsSerializer;
+import io.wattgraph.stream.sink.kafka.WindowMetricsSerializer;
+import io.wattgraph.stream.sink.neo4j.MetricsGraphWriter;
+import io.wattgraph.stream.sink.neo4j.Neo4jSink;
+import io.wattgraph.stream.source.DeadLetter;
+import io.wattgraph.stream.source.DecodedSample;
+import io.wattgraph.stream.source.DecodedTransaction;
+import io.wattgraph.stream.source.PerHostWatermarks;
+import io.wattgraph.stream.source.ResourceSampleDeserializer;
+import io.wattgraph.stream.source.SplitDeadLetters;
+import io.wattgraph.stream.transaction.EdgeMetricsRow;
+import io.wattgraph.stream.window.LateSampleCounter;
+import io.wattgraph.stream.window.MetricInput;
+import io.wattgraph.stream.window.MetricsAggregate;
+import io.wattgraph.stream.window.MetricsRow;
+import io.wattgraph.stream.window.MetricsWindowFunction;
+import io.wattgraph.stream.window.NamespaceAggregate;
+import io.wattgraph.stream.window.NamespaceWindowFunction;
+import io.wattgraph.stream.window.SplitResourceSamples;
 import java.time.Duration;
 import java.util.function.UnaryOperator;
 import java.util.regex.Pattern;
@@ -224,7 +244,7 @@ public final class ResourceMetrics {
     return ExactlyOnceKafkaSink.of(config, new NamespaceMetricsSerializer(config.namespaceMetricsTopic), "namespace-metrics");
   }
 
-  static final class ByNamespace implements KeySelector<MetricInput, String> {
+  public static final class ByNamespace implements KeySelector<MetricInput, String> {
     private static final long serialVersionUID = 1L;
 
     @Override
@@ -233,7 +253,7 @@ public final class ResourceMetrics {
     }
   }
 
-  static final class ByWindowKey implements KeySelector<MetricInput, String> {
+  public static final class ByWindowKey implements KeySelector<MetricInput, String> {
     private static final long serialVersionUID = 1L;
 
     @Override

@@ -1,5 +1,26 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.sink.kafka.EdgeMetricsSerializer;
+import io.wattgraph.stream.sink.kafka.ExactlyOnceKafkaSink;
+import io.wattgraph.stream.sink.neo4j.EdgeMetricsGraphWriter;
+import io.wattgraph.stream.sink.neo4j.Neo4jSink;
+import io.wattgraph.stream.source.DeadLetter;
+import io.wattgraph.stream.source.DecodedTransaction;
+import io.wattgraph.stream.source.Endpoints;
+import io.wattgraph.stream.source.SplitDeadLetters;
+import io.wattgraph.stream.source.TransactionStatsDeserializer;
+import io.wattgraph.stream.transaction.EdgeAggregate;
+import io.wattgraph.stream.transaction.EdgeInput;
+import io.wattgraph.stream.transaction.EdgeMetricsRow;
+import io.wattgraph.stream.transaction.EdgeWindowFunction;
+import io.wattgraph.stream.transaction.ProcessGroups;
+import io.wattgraph.stream.transaction.ProcessGroupsOperator;
+import io.wattgraph.stream.transaction.TransactionEdges;
+import io.wattgraph.stream.vip.AbstractVirtualIpResolver;
+import io.wattgraph.stream.vip.DataTimeBroadcastOperator;
+import io.wattgraph.stream.vip.TransactionVirtualIpResolver;
+import io.wattgraph.stream.window.LateSampleCounter;
+import io.wattgraph.stream.window.MetricInput;
 import java.time.Duration;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -128,7 +149,7 @@ public final class TransactionMetrics {
 
   /**
    * Client records towards a Service VIP rewritten to the backend that served them, keyed by the
-   * client endpoint (as the connection path's {@link VirtualIpResolver}), so that both ends of a
+   * client endpoint (as the connection path's {@code VirtualIpResolver}), so that both ends of a
    * connection through a VIP share their connection key in {@link TransactionEdges}. The mappings
    * have no event time: the operator's watermark is that of {@code transactions} alone
    * ({@link DataTimeBroadcastOperator}).
@@ -167,7 +188,7 @@ public final class TransactionMetrics {
     return ExactlyOnceKafkaSink.of(config, new EdgeMetricsSerializer(config.edgeMetricsTopic), "edge-metrics");
   }
 
-  static final class ByEntity implements KeySelector<MetricInput, String> {
+  public static final class ByEntity implements KeySelector<MetricInput, String> {
     private static final long serialVersionUID = 1L;
 
     @Override
@@ -176,7 +197,7 @@ public final class TransactionMetrics {
     }
   }
 
-  static final class ByProcess implements KeySelector<Transaction, String> {
+  public static final class ByProcess implements KeySelector<Transaction, String> {
     private static final long serialVersionUID = 1L;
 
     @Override
@@ -186,7 +207,7 @@ public final class TransactionMetrics {
   }
 
   /** As {@link CorrelationJob.ByClientEndpoint}: the endpoint both ends of a VIP connection report. */
-  static final class ByClientEndpoint implements KeySelector<Transaction, String> {
+  public static final class ByClientEndpoint implements KeySelector<Transaction, String> {
     private static final long serialVersionUID = 1L;
 
     @Override
@@ -195,7 +216,7 @@ public final class TransactionMetrics {
     }
   }
 
-  static final class ByConnection implements KeySelector<Transaction, String> {
+  public static final class ByConnection implements KeySelector<Transaction, String> {
     private static final long serialVersionUID = 1L;
 
     @Override

@@ -4,6 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.localstack.Neo4jServer;
+import io.wattgraph.stream.sink.neo4j.MetricsGraphWriter;
+import io.wattgraph.stream.sink.neo4j.Neo4jSettings;
+import io.wattgraph.stream.window.LatencyStats;
+import io.wattgraph.stream.window.MetricsRow;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;

@@ -14,6 +14,12 @@ import io.wattgraph.schema.TransactionRole;
 import io.wattgraph.schema.TransactionStats;
 import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.schema.WindowMetrics;
+import io.wattgraph.stream.sink.kafka.DeadLetterSerializer;
+import io.wattgraph.stream.sink.neo4j.MetricsGraphWriter;
+import io.wattgraph.stream.sink.neo4j.Neo4jSettings;
+import io.wattgraph.stream.window.LateSampleCounter;
+import io.wattgraph.stream.window.MetricInput;
+import io.wattgraph.stream.window.MetricsRow;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -36,9 +42,9 @@ import org.neo4j.driver.Value;
  * of two hosts (one with its clock an hour behind, on its own partition) to the metrics topic
  * (read_committed) and the graph's node properties, all values computed by hand. Window 10 s.
  */
-class ResourceMetricsIT {
+public class ResourceMetricsIT {
   /** A window boundary, Unix ns. */
-  static final long T0 = 1_700_000_000_000_000_000L;
+  public static final long T0 = 1_700_000_000_000_000_000L;
   /** host-m2's clock is one hour behind. */
   static final long T1 = T0 - 3_600_000_000_000L;
   static final long S = 1_000_000_000L;
@@ -575,7 +581,7 @@ class ResourceMetricsIT {
     return out;
   }
 
-  static ResourceSample sample(ResourceScope scope, String host, long endNs, long cpuNs, double energyJ,
+  public static ResourceSample sample(ResourceScope scope, String host, long endNs, long cpuNs, double energyJ,
       boolean measured, int threads, int processes) {
     return ResourceSample.newBuilder()
         .setScope(scope)

@@ -1,0 +1,31 @@
+package io.wattgraph.stream.transaction;
+
+import io.wattgraph.stream.EdgeAccumulator;
+import org.apache.flink.api.common.functions.AggregateFunction;
+
+/** Incremental edge window aggregation: one {@link EdgeAccumulator} per edge and window. */
+public class EdgeAggregate implements AggregateFunction<EdgeInput, EdgeAccumulator, EdgeAccumulator> {
+  private static final long serialVersionUID = 1L;
+
+  @Override
+  public EdgeAccumulator createAccumulator() {
+    return new EdgeAccumulator();
+  }
+
+  @Override
+  public EdgeAccumulator add(EdgeInput in, EdgeAccumulator acc) {
+    acc.add(in);
+    return acc;
+  }
+
+  @Override
+  public EdgeAccumulator getResult(EdgeAccumulator acc) {
+    return acc;
+  }
+
+  @Override
+  public EdgeAccumulator merge(EdgeAccumulator a, EdgeAccumulator b) {
+    a.merge(b);
+    return a;
+  }
+}

@@ -1,0 +1,31 @@
+package io.wattgraph.stream.window;
+
+import io.wattgraph.stream.NamespaceAccumulator;
+import org.apache.flink.api.common.functions.AggregateFunction;
+
+/** Incremental namespace window aggregation: one {@link NamespaceAccumulator} per namespace and window. */
+public class NamespaceAggregate implements AggregateFunction<MetricInput, NamespaceAccumulator, NamespaceAccumulator> {
+  private static final long serialVersionUID = 1L;
+
+  @Override
+  public NamespaceAccumulator createAccumulator() {
+    return new NamespaceAccumulator();
+  }
+
+  @Override
+  public NamespaceAccumulator add(MetricInput in, NamespaceAccumulator acc) {
+    acc.add(in);
+    return acc;
+  }
+
+  @Override
+  public NamespaceAccumulator getResult(NamespaceAccumulator acc) {
+    return acc;
+  }
+
+  @Override
+  public NamespaceAccumulator merge(NamespaceAccumulator a, NamespaceAccumulator b) {
+    a.merge(b);
+    return a;
+  }
+}
