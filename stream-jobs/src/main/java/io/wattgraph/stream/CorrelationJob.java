@@ -2,22 +2,22 @@ package io.wattgraph.stream;
 
 import io.wattgraph.stream.connection.ConnectionCorrelator;
 import io.wattgraph.stream.connection.ConnectionUpdate;
-import io.wattgraph.stream.connection.EdgeAggregator;
+import io.wattgraph.stream.connection.ConnectionsPerEdge;
 import io.wattgraph.stream.connection.EdgeRow;
 import io.wattgraph.stream.sink.kafka.DeadLetterSerializer;
 import io.wattgraph.stream.sink.kafka.ExactlyOnceKafkaSink;
-import io.wattgraph.stream.sink.neo4j.GraphWriter;
+import io.wattgraph.stream.sink.neo4j.ConnectionGraphWriter;
 import io.wattgraph.stream.sink.neo4j.Neo4jSink;
 import io.wattgraph.stream.source.ConnectionEventDeserializer;
 import io.wattgraph.stream.source.DeadLetter;
-import io.wattgraph.stream.source.Decoded;
 import io.wattgraph.stream.source.DecodedMapping;
+import io.wattgraph.stream.source.DecodedObservation;
 import io.wattgraph.stream.source.Observation;
 import io.wattgraph.stream.source.ServiceMappingDeserializer;
 import io.wattgraph.stream.source.SplitDeadLetters;
 import io.wattgraph.stream.vip.AbstractVirtualIpResolver;
+import io.wattgraph.stream.vip.ConnectionVirtualIpResolver;
 import io.wattgraph.stream.vip.DataTimeBroadcastOperator;
-import io.wattgraph.stream.vip.VirtualIpResolver;
 import io.wattgraph.stream.window.MetricInput;
 import java.io.IOException;
 import java.util.List;
@@ -102,7 +102,7 @@ public final class CorrelationJob {
       env.setParallelism(config.parallelism);
     }
 
-    KafkaSourceBuilder<Decoded> source = KafkaSource.<Decoded>builder()
+    KafkaSourceBuilder<DecodedObservation> source = KafkaSource.<DecodedObservation>builder()
         .setBootstrapServers(config.kafkaBrokers)
         .setProperties(KafkaClientProperties.source(config))
         .setTopics(config.topic)
@@ -132,7 +132,7 @@ public final class CorrelationJob {
     DataStream<Observation> observations = tap.apply(decoded);
 
     correlate(observations, mappings, config)
-        .sinkTo(new Neo4jSink<>(config.neo4j(), GraphWriter::new))
+        .sinkTo(new Neo4jSink<>(config.neo4j(), ConnectionGraphWriter::new))
         .uid("neo4j-sink")
         .name("neo4j")
         // One writer: Neo4j is the bottleneck anyway, and a single writer cannot deadlock itself
@@ -148,7 +148,7 @@ public final class CorrelationJob {
       DataStream<ServiceMappingUpdate> mappingUpdates, JobConfig config) {
     // The mappings carry no event time: the correlator's END_OF_INPUT timers fire when the observations end.
     DataStream<Observation> resolved = DataTimeBroadcastOperator.connect(observations.keyBy(new ByClientEndpoint()),
-            mappingUpdates, new VirtualIpResolver(config.pairingHorizonMs, config.closedRetention()),
+            mappingUpdates, new ConnectionVirtualIpResolver(config.pairingHorizonMs, config.closedRetention()),
             TypeInformation.of(Observation.class), "resolve virtual IPs", AbstractVirtualIpResolver.BROADCAST_STATES)
         .uid("resolve-virtual-ips");
 
@@ -161,7 +161,7 @@ public final class CorrelationJob {
 
     return connections
         .keyBy(new ByEdge())
-        .process(new EdgeAggregator())
+        .process(new ConnectionsPerEdge())
         .uid("aggregate-edges")
         .name("aggregate edges");
   }

@@ -27,7 +27,7 @@ public class EdgeTotals {
   public long retiredLastSeenNs = Long.MIN_VALUE;
   /**
    * A retraction may have taken the edge's first or last seen connection: {@link #firstSeenNs} and
-   * {@link #lastSeenNs} are recomputed by a timer (EdgeAggregator.SEEN_SETTLE_MS); until then they
+   * {@link #lastSeenNs} are recomputed by a timer (ConnectionsPerEdge.SEEN_SETTLE_MS); until then they
    * may still span it.
    */
   public boolean seenStale;

@@ -3,8 +3,8 @@ package io.wattgraph.stream;
 import io.wattgraph.stream.sink.kafka.ExactlyOnceKafkaSink;
 import io.wattgraph.stream.sink.kafka.NamespaceMetricsSerializer;
 import io.wattgraph.stream.sink.kafka.WindowMetricsSerializer;
-import io.wattgraph.stream.sink.neo4j.MetricsGraphWriter;
 import io.wattgraph.stream.sink.neo4j.Neo4jSink;
+import io.wattgraph.stream.sink.neo4j.NodeMetricsGraphWriter;
 import io.wattgraph.stream.source.DeadLetter;
 import io.wattgraph.stream.source.DecodedSample;
 import io.wattgraph.stream.source.DecodedTransaction;
@@ -12,12 +12,12 @@ import io.wattgraph.stream.source.PerHostWatermarks;
 import io.wattgraph.stream.source.ResourceSampleDeserializer;
 import io.wattgraph.stream.source.SplitDeadLetters;
 import io.wattgraph.stream.transaction.EdgeMetricsRow;
+import io.wattgraph.stream.window.EntityWindowAggregate;
+import io.wattgraph.stream.window.EntityWindowFunction;
 import io.wattgraph.stream.window.LateSampleCounter;
 import io.wattgraph.stream.window.MetricInput;
-import io.wattgraph.stream.window.MetricsAggregate;
 import io.wattgraph.stream.window.MetricsRow;
-import io.wattgraph.stream.window.MetricsWindowFunction;
-import io.wattgraph.stream.window.NamespaceAggregate;
+import io.wattgraph.stream.window.NamespaceWindowAggregate;
 import io.wattgraph.stream.window.NamespaceWindowFunction;
 import io.wattgraph.stream.window.SplitResourceSamples;
 import java.time.Duration;
@@ -74,7 +74,7 @@ public final class ResourceMetrics {
         .name("kafka: " + config.namespaceMetricsTopic);
     // One metrics sink for all nodes: Namespace rows are batched with the others.
     int historyWindows = config.historyWindows;
-    rows.union(namespaces).sinkTo(new Neo4jSink<>(config.neo4j(), s -> new MetricsGraphWriter(s, historyWindows)))
+    rows.union(namespaces).sinkTo(new Neo4jSink<>(config.neo4j(), s -> new NodeMetricsGraphWriter(s, historyWindows)))
         .uid("metrics-neo4j-sink")
         .name("neo4j: window metrics")
         .setParallelism(1);
@@ -217,7 +217,7 @@ public final class ResourceMetrics {
         .window(TumblingEventTimeWindows.of(Duration.ofMillis(config.windowMs)))
         .allowedLateness(Duration.ofMillis(config.allowedLatenessMs))
         .sideOutputLateData(LATE)
-        .aggregate(new NamespaceAggregate(), new NamespaceWindowFunction())
+        .aggregate(new NamespaceWindowAggregate(), new NamespaceWindowFunction())
         .uid("namespace-windows")
         .name("namespace windows");
   }
@@ -231,7 +231,7 @@ public final class ResourceMetrics {
         // within the lateness, with the whole updated aggregate.
         .allowedLateness(Duration.ofMillis(config.allowedLatenessMs))
         .sideOutputLateData(LATE)
-        .aggregate(new MetricsAggregate(), new MetricsWindowFunction(config.maxHttpRoutes))
+        .aggregate(new EntityWindowAggregate(), new EntityWindowFunction(config.maxHttpRoutes))
         .uid("resource-windows")
         .name("resource windows");
   }

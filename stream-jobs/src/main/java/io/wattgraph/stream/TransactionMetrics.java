@@ -9,9 +9,9 @@ import io.wattgraph.stream.source.DecodedTransaction;
 import io.wattgraph.stream.source.Endpoints;
 import io.wattgraph.stream.source.SplitDeadLetters;
 import io.wattgraph.stream.source.TransactionStatsDeserializer;
-import io.wattgraph.stream.transaction.EdgeAggregate;
 import io.wattgraph.stream.transaction.EdgeInput;
 import io.wattgraph.stream.transaction.EdgeMetricsRow;
+import io.wattgraph.stream.transaction.EdgeWindowAggregate;
 import io.wattgraph.stream.transaction.EdgeWindowFunction;
 import io.wattgraph.stream.transaction.ProcessGroups;
 import io.wattgraph.stream.transaction.ProcessGroupsOperator;
@@ -149,7 +149,7 @@ public final class TransactionMetrics {
 
   /**
    * Client records towards a Service VIP rewritten to the backend that served them, keyed by the
-   * client endpoint (as the connection path's {@code VirtualIpResolver}), so that both ends of a
+   * client endpoint (as the connection path's {@code ConnectionVirtualIpResolver}), so that both ends of a
    * connection through a VIP share their connection key in {@link TransactionEdges}. The mappings
    * have no event time: the operator's watermark is that of {@code transactions} alone
    * ({@link DataTimeBroadcastOperator}).
@@ -179,7 +179,7 @@ public final class TransactionMetrics {
         .window(TumblingEventTimeWindows.of(Duration.ofMillis(config.windowMs)))
         .allowedLateness(Duration.ofMillis(config.allowedLatenessMs))
         .sideOutputLateData(LATE_EDGES)
-        .aggregate(new EdgeAggregate(), new EdgeWindowFunction())
+        .aggregate(new EdgeWindowAggregate(), new EdgeWindowFunction())
         .uid("edge-windows")
         .name("edge windows");
   }

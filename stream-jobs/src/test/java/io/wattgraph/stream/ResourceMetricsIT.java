@@ -15,8 +15,8 @@ import io.wattgraph.schema.TransactionStats;
 import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.schema.WindowMetrics;
 import io.wattgraph.stream.sink.kafka.DeadLetterSerializer;
-import io.wattgraph.stream.sink.neo4j.MetricsGraphWriter;
 import io.wattgraph.stream.sink.neo4j.Neo4jSettings;
+import io.wattgraph.stream.sink.neo4j.NodeMetricsGraphWriter;
 import io.wattgraph.stream.window.LateSampleCounter;
 import io.wattgraph.stream.window.MetricInput;
 import io.wattgraph.stream.window.MetricsRow;
@@ -220,7 +220,7 @@ public class ResourceMetricsIT {
     List<String> before = stack.dump();
     Neo4jSettings settings = new Neo4jSettings(stack.boltUri(), null, null, 100, 100);
     // History off: this checks the latest-window properties (a revision of w0 would rightly correct w0's entry).
-    try (MetricsGraphWriter w = new MetricsGraphWriter(settings, 0)) {
+    try (NodeMetricsGraphWriter w = new NodeMetricsGraphWriter(settings, 0)) {
       MetricsRow stale = new MetricsRow();
       stale.level = "HOST";
       stale.hostId = "host-m1";

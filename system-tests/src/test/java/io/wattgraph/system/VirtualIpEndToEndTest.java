@@ -8,7 +8,7 @@ import io.wattgraph.schema.IpAddresses;
 import io.wattgraph.schema.ServiceBackend;
 import io.wattgraph.schema.ServiceMapping;
 import io.wattgraph.schema.WattgraphSchemas;
-import io.wattgraph.stream.vip.VirtualIpResolver;
+import io.wattgraph.stream.vip.ConnectionVirtualIpResolver;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -72,12 +72,12 @@ class VirtualIpEndToEndTest {
         "--dport", String.valueOf(SNAT_SERVER_PORT), "-m", "conntrack", "--ctstate", "DNAT", "-j", "SNAT",
         "--to-source", SNAT_SOURCE + ":41000-41999");
     stack.kafka.createTopic(MAPPINGS, 1, Map.of("cleanup.policy", "compact"));
-    long appliedBefore = VirtualIpResolver.UPDATES_APPLIED.get();
+    long appliedBefore = ConnectionVirtualIpResolver.UPDATES_APPLIED.get();
     publishMapping();
     stack.startJob();
     // Broadcast: every resolver subtask (parallelism 2) must have the mapping before traffic starts.
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-    while (VirtualIpResolver.UPDATES_APPLIED.get() < appliedBefore + 2) {
+    while (ConnectionVirtualIpResolver.UPDATES_APPLIED.get() < appliedBefore + 2) {
       assertTrue(System.nanoTime() < deadline, "the job did not apply the service mapping");
       Thread.sleep(100);
     }

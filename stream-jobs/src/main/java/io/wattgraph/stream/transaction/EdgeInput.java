@@ -6,7 +6,7 @@ import org.apache.flink.api.common.typeinfo.TypeInfo;
 
 /**
  * One TransactionStats record as input of its edge's window: the edge's two ends (graph ids, a
- * Process or an External node, as GraphWriter names them) and the record (one end's view).
+ * Process or an External node, as ConnectionGraphWriter names them) and the record (one end's view).
  */
 @TypeInfo(RecordTypeInfoFactory.class)
 public class EdgeInput {

@@ -21,7 +21,7 @@ import org.apache.flink.util.Collector;
  * at once as input of the edge client process -> server process. One whose other end has not
  * reported yet waits until the watermark reaches the end of its window ({@link PendingRelease}); if the
  * other end is still unknown then, no agent watches it and the record counts for the edge to an
- * External node, named as GraphWriter names it ({@code ip:port} for a server, {@code ip} for a
+ * External node, named as ConnectionGraphWriter names it ({@code ip:port} for a server, {@code ip} for a
  * client). Both ends are kept while the connection reports (state TTL {@code idleTimeoutMs} of
  * processing time, refreshed by every record).
  *

@@ -30,7 +30,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Translates virtual service addresses (Kubernetes ClusterIP:port, DNAT to a backend) in one kind
  * of per-socket record, so that a client's view of a connection pairs with the backend's view: the
- * part shared by ConnectionEvent observations ({@link VirtualIpResolver}) and TransactionStats
+ * part shared by ConnectionEvent observations ({@link ConnectionVirtualIpResolver}) and TransactionStats
  * records ({@link TransactionVirtualIpResolver}). A subclass says how to read and rewrite its
  * records and how long a client record may wait for its backend (the horizon).
  *

@@ -1,6 +1,5 @@
 package io.wattgraph.stream.window;
 
-import io.wattgraph.stream.transaction.EdgeInput;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.connector.sink2.SinkWriter;
@@ -40,7 +39,8 @@ public class LateSampleCounter<T> implements Sink<T> {
         : (MetricInput.PROCESS.equals(in.level) ? in.transactionRecords() : 0));
   }
 
-  public static LateSampleCounter<EdgeInput> edgeInputs() {
+  /** Every input counts as one record, as an edge window input does; generic, so the windows need no edge type. */
+  public static <T> LateSampleCounter<T> edgeInputs() {
     return new LateSampleCounter<>(in -> 1);
   }
 

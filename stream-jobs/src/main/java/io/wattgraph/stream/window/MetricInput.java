@@ -89,7 +89,7 @@ public class MetricInput {
     m.entityId = entityId;
     m.groupId = level.equals(PROCESS) || level.equals(GROUP) ? s.groupId : null;
     // PROCESS inputs carry their pod too: ProcessGroups learns the process's pod from them (the
-    // PROCESS result does not show it, see MetricsWindowFunction).
+    // PROCESS result does not show it, see EntityWindowFunction).
     m.podUid = level.equals(HOST) ? null : s.podUid;
     m.pod = level.equals(HOST) ? null : s.pod;
     m.comm = level.equals(PROCESS) ? s.comm : null;

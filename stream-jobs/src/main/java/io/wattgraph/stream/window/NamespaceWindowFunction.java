@@ -5,7 +5,7 @@ import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 
 /**
  * A namespace window's result (revisions: {@link RevisionWindowFunction}): the entity windows' row
- * ({@link MetricsWindowFunction#row}: the same CPU, power and percentile code) as level NAMESPACE,
+ * ({@link EntityWindowFunction#row}: the same CPU, power and percentile code) as level NAMESPACE,
  * hostId {@link #ALL_HOSTS}, with the host, pod and container counts.
  */
 public class NamespaceWindowFunction extends RevisionWindowFunction<NamespaceAccumulator, MetricsRow> {
@@ -25,7 +25,7 @@ public class NamespaceWindowFunction extends RevisionWindowFunction<NamespaceAcc
   }
 
   static MetricsRow row(NamespaceAccumulator acc, TimeWindow w, int revision) {
-    MetricsRow r = MetricsWindowFunction.row(acc.totals, w, revision);
+    MetricsRow r = EntityWindowFunction.row(acc.totals, w, revision);
     r.level = MetricInput.NAMESPACE;
     r.hostId = ALL_HOSTS;
     r.entityId = acc.namespace;

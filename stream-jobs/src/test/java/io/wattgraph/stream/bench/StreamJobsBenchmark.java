@@ -11,7 +11,7 @@ import io.wattgraph.stream.Transaction;
 import io.wattgraph.stream.TransactionMetrics;
 import io.wattgraph.stream.connection.EdgeRow;
 import io.wattgraph.stream.connection.GraphNode;
-import io.wattgraph.stream.sink.neo4j.GraphWriter;
+import io.wattgraph.stream.sink.neo4j.ConnectionGraphWriter;
 import io.wattgraph.stream.sink.neo4j.Neo4jSettings;
 import io.wattgraph.stream.source.DecodedSample;
 import io.wattgraph.stream.source.DecodedTransaction;
@@ -49,7 +49,7 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  *    aggregator); windows (generated ResourceSamples and TransactionStats through exactly
  *    {@link ResourceMetrics#windows}); both in one job. Reports events/s of wall time and events
  *    per CPU-second of the whole process (that is "per core").
- * 2. Neo4j: {@link GraphWriter} batches of edge rows into a local Neo4j over Bolt, first as new
+ * 2. Neo4j: {@link ConnectionGraphWriter} batches of edge rows into a local Neo4j over Bolt, first as new
  *    edges (node and relationship creation), then the same edges again (updates), each pass in a
  *    fresh store. One unreported pass per batch size first (JIT of Neo4j, Cypher planning), then
  *    ROUNDS rounds that alternate the batch sizes, so they compare side by side under the same
@@ -448,10 +448,10 @@ public final class StreamJobsBenchmark {
   static Pass neo4j(int rows, Setup setup, String label) throws Exception {
     Path dir = Path.of("target", "bench", "neo4j-" + System.nanoTime()).toAbsolutePath();
     Files.createDirectories(dir);
-    List<GraphWriter> graphs = new ArrayList<>();
+    List<ConnectionGraphWriter> graphs = new ArrayList<>();
     try (Neo4jServer server = Neo4jServer.start(dir, 0)) {
       for (int w = 0; w < setup.writers(); w++) {
-        graphs.add(new GraphWriter(new Neo4jSettings(server.boltUri(), null, null, setup.batch(), 200)));
+        graphs.add(new ConnectionGraphWriter(new Neo4jSettings(server.boltUri(), null, null, setup.batch(), 200)));
       }
       graphs.get(0).createConstraints();
       List<List<EdgeRow>> created = new ArrayList<>();
@@ -470,7 +470,7 @@ public final class StreamJobsBenchmark {
       double updates = write(graphs, updated, label + " update", setup);
       return new Pass(creates, updates);
     } finally {
-      for (GraphWriter g : graphs) {
+      for (ConnectionGraphWriter g : graphs) {
         g.close();
       }
       try (var paths = Files.walk(dir)) {
@@ -480,14 +480,14 @@ public final class StreamJobsBenchmark {
   }
 
   /** Each writer writes its share in batches on a thread of its own; upserts/s of all together. */
-  static double write(List<GraphWriter> graphs, List<List<EdgeRow>> shares, String label, Setup setup)
+  static double write(List<ConnectionGraphWriter> graphs, List<List<EdgeRow>> shares, String label, Setup setup)
       throws Exception {
     int batch = setup.batch();
     List<Thread> threads = new ArrayList<>();
     List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
     long t0 = System.nanoTime();
     for (int w = 0; w < graphs.size(); w++) {
-      GraphWriter graph = graphs.get(w);
+      ConnectionGraphWriter graph = graphs.get(w);
       List<EdgeRow> rows = shares.get(w);
       Thread t = new Thread(() -> {
         for (int i = 0; i < rows.size(); i += batch) {

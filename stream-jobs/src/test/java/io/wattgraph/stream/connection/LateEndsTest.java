@@ -46,7 +46,7 @@ class LateEndsTest {
   void setUp() throws Exception {
     start(new ConnectionCorrelator(HORIZON, 2 * HORIZON, 3_600_000, MEMORY));
     edges = new KeyedOneInputStreamOperatorTestHarness<>(
-        new KeyedProcessOperator<>(new EdgeAggregator()), new CorrelationJob.ByEdge(), Types.STRING);
+        new KeyedProcessOperator<>(new ConnectionsPerEdge()), new CorrelationJob.ByEdge(), Types.STRING);
     edges.open();
   }
 

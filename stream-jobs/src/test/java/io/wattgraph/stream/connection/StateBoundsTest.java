@@ -39,7 +39,7 @@ class StateBoundsTest {
     h.open();
     h.setProcessingTime(0);
     edges = new KeyedOneInputStreamOperatorTestHarness<>(
-        new KeyedProcessOperator<>(new EdgeAggregator()), new CorrelationJob.ByEdge(), Types.STRING);
+        new KeyedProcessOperator<>(new ConnectionsPerEdge()), new CorrelationJob.ByEdge(), Types.STRING);
     edges.open();
   }
 

@@ -42,8 +42,8 @@ import org.junit.jupiter.api.Test;
 
 class ConnectionEventDeserializerTest {
 
-  static List<Decoded> decodeAll(byte[] value) {
-    List<Decoded> out = new ArrayList<>();
+  static List<DecodedObservation> decodeAll(byte[] value) {
+    List<DecodedObservation> out = new ArrayList<>();
     new ConnectionEventDeserializer().deserialize(
         new ConsumerRecord<>("t", 3, 17L, new byte[] {'k'}, value), new ListCollector<>(out));
     return out;
@@ -54,7 +54,7 @@ class ConnectionEventDeserializerTest {
   }
 
   static DeadLetter deadLetter(byte[] value) {
-    List<Decoded> out = decodeAll(value);
+    List<DecodedObservation> out = decodeAll(value);
     assertEquals(1, out.size());
     assertEquals(null, out.get(0).observation);
     DeadLetter d = out.get(0).deadLetter;
@@ -225,7 +225,7 @@ class ConnectionEventDeserializerTest {
   @Test
   void streamAndStateTypesArePojosOrHaveSerializersOfTheirOwn() {
     // Never Kryo: POJOs, or the hand-written serializers of the records shuffled per event.
-    for (Class<?> c : List.of(Decoded.class, DeadLetter.class, EdgeRow.class, ConnectionState.class,
+    for (Class<?> c : List.of(DecodedObservation.class, DeadLetter.class, EdgeRow.class, ConnectionState.class,
         EdgeTotals.class, ConnectionStats.class, Side.class)) {
       assertInstanceOf(PojoTypeInfo.class, TypeInformation.of(c), c.getName());
     }

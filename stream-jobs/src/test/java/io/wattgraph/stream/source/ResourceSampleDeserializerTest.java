@@ -137,9 +137,9 @@ class ResourceSampleDeserializerTest {
         () -> new ResourceSampleDeserializer().deserialize(
             new ConsumerRecord<>("wattgraph.resources", 0, 5L, null, encode(s)), failing));
     assertEquals("downstream", e.getMessage());
-    org.apache.flink.util.Collector<Decoded> failingToo = new org.apache.flink.util.Collector<>() {
+    org.apache.flink.util.Collector<DecodedObservation> failingToo = new org.apache.flink.util.Collector<>() {
       @Override
-      public void collect(Decoded d) {
+      public void collect(DecodedObservation d) {
         throw new IllegalStateException("downstream");
       }
 

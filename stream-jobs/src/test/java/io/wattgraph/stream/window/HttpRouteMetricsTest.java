@@ -21,7 +21,7 @@ import io.wattgraph.stream.ResourceMetrics;
 import io.wattgraph.stream.Transaction;
 import io.wattgraph.stream.TransactionMetrics;
 import io.wattgraph.stream.sink.kafka.WindowMetricsSerializer;
-import io.wattgraph.stream.sink.neo4j.MetricsGraphWriter;
+import io.wattgraph.stream.sink.neo4j.NodeMetricsGraphWriter;
 import io.wattgraph.stream.source.TransactionStatsDeserializer;
 import io.wattgraph.stream.transaction.ProcessGroups;
 import io.wattgraph.stream.transaction.TransactionJoinsTest;
@@ -72,9 +72,9 @@ class HttpRouteMetricsTest {
     }
     assertEquals(3, first.httpRoutes[0].transactions, "the input is not changed");
     assertArrayEquals(new long[] {2, 1}, first.httpRoutes[0].latency.counts);
-    assertEquals(keys(MetricsWindowFunction.row(other, W, 0)), keys(MetricsWindowFunction.row(acc, W, 0)));
-    assertEquals(5, MetricsWindowFunction.row(other, W, 0).httpRoutes[0].route.transactions);
-    MetricsRow r = MetricsWindowFunction.row(acc, W, 0);
+    assertEquals(keys(EntityWindowFunction.row(other, W, 0)), keys(EntityWindowFunction.row(acc, W, 0)));
+    assertEquals(5, EntityWindowFunction.row(other, W, 0).httpRoutes[0].route.transactions);
+    MetricsRow r = EntityWindowFunction.row(acc, W, 0);
 
     assertEquals(List.of("SERVER GET " + USERS, "SERVER GET /health", "SERVER POST /upload"), keys(r));
     HttpRouteRow users = r.httpRoutes[0];
@@ -110,7 +110,7 @@ class HttpRouteMetricsTest {
     assertEquals(List.of(3L, 1L, 1L), a.getLatencyCounts());
     assertEquals(3, avro.getHttpRoutes().size());
     Map<String, Object> m = new HashMap<>();
-    MetricsGraphWriter.putHttpRoutes(m, r.httpRoutes);
+    NodeMetricsGraphWriter.putHttpRoutes(m, r.httpRoutes);
     assertEquals(List.of("SERVER GET " + USERS, "SERVER GET /health", "SERVER POST /upload"), m.get("httpRouteKeys"));
     assertEquals(List.of(5L, 4L, 1L), m.get("httpRouteTransactions"));
     assertEquals(List.of(0.5, 0.4, 0.1), m.get("httpRouteRates"));
@@ -128,7 +128,7 @@ class HttpRouteMetricsTest {
     HttpRoute truncated = route("SERVER", "GET", USERS, 1, new int[] {200}, new long[] {1});
     truncated.pathTruncated = true;
     add(acc, record("SERVER", truncated));
-    MetricsRow r = MetricsWindowFunction.row(acc, W, 0);
+    MetricsRow r = EntityWindowFunction.row(acc, W, 0);
     assertEquals(List.of("CLIENT GET " + USERS, "SERVER GET " + USERS, "SERVER GET " + USERS + "…"), keys(r));
     assertEquals(1_001_471L, r.httpRoutes[0].latency.p50Ns, "client round trips only");
     assertEquals(2, r.httpRoutes[1].route.transactions);
@@ -154,7 +154,7 @@ class HttpRouteMetricsTest {
         route("SERVER", "OTHER", "*", 3, new int[] {10, 50}, new long[] {2, 1})));
     add(acc, record("CLIENT", route("CLIENT", "GET", "/x", 1, new int[] {1}, new long[] {1}),
         route("CLIENT", "PUT", "/y", 1, new int[] {2}, new long[] {1})));
-    MetricsRow r = MetricsWindowFunction.row(acc, W, 0, 3);
+    MetricsRow r = EntityWindowFunction.row(acc, W, 0, 3);
     assertEquals(List.of("CLIENT GET /x", "CLIENT PUT /y", "SERVER OTHER *", "SERVER GET /a", "SERVER GET /b"), keys(r));
     HttpRoute other = r.httpRoutes[2].route;
     assertEquals(11, other.transactions);
@@ -169,24 +169,24 @@ class HttpRouteMetricsTest {
     assertEquals(28, server);
     // The state keeps every route: a later, bigger cap (or more transactions) could choose others.
     assertEquals(8, acc.httpRoutes.routes.length);
-    assertEquals(6, MetricsWindowFunction.row(acc, W, 0, 6).httpRoutes.length - 2, "6 SERVER routes fit in 6");
+    assertEquals(6, EntityWindowFunction.row(acc, W, 0, 6).httpRoutes.length - 2, "6 SERVER routes fit in 6");
 
     // Equal transactions: the cap keeps by identity (method, then path) so results are reproducible.
     MetricsAccumulator tie = new MetricsAccumulator();
     add(tie, record("SERVER", route("SERVER", "GET", "/b", 2, new int[] {1}, new long[] {2}),
         route("SERVER", "GET", "/a", 2, new int[] {1}, new long[] {2}),
         route("SERVER", "DELETE", "/c", 2, new int[] {1}, new long[] {2})));
-    assertEquals(List.of("SERVER OTHER *", "SERVER DELETE /c"), keys(MetricsWindowFunction.row(tie, W, 0, 2)));
+    assertEquals(List.of("SERVER OTHER *", "SERVER DELETE /c"), keys(EntityWindowFunction.row(tie, W, 0, 2)));
   }
 
   @Test
   void aRecordWithoutRoutesChangesNoRoute() {
     MetricsAccumulator acc = new MetricsAccumulator();
     add(acc, record("SERVER", route("SERVER", "GET", USERS, 2, new int[] {100}, new long[] {2})));
-    MetricsRow before = MetricsWindowFunction.row(acc, W, 0);
+    MetricsRow before = EntityWindowFunction.row(acc, W, 0);
     long servedBefore = before.tx.serverTransactions; // before.tx is the live state
     add(acc, record("SERVER"));
-    MetricsRow after = MetricsWindowFunction.row(acc, W, 1);
+    MetricsRow after = EntityWindowFunction.row(acc, W, 1);
     assertEquals(keys(before), keys(after));
     assertEquals(2, after.httpRoutes[0].route.transactions);
     assertArrayEquals(new long[] {2}, after.httpRoutes[0].route.latency.counts);
@@ -195,11 +195,11 @@ class HttpRouteMetricsTest {
     // A window whose records had no route at all: none in Avro, none on the node.
     MetricsAccumulator plain = new MetricsAccumulator();
     add(plain, record("CLIENT"));
-    MetricsRow p = MetricsWindowFunction.row(plain, W, 0);
+    MetricsRow p = EntityWindowFunction.row(plain, W, 0);
     assertEquals(0, p.httpRoutes.length);
     assertEquals(List.of(), WindowMetricsSerializer.toAvro(p).getHttpRoutes());
     Map<String, Object> m = new HashMap<>();
-    MetricsGraphWriter.putHttpRoutes(m, p.httpRoutes);
+    NodeMetricsGraphWriter.putHttpRoutes(m, p.httpRoutes);
     assertTrue(m.containsKey("httpRouteKeys"));
     assertNull(m.get("httpRouteKeys"), "null removes the properties of an older window");
     assertNull(m.get("httpRouteP99Ns"));

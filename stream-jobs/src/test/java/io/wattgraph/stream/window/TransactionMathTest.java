@@ -159,7 +159,7 @@ public class TransactionMathTest {
     for (Transaction t : List.of(server, client, server2)) {
       acc.add(MetricInput.ofTransaction(t, MetricInput.PROCESS, "h/1/2", "host", null));
     }
-    MetricsRow r = MetricsWindowFunction.row(acc, new TimeWindow(0, 10_000), 0);
+    MetricsRow r = EntityWindowFunction.row(acc, new TimeWindow(0, 10_000), 0);
     assertEquals(0.2, r.cpuCores, 1e-12);
     assertEquals(0.05, r.utilization, 1e-12);
     assertEquals(0.005, r.serviceDemandSeconds, 1e-12);
@@ -190,7 +190,7 @@ public class TransactionMathTest {
     onTwo.merge(part);
     onTwo.add(MetricInput.ofTransaction(server, MetricInput.PROCESS, "h/1/2", "host", null));
     onTwo.add(MetricInput.ofTransaction(server2, MetricInput.PROCESS, "h/1/2", "host", null));
-    MetricsRow r2 = MetricsWindowFunction.row(onTwo, new TimeWindow(0, 10_000), 0);
+    MetricsRow r2 = EntityWindowFunction.row(onTwo, new TimeWindow(0, 10_000), 0);
     assertEquals(2, r2.hostCores);
     assertEquals(0.1, r2.hostCpuShare, 1e-12);
     assertEquals(0.1, r2.utilization, 1e-12);
@@ -201,12 +201,12 @@ public class TransactionMathTest {
     // Without transactions served: no service demand; without samples: no utilization either.
     MetricsAccumulator clientOnly = new MetricsAccumulator();
     clientOnly.add(MetricInput.ofTransaction(client, MetricInput.PROCESS, "h/1/2", null, null));
-    MetricsRow c = MetricsWindowFunction.row(clientOnly, new TimeWindow(0, 10_000), 0);
+    MetricsRow c = EntityWindowFunction.row(clientOnly, new TimeWindow(0, 10_000), 0);
     assertNull(c.utilization);
     assertNull(c.serviceDemandSeconds);
     assertEquals(0, c.samples);
     assertNull(WindowMetricsSerializer.toAvro(c).getUtilization());
-    MetricsRow none = MetricsWindowFunction.row(acc0(), new TimeWindow(0, 10_000), 0);
+    MetricsRow none = EntityWindowFunction.row(acc0(), new TimeWindow(0, 10_000), 0);
     assertNull(none.tx);
     assertNull(WindowMetricsSerializer.toAvro(none).getServerTransactions());
   }

@@ -13,10 +13,10 @@ import org.neo4j.driver.Session;
 
 /**
  * Writes the latest edge window as properties of the existing {@code TALKS_TO} relationship
- * between the two nodes (MATCH: edges exist through the connection graph, written by GraphWriter;
+ * between the two nodes (MATCH: edges exist through the connection graph, written by ConnectionGraphWriter;
  * a window of an edge the graph has not got yet is not kept, the next one sets it). One
  * {@code UNWIND $rows} statement per (client label, server label) in one write transaction per
- * batch. Idempotent and monotonic like {@link MetricsGraphWriter}: a row is applied only if its
+ * batch. Idempotent and monotonic like {@link NodeMetricsGraphWriter}: a row is applied only if its
  * (windowEndNs, revision) is not older than the relationship's ({@code latencyWindowEndNs},
  * {@code latencyRevision}).
  */
@@ -56,13 +56,13 @@ public class EdgeMetricsGraphWriter implements Neo4jBatchTarget<EdgeMetricsRow> 
 
   @Override
   public boolean supersedes(EdgeMetricsRow incoming, EdgeMetricsRow buffered) {
-    return MetricsGraphWriter.notOlder(incoming.windowEndNs, incoming.revision, buffered.windowEndNs,
+    return NodeMetricsGraphWriter.notOlder(incoming.windowEndNs, incoming.revision, buffered.windowEndNs,
         buffered.revision);
   }
 
   @Override
   public void createConstraints() {
-    GraphWriter.createConstraints(driver, GraphWriter.CONSTRAINTS);
+    ConnectionGraphWriter.createConstraints(driver, ConnectionGraphWriter.CONSTRAINTS);
   }
 
   @Override

@@ -21,7 +21,7 @@ import org.neo4j.driver.TransactionContext;
  * (values are never spliced into Cypher; the labels are constants from {@link GraphNode.Kind}).
  * The driver's {@code executeWrite} retries transient failures (deadlocks, leader switches).
  */
-public class GraphWriter implements Neo4jBatchTarget<EdgeRow> {
+public class ConnectionGraphWriter implements Neo4jBatchTarget<EdgeRow> {
 
   static final List<String> CONSTRAINTS = List.of(
       "CREATE CONSTRAINT wattgraph_host_id IF NOT EXISTS FOR (n:Host) REQUIRE n.id IS UNIQUE",
@@ -89,7 +89,7 @@ public class GraphWriter implements Neo4jBatchTarget<EdgeRow> {
         }
       };
 
-  public GraphWriter(Neo4jSettings settings) {
+  public ConnectionGraphWriter(Neo4jSettings settings) {
     this.driver = settings.driver();
   }
 

@@ -16,13 +16,13 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-class EdgeAggregatorTest {
+class ConnectionsPerEdgeTest {
   KeyedOneInputStreamOperatorTestHarness<String, ConnectionUpdate, EdgeRow> h;
 
   @BeforeEach
   void setUp() throws Exception {
     h = new KeyedOneInputStreamOperatorTestHarness<>(
-        new KeyedProcessOperator<>(new EdgeAggregator()), new CorrelationJob.ByEdge(), Types.STRING);
+        new KeyedProcessOperator<>(new ConnectionsPerEdge()), new CorrelationJob.ByEdge(), Types.STRING);
     h.open();
   }
 
@@ -44,7 +44,7 @@ class EdgeAggregatorTest {
 
   /** The row once the retractions' first/last seen are recomputed (processing time moved on). */
   EdgeRow settled() throws Exception {
-    h.setProcessingTime(h.getProcessingTime() + EdgeAggregator.SEEN_SETTLE_MS);
+    h.setProcessingTime(h.getProcessingTime() + ConnectionsPerEdge.SEEN_SETTLE_MS);
     EdgeRow r = last();
     assertTrue(r != null && !r.delete, "a settled row");
     return r;
@@ -61,7 +61,7 @@ class EdgeAggregatorTest {
     for (int i = 1; i < 10_000; i++) {
       h.processElement(upsert("c" + i, 1, 1, i, i + 1), 0);
     }
-    long before = EdgeAggregator.SEEN_RECOMPUTED.get();
+    long before = ConnectionsPerEdge.SEEN_RECOMPUTED.get();
     for (int i = 0; i < 9_990; i++) {
       h.processElement(ConnectionUpdate.marker(ConnectionUpdate.Type.RETRACT, "c" + i, first.edgeKey), 0);
     }
@@ -69,7 +69,7 @@ class EdgeAggregatorTest {
     assertEquals(10, r.connections, "counts exact in every row");
     assertEquals(10, r.bytesClientToServer);
     r = settled();
-    assertEquals(1, EdgeAggregator.SEEN_RECOMPUTED.get() - before, "one pass");
+    assertEquals(1, ConnectionsPerEdge.SEEN_RECOMPUTED.get() - before, "one pass");
     assertEquals(9_990, r.firstSeenNs);
     assertEquals(10_000, r.lastSeenNs);
     assertEquals(0, h.numProcessingTimeTimers());

@@ -1,20 +1,20 @@
 package io.wattgraph.stream.source;
 
 /** What the Kafka deserializer yields per record: an observation, or a dead letter. */
-public class Decoded implements DecodedRecord<Observation> {
+public class DecodedObservation implements DecodedRecord<Observation> {
   public Observation observation;
   public DeadLetter deadLetter;
 
-  public Decoded() {}
+  public DecodedObservation() {}
 
-  static Decoded ok(Observation o) {
-    Decoded d = new Decoded();
+  static DecodedObservation ok(Observation o) {
+    DecodedObservation d = new DecodedObservation();
     d.observation = o;
     return d;
   }
 
-  static Decoded dead(DeadLetter l) {
-    Decoded d = new Decoded();
+  static DecodedObservation dead(DeadLetter l) {
+    DecodedObservation d = new DecodedObservation();
     d.deadLetter = l;
     return d;
   }

@@ -4,7 +4,7 @@ import io.wattgraph.stream.NamespaceAccumulator;
 import org.apache.flink.api.common.functions.AggregateFunction;
 
 /** Incremental namespace window aggregation: one {@link NamespaceAccumulator} per namespace and window. */
-public class NamespaceAggregate implements AggregateFunction<MetricInput, NamespaceAccumulator, NamespaceAccumulator> {
+public class NamespaceWindowAggregate implements AggregateFunction<MetricInput, NamespaceAccumulator, NamespaceAccumulator> {
   private static final long serialVersionUID = 1L;
 
   @Override

@@ -4,7 +4,7 @@ import io.wattgraph.stream.EdgeAccumulator;
 import org.apache.flink.api.common.functions.AggregateFunction;
 
 /** Incremental edge window aggregation: one {@link EdgeAccumulator} per edge and window. */
-public class EdgeAggregate implements AggregateFunction<EdgeInput, EdgeAccumulator, EdgeAccumulator> {
+public class EdgeWindowAggregate implements AggregateFunction<EdgeInput, EdgeAccumulator, EdgeAccumulator> {
   private static final long serialVersionUID = 1L;
 
   @Override

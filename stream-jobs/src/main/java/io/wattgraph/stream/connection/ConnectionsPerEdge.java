@@ -23,7 +23,7 @@ import org.apache.flink.util.Collector;
  * connections for each was quadratic. Counts and bytes are exact in every row; first/last seen in
  * the row after the settle.
  */
-public class EdgeAggregator extends KeyedProcessFunction<String, ConnectionUpdate, EdgeRow> {
+public class ConnectionsPerEdge extends KeyedProcessFunction<String, ConnectionUpdate, EdgeRow> {
   private static final long serialVersionUID = 1L;
   /** How long after a retraction first/last seen are recomputed: the sink's flush interval. */
   static final long SEEN_SETTLE_MS = 200;

@@ -22,9 +22,9 @@ import org.slf4j.LoggerFactory;
  * carry cumulative counters, so a socket whose observations once went on untranslated stays
  * untranslated (otherwise its connection would be split over two correlator keys and counted twice).
  */
-public class VirtualIpResolver extends AbstractVirtualIpResolver<Observation> {
+public class ConnectionVirtualIpResolver extends AbstractVirtualIpResolver<Observation> {
   private static final long serialVersionUID = 1L;
-  private static final Logger LOG = LoggerFactory.getLogger(VirtualIpResolver.class);
+  private static final Logger LOG = LoggerFactory.getLogger(ConnectionVirtualIpResolver.class);
 
   /** Mapping updates applied, over every subtask of this JVM (in-process tests wait on it). */
   public static final AtomicLong UPDATES_APPLIED = new AtomicLong();
@@ -34,7 +34,7 @@ public class VirtualIpResolver extends AbstractVirtualIpResolver<Observation> {
   /** Held client observations are released untranslated from this time on. */
   private transient ValueState<Long> pendingUntil;
 
-  public VirtualIpResolver(long horizonMs, long retentionMs) {
+  public ConnectionVirtualIpResolver(long horizonMs, long retentionMs) {
     super(TypeInformation.of(Observation.class), retentionMs, true);
     this.horizonMs = horizonMs;
   }

@@ -23,7 +23,7 @@ import org.neo4j.driver.TransactionContext;
  *   {@code hostId/tgid/startTimeNs}): processes appear in the graph through their connections; a
  *   process that never talked gets no node here.</li>
  *   <li>GROUP rows of containers onto {@code Container {id: containerId}} (MERGE, with its
- *   {@code RUNS_ON} host, as GraphWriter does); the host group ("host") has no node.</li>
+ *   {@code RUNS_ON} host, as ConnectionGraphWriter does); the host group ("host") has no node.</li>
  *   <li>HOST rows onto {@code Host {id}} (MERGE).</li>
  *   <li>NAMESPACE rows onto {@code Namespace {id: namespace}} (MERGE, {@code name} = id): no
  *   threads, utilization or routes (see NamespaceWindowFunction), but host, pod and container
@@ -45,7 +45,7 @@ import org.neo4j.driver.TransactionContext;
  * the same statement: one entry per window, replaced by a revision not older than its own, so
  * replays and restarts leave the same lists. The graph service sizes placement on their peak.
  */
-public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
+public class NodeMetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
 
   private static final String NEWER = """
       (n.metricsWindowEndNs IS NULL OR n.metricsWindowEndNs < r.windowEndNs
@@ -130,7 +130,7 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
       SET n.hosts = r.hosts, n.pods = r.pods, n.containers = r.containers
       """;
 
-  /** Namespace nodes are this sink's own (GraphWriter does not write them). */
+  /** Namespace nodes are this sink's own (ConnectionGraphWriter does not write them). */
   static final String NAMESPACE_CONSTRAINT =
       "CREATE CONSTRAINT wattgraph_namespace_id IF NOT EXISTS FOR (n:Namespace) REQUIRE n.id IS UNIQUE";
 
@@ -142,7 +142,7 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
   private final String hosts;
   private final String namespaces;
 
-  public MetricsGraphWriter(Neo4jSettings settings, int historyWindows) {
+  public NodeMetricsGraphWriter(Neo4jSettings settings, int historyWindows) {
     if (historyWindows < 0) {
       throw new IllegalArgumentException("historyWindows must be >= 0, got " + historyWindows);
     }
@@ -188,12 +188,12 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
     return windowEndNs > thanWindowEndNs || (windowEndNs == thanWindowEndNs && revision >= thanRevision);
   }
 
-  /** The same constraints as GraphWriter (idempotent): MERGE on Host/Container ids needs them. */
+  /** The same constraints as ConnectionGraphWriter (idempotent): MERGE on Host/Container ids needs them. */
   @Override
   public void createConstraints() {
-    List<String> statements = new ArrayList<>(GraphWriter.CONSTRAINTS);
+    List<String> statements = new ArrayList<>(ConnectionGraphWriter.CONSTRAINTS);
     statements.add(NAMESPACE_CONSTRAINT);
-    GraphWriter.createConstraints(driver, statements);
+    ConnectionGraphWriter.createConstraints(driver, statements);
   }
 
   /** Whether a row has a node to go to (PROCESS, container GROUP, HOST, NAMESPACE); POD and the host group do not. */
@@ -228,11 +228,11 @@ public class MetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
     if (rounds.isEmpty()) {
       return;
     }
-    List<List<List<Map<String, Object>>>> byLabel = rounds.stream().map(MetricsGraphWriter::parameters).toList();
+    List<List<List<Map<String, Object>>>> byLabel = rounds.stream().map(NodeMetricsGraphWriter::parameters).toList();
     try (Session session = driver.session()) {
       session.executeWrite(tx -> {
         // Hosts first, then containers, then processes (every round of a label before the next label):
-        // the order GraphWriter locks them in too.
+        // the order ConnectionGraphWriter locks them in too.
         String[] statements = {hosts, containers, processes, namespaces};
         for (int label = 0; label < statements.length; label++) {
           for (List<List<Map<String, Object>>> round : byLabel) {

@@ -4,7 +4,7 @@ import io.wattgraph.stream.MetricsAccumulator;
 import org.apache.flink.api.common.functions.AggregateFunction;
 
 /** Incremental window aggregation: one {@link MetricsAccumulator} per key and window. */
-public class MetricsAggregate implements AggregateFunction<MetricInput, MetricsAccumulator, MetricsAccumulator> {
+public class EntityWindowAggregate implements AggregateFunction<MetricInput, MetricsAccumulator, MetricsAccumulator> {
   private static final long serialVersionUID = 1L;
 
   @Override

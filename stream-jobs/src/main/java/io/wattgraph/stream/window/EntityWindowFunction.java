@@ -9,13 +9,13 @@ import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
  * RevisionWindowFunction}): CPU and power from the ResourceSamples, the transaction metrics from
  * the TransactionStats, and where both are present the operational analysis (Eq. 3.3-3.5).
  */
-public class MetricsWindowFunction extends RevisionWindowFunction<MetricsAccumulator, MetricsRow> {
+public class EntityWindowFunction extends RevisionWindowFunction<MetricsAccumulator, MetricsRow> {
   private static final long serialVersionUID = 1L;
 
   /** Routes per role in a result ({@code --max-http-routes}); the rest are folded into OTHER *. */
   private final int maxHttpRoutes;
 
-  public MetricsWindowFunction(int maxHttpRoutes) {
+  public EntityWindowFunction(int maxHttpRoutes) {
     this.maxHttpRoutes = maxHttpRoutes;
   }
 

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /** VIP translation in the operator harness (keyed by client endpoint, mappings as broadcast state). */
-class VirtualIpResolverTest {
+class ConnectionVirtualIpResolverTest {
   static final long HORIZON = 1000;
   static final long RETENTION = 2000;
   static final String VIP = "10.96.0.10:80";
@@ -36,7 +36,7 @@ class VirtualIpResolverTest {
   @BeforeEach
   void setUp() throws Exception {
     // The job's operator (DataTimeBroadcastOperator), as CorrelationJob.correlate makes it.
-    h = new KeyedBroadcastOperatorTestHarness<>(new DataTimeBroadcastOperator<>(new VirtualIpResolver(HORIZON, RETENTION),
+    h = new KeyedBroadcastOperatorTestHarness<>(new DataTimeBroadcastOperator<>(new ConnectionVirtualIpResolver(HORIZON, RETENTION),
         AbstractVirtualIpResolver.BROADCAST_STATES), new CorrelationJob.ByClientEndpoint(), Types.STRING, 1, 1, 0);
     h.open();
     h.setProcessingTime(0);
@@ -72,7 +72,7 @@ class VirtualIpResolverTest {
   }
 
   List<String> outViews() {
-    return out().stream().map(VirtualIpResolverTest::view).toList();
+    return out().stream().map(ConnectionVirtualIpResolverTest::view).toList();
   }
 
   @Test
@@ -80,7 +80,7 @@ class VirtualIpResolverTest {
     h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080"), 0);
     h.processElement(client(40000, 10), 0);
     List<Observation> o = out();
-    assertEquals(List.of("host-a 10.1.0.5:40000>10.2.0.7:8080"), o.stream().map(VirtualIpResolverTest::view).toList());
+    assertEquals(List.of("host-a 10.1.0.5:40000>10.2.0.7:8080"), o.stream().map(ConnectionVirtualIpResolverTest::view).toList());
     assertEquals(backend("10.2.0.7", 40000).connectionKey(), o.get(0).connectionKey(), "same correlator key");
   }
 
