@@ -13,6 +13,7 @@ import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
@@ -754,5 +755,15 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       return false;
     }
     return true;
+  }
+
+  /** The key: both ends of a connection share the sorted endpoint pair. */
+  public static final class ByConnection implements KeySelector<Observation, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(Observation o) {
+      return o.connectionKey();
+    }
   }
 }

@@ -8,6 +8,7 @@ import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 
@@ -141,5 +142,15 @@ public class ConnectionsPerEdge extends KeyedProcessFunction<String, ConnectionU
     }
     t.firstSeenNs = first;
     t.lastSeenNs = last;
+  }
+
+  /** The key: the edge (client node, server node). */
+  public static final class ByEdge implements KeySelector<ConnectionUpdate, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(ConnectionUpdate u) {
+      return u.edgeKey;
+    }
   }
 }

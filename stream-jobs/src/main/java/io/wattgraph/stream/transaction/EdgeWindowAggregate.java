@@ -2,6 +2,7 @@ package io.wattgraph.stream.transaction;
 
 import io.wattgraph.stream.EdgeAccumulator;
 import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.api.java.functions.KeySelector;
 
 /** Incremental edge window aggregation: one {@link EdgeAccumulator} per edge and window. */
 public class EdgeWindowAggregate implements AggregateFunction<EdgeInput, EdgeAccumulator, EdgeAccumulator> {
@@ -27,5 +28,15 @@ public class EdgeWindowAggregate implements AggregateFunction<EdgeInput, EdgeAcc
   public EdgeAccumulator merge(EdgeAccumulator a, EdgeAccumulator b) {
     a.merge(b);
     return a;
+  }
+
+  /** The key: the edge, client process (or External) to server process (or External). */
+  public static final class ByEdge implements KeySelector<EdgeInput, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(EdgeInput in) {
+      return in.key();
+    }
   }
 }

@@ -12,6 +12,7 @@ import org.apache.flink.api.common.state.StateTtlConfig;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.util.Collector;
 
@@ -135,5 +136,25 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
       }
     }
     out.collect(MetricInput.ofTransaction(t, MetricInput.HOST, t.hostId, g, p));
+  }
+
+  /** The key of the PROCESS samples: their entity, the graph's Process id. */
+  public static final class ByEntity implements KeySelector<MetricInput, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(MetricInput in) {
+      return in.entityId;
+    }
+  }
+
+  /** The key of the transactions: their process's graph id. */
+  public static final class ByProcess implements KeySelector<Transaction, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(Transaction t) {
+      return t.processId();
+    }
   }
 }

@@ -11,6 +11,7 @@ import org.apache.flink.api.common.state.StateTtlConfig;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 
@@ -112,5 +113,15 @@ public class TransactionEdges extends KeyedProcessFunction<String, Transaction, 
       e.serverId = GraphNode.externalServer(t.remoteIp, t.remotePort).id;
     }
     return e;
+  }
+
+  /** The key: both ends of a connection share the sorted endpoint pair. */
+  public static final class ByConnection implements KeySelector<Transaction, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(Transaction t) {
+      return t.connectionKey();
+    }
   }
 }

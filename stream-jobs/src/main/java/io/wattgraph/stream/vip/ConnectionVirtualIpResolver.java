@@ -10,6 +10,7 @@ import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.util.Collector;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -118,6 +119,20 @@ public class ConnectionVirtualIpResolver extends AbstractVirtualIpResolver<Obser
       LOG.info("Service mapping removed: {}", u.vipEndpoint);
     } else {
       LOG.info("Service mapping {}{}", u, u.service == null ? "" : " (" + u.service + ")");
+    }
+  }
+
+  /** The key: the client's endpoint, which both views of a connection share even through DNAT. */
+  public static final class ByClientEndpoint implements KeySelector<Observation, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(Observation o) {
+      return switch (o.role) {
+        case CLIENT -> o.localEndpoint();
+        case SERVER -> o.remoteEndpoint();
+        case UNKNOWN -> o.connectionKey();
+      };
     }
   }
 }

@@ -3,10 +3,12 @@ package io.wattgraph.stream.vip;
 import io.wattgraph.stream.Role;
 import io.wattgraph.stream.ServiceMappingUpdate;
 import io.wattgraph.stream.Transaction;
+import io.wattgraph.stream.source.Endpoints;
 import io.wattgraph.stream.transaction.PendingRelease;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
 import org.apache.flink.api.common.state.ReadOnlyBroadcastState;
+import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.streaming.api.TimeDomain;
 import org.apache.flink.util.Collector;
 
@@ -111,5 +113,15 @@ public class TransactionVirtualIpResolver extends AbstractVirtualIpResolver<Tran
   @Override
   protected void applied(ServiceMappingUpdate u) {
     UPDATES_APPLIED.incrementAndGet();
+  }
+
+  /** The key, as the connection path's: the endpoint both ends of a VIP connection report. */
+  public static final class ByClientEndpoint implements KeySelector<Transaction, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(Transaction t) {
+      return t.isClient() ? Endpoints.of(t.localIp, t.localPort) : Endpoints.of(t.remoteIp, t.remotePort);
+    }
   }
 }

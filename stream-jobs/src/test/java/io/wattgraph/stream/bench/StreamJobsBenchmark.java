@@ -4,11 +4,10 @@ import io.wattgraph.localstack.Neo4jServer;
 import io.wattgraph.stream.CorrelationJob;
 import io.wattgraph.stream.JobConfig;
 import io.wattgraph.stream.PodMetadata;
-import io.wattgraph.stream.ResourceMetrics;
 import io.wattgraph.stream.Role;
 import io.wattgraph.stream.ServiceMappingUpdate;
+import io.wattgraph.stream.Sources;
 import io.wattgraph.stream.Transaction;
-import io.wattgraph.stream.TransactionMetrics;
 import io.wattgraph.stream.connection.EdgeRow;
 import io.wattgraph.stream.connection.GraphNode;
 import io.wattgraph.stream.sink.neo4j.ConnectionGraphWriter;
@@ -47,7 +46,7 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  *    parallelism 1, into discarding sinks: correlation (generated agent connection events through
  *    exactly the job's core, {@link CorrelationJob#correlate}: VIP resolver, correlator, edge
  *    aggregator); windows (generated ResourceSamples and TransactionStats through exactly
- *    {@link ResourceMetrics#windows}); both in one job. Reports events/s of wall time and events
+ *    {@link CorrelationJob#windows}); both in one job. Reports events/s of wall time and events
  *    per CPU-second of the whole process (that is "per core").
  * 2. Neo4j: {@link ConnectionGraphWriter} batches of edge rows into a local Neo4j over Bolt, first as new
  *    edges (node and relationship creation), then the same edges again (updates), each pass in a
@@ -181,7 +180,7 @@ public final class StreamJobsBenchmark {
 
   /**
    * One job: connection events through {@link CorrelationJob#correlate}, ResourceSamples and
-   * TransactionStats through {@link ResourceMetrics#windows} (default window, lateness and
+   * TransactionStats through {@link CorrelationJob#windows} (default window, lateness and
    * out-of-orderness, watermarks as the job's sources assign them), results into discarding sinks.
    */
   static void run(long events, String label, Mix mix) throws Exception {
@@ -222,17 +221,17 @@ public final class StreamJobsBenchmark {
     if (connectionEvents > 0) {
       DataStream<Observation> observations = env.fromSequence(0, connectionEvents - 1)
           .map(new Generate()).returns(TypeInformation.of(Observation.class)).name("generate");
-      CorrelationJob.correlate(observations, mappings, config).sinkTo(new DiscardingSink<>());
+      CorrelationJob.connectionGraph(observations, mappings, config).sinkTo(new DiscardingSink<>());
     }
     if (samples > 0) {
       DataStream<DecodedSample> decodedSamples = env.fromSequence(0, samples - 1)
           .map(new GenerateSamples()).returns(TypeInformation.of(DecodedSample.class)).name("generate samples")
-          .assignTimestampsAndWatermarks(ResourceMetrics.watermarks(config));
+          .assignTimestampsAndWatermarks(Sources.sampleWatermarks(config));
       DataStream<DecodedTransaction> decodedTransactions = env.fromSequence(0, transactions - 1)
           .map(new GenerateTransactions(hot)).returns(TypeInformation.of(DecodedTransaction.class))
           .name("generate transactions")
-          .assignTimestampsAndWatermarks(TransactionMetrics.watermarks(config));
-      ResourceMetrics.Results results = ResourceMetrics.windows(decodedSamples, decodedTransactions, mappings,
+          .assignTimestampsAndWatermarks(Sources.transactionWatermarks(config));
+      CorrelationJob.Windows results = CorrelationJob.windows(decodedSamples, decodedTransactions, mappings,
           config, UnaryOperator.identity());
       results.entities().sinkTo(new DiscardingSink<>());
       results.namespaces().sinkTo(new DiscardingSink<>());

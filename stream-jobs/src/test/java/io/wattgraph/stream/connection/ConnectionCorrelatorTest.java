@@ -38,7 +38,7 @@ class ConnectionCorrelatorTest {
   static KeyedOneInputStreamOperatorTestHarness<String, Observation, ConnectionUpdate> harness(
       ConnectionCorrelator c) throws Exception {
     return new KeyedOneInputStreamOperatorTestHarness<>(new KeyedProcessOperator<>(c),
-        new CorrelationJob.ByConnection(), Types.STRING);
+        new ConnectionCorrelator.ByConnection(), Types.STRING);
   }
 
   @AfterEach

@@ -22,7 +22,7 @@ class ConnectionsPerEdgeTest {
   @BeforeEach
   void setUp() throws Exception {
     h = new KeyedOneInputStreamOperatorTestHarness<>(
-        new KeyedProcessOperator<>(new ConnectionsPerEdge()), new CorrelationJob.ByEdge(), Types.STRING);
+        new KeyedProcessOperator<>(new ConnectionsPerEdge()), new ConnectionsPerEdge.ByEdge(), Types.STRING);
     h.open();
   }
 

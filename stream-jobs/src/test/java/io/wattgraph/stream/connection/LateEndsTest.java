@@ -46,13 +46,13 @@ class LateEndsTest {
   void setUp() throws Exception {
     start(new ConnectionCorrelator(HORIZON, 2 * HORIZON, 3_600_000, MEMORY));
     edges = new KeyedOneInputStreamOperatorTestHarness<>(
-        new KeyedProcessOperator<>(new ConnectionsPerEdge()), new CorrelationJob.ByEdge(), Types.STRING);
+        new KeyedProcessOperator<>(new ConnectionsPerEdge()), new ConnectionsPerEdge.ByEdge(), Types.STRING);
     edges.open();
   }
 
   void start(ConnectionCorrelator c) throws Exception {
     h = new KeyedOneInputStreamOperatorTestHarness<>(new KeyedProcessOperator<>(c),
-        new CorrelationJob.ByConnection(), Types.STRING);
+        new ConnectionCorrelator.ByConnection(), Types.STRING);
     h.open();
     h.setProcessingTime(0);
   }
@@ -225,7 +225,7 @@ class LateEndsTest {
     h.close();
     h = new KeyedOneInputStreamOperatorTestHarness<>(
         new KeyedProcessOperator<>(new ConnectionCorrelator(HORIZON, 2 * HORIZON, 3_600_000, MEMORY)),
-        new CorrelationJob.ByConnection(), Types.STRING);
+        new ConnectionCorrelator.ByConnection(), Types.STRING);
     h.initializeState(snapshot);
     h.open();
     h.setProcessingTime(0);
@@ -245,7 +245,7 @@ class LateEndsTest {
     h.close();
     h = new KeyedOneInputStreamOperatorTestHarness<>(
         new KeyedProcessOperator<>(new ConnectionCorrelator(HORIZON, 2 * HORIZON, 3_600_000, MEMORY)),
-        new CorrelationJob.ByConnection(), Types.STRING);
+        new ConnectionCorrelator.ByConnection(), Types.STRING);
     h.initializeState(OperatorSnapshotUtil.readStateHandle(
         getClass().getResource("/state/correlator-94f229e.snapshot").getPath()));
     h.open();

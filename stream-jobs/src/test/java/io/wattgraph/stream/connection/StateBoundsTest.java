@@ -35,11 +35,11 @@ class StateBoundsTest {
   void setUp() throws Exception {
     h = new KeyedOneInputStreamOperatorTestHarness<>(
         new KeyedProcessOperator<>(new ConnectionCorrelator(HORIZON, RETENTION, IDLE)),
-        new CorrelationJob.ByConnection(), Types.STRING);
+        new ConnectionCorrelator.ByConnection(), Types.STRING);
     h.open();
     h.setProcessingTime(0);
     edges = new KeyedOneInputStreamOperatorTestHarness<>(
-        new KeyedProcessOperator<>(new ConnectionsPerEdge()), new CorrelationJob.ByEdge(), Types.STRING);
+        new KeyedProcessOperator<>(new ConnectionsPerEdge()), new ConnectionsPerEdge.ByEdge(), Types.STRING);
     edges.open();
   }
 
@@ -248,7 +248,7 @@ class StateBoundsTest {
     h.close();
     h = new KeyedOneInputStreamOperatorTestHarness<>(
         new KeyedProcessOperator<>(new ConnectionCorrelator(HORIZON, RETENTION, IDLE, duplicateHorizon)),
-        new CorrelationJob.ByConnection(), Types.STRING);
+        new ConnectionCorrelator.ByConnection(), Types.STRING);
     h.open();
     h.setProcessingTime(0);
     h.processElement(client(10, 20), 0);
@@ -302,7 +302,7 @@ class StateBoundsTest {
     h.close();
     h = new KeyedOneInputStreamOperatorTestHarness<>(
         new KeyedProcessOperator<>(new ConnectionCorrelator(HORIZON, RETENTION, IDLE, 10 * RETENTION)),
-        new CorrelationJob.ByConnection(), Types.STRING);
+        new ConnectionCorrelator.ByConnection(), Types.STRING);
     h.open();
     h.setProcessingTime(0);
     h.processElement(closed(client(10, 20)), 0);

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.schema.PoisonRecords.Poison;
-import io.wattgraph.schema.PoisonRecords;
 import io.wattgraph.stream.source.PoisonRecordTest.Input;
+import io.wattgraph.schema.PoisonRecords;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;

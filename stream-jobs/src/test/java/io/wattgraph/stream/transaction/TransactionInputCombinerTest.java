@@ -10,7 +10,6 @@ import io.wattgraph.stream.HttpRoute;
 import io.wattgraph.stream.MetricsAccumulator;
 import io.wattgraph.stream.NamespaceAccumulator;
 import io.wattgraph.stream.Transaction;
-import io.wattgraph.stream.TransactionMetrics;
 import io.wattgraph.stream.window.MetricInput;
 import io.wattgraph.stream.window.TransactionMathTest;
 import java.util.ArrayDeque;
@@ -199,8 +198,8 @@ public class TransactionInputCombinerTest {
   @Test
   void processGroupsOperatorCombinesItsOutputAndFlushesAfterTimersBeforeBarriersAndAtTheEnd() throws Exception {
     var h = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
-        new ProcessGroupsOperator(new ProcessGroups(3_600_000, 10_000, 30_000), 10_000, 1000), new TransactionMetrics.ByEntity(),
-        new TransactionMetrics.ByProcess(), Types.STRING);
+        new ProcessGroupsOperator(new ProcessGroups(3_600_000, 10_000, 30_000), 10_000, 1000), new ProcessGroups.ByEntity(),
+        new ProcessGroups.ByProcess(), Types.STRING);
     h.open();
     // Not known yet: waits in ProcessGroups for the watermark to reach 9999.
     h.processElement2(new StreamRecord<>(TransactionJoinsTest.server(1000), 1000));

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.stream.PodMetadata;
 import io.wattgraph.stream.Transaction;
-import io.wattgraph.stream.TransactionMetrics;
 import io.wattgraph.stream.source.Sample;
 import io.wattgraph.stream.window.MetricInput;
 import java.util.ArrayList;
@@ -31,8 +30,8 @@ public class TransactionJoinsTest {
   @Test
   void aTransactionWaitsForItsProcessGroupUntilTheWatermarkPassesIt() throws Exception {
     var h = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
-        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByEntity(),
-        new TransactionMetrics.ByProcess(), Types.STRING);
+        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new ProcessGroups.ByEntity(),
+        new ProcessGroups.ByProcess(), Types.STRING);
     h.open();
     // A transaction at 1000 ms before the process's sample: held back.
     h.processElement2(new StreamRecord<>(server(1000), 1000));
@@ -59,8 +58,8 @@ public class TransactionJoinsTest {
 
     // A process that never reports a sample: PROCESS and HOST only, once the watermark passes.
     var h2 = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
-        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByEntity(),
-        new TransactionMetrics.ByProcess(), Types.STRING);
+        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new ProcessGroups.ByEntity(),
+        new ProcessGroups.ByProcess(), Types.STRING);
     h2.open();
     h2.processElement2(new StreamRecord<>(server(1000), 1000));
     h2.processWatermark1(new Watermark(9998));
@@ -82,7 +81,7 @@ public class TransactionJoinsTest {
   @Test
   void bothEndsMakeTheProcessEdgeAndALoneEndAnExternalOne() throws Exception {
     var h = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
-        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByConnection(),
+        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000, 30_000)), new TransactionEdges.ByConnection(),
         Types.STRING);
     h.open();
     h.processElement(new StreamRecord<>(server(1000), 1000));
@@ -105,7 +104,7 @@ public class TransactionJoinsTest {
     h.close();
 
     var lone = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
-        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByConnection(),
+        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000, 30_000)), new TransactionEdges.ByConnection(),
         Types.STRING);
     lone.open();
     lone.processElement(new StreamRecord<>(client(1000), 1000));
@@ -115,7 +114,7 @@ public class TransactionJoinsTest {
     lone.close();
 
     var loneServer = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
-        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByConnection(),
+        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000, 30_000)), new TransactionEdges.ByConnection(),
         Types.STRING);
     loneServer.open();
     loneServer.processElement(new StreamRecord<>(server(1000), 1000));
@@ -133,8 +132,8 @@ public class TransactionJoinsTest {
   @Test
   void mappingsAreKeptWhileUsedAndForgottenATtlAfterTheLastUse() throws Exception {
     var h = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
-        new KeyedCoProcessOperator<>(new ProcessGroups(1000, 10_000, 30_000)), new TransactionMetrics.ByEntity(),
-        new TransactionMetrics.ByProcess(), Types.STRING);
+        new KeyedCoProcessOperator<>(new ProcessGroups(1000, 10_000, 30_000)), new ProcessGroups.ByEntity(),
+        new ProcessGroups.ByProcess(), Types.STRING);
     h.open();
     h.setStateTtlProcessingTime(0);
     h.processElement1(new StreamRecord<>(processSample("c", "pod-x"), 1000));
@@ -156,7 +155,7 @@ public class TransactionJoinsTest {
     h.close();
 
     var e = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
-        new KeyedProcessOperator<>(new TransactionEdges(1000, 10_000, 30_000)), new TransactionMetrics.ByConnection(),
+        new KeyedProcessOperator<>(new TransactionEdges(1000, 10_000, 30_000)), new TransactionEdges.ByConnection(),
         Types.STRING);
     e.open();
     e.setStateTtlProcessingTime(0);
@@ -187,8 +186,8 @@ public class TransactionJoinsTest {
   @Test
   void aPodsNamespaceLearntFromItsProcessSamplesGetsItsTransactions() throws Exception {
     var h = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
-        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByEntity(),
-        new TransactionMetrics.ByProcess(), Types.STRING);
+        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new ProcessGroups.ByEntity(),
+        new ProcessGroups.ByProcess(), Types.STRING);
     h.open();
     MetricInput named = processSample("c", "pod-x");
     named.pod = PodMetadata.of("x", "shop", java.util.Map.of());
@@ -234,8 +233,8 @@ public class TransactionJoinsTest {
   @Test
   void replayedRecordsAreDroppedUntilTheirWindowCanTakeNoMoreInput() throws Exception {
     var groups = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
-        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByEntity(),
-        new TransactionMetrics.ByProcess(), Types.STRING);
+        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new ProcessGroups.ByEntity(),
+        new ProcessGroups.ByProcess(), Types.STRING);
     groups.open();
     groups.processElement1(new StreamRecord<>(processSample("c", "pod-x"), 1000));
     Transaction a = server(1000);
@@ -262,7 +261,7 @@ public class TransactionJoinsTest {
     groups.close();
 
     var edges = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
-        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByConnection(),
+        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, 10_000, 30_000)), new TransactionEdges.ByConnection(),
         Types.STRING);
     edges.open();
     Transaction c = client(1000);

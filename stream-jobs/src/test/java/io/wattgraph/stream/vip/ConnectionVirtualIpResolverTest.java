@@ -35,9 +35,9 @@ class ConnectionVirtualIpResolverTest {
 
   @BeforeEach
   void setUp() throws Exception {
-    // The job's operator (DataTimeBroadcastOperator), as CorrelationJob.correlate makes it.
+    // The job's operator (DataTimeBroadcastOperator), as CorrelationJob.connectionGraph makes it.
     h = new KeyedBroadcastOperatorTestHarness<>(new DataTimeBroadcastOperator<>(new ConnectionVirtualIpResolver(HORIZON, RETENTION),
-        AbstractVirtualIpResolver.BROADCAST_STATES), new CorrelationJob.ByClientEndpoint(), Types.STRING, 1, 1, 0);
+        AbstractVirtualIpResolver.BROADCAST_STATES), new ConnectionVirtualIpResolver.ByClientEndpoint(), Types.STRING, 1, 1, 0);
     h.open();
     h.setProcessingTime(0);
   }

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.wattgraph.stream.ServiceMappingUpdate;
 import io.wattgraph.stream.Transaction;
-import io.wattgraph.stream.TransactionMetrics;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -31,7 +30,7 @@ class DataTimeBroadcastOperatorTest {
     CoBroadcastWithKeyedOperator<String, Transaction, ServiceMappingUpdate, Transaction> op = dataTime
         ? new DataTimeBroadcastOperator<>(resolver, AbstractVirtualIpResolver.BROADCAST_STATES)
         : new CoBroadcastWithKeyedOperator<>(resolver, AbstractVirtualIpResolver.BROADCAST_STATES);
-    return new KeyedBroadcastOperatorTestHarness<>(op, new TransactionMetrics.ByClientEndpoint(), Types.STRING, 128, 1, 0);
+    return new KeyedBroadcastOperatorTestHarness<>(op, new TransactionVirtualIpResolver.ByClientEndpoint(), Types.STRING, 128, 1, 0);
   }
 
   /** A client record at {@code ms} towards the VIP, held for its backend. */

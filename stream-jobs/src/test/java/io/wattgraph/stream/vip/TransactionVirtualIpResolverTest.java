@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.wattgraph.stream.ServiceMappingUpdate;
 import io.wattgraph.stream.Transaction;
-import io.wattgraph.stream.TransactionMetrics;
 import io.wattgraph.stream.source.Endpoints;
 import io.wattgraph.stream.transaction.EdgeInput;
 import io.wattgraph.stream.transaction.TransactionEdges;
@@ -41,7 +40,7 @@ class TransactionVirtualIpResolverTest {
     // The job's operator (DataTimeBroadcastOperator): its event time is the transactions' alone.
     h = new KeyedBroadcastOperatorTestHarness<>(new DataTimeBroadcastOperator<>(
         new TransactionVirtualIpResolver(RETENTION, WINDOW), AbstractVirtualIpResolver.BROADCAST_STATES),
-        new TransactionMetrics.ByClientEndpoint(), Types.STRING, 1, 1, 0);
+        new TransactionVirtualIpResolver.ByClientEndpoint(), Types.STRING, 1, 1, 0);
     h.open();
     h.setProcessingTime(0);
   }
@@ -200,7 +199,7 @@ class TransactionVirtualIpResolverTest {
   void throughTransactionEdgesBothEndsMakeTheEdgeClientToBackend() throws Exception {
     h.processBroadcastElement(ServiceMappingUpdate.of(VIP, "10.2.0.7:8080", "10.2.0.8:8080"), 0);
     var edges = new KeyedOneInputStreamOperatorTestHarness<String, Transaction, EdgeInput>(
-        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, WINDOW, 30_000)), new TransactionMetrics.ByConnection(),
+        new KeyedProcessOperator<>(new TransactionEdges(3_600_000, WINDOW, 30_000)), new TransactionEdges.ByConnection(),
         Types.STRING);
     edges.open();
     in(client(40000, 1000));

@@ -13,13 +13,12 @@ import io.wattgraph.schema.HttpRouteStats;
 import io.wattgraph.schema.TransactionStats;
 import io.wattgraph.schema.WindowHttpRoute;
 import io.wattgraph.schema.WindowMetrics;
+import io.wattgraph.stream.CorrelationJob;
 import io.wattgraph.stream.HttpRoute;
 import io.wattgraph.stream.HttpRouteTotals;
 import io.wattgraph.stream.JobConfig;
 import io.wattgraph.stream.MetricsAccumulator;
-import io.wattgraph.stream.ResourceMetrics;
 import io.wattgraph.stream.Transaction;
-import io.wattgraph.stream.TransactionMetrics;
 import io.wattgraph.stream.sink.kafka.WindowMetricsSerializer;
 import io.wattgraph.stream.sink.neo4j.NodeMetricsGraphWriter;
 import io.wattgraph.stream.source.TransactionStatsDeserializer;
@@ -207,7 +206,7 @@ class HttpRouteMetricsTest {
 
   /**
    * PROCESS -> GROUP -> POD -> HOST through the production operators ({@link ProcessGroups}, then
-   * {@link ResourceMetrics#windows} with a cap of 2): P1 (container c, pod pod-x) serves
+   * {@link CorrelationJob#entityWindows} with a cap of 2): P1 (container c, pod pod-x) serves
    * GET /users/{id} 3 x 100 ns + 1 x 1 ms and POST /orders 2 x 1000 ns in two records; P2 (no
    * ResourceSample: PROCESS and HOST only) GET /users/{id} 3 x 100 ns and GET /health 6 x 50 ns.
    * Host: users 7, health 6, orders 2: users stays, OTHER * = health + orders = 8 (6 x 50 ns,
@@ -216,8 +215,8 @@ class HttpRouteMetricsTest {
   @Test
   void routesRollUpFromProcessToHostAndALateRecordRevisesThem() throws Exception {
     var groups = new KeyedTwoInputStreamOperatorTestHarness<String, MetricInput, Transaction, MetricInput>(
-        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new TransactionMetrics.ByEntity(),
-        new TransactionMetrics.ByProcess(), Types.STRING);
+        new KeyedCoProcessOperator<>(new ProcessGroups(3_600_000, 10_000, 30_000)), new ProcessGroups.ByEntity(),
+        new ProcessGroups.ByProcess(), Types.STRING);
     groups.open();
     JobConfig c = new JobConfig();
     c.windowMs = 10_000;
@@ -372,11 +371,11 @@ class HttpRouteMetricsTest {
       throws Exception {
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
     SingleOutputStreamOperator<MetricsRow> rows =
-        ResourceMetrics.windows(env.fromData(new MetricInput()).returns(MetricInput.class), c);
+        CorrelationJob.entityWindows(env.fromData(new MetricInput()).returns(MetricInput.class), c);
     @SuppressWarnings("unchecked")
     OneInputTransformation<MetricInput, MetricsRow> t =
         (OneInputTransformation<MetricInput, MetricsRow>) rows.getTransformation();
-    var h = new KeyedOneInputStreamOperatorTestHarness<>(t.getOperatorFactory(), new ResourceMetrics.ByWindowKey(),
+    var h = new KeyedOneInputStreamOperatorTestHarness<>(t.getOperatorFactory(), new EntityWindowAggregate.ByWindowKey(),
         Types.STRING);
     h.open();
     return h;

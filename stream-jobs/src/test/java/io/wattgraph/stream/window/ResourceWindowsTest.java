@@ -6,11 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.schema.WindowMetrics;
+import io.wattgraph.stream.CorrelationJob;
 import io.wattgraph.stream.JobConfig;
 import io.wattgraph.stream.MetricsAccumulator;
 import io.wattgraph.stream.NamespaceAccumulator;
 import io.wattgraph.stream.PodMetadata;
-import io.wattgraph.stream.ResourceMetrics;
+import io.wattgraph.stream.Sources;
 import io.wattgraph.stream.Transaction;
 import io.wattgraph.stream.sink.kafka.NamespaceMetricsSerializer;
 import io.wattgraph.stream.sink.kafka.WindowMetricsSerializer;
@@ -39,7 +40,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The production window operator ({@link ResourceMetrics#windows}) in Flink's operator harness:
+ * The production window operator ({@link CorrelationJob#entityWindows}) in Flink's operator harness:
  * watermarks are given by hand, so disorder and lateness are exact. Window 10 s, lateness 5 s.
  */
 public class ResourceWindowsTest {
@@ -49,7 +50,7 @@ public class ResourceWindowsTest {
   static final String P = "host-a/42/900";
 
   KeyedOneInputStreamOperatorTestHarness<String, MetricInput, MetricsRow> h;
-  /** The production namespace window operator ({@link ResourceMetrics#namespaceWindows}). */
+  /** The production namespace window operator ({@link CorrelationJob#namespaceWindows}). */
   KeyedOneInputStreamOperatorTestHarness<String, MetricInput, MetricsRow> hn;
 
   @BeforeEach
@@ -59,19 +60,19 @@ public class ResourceWindowsTest {
     c.allowedLatenessMs = 5_000;
     StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
     SingleOutputStreamOperator<MetricsRow> rows =
-        ResourceMetrics.windows(env.fromData(new MetricInput()).returns(MetricInput.class), c);
+        CorrelationJob.entityWindows(env.fromData(new MetricInput()).returns(MetricInput.class), c);
     @SuppressWarnings("unchecked")
     OneInputTransformation<MetricInput, MetricsRow> t =
         (OneInputTransformation<MetricInput, MetricsRow>) rows.getTransformation();
-    h = new KeyedOneInputStreamOperatorTestHarness<>(t.getOperatorFactory(), new ResourceMetrics.ByWindowKey(),
+    h = new KeyedOneInputStreamOperatorTestHarness<>(t.getOperatorFactory(), new EntityWindowAggregate.ByWindowKey(),
         Types.STRING);
     h.open();
     SingleOutputStreamOperator<MetricsRow> ns =
-        ResourceMetrics.namespaceWindows(env.fromData(new MetricInput()).returns(MetricInput.class), c);
+        CorrelationJob.namespaceWindows(env.fromData(new MetricInput()).returns(MetricInput.class), c);
     @SuppressWarnings("unchecked")
     OneInputTransformation<MetricInput, MetricsRow> tn =
         (OneInputTransformation<MetricInput, MetricsRow>) ns.getTransformation();
-    hn = new KeyedOneInputStreamOperatorTestHarness<>(tn.getOperatorFactory(), new ResourceMetrics.ByNamespace(),
+    hn = new KeyedOneInputStreamOperatorTestHarness<>(tn.getOperatorFactory(), new NamespaceWindowAggregate.ByNamespace(),
         Types.STRING);
     hn.open();
   }
@@ -108,7 +109,7 @@ public class ResourceWindowsTest {
 
   /**
    * Feeds a sample like the pipeline does: split into its window inputs, event time = its interval
-   * end; NAMESPACE inputs to the namespace windows (ResourceMetrics.IsNamespace), the rest to h.
+   * end; NAMESPACE inputs to the namespace windows (CorrelationJob.IsNamespace), the rest to h.
    */
   void feed(Sample s) throws Exception {
     List<MetricInput> inputs = new ArrayList<>();
@@ -141,7 +142,7 @@ public class ResourceWindowsTest {
   }
 
   int late() {
-    return h.getSideOutput(ResourceMetrics.LATE) == null ? 0 : h.getSideOutput(ResourceMetrics.LATE).size();
+    return h.getSideOutput(CorrelationJob.LATE) == null ? 0 : h.getSideOutput(CorrelationJob.LATE).size();
   }
 
   @Test
@@ -394,14 +395,14 @@ public class ResourceWindowsTest {
     assertEquals(3, shop1.hosts);
     assertEquals(3, shop1.pods);
     assertEquals(3, shop1.containers);
-    assertEquals(0, hn.getSideOutput(ResourceMetrics.LATE) == null ? 0 : hn.getSideOutput(ResourceMetrics.LATE).size());
+    assertEquals(0, hn.getSideOutput(CorrelationJob.LATE) == null ? 0 : hn.getSideOutput(CorrelationJob.LATE).size());
 
     // Beyond the lateness (window end 10 s + 5 s): to the late side output, no new result.
     hn.getOutput().clear();
     watermarkAtSecond(16);
     feed(container("host-b", "b2", "pod-2", "shop", 7, S, 1.0, false));
     assertEquals(List.of(), namespaceRows());
-    assertEquals(1, hn.getSideOutput(ResourceMetrics.LATE).size());
+    assertEquals(1, hn.getSideOutput(CorrelationJob.LATE).size());
   }
 
   /**
@@ -555,7 +556,7 @@ public class ResourceWindowsTest {
     c.maxOutOfOrdernessMs = 5_000;
     c.idlenessMs = 15_000;
     ManualClock clock = new ManualClock(1_000_000_000L);
-    WatermarkGenerator<DecodedSample> g = ResourceMetrics.watermarks(c).createWatermarkGenerator(
+    WatermarkGenerator<DecodedSample> g = Sources.sampleWatermarks(c).createWatermarkGenerator(
         new WatermarkGeneratorSupplier.Context() {
           @Override
           public MetricGroup getMetricGroup() {
@@ -567,7 +568,7 @@ public class ResourceWindowsTest {
             return clock;
           }
         });
-    var ts = ResourceMetrics.watermarks(c).createTimestampAssigner(null);
+    var ts = Sources.sampleWatermarks(c).createTimestampAssigner(null);
     Output out = new Output();
     DecodedSample late = DecodedSample.ok(process(20, 1, 1, 1));
     DecodedSample early = DecodedSample.ok(process(12, 1, 1, 1));
