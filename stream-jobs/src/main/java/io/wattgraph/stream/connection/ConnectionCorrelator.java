@@ -1,12 +1,12 @@
 package io.wattgraph.stream.connection;
 
 import io.wattgraph.stream.ConnectionState;
-import io.wattgraph.stream.Role;
 import io.wattgraph.stream.Side;
 import io.wattgraph.stream.source.Observation;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
@@ -41,7 +41,7 @@ import org.apache.flink.util.Collector;
  * the memory is counted ({@code latePeersPastMemory}).
  *
  * <p>Load shedding (ConnectionEvent v3 {@code keepProbability}): each update carries the number of
- * connections it stands for ({@link #weight}, by the client end's probability). A lone client end
+ * connections it stands for ({@code ConnectionView.weight}, by the client end's probability). A lone client end
  * goes on the edge of the process paired connections showed serving its remote endpoint
  * ({@link ConnectionState#resolvedServer}); a lone end whose peer host is shedding and which cannot
  * be put so is not made an External edge at the horizon ({@link ConnectionState#withheld}). The
@@ -53,15 +53,15 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   private static final long serialVersionUID = 1L;
 
   /** Replayed observations dropped by a tombstone, over every subtask of this JVM (tests read it). */
-  public static final java.util.concurrent.atomic.AtomicLong DUPLICATES_DROPPED = new java.util.concurrent.atomic.AtomicLong();
+  public static final AtomicLong DUPLICATES_DROPPED = ConnectionLifecycle.DUPLICATES_DROPPED;
   /**
    * Ends that found no instance to join and are older than the memory of the input's progress, over
    * every subtask of this JVM (tests read it): each may be the late peer of a lone end already
    * counted and forgotten.
    */
-  static final java.util.concurrent.atomic.AtomicLong LATE_PAST_MEMORY = new java.util.concurrent.atomic.AtomicLong();
+  static final AtomicLong LATE_PAST_MEMORY = new AtomicLong();
   /** Lone ends withheld because their peer sheds, over every subtask of this JVM (tests read it). */
-  public static final java.util.concurrent.atomic.AtomicLong WITHHELD_BY_SHEDDING_PEER = new java.util.concurrent.atomic.AtomicLong();
+  public static final AtomicLong WITHHELD_BY_SHEDDING_PEER = ConnectionLifecycle.WITHHELD_BY_SHEDDING_PEER;
 
   /** Default of {@code --shedding-peer-memory-ms}: how long a host is known to shed after its last sampled event. */
   public static final long DEFAULT_SHEDDING_PEER_MEMORY_MS = 600_000;
@@ -84,8 +84,6 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   private final long sheddingPeerMemoryMs;
   /** The duplicate horizon (the memory of closed connections) in ns of event time. */
   private final long memoryNs;
-  /** How often a memory whose processing time passed but whose input has not checks again. */
-  private final long memoryFloorMs;
 
   /** The newest instance of the key's 4-tuple. */
   private transient ValueState<ConnectionState> state;
@@ -99,13 +97,10 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   private transient long progressNs;
   private transient ListState<Long> progressState;
   private transient Counter latePastMemory;
-  private transient Counter emittedOneSided;
-  private transient Counter idleExpired;
-  private transient Counter duplicates;
-  private transient Counter withheldByPeer;
   /** Hosts seen shedding and server endpoints seen in pairs (operator state). */
   private transient PeerMemory peers;
-  private transient Counter resolvedByEndpoint;
+  /** What happens to an instance: events applied, deadlines, emissions. */
+  private transient ConnectionLifecycle life;
   /** The latest processing time seen, to expire entries before a snapshot. */
   private transient long latestNow;
 
@@ -150,7 +145,6 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     this.duplicateHorizonMs = duplicateHorizonMs;
     this.sheddingPeerMemoryMs = sheddingPeerMemoryMs;
     this.memoryNs = duplicateHorizonMs > Long.MAX_VALUE / 1_000_000 ? Long.MAX_VALUE : duplicateHorizonMs * 1_000_000;
-    this.memoryFloorMs = Math.max(1, duplicateHorizonMs / 4);
   }
 
   @Override
@@ -177,11 +171,8 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
   public void open(OpenContext openContext) {
     state = getRuntimeContext().getState(new ValueStateDescriptor<>("connection", ConnectionState.class));
     earlierState = getRuntimeContext().getListState(new ListStateDescriptor<>("earlier-instances", ConnectionState.class));
-    emittedOneSided = getRuntimeContext().getMetricGroup().counter("oneSidedConnections");
-    idleExpired = getRuntimeContext().getMetricGroup().counter("idleExpiredConnections");
-    duplicates = getRuntimeContext().getMetricGroup().counter("duplicateObservationsDropped");
-    withheldByPeer = getRuntimeContext().getMetricGroup().counter("oneSidedShedByPeer");
-    resolvedByEndpoint = getRuntimeContext().getMetricGroup().counter("oneSidedResolvedByServerEndpoint");
+    life = new ConnectionLifecycle(horizonMs, cleanupDelayMs, idleTimeoutMs, duplicateHorizonMs, peers,
+        getRuntimeContext().getMetricGroup());
     latePastMemory = getRuntimeContext().getMetricGroup().counter("latePeersPastMemory");
   }
 
@@ -197,10 +188,10 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     ConnectionState s = state.value();
     if (s == null) {
       s = newInstance(o, ctx);
-      apply(s, o, isLow, now, out);
+      life.apply(s, o, isLow, now, out);
     } else if (!s.hasEarlier && endOf(s, o, isLow)) {
       // The common case: one instance on the tuple, and this is one of its ends.
-      if (!apply(s, o, isLow, now, out)) {
+      if (!life.apply(s, o, isLow, now, out)) {
         return;
       }
     } else {
@@ -269,7 +260,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     if (created) {
       target = newInstance(o, ctx);
     }
-    if (!apply(target, o, isLow, now, out)) {
+    if (!life.apply(target, o, isLow, now, out)) {
       return null;
     }
     if (created) {
@@ -278,7 +269,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
         // already folded into its edge and is forgotten, as before; any other is kept as earlier.
         if (!newest.retired || newest.finished) {
           newest.superseded();
-          scheduleCleanupIfDone(newest, now);
+          life.scheduleCleanupIfDone(newest, now);
           earlier.add(newest);
         }
         target.timerAt = newest.timerAt;
@@ -288,7 +279,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
         newest = target;
       } else {
         target.superseded();
-        scheduleCleanupIfDone(target, now);
+        life.scheduleCleanupIfDone(target, now);
         earlier.add(target);
       }
     }
@@ -309,50 +300,6 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       LATE_PAST_MEMORY.incrementAndGet();
     }
     return s;
-  }
-
-  /** Applies an end's event to its instance; false for a replay of a finished one (dropped). */
-  private boolean apply(ConnectionState s, Observation o, boolean isLow, long now, Collector<ConnectionUpdate> out) {
-    if (s.finished) {
-      // A socket of the finished connection again: a replay of events already counted.
-      duplicates.inc();
-      DUPLICATES_DROPPED.incrementAndGet();
-      return false;
-    }
-    if (s.retired) {
-      revive(s);
-    }
-    Side side = s.side(isLow);
-    if (side == null && s.memoryUntil != 0) {
-      // The late peer of a remembered lone end: the connection is whole again, no longer waiting.
-      s.memoryUntil = 0;
-      s.memoryUntilNs = 0;
-    }
-    s.lastEventAt = now;
-    if (s.idleTimer == 0) {
-      s.idleTimer = now + idleTimeoutMs;
-    }
-    boolean wasPaired = s.paired();
-    if (side == null) {
-      s.setSide(isLow, Side.from(o));
-    } else {
-      side.merge(o);
-    }
-    if (!wasPaired && s.paired()) {
-      Side server = s.side(!clientIsLow(s.low, s.high));
-      if (server.role == Role.SERVER) {
-        peers.rememberServer(server);
-      }
-    }
-
-    if (!s.paired() && !s.horizonPassed && s.horizonTimer == 0) {
-      s.horizonTimer = now + horizonMs;
-    }
-    if (s.paired() || (s.horizonPassed && !s.withheld)) {
-      emit(s, out);
-    }
-    scheduleCleanupIfDone(s, now);
-    return true;
   }
 
   private List<ConnectionState> loadEarlier(ConnectionState newest) throws Exception {
@@ -405,7 +352,7 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       earlier.add(s);
       for (ConnectionState inst : earlier) {
         if (!inst.retired && !inst.paired() && !inst.horizonPassed) {
-          expireHorizon(inst, now, out);
+          life.expireHorizon(inst, now, out);
         }
       }
       earlier.remove(earlier.size() - 1);
@@ -419,12 +366,12 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
       s.timerAt = 0;
     }
     // Whatever is due by now (a timer left from an earlier deadline or connection finds nothing).
-    boolean newestGone = advance(s, now, out);
+    boolean newestGone = life.advance(s, now, progressNs, out);
     List<ConnectionState> earlier = null;
     if (s.hasEarlier && (newestGone || s.earlierDeadline == 0 || now >= s.earlierDeadline)) {
       earlier = loadEarlier(s);
       for (Iterator<ConnectionState> it = earlier.iterator(); it.hasNext(); ) {
-        if (advance(it.next(), now, out)) {
+        if (life.advance(it.next(), now, progressNs, out)) {
           it.remove();
         }
       }
@@ -456,76 +403,6 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     state.update(s);
   }
 
-  /** Applies an instance's deadlines that are due; true when it is to be forgotten. */
-  private boolean advance(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
-    if (s.horizonTimer != 0 && now >= s.horizonTimer) {
-      s.horizonTimer = 0;
-      if (!s.retired && !s.paired() && !s.horizonPassed) {
-        expireHorizon(s, now, out);
-        scheduleCleanupIfDone(s, now);
-      }
-    }
-    if (s.cleanupTimer != 0 && now >= s.cleanupTimer) {
-      s.cleanupTimer = 0;
-      if (!s.retired && s.allPresentClosed()) {
-        // All sides closed and the retention passed.
-        if (s.paired()) {
-          // Nothing more to come: fold it into its edge, keep only its sockets for the memory.
-          finish(s, now, out);
-          if (duplicateHorizonMs == 0) {
-            return true;
-          }
-          tombstone(s, now);
-        } else {
-          // A lone end: reported (unless withheld), and kept whole for the memory, not finished, so
-          // that its peer, late from a spool, still pairs with it and moves it to its real edge.
-          boolean onAnEdge = report(s, now, out);
-          if (duplicateHorizonMs == 0) {
-            if (onAnEdge) {
-              out.collect(ConnectionUpdate.marker(ConnectionUpdate.Type.FINISHED, s.connectionId, s.emittedEdgeKey));
-            }
-            return true;
-          }
-          remember(s, now);
-        }
-      }
-      // Otherwise a late peer joined after the lone side closed; wait for it to close too.
-    }
-    if (s.memoryUntil != 0 && now >= s.memoryUntil) {
-      if (progressNs < s.memoryUntilNs) {
-        // The input has not moved on that far (stalled, or catching up): look again when it can have.
-        long restMs = (s.memoryUntilNs - progressNs) / 1_000_000 + 1;
-        s.memoryUntil = now + Math.max(memoryFloorMs, Math.min(restMs, duplicateHorizonMs));
-      } else {
-        s.memoryUntil = 0;
-        if (!s.finished && s.emittedEdgeKey != null) {
-          out.collect(ConnectionUpdate.marker(ConnectionUpdate.Type.FINISHED, s.connectionId, s.emittedEdgeKey));
-        }
-        return true;
-      }
-    }
-    if (s.idleTimer != 0 && now >= s.idleTimer) {
-      s.idleTimer = 0;
-      if (s.retired) {
-        // The tombstone outlived its idle period too: forget it.
-        return true;
-      }
-      long idleUntil = s.lastEventAt + idleTimeoutMs;
-      if (s.allPresentClosed()) {
-        // Closed: its CLOSED was not lost; the cleanup and the memory see to it.
-      } else if (now < idleUntil) {
-        // Activity since the deadline was set: push it back (one deadline per key, not per event).
-        s.idleTimer = idleUntil;
-      } else {
-        // No event for a whole idle period (CLOSED lost, agent gone, or just idle): fold into the
-        // totals and keep only a tombstone.
-        retire(s, now, out);
-        s.idleTimer = now + idleTimeoutMs;
-      }
-    }
-    return false;
-  }
-
   /**
    * Clears the key's state and its timers. A timer left behind would keep every tuple ever seen in
    * the timer queue of an unbounded job.
@@ -537,224 +414,6 @@ public class ConnectionCorrelator extends KeyedProcessFunction<String, Observati
     state.clear();
     earlierState.clear();
     ctx.timerService().deleteEventTimeTimer(END_OF_INPUT);
-  }
-
-  /** A closed lone end past its retention waits for its peer for the memory (both clocks). */
-  private void remember(ConnectionState s, long now) {
-    s.memoryUntil = now + duplicateHorizonMs;
-    s.memoryUntilNs = saturatedAdd(s.lastSeenNs(), memoryNs);
-    s.idleTimer = 0;
-  }
-
-  /**
-   * Keeps only the sockets of a finished connection until the memory passes, so a replay of their
-   * events is dropped.
-   */
-  private void tombstone(ConnectionState s, long now) {
-    s.memoryUntil = now + duplicateHorizonMs;
-    s.memoryUntilNs = saturatedAdd(s.lastSeenNs(), memoryNs);
-    s.low = socketOnly(s.low);
-    s.high = socketOnly(s.high);
-    s.finished = true;
-    s.retired = true;
-    s.connectionId = null;
-    s.baseConnectionId = null;
-    s.emittedEdgeKey = null;
-    s.horizonTimer = 0;
-    s.cleanupTimer = 0;
-    s.idleTimer = 0;
-  }
-
-  static long saturatedAdd(long a, long b) {
-    long r = a + b;
-    return ((a ^ r) & (b ^ r)) < 0 ? Long.MAX_VALUE : r;
-  }
-
-  private static Side socketOnly(Side full) {
-    if (full == null) {
-      return null;
-    }
-    Side s = new Side();
-    s.hostId = full.hostId;
-    s.socketCookie = full.socketCookie;
-    s.closed = true;
-    return s;
-  }
-
-  /** Idle expiry: report the connection as finished (its edge keeps it in the totals). */
-  private void retire(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
-    finish(s, now, out);
-    idleExpired.inc();
-    s.horizonTimer = 0;
-    s.cleanupTimer = 0;
-    if (s.emittedEdgeKey != null) {
-      ConnectionUpdate last = view(s);
-      s.baselineClientToServer += last.bytesClientToServer;
-      s.baselineServerToClient += last.bytesServerToClient;
-    }
-    s.retired = true;
-  }
-
-  /**
-   * A retired connection's socket reported again: continue as a new generation from the baseline.
-   * A withheld connection was never on an edge, so it goes on as the same one.
-   */
-  private static void revive(ConnectionState s) {
-    s.retired = false;
-    if (s.emittedEdgeKey == null) {
-      return;
-    }
-    s.generation++;
-    s.connectionId = s.baseConnectionId + "#" + s.generation;
-    s.emittedEdgeKey = null;
-  }
-
-  private void expireHorizon(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
-    s.horizonPassed = true;
-    if (withholdIfPeerSheds(s, now)) {
-      return;
-    }
-    emittedOneSided.inc();
-    emit(s, out);
-  }
-
-  /**
-   * A lone end whose peer host sheds, and whose server is not known by endpoint (looked up
-   * first: {@link #resolveServer}): a connection the peer's hash did not keep. It cannot go on its
-   * real edge (the process at the other end is unknown) and as an External edge it would be a
-   * phantom node. A lone server end is one its client did not keep, which the client's kept
-   * connections stand for; a lone client end is missing from the estimate until its endpoint is
-   * known (retried when it finishes). Kept in state all the same: a heavy connection the peer shed
-   * is still reported by it (keepProbability 0) and then pairs.
-   */
-  private boolean withholdIfPeerSheds(ConnectionState s, long now) {
-    resolveServer(s);
-    if (!s.withheld && !s.paired() && s.resolvedServer == null) {
-      Side lone = s.low != null ? s.low : s.high;
-      if (peers.sheds(PeerMemory.hostKey(lone.hostId, lone.remoteIp), now)) {
-        s.withheld = true;
-        withheldByPeer.inc();
-        WITHHELD_BY_SHEDDING_PEER.incrementAndGet();
-      }
-    }
-    return s.withheld && s.emittedEdgeKey == null;
-  }
-
-  private void scheduleCleanupIfDone(ConnectionState s, long now) {
-    if (s.cleanupTimer == 0 && s.memoryUntil == 0 && !s.retired && s.allPresentClosed()
-        && (s.paired() || s.horizonPassed)) {
-      s.cleanupTimer = now + cleanupDelayMs;
-    }
-  }
-
-  /**
-   * Ends this connection instance: make sure it was reported once (unless withheld: then it never
-   * was on an edge, and nothing is emitted), then mark it finished.
-   */
-  private void finish(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
-    if (report(s, now, out)) {
-      out.collect(ConnectionUpdate.marker(ConnectionUpdate.Type.FINISHED, s.connectionId, s.emittedEdgeKey));
-    }
-  }
-
-  /** Puts a connection not reported yet on its edge, unless withheld; whether it is on an edge. */
-  private boolean report(ConnectionState s, long now, Collector<ConnectionUpdate> out) {
-    if (s.emittedEdgeKey == null) {
-      s.horizonPassed = true;
-      if (withholdIfPeerSheds(s, now)) {
-        return false;
-      }
-      emit(s, out);
-    }
-    return true;
-  }
-
-  /** Emits the connection on its current edge, retracting it from the previous edge if it moved. */
-  private void emit(ConnectionState s, Collector<ConnectionUpdate> out) {
-    ConnectionUpdate u = view(s);
-    if (s.emittedEdgeKey != null && !s.emittedEdgeKey.equals(u.edgeKey)) {
-      out.collect(ConnectionUpdate.marker(ConnectionUpdate.Type.RETRACT, s.connectionId, s.emittedEdgeKey));
-    }
-    s.emittedEdgeKey = u.edgeKey;
-    s.withheld = false;
-    out.collect(u);
-  }
-
-  /**
-   * A lone client end whose remote endpoint a paired connection showed served by a process: the
-   * connection goes on that process's edge rather than on an External node (or withheld, when its
-   * peer sheds). Under shedding this is how a connection the server's agent did not keep still
-   * counts, with the client's own weight.
-   */
-  private void resolveServer(ConnectionState s) {
-    if (s.paired() || s.resolvedServer != null) {
-      return;
-    }
-    Side lone = s.low != null ? s.low : s.high;
-    if (lone == null || lone.role != Role.CLIENT) {
-      return;
-    }
-    Side server = peers.server(lone.hostId, lone.remoteIp, lone.remotePort);
-    if (server != null) {
-      s.resolvedServer = server;
-      resolvedByEndpoint.inc();
-    }
-  }
-
-  /** The connection as the graph should show it now. */
-  static ConnectionUpdate view(ConnectionState s) {
-    boolean clientIsLow = clientIsLow(s.low, s.high);
-    Side c = s.side(clientIsLow);
-    Side v = s.side(!clientIsLow);
-    ConnectionUpdate u = new ConnectionUpdate();
-    u.type = ConnectionUpdate.Type.UPSERT;
-    u.connectionId = s.connectionId;
-    u.client = c != null ? GraphNode.process(c) : GraphNode.externalClient(v.remoteIp);
-    u.server = v != null ? GraphNode.process(v)
-        : s.resolvedServer != null ? GraphNode.process(s.resolvedServer)
-        : GraphNode.externalServer(c.remoteIp, c.remotePort);
-    u.edgeKey = GraphNode.edgeKey(u.client, u.server);
-    // Each end counts the same payload; an agent may have missed some (started late), so take max.
-    // Minus what earlier generations (before an idle expiry) already folded into the totals.
-    u.bytesClientToServer = Math.max(0, Math.max(c == null ? 0 : c.bytesSent, v == null ? 0 : v.bytesReceived)
-        - s.baselineClientToServer);
-    u.bytesServerToClient = Math.max(0, Math.max(v == null ? 0 : v.bytesSent, c == null ? 0 : c.bytesReceived)
-        - s.baselineServerToClient);
-    u.continuation = s.generation > 0;
-    // Not counted again (continuation), else how many connections this one stands for.
-    u.weight = u.continuation ? 0 : weight(c, v);
-    u.firstSeenNs = Math.min(c == null ? Long.MAX_VALUE : c.firstSeenNs, v == null ? Long.MAX_VALUE : v.firstSeenNs);
-    u.lastSeenNs = Math.max(c == null ? Long.MIN_VALUE : c.lastSeenNs, v == null ? Long.MIN_VALUE : v.lastSeenNs);
-    return u;
-  }
-
-  /**
-   * Horvitz-Thompson weight: 1 / the probability with which the connection is counted. A connection
-   * is counted when its client end reported it, whether the server end did or not (a lone client
-   * end is put on its server's edge by endpoint, or withheld): probability p_client. Weighing by
-   * the client keeps a small client of a big, heavily sampled server exact (pairs alone are seen
-   * at min(p_client, p_server)). Without a client end (its agent is not there), the server's own
-   * p. p = 0 (shed, reported for its bytes) stands for no connection: the kept ones stand for it.
-   */
-  static double weight(Side client, Side server) {
-    double p = client != null ? client.keepProbability : server.keepProbability;
-    return p > 0 ? 1 / p : 0;
-  }
-
-  /**
-   * Whether the low endpoint is the client: a known role on either side decides; with both roles
-   * UNKNOWN the sorted order does (the low endpoint is taken as client), as in the Kafka key.
-   */
-  static boolean clientIsLow(Side low, Side high) {
-    Role lo = low == null ? Role.UNKNOWN : low.role;
-    Role hi = high == null ? Role.UNKNOWN : high.role;
-    if (lo == Role.CLIENT || hi == Role.SERVER) {
-      return true;
-    }
-    if (lo == Role.SERVER || hi == Role.CLIENT) {
-      return false;
-    }
-    return true;
   }
 
   /** The key: both ends of a connection share the sorted endpoint pair. */

@@ -36,7 +36,7 @@ class ConnectionsPerEdgeTest {
     s.connectionId = connId;
     s.low = Side.from(obs("host-a", 1, Role.CLIENT, "10.0.0.1", 40000, "10.0.0.2", 80, 100, c2s, s2c));
     s.high = Side.from(obs("host-b", 2, Role.SERVER, "10.0.0.2", 80, "10.0.0.1", 40000, 200, s2c, c2s));
-    ConnectionUpdate u = ConnectionCorrelator.view(s);
+    ConnectionUpdate u = ConnectionView.of(s);
     u.firstSeenNs = first;
     u.lastSeenNs = last;
     return u;
