@@ -383,7 +383,7 @@ class TransactionMetricsIT {
   }
 
   /**
-   * Transactions through Kubernetes Service VIPs (issue 5 item 2): the client's records name the VIP,
+   * Transactions through Kubernetes Service VIPs: the client's records name the VIP,
    * the backend's the client's real endpoint. VIP 10.96.1.10:80 has two backends (10.0.1.2:8080, the
    * watched process PB, and 10.0.1.3:8080, unwatched): the client PA's records arrive first and wait
    * for PB's server records of the same client endpoint, which tell the backend. VIP 10.96.1.11:80 has

@@ -25,7 +25,7 @@ import org.apache.flink.util.Collector;
 /**
  * Pairs the two hosts' observations of one TCP connection (keyed by the sorted endpoint pair).
  *
- * <p>The paper's Data Processor (§4.2) looks up the matching remote socket in the graph store; here
+ * <p>BlackBox's Data Processor (§4.2) looks up the matching remote socket in the graph store; here
  * the match is keyed state instead, so it is exactly-once with checkpoints and needs no read from
  * Neo4j. Each side is the latest view of one socket (hostId + socket cookie). An update is emitted
  * once both sides are known, or once the pairing horizon passes with one side only (the missing

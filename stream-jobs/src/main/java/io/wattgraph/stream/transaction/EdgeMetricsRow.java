@@ -19,7 +19,7 @@ public class EdgeMetricsRow {
   public long responseBytes;
   public LatencyStats clientRtt;
   public LatencyStats serverTime;
-  /** Mean client round trip minus mean server time (thesis 5.3.2); null unless both ends reported. */
+  /** Mean client round trip minus mean server time (PowerThesis §5.3.2); null unless both ends reported. */
   public Double networkTimeMeanNs;
 
   public EdgeMetricsRow() {}

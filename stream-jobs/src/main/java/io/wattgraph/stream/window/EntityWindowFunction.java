@@ -7,7 +7,7 @@ import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 /**
  * Turns an entity window's accumulator into a {@link MetricsRow} (revisions: {@link
  * RevisionWindowFunction}): CPU and power from the ResourceSamples, the transaction metrics from
- * the TransactionStats, and where both are present the operational analysis (Eq. 3.3-3.5).
+ * the TransactionStats, and where both are present the operational analysis (PowerThesis Eq. 3.3-3.5).
  */
 public class EntityWindowFunction extends RevisionWindowFunction<MetricsAccumulator, MetricsRow> {
   private static final long serialVersionUID = 1L;
@@ -73,7 +73,7 @@ public class EntityWindowFunction extends RevisionWindowFunction<MetricsAccumula
   }
 
   /**
-   * Thesis Eq. 3.3-3.5 for one entity and window. U = CPU usage (cores) / min(#cores, #threads)
+   * PowerThesis Eq. 3.3-3.5 for one entity and window. U = CPU usage (cores) / min(#cores, #threads)
    * (Eq. 3.3; #threads is the highest per-interval thread count of the window, #cores the host's
    * CPUs online as the agent reports them; from agents that do not, min(#cores, #threads) =
    * #threads); D = U / lambda with lambda the served

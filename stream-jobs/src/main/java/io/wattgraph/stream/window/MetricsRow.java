@@ -36,7 +36,7 @@ public class MetricsRow {
   public LatencyStats serverTime;
   /** The window's HTTP routes after the cap, in output order (HttpRouteCap); empty without any. */
   public HttpRouteRow[] httpRoutes = new HttpRouteRow[0];
-  /** Eq. 3.3-3.5 (see EntityWindowFunction#operationalAnalysis); null where not computable. */
+  /** PowerThesis Eq. 3.3-3.5 (see EntityWindowFunction#operationalAnalysis); null where not computable. */
   public Double utilization;
   public Double serviceDemandSeconds;
   public Double saturationRate;

@@ -33,7 +33,7 @@ public class NamespaceWindowFunction extends RevisionWindowFunction<NamespaceAcc
     r.podUid = null;
     r.comm = null;
     r.pod = null;
-    // Per-host figures: cores, thread counts and Eq. 3.3-3.5 have no meaning summed over hosts.
+    // Per-host figures: cores, thread counts and PowerThesis Eq. 3.3-3.5 have no meaning summed over hosts.
     r.hostCores = null;
     r.hostCpuShare = null;
     r.idlePowerWatts = null;

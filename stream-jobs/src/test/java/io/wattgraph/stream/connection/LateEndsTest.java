@@ -118,7 +118,7 @@ class LateEndsTest {
   }
 
   /**
-   * The issue's run: host-b's agent had both events of a connection acknowledged just before the
+   * A broker outage as it happened: host-b's agent had both events of a connection acknowledged just before the
    * broker was killed, host-a's were still in flight and went to its spool. 57 s later the broker is
    * back and host-a's spool delivers the client end. Before: the server end became an External
    * client at the horizon, was forgotten after the closed retention, and the client end, a new

@@ -295,7 +295,7 @@ class StateBoundsTest {
    * A peer later than the closed retention (an agent's spool delivering it after an outage) pairs
    * with the lone end remembered whole for the memory: the External edge is retracted, the connection
    * counted once on its real edge. Before, the lone end was forgotten after the retention and the late
-   * end started a new connection: counted twice (the issue's Kafka outage).
+   * end started a new connection: counted twice (as in a Kafka outage).
    */
   @Test
   void aPeerLaterThanTheRetentionPairsWithTheRememberedLoneEnd() throws Exception {

@@ -92,7 +92,7 @@ class PoisonRecordTest {
   }
 
   /**
-   * The issue's reproduction: in a JVM of 256 MiB (the issue saw it in 1 GiB), every crafted
+   * The reported failure reproduced: in a JVM of 256 MiB (it was seen in 1 GiB), every crafted
    * record of every input is a dead letter. Without the bounds the 16-byte record's 1.5 GB hostId
    * ends this JVM with OutOfMemoryError (exit code 1).
    */

@@ -489,7 +489,7 @@ public class ResourceWindowsTest {
     assertEquals(1001L, r.serverTime.p99Ns);
     assertEquals((70 * 100 + 30 * 1001) / 100.0, r.serverTime.meanNs, 1e-9);
     assertEquals(1_001_471L, r.clientRtt.p50Ns);
-    assertNull(r.utilization, "no Eq. 3.3 across hosts");
+    assertNull(r.utilization, "no PowerThesis Eq. 3.3 across hosts");
     assertNull(r.serviceDemandSeconds);
     assertNull(r.saturationRate);
     assertEquals(2, r.hosts);

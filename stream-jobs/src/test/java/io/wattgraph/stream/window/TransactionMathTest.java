@@ -133,7 +133,7 @@ public class TransactionMathTest {
 
   /**
    * A server process, window 10 s: 2 CPU seconds, at most 4 threads, 100 transactions served.
-   * cpuCores = 0.2; U = 0.2 / min(cores unknown, 4) = 0.05 (Eq. 3.3); lambda = 10/s, D = U / lambda =
+   * cpuCores = 0.2; U = 0.2 / min(cores unknown, 4) = 0.05 (PowerThesis Eq. 3.3); lambda = 10/s, D = U / lambda =
    * 0.005 s (Eq. 3.4); saturation rate 1 / D = 200/s (Eq. 3.5 per entity).
    */
   /** A ResourceSample input of process h/1/2 (hostCores 0: reported by a v1 agent). */
