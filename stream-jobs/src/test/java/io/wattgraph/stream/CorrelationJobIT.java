@@ -34,6 +34,9 @@ import org.neo4j.driver.Record;
 /**
  * The whole job against a real Kafka broker and a real Neo4j (local-stack), run in a MiniCluster
  * in bounded mode (stops at the offsets that were latest at start), then checked over Bolt.
+ *
+ * <p>Long on purpose: one real Kafka broker and Neo4j per class (their start is most of a test's
+ * time), so the whole-job cases share the class.
  */
 public class CorrelationJobIT {
   static final String TOPIC = "wattgraph.connections";

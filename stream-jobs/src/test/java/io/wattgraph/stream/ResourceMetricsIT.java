@@ -41,6 +41,9 @@ import org.neo4j.driver.Value;
  * Windowed metrics through the whole job against local-stack's real Kafka and Neo4j: ResourceSamples
  * of two hosts (one with its clock an hour behind, on its own partition) to the metrics topic
  * (read_committed) and the graph's node properties, all values computed by hand. Window 10 s.
+ *
+ * <p>Long on purpose: one real Kafka broker and Neo4j per class (their start is most of a test's
+ * time), so the cases share the class, and each checks whole windows against values computed by hand.
  */
 public class ResourceMetricsIT {
   /** A window boundary, Unix ns. */

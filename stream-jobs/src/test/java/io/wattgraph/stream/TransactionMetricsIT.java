@@ -47,6 +47,9 @@ import org.neo4j.driver.Value;
  * is checked in Kafka (read_committed) and in Neo4j against values computed by hand (comments).
  * The records carry HTTP routes (TransactionStats v2), capped at 2 per entity window and role.
  * Window 10 s.
+ *
+ * <p>Long on purpose: one real Kafka broker and Neo4j per class (their start is most of a test's
+ * time), so the cases share the class, and each checks whole windows against values computed by hand.
  */
 class TransactionMetricsIT {
   static final long T0 = ResourceMetricsIT.T0;

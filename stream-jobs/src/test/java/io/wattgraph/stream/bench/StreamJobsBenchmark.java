@@ -58,6 +58,9 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  * 3. With {@code -Dwattgraph.bench.skewParallelism=P}, only: the windows part at parallelism P
  *    with the TransactionStats spread over 1,000 server processes, then all on one (a hot
  *    service), alternated over ROUNDS, and their ratio.
+ *
+ * <p>Long on purpose: the generators of realistic agent records and the four measured parts share
+ * one file, so a run is one class to read.
  */
 public final class StreamJobsBenchmark {
   static final int HOSTS = 50;

@@ -20,7 +20,12 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** The correlator in Flink's operator test harness (real keyed state and timers). */
+/**
+ * The correlator in Flink's operator test harness (real keyed state and timers).
+ *
+ * <p>Long on purpose: the cases of one operator (pairing, horizons, retention, idle expiry, tuple
+ * reuse, sampled connections), each a short harness scenario on the same setup.
+ */
 class ConnectionCorrelatorTest {
   static final long HORIZON = 3000;
   static final String A = "host-a";

@@ -42,6 +42,9 @@ import org.junit.jupiter.api.Test;
 /**
  * The production window operator ({@link CorrelationJob#entityWindows}) in Flink's operator harness:
  * watermarks are given by hand, so disorder and lateness are exact. Window 10 s, lateness 5 s.
+ *
+ * <p>Long on purpose: every case drives the same production operator through one harness setup,
+ * with inputs and expected rows written out by hand.
  */
 public class ResourceWindowsTest {
   /** A window boundary (Unix ms, multiple of 10 s). */
