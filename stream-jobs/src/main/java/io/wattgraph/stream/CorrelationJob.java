@@ -30,8 +30,10 @@ import io.wattgraph.stream.window.SplitResourceSamples;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.function.UnaryOperator;
+import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.functions.FilterFunction;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
@@ -42,7 +44,9 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
+import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
+import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 import org.slf4j.Logger;
@@ -265,12 +269,8 @@ public final class CorrelationJob {
    * within the lateness, with the whole updated aggregate; later inputs go to {@link #LATE}.
    */
   public static SingleOutputStreamOperator<MetricsRow> entityWindows(DataStream<MetricInput> inputs, JobConfig config) {
-    return inputs
-        .keyBy(new EntityWindowAggregate.ByWindowKey())
-        .window(TumblingEventTimeWindows.of(Duration.ofMillis(config.windowMs)))
-        .allowedLateness(Duration.ofMillis(config.allowedLatenessMs))
-        .sideOutputLateData(LATE)
-        .aggregate(new EntityWindowAggregate(), new EntityWindowFunction(config.maxHttpRoutes))
+    return tumbling(inputs, new EntityWindowAggregate.ByWindowKey(), LATE, new EntityWindowAggregate(),
+        new EntityWindowFunction(config.maxHttpRoutes), config)
         .uid("resource-windows")
         .name("resource windows");
   }
@@ -278,26 +278,30 @@ public final class CorrelationJob {
   /** Per namespace over all hosts: the entity windows' size, lateness, revisions and late output. */
   public static SingleOutputStreamOperator<MetricsRow> namespaceWindows(DataStream<MetricInput> inputs,
       JobConfig config) {
-    return inputs
-        .keyBy(new NamespaceWindowAggregate.ByNamespace())
-        .window(TumblingEventTimeWindows.of(Duration.ofMillis(config.windowMs)))
-        .allowedLateness(Duration.ofMillis(config.allowedLatenessMs))
-        .sideOutputLateData(LATE)
-        .aggregate(new NamespaceWindowAggregate(), new NamespaceWindowFunction())
+    return tumbling(inputs, new NamespaceWindowAggregate.ByNamespace(), LATE, new NamespaceWindowAggregate(),
+        new NamespaceWindowFunction(), config)
         .uid("namespace-windows")
         .name("namespace windows");
   }
 
   /** Per edge (client process to server process): the entity windows' size, lateness and revisions. */
   public static SingleOutputStreamOperator<EdgeMetricsRow> edgeWindows(DataStream<EdgeInput> inputs, JobConfig config) {
-    return inputs
-        .keyBy(new EdgeWindowAggregate.ByEdge())
-        .window(TumblingEventTimeWindows.of(Duration.ofMillis(config.windowMs)))
-        .allowedLateness(Duration.ofMillis(config.allowedLatenessMs))
-        .sideOutputLateData(LATE_EDGES)
-        .aggregate(new EdgeWindowAggregate(), new EdgeWindowFunction())
+    return tumbling(inputs, new EdgeWindowAggregate.ByEdge(), LATE_EDGES, new EdgeWindowAggregate(),
+        new EdgeWindowFunction(), config)
         .uid("edge-windows")
         .name("edge windows");
+  }
+
+  /** Tumbling event-time windows of {@code --window-ms} with the allowed lateness; later inputs to {@code late}. */
+  private static <I, A, R> SingleOutputStreamOperator<R> tumbling(DataStream<I> inputs, KeySelector<I, String> key,
+      OutputTag<I> late, AggregateFunction<I, A, A> aggregate, ProcessWindowFunction<A, R, String, TimeWindow> result,
+      JobConfig config) {
+    return inputs
+        .keyBy(key)
+        .window(TumblingEventTimeWindows.of(Duration.ofMillis(config.windowMs)))
+        .allowedLateness(Duration.ofMillis(config.allowedLatenessMs))
+        .sideOutputLateData(late)
+        .aggregate(aggregate, result);
   }
 
   /**

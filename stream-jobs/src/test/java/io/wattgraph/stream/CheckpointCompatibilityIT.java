@@ -167,15 +167,7 @@ class CheckpointCompatibilityIT {
 
   /** Both runs: one subtask, one partition per topic, no idleness (only records move time on). */
   JobConfig config() {
-    JobConfig c = stack.config("cc");
-    c.topic = "cc.connections";
-    c.serviceMappingsTopic = "cc.mappings";
-    c.resourcesTopic = "cc.resources";
-    c.transactionsTopic = "cc.transactions";
-    c.metricsTopic = "cc.metrics";
-    c.namespaceMetricsTopic = "cc.namespace-metrics";
-    c.edgeMetricsTopic = "cc.edge-metrics";
-    c.dlqTopic = "cc.dlq";
+    JobConfig c = StreamJobHarness.withTopics(stack.config("cc"), "cc");
     c.parallelism = 1;
     c.checkpointIntervalMs = 300;
     c.idlenessMs = 3_600_000;

@@ -114,6 +114,19 @@ public final class StreamJobHarness implements AutoCloseable {
     return c;
   }
 
+  /** Every topic of the job named PREFIX.connections, PREFIX.mappings, PREFIX.resources, ... */
+  static JobConfig withTopics(JobConfig c, String prefix) {
+    c.topic = prefix + ".connections";
+    c.serviceMappingsTopic = prefix + ".mappings";
+    c.resourcesTopic = prefix + ".resources";
+    c.transactionsTopic = prefix + ".transactions";
+    c.metricsTopic = prefix + ".metrics";
+    c.namespaceMetricsTopic = prefix + ".namespace-metrics";
+    c.edgeMetricsTopic = prefix + ".edge-metrics";
+    c.dlqTopic = prefix + ".dlq";
+    return c;
+  }
+
   /** A local environment; with {@code restarts}, fixed-delay restarts (3 attempts, 200 ms) for failure tests. */
   static StreamExecutionEnvironment environment(boolean restarts) {
     Configuration conf = new Configuration();
