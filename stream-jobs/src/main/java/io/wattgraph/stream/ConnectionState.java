@@ -1,10 +1,12 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.source.Observation;
+
 /**
  * Correlator state for one connection instance of a key (a 4-tuple): up to one side per endpoint of
  * the sorted pair. {@code low} is the side whose local endpoint sorts first. A key usually holds one
  * instance; when the tuple is reused while an earlier instance is still remembered, the newest is the
- * key's value state and the others its list state ({@link ConnectionCorrelator}).
+ * key's value state and the others its list state ({@code ConnectionCorrelator}).
  */
 public class ConnectionState {
   /** Unique per connection instance, even when the 4-tuple is reused later. */
@@ -69,11 +71,11 @@ public class ConnectionState {
 
   public ConnectionState() {}
 
-  Side side(boolean isLow) {
+  public Side side(boolean isLow) {
     return isLow ? low : high;
   }
 
-  void setSide(boolean isLow, Side s) {
+  public void setSide(boolean isLow, Side s) {
     if (isLow) {
       low = s;
     } else {
@@ -81,29 +83,29 @@ public class ConnectionState {
     }
   }
 
-  boolean paired() {
+  public boolean paired() {
     return low != null && high != null;
   }
 
   /** Earliest own deadline (0 = none). */
-  long nextDeadline() {
+  public long nextDeadline() {
     return earliest(earliest(horizonTimer, cleanupTimer), earliest(idleTimer, memoryUntil));
   }
 
   /** The earlier of two deadlines, 0 meaning none. */
-  static long earliest(long a, long b) {
+  public static long earliest(long a, long b) {
     return a == 0 ? b : b == 0 ? a : Math.min(a, b);
   }
 
   /** Event time the connection began, as far as its ends show; a tombstone's is unknown (the earliest). */
-  long startNs() {
+  public long startNs() {
     if (finished) {
       return Long.MIN_VALUE;
     }
     return Math.min(low == null ? Long.MAX_VALUE : low.firstSeenNs, high == null ? Long.MAX_VALUE : high.firstSeenNs);
   }
 
-  long lastSeenNs() {
+  public long lastSeenNs() {
     return Math.max(low == null ? Long.MIN_VALUE : low.lastSeenNs, high == null ? Long.MIN_VALUE : high.lastSeenNs);
   }
 
@@ -113,7 +115,7 @@ public class ConnectionState {
   }
 
   /** The tuple was reused by a later connection: this one is over, whether its CLOSED came or not. */
-  void superseded() {
+  public void superseded() {
     if (low != null) {
       low.closed = true;
     }
@@ -122,7 +124,7 @@ public class ConnectionState {
     }
   }
 
-  boolean allPresentClosed() {
+  public boolean allPresentClosed() {
     return (low == null || low.closed) && (high == null || high.closed) && (low != null || high != null);
   }
 }

@@ -1,5 +1,7 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.connection.ConnectionUpdate;
+
 /** The last totals of one live connection on an edge, to apply the next update as a delta. */
 public class ConnectionStats {
   public long bytesClientToServer;
@@ -16,7 +18,7 @@ public class ConnectionStats {
 
   public ConnectionStats() {}
 
-  static ConnectionStats of(ConnectionUpdate u) {
+  public static ConnectionStats of(ConnectionUpdate u) {
     ConnectionStats s = new ConnectionStats();
     s.bytesClientToServer = u.bytesClientToServer;
     s.bytesServerToClient = u.bytesServerToClient;

@@ -1,43 +1,78 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.connection.ConnectionCorrelator;
+import io.wattgraph.stream.connection.ConnectionUpdate;
+import io.wattgraph.stream.connection.ConnectionsPerEdge;
+import io.wattgraph.stream.connection.EdgeRow;
+import io.wattgraph.stream.source.DeadLetter;
+import io.wattgraph.stream.source.DecodedSample;
+import io.wattgraph.stream.source.DecodedTransaction;
+import io.wattgraph.stream.source.Observation;
+import io.wattgraph.stream.source.SplitDeadLetters;
+import io.wattgraph.stream.transaction.EdgeInput;
+import io.wattgraph.stream.transaction.EdgeMetricsRow;
+import io.wattgraph.stream.transaction.EdgeWindowAggregate;
+import io.wattgraph.stream.transaction.EdgeWindowFunction;
+import io.wattgraph.stream.transaction.ProcessGroups;
+import io.wattgraph.stream.transaction.ProcessGroupsOperator;
+import io.wattgraph.stream.transaction.TransactionEdges;
+import io.wattgraph.stream.vip.AbstractVirtualIpResolver;
+import io.wattgraph.stream.vip.ConnectionVirtualIpResolver;
+import io.wattgraph.stream.vip.DataTimeBroadcastOperator;
+import io.wattgraph.stream.vip.TransactionVirtualIpResolver;
+import io.wattgraph.stream.window.EntityWindowAggregate;
+import io.wattgraph.stream.window.EntityWindowFunction;
+import io.wattgraph.stream.window.MetricInput;
+import io.wattgraph.stream.window.MetricsRow;
+import io.wattgraph.stream.window.NamespaceWindowAggregate;
+import io.wattgraph.stream.window.NamespaceWindowFunction;
+import io.wattgraph.stream.window.SplitResourceSamples;
 import java.io.IOException;
-import java.util.List;
-import java.util.Map;
-import java.util.Optional;
-import java.util.concurrent.ExecutionException;
+import java.time.Duration;
 import java.util.function.UnaryOperator;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.common.errors.TopicExistsException;
-import java.util.regex.Pattern;
-import org.apache.flink.api.common.eventtime.WatermarkStrategy;
-import org.apache.flink.connector.kafka.sink.KafkaSink;
-import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.api.common.functions.FilterFunction;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
 import org.apache.flink.configuration.StateRecoveryOptions;
-import org.apache.flink.core.execution.RecoveryClaimMode;
-import org.apache.flink.configuration.Configuration;
-import org.apache.flink.connector.kafka.source.KafkaSource;
-import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
-import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
 import org.apache.flink.core.execution.CheckpointingMode;
+import org.apache.flink.core.execution.RecoveryClaimMode;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.kafka.clients.consumer.OffsetResetStrategy;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
+import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
+import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
+import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
+import org.apache.flink.util.Collector;
+import org.apache.flink.util.OutputTag;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * Kafka ConnectionEvents to the Neo4j connection graph:
- * source, correlate both ends of each connection, sum connections per edge, write to Neo4j; and
- * Kafka ResourceSamples to windowed CPU/power metrics ({@link ResourceMetrics}) on the metrics
- * topic and the graph's nodes.
+ * The whole job, top to bottom as the data flows ({@link #build}): the four Kafka inputs
+ * ({@link Sources}); the connection graph (VIPs resolved, both ends of each connection paired,
+ * connections summed per edge); the windows (ResourceSamples and TransactionStats per process,
+ * group, pod, host and namespace, and TransactionStats per edge); and the outputs ({@link Sinks}).
+ * Each step is one operator with a uid that never changes: checkpoints are matched to operators by it.
  */
 public final class CorrelationJob {
   private static final Logger LOG = LoggerFactory.getLogger(CorrelationJob.class);
+
+  /** Entity and namespace window inputs that came after their window's end plus the allowed lateness. */
+  public static final OutputTag<MetricInput> LATE = new OutputTag<>("late-samples") {};
+  /** Edge window inputs that came after their window's end plus the allowed lateness. */
+  public static final OutputTag<EdgeInput> LATE_EDGES = new OutputTag<>("late-edge-inputs") {};
+
+  /**
+   * Combined transaction inputs buffered at most per subtask between watermarks (each a few hundred
+   * bytes): a bound on memory. Live, a watermark interval (200 ms) brings at most the combinations
+   * of about one agent interval per subtask; replays and benchmarks, many intervals at once.
+   */
+  static final int COMBINED_INPUTS = 20_000;
 
   private CorrelationJob() {}
 
@@ -82,130 +117,191 @@ public final class CorrelationJob {
     if (config.parallelism != null) {
       env.setParallelism(config.parallelism);
     }
+    Sources sources = new Sources(env, config);
+    Sinks sinks = new Sinks(config);
 
-    KafkaSourceBuilder<Decoded> source = KafkaSource.<Decoded>builder()
-        .setBootstrapServers(config.kafkaBrokers)
-        .setProperties(KafkaClientProperties.source(config))
-        .setTopics(config.topic)
-        .setGroupId(config.groupId)
-        // Resume where the group left off; a new group reads everything there is.
-        .setStartingOffsets(OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST))
-        .setDeserializer(new ConnectionEventDeserializer());
-    if (config.bounded) {
-      source.setBounded(OffsetsInitializer.latest());
-    }
+    // Service mappings (VIP:port to backends): broadcast to the VIP resolvers of both paths.
+    SingleOutputStreamOperator<ServiceMappingUpdate> mappings = sources.serviceMappings();
 
-    SingleOutputStreamOperator<Observation> decoded = env
-        .fromSource(source.build(), WatermarkStrategy.noWatermarks(), "kafka: " + config.topic)
-        .uid("kafka-connection-events")
-        .process(new SplitDeadLetters<>(), TypeInformation.of(Observation.class))
-        .uid("split-dead-letters")
-        .name("split dead letters");
-    SingleOutputStreamOperator<ServiceMappingUpdate> mappings = serviceMappings(env, config);
-    // Windowed CPU/power metrics from the agents' ResourceSamples (and the TransactionStats, whose
-    // VIPs the same mappings resolve); their dead letters share the DLQ.
-    DataStream<DeadLetter> resourceDeadLetters = ResourceMetrics.build(env, config, metricsTap, mappings);
-    decoded.getSideOutput(SplitDeadLetters.DEAD_LETTERS)
-        .union(resourceDeadLetters, mappings.getSideOutput(SplitDeadLetters.DEAD_LETTERS))
-        .sinkTo(deadLetterSink(config))
-        .uid("dlq-sink")
-        .name("kafka: " + config.dlqTopic);
-    DataStream<Observation> observations = tap.apply(decoded);
+    // The connection graph: ConnectionEvents -> VIPs resolved -> ends paired -> totals per edge -> Neo4j.
+    SingleOutputStreamOperator<Observation> observations = sources.connectionEvents();
+    sinks.connectionGraph(connectionGraph(tap.apply(observations), mappings, config));
 
-    correlate(observations, mappings, config)
-        .sinkTo(new Neo4jSink<>(config.neo4j(), GraphWriter::new))
-        .uid("neo4j-sink")
-        .name("neo4j")
-        // One writer: Neo4j is the bottleneck anyway, and a single writer cannot deadlock itself
-        // on shared nodes nor race an orphan-External delete against a new edge.
-        .setParallelism(1);
+    // The windows: ResourceSamples and TransactionStats -> entity, namespace and edge windows.
+    Windows windows = windows(sources.resourceSamples(), sources.transactionStats(), mappings, config, metricsTap);
+    sinks.entityAndNamespaceWindows(windows.entities(), windows.namespaces());
+    sinks.edgeWindows(windows.edges());
+
+    // What no step can use, from every input: the dead-letter topic.
+    sinks.deadLetters(observations.getSideOutput(SplitDeadLetters.DEAD_LETTERS)
+        .union(mappings.getSideOutput(SplitDeadLetters.DEAD_LETTERS), windows.deadLetters()));
   }
 
   /**
-   * The core of the job, from valid observations and service mappings to edge rows: resolve
-   * virtual IPs, correlate both ends, sum per edge. The benchmark runs exactly this.
+   * From valid observations and service mappings to edge rows: resolve virtual IPs, pair both ends
+   * of each connection, sum connections per edge. The benchmark runs exactly this.
    */
-  public static DataStream<EdgeRow> correlate(DataStream<Observation> observations,
-      DataStream<ServiceMappingUpdate> mappingUpdates, JobConfig config) {
+  public static DataStream<EdgeRow> connectionGraph(DataStream<Observation> observations,
+      DataStream<ServiceMappingUpdate> mappings, JobConfig config) {
     // The mappings carry no event time: the correlator's END_OF_INPUT timers fire when the observations end.
-    DataStream<Observation> resolved = DataTimeBroadcastOperator.connect(observations.keyBy(new ByClientEndpoint()),
-            mappingUpdates, new VirtualIpResolver(config.pairingHorizonMs, config.closedRetention()),
+    DataStream<Observation> resolved = DataTimeBroadcastOperator.connect(
+            observations.keyBy(new ConnectionVirtualIpResolver.ByClientEndpoint()), mappings,
+            new ConnectionVirtualIpResolver(config.pairingHorizonMs, config.closedRetention()),
             TypeInformation.of(Observation.class), "resolve virtual IPs", AbstractVirtualIpResolver.BROADCAST_STATES)
         .uid("resolve-virtual-ips");
 
     DataStream<ConnectionUpdate> connections = resolved
-        .keyBy(new ByConnection())
+        .keyBy(new ConnectionCorrelator.ByConnection())
         .process(new ConnectionCorrelator(config.pairingHorizonMs, config.closedRetention(), config.idleTimeoutMs,
             config.duplicateHorizonMs, config.sheddingPeerMemoryMs))
         .uid("correlate-connections")
         .name("correlate connections");
 
     return connections
-        .keyBy(new ByEdge())
-        .process(new EdgeAggregator())
+        .keyBy(new ConnectionsPerEdge.ByEdge())
+        .process(new ConnectionsPerEdge())
         .uid("aggregate-edges")
         .name("aggregate edges");
   }
 
+  /** The window results, and the dead letters of both window inputs. */
+  public record Windows(SingleOutputStreamOperator<MetricsRow> entities,
+      SingleOutputStreamOperator<MetricsRow> namespaces, SingleOutputStreamOperator<EdgeMetricsRow> edges,
+      DataStream<DeadLetter> deadLetters) {}
+
   /**
-   * Virtual service addresses (Kubernetes ClusterIPs, DNAT): mappings from the compacted topic, for
-   * the resolvers of both the connection and the transaction path (broadcast to each, keyed by the
-   * client endpoint both views share).
+   * From decoded ResourceSamples and TransactionStats (timestamps and watermarks assigned) to the
+   * window results, without sinks: what the job and the benchmark run. {@code tap} applies to the
+   * sample window inputs (tests inject failures there).
    */
-  static SingleOutputStreamOperator<ServiceMappingUpdate> serviceMappings(StreamExecutionEnvironment env,
+  public static Windows windows(DataStream<DecodedSample> decodedSamples,
+      DataStream<DecodedTransaction> decodedTransactions, DataStream<ServiceMappingUpdate> mappings,
+      JobConfig config, UnaryOperator<DataStream<MetricInput>> tap) {
+    SingleOutputStreamOperator<MetricInput> sampleInputs = decodedSamples
+        .process(new SplitResourceSamples())
+        .uid("split-resource-samples")
+        .name("split resource samples");
+    DataStream<MetricInput> samples = tap.apply(sampleInputs);
+    DataStream<MetricInput> processSamples = samples.filter(new IsProcess()).uid("process-samples").name("process samples");
+
+    SingleOutputStreamOperator<Transaction> transactions = decodedTransactions
+        .process(new SplitDeadLetters<>(), TypeInformation.of(Transaction.class))
+        .uid("split-transaction-stats")
+        .name("split transaction stats");
+
+    // TransactionStats feed the entity windows too (one state per entity and window holds its CPU
+    // seconds and its transactions: the operational analysis needs no join); the PROCESS samples
+    // tell their processes' groups.
+    DataStream<MetricInput> transactionInputs = transactionWindowInputs(transactions, processSamples, config);
+    // Split on each side, then united: a filter after the union could not chain to either input,
+    // so it ran as a task of its own that every input was serialised to twice (once per filter).
+    DataStream<MetricInput> entityInputs = samples
+        .filter(new IsNamespace(false)).uid("entity-inputs").name("entity inputs")
+        .union(transactionInputs
+            .filter(new IsNamespace(false)).uid("entity-transaction-inputs").name("entity transaction inputs"));
+    DataStream<MetricInput> namespaceInputs = samples
+        .filter(new IsNamespace(true)).uid("namespace-inputs").name("namespace inputs")
+        .union(transactionInputs
+            .filter(new IsNamespace(true)).uid("namespace-transaction-inputs").name("namespace transaction inputs"));
+
+    // The edge path's event time is that of the transactions and of the agents' clock, the
+    // ResourceSamples' watermarks (as in the entity windows): agents send TransactionStats only for
+    // connections with traffic, so alone they would keep a window open until the next request.
+    DataStream<Transaction> timed = transactions.union(agentClock(processSamples));
+    DataStream<EdgeInput> edgeInputs = resolveTransactionVips(timed, mappings, config)
+        .keyBy(new TransactionEdges.ByConnection())
+        .process(new TransactionEdges(config.idleTimeoutMs, config.windowMs, config.allowedLatenessMs))
+        .uid("transaction-edges")
+        .name("pair transaction ends");
+
+    return new Windows(entityWindows(entityInputs, config), namespaceWindows(namespaceInputs, config),
+        edgeWindows(edgeInputs, config),
+        sampleInputs.getSideOutput(SplitDeadLetters.DEAD_LETTERS)
+            .union(transactions.getSideOutput(SplitDeadLetters.DEAD_LETTERS)));
+  }
+
+  /**
+   * Each TransactionStats record as window inputs of its process, group, pod, namespace and host,
+   * joined with the process -> group mapping the PROCESS samples teach, combined before the shuffle.
+   */
+  static DataStream<MetricInput> transactionWindowInputs(DataStream<Transaction> transactions,
+      DataStream<MetricInput> processSamples, JobConfig config) {
+    return processSamples
+        .keyBy(new ProcessGroups.ByEntity())
+        .connect(transactions.keyBy(new ProcessGroups.ByProcess()))
+        .transform("process groups of transactions", TypeInformation.of(MetricInput.class),
+            new ProcessGroupsOperator(new ProcessGroups(config.idleTimeoutMs, config.windowMs, config.allowedLatenessMs),
+                config.windowMs, COMBINED_INPUTS))
+        .uid("process-groups");
+  }
+
+  /** The samples' watermarks and idleness, without their records, as a transaction stream. */
+  static DataStream<Transaction> agentClock(DataStream<MetricInput> samples) {
+    return samples
+        .process(new WatermarksOnly<MetricInput, Transaction>(), TypeInformation.of(Transaction.class))
+        .uid("agent-clock")
+        .name("agents' clock");
+  }
+
+  /**
+   * Client records towards a Service VIP rewritten to the backend that served them, keyed by the
+   * client endpoint (as on the connection path), so that both ends of a connection through a VIP
+   * share their connection key in {@link TransactionEdges}. The mappings have no event time: the
+   * operator's watermark is that of {@code transactions} alone ({@link DataTimeBroadcastOperator}).
+   */
+  static DataStream<Transaction> resolveTransactionVips(DataStream<Transaction> transactions,
+      DataStream<ServiceMappingUpdate> mappings, JobConfig config) {
+    // A backend's report resolves its client endpoint's records for the connection path's retention,
+    // and at least a window plus the out-of-orderness (how much later, live, the client's record of
+    // the same interval can still arrive in time for its window).
+    long retentionMs = Math.max(config.closedRetention(), config.windowMs + config.maxOutOfOrdernessMs);
+    return DataTimeBroadcastOperator.connect(transactions.keyBy(new TransactionVirtualIpResolver.ByClientEndpoint()),
+            mappings, new TransactionVirtualIpResolver(retentionMs, config.windowMs),
+            TypeInformation.of(Transaction.class), "resolve virtual IPs of transactions",
+            AbstractVirtualIpResolver.BROADCAST_STATES)
+        .uid("resolve-transaction-vips");
+  }
+
+  /**
+   * Per process, group, pod and host (keyed {@code LEVEL|hostId|entityId}): tumbling event-time
+   * windows, incremental (an AggregateFunction: no input is buffered) with a ProcessWindowFunction
+   * for the result. Default event-time trigger: fires at the window end and again for each late input
+   * within the lateness, with the whole updated aggregate; later inputs go to {@link #LATE}.
+   */
+  public static SingleOutputStreamOperator<MetricsRow> entityWindows(DataStream<MetricInput> inputs, JobConfig config) {
+    return tumbling(inputs, new EntityWindowAggregate.ByWindowKey(), LATE, new EntityWindowAggregate(),
+        new EntityWindowFunction(config.maxHttpRoutes), config)
+        .uid("resource-windows")
+        .name("resource windows");
+  }
+
+  /** Per namespace over all hosts: the entity windows' size, lateness, revisions and late output. */
+  public static SingleOutputStreamOperator<MetricsRow> namespaceWindows(DataStream<MetricInput> inputs,
       JobConfig config) {
-    KafkaSourceBuilder<DecodedMapping> mappingSource = KafkaSource.<DecodedMapping>builder()
-        .setBootstrapServers(config.kafkaBrokers)
-        .setProperties(KafkaClientProperties.source(config))
-        .setGroupId(config.groupId + "-service-mappings")
-        // A compacted topic is the whole current mapping: always read it from the start.
-        .setStartingOffsets(OffsetsInitializer.earliest())
-        .setDeserializer(new ServiceMappingDeserializer());
-    if (config.bounded) {
-      // A bounded source over a topic that does not exist would wait for splits forever.
-      ensureTopic(config, config.serviceMappingsTopic, Map.of("cleanup.policy", "compact"));
-      mappingSource.setTopics(config.serviceMappingsTopic).setBounded(OffsetsInitializer.latest());
-    } else {
-      // A pattern, not a topic list: the job starts (with no mappings) before the topic exists and
-      // picks it up once it does.
-      mappingSource.setTopicPattern(Pattern.compile(Pattern.quote(config.serviceMappingsTopic)))
-          .setProperty("partition.discovery.interval.ms", "10000");
-    }
-    return env
-        .fromSource(mappingSource.build(), WatermarkStrategy.noWatermarks(), "kafka: " + config.serviceMappingsTopic)
-        .uid("kafka-service-mappings")
-        .setParallelism(1)
-        .process(new SplitDeadLetters<>(), TypeInformation.of(ServiceMappingUpdate.class))
-        .uid("split-service-mappings")
-        .name("split service mappings")
-        .setParallelism(1);
+    return tumbling(inputs, new NamespaceWindowAggregate.ByNamespace(), LATE, new NamespaceWindowAggregate(),
+        new NamespaceWindowFunction(), config)
+        .uid("namespace-windows")
+        .name("namespace windows");
   }
 
-  /** Creates the topic (default settings, one partition) unless it exists: bounded sources need it. */
-  static void ensureTopic(JobConfig config, String topic) {
-    ensureTopic(config, topic, Map.of());
+  /** Per edge (client process to server process): the entity windows' size, lateness and revisions. */
+  public static SingleOutputStreamOperator<EdgeMetricsRow> edgeWindows(DataStream<EdgeInput> inputs, JobConfig config) {
+    return tumbling(inputs, new EdgeWindowAggregate.ByEdge(), LATE_EDGES, new EdgeWindowAggregate(),
+        new EdgeWindowFunction(), config)
+        .uid("edge-windows")
+        .name("edge windows");
   }
 
-  /** Creates the topic (one partition, the given topic configs) unless it exists. */
-  static void ensureTopic(JobConfig config, String topic, Map<String, String> configs) {
-    try (Admin admin = Admin.create(KafkaClientProperties.admin(config))) {
-      if (!admin.listTopics().names().get().contains(topic)) {
-        admin.createTopics(List.of(new NewTopic(topic, Optional.of(1), Optional.empty()).configs(configs)))
-            .all().get();
-      }
-    } catch (ExecutionException e) {
-      if (!(e.getCause() instanceof TopicExistsException)) {
-        throw new IllegalStateException("cannot create topic " + topic, e);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
-    }
-  }
-
-  /** Exactly-once: dead letters become visible to read_committed consumers with each checkpoint. */
-  static KafkaSink<DeadLetter> deadLetterSink(JobConfig config) {
-    return ExactlyOnceKafkaSink.of(config, new DeadLetterSerializer(config.dlqTopic), "dlq");
+  /** Tumbling event-time windows of {@code --window-ms} with the allowed lateness; later inputs to {@code late}. */
+  private static <I, A, R> SingleOutputStreamOperator<R> tumbling(DataStream<I> inputs, KeySelector<I, String> key,
+      OutputTag<I> late, AggregateFunction<I, A, A> aggregate, ProcessWindowFunction<A, R, String, TimeWindow> result,
+      JobConfig config) {
+    return inputs
+        .keyBy(key)
+        .window(TumblingEventTimeWindows.of(Duration.ofMillis(config.windowMs)))
+        .allowedLateness(Duration.ofMillis(config.allowedLatenessMs))
+        .sideOutputLateData(late)
+        .aggregate(aggregate, result);
   }
 
   /**
@@ -254,36 +350,36 @@ public final class CorrelationJob {
     }
   }
 
-  /** Both ends of a connection share the sorted endpoint pair. */
-  static final class ByConnection implements KeySelector<Observation, String> {
+  /** Passes on no record: what remains are the watermarks and watermark statuses of its input. */
+  static final class WatermarksOnly<I, O> extends ProcessFunction<I, O> {
     private static final long serialVersionUID = 1L;
 
     @Override
-    public String getKey(Observation o) {
-      return o.connectionKey();
+    public void processElement(I in, Context ctx, Collector<O> out) {}
+  }
+
+  /** The PROCESS samples, which tell a process's group, pod and namespace. */
+  static final class IsProcess implements FilterFunction<MetricInput> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public boolean filter(MetricInput in) {
+      return MetricInput.PROCESS.equals(in.level);
     }
   }
 
-  /** The client's endpoint, which both views of a connection share even through DNAT. */
-  static final class ByClientEndpoint implements KeySelector<Observation, String> {
+  /** Splits the window inputs: NAMESPACE ones to the namespace windows, the others to the entity windows. */
+  static final class IsNamespace implements FilterFunction<MetricInput> {
     private static final long serialVersionUID = 1L;
+    private final boolean namespace;
 
-    @Override
-    public String getKey(Observation o) {
-      return switch (o.role) {
-        case CLIENT -> o.localEndpoint();
-        case SERVER -> o.remoteEndpoint();
-        case UNKNOWN -> o.connectionKey();
-      };
+    IsNamespace(boolean namespace) {
+      this.namespace = namespace;
     }
-  }
-
-  static final class ByEdge implements KeySelector<ConnectionUpdate, String> {
-    private static final long serialVersionUID = 1L;
 
     @Override
-    public String getKey(ConnectionUpdate u) {
-      return u.edgeKey;
+    public boolean filter(MetricInput in) {
+      return in.isNamespace() == namespace;
     }
   }
 }

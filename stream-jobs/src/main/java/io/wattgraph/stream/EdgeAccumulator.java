@@ -1,5 +1,7 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.transaction.EdgeInput;
+
 /** Running totals of one edge window: both ends' TransactionStats merged (a Flink POJO). */
 public class EdgeAccumulator {
   public String clientKind;
@@ -10,7 +12,7 @@ public class EdgeAccumulator {
 
   public EdgeAccumulator() {}
 
-  void add(EdgeInput in) {
+  public void add(EdgeInput in) {
     if (clientId == null) {
       clientKind = in.clientKind;
       clientId = in.clientId;
@@ -21,7 +23,7 @@ public class EdgeAccumulator {
     tx.add(t.isClient(), t.transactions, t.requestBytes, t.responseBytes, t.subBucketBits, t.buckets, t.counts);
   }
 
-  void merge(EdgeAccumulator o) {
+  public void merge(EdgeAccumulator o) {
     if (o.clientId == null) {
       return;
     }

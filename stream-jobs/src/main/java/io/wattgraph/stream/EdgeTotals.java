@@ -1,5 +1,7 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.connection.GraphNode;
+
 /**
  * Running totals of one TALKS_TO edge, kept so an update costs O(1) instead of a pass over all of
  * the edge's connections. Finished connections are folded in and forgotten ({@code retired*}).
@@ -25,7 +27,7 @@ public class EdgeTotals {
   public long retiredLastSeenNs = Long.MIN_VALUE;
   /**
    * A retraction may have taken the edge's first or last seen connection: {@link #firstSeenNs} and
-   * {@link #lastSeenNs} are recomputed by a timer (EdgeAggregator.SEEN_SETTLE_MS); until then they
+   * {@link #lastSeenNs} are recomputed by a timer (ConnectionsPerEdge.SEEN_SETTLE_MS); until then they
    * may still span it.
    */
   public boolean seenStale;
@@ -37,7 +39,7 @@ public class EdgeTotals {
   }
 
   /** Adds (+1) or removes (-1) a counted connection of the given weight. */
-  void count(int sign, double weight) {
+  public void count(int sign, double weight) {
     connections += sign;
     if (weight != 1) {
       connectionsSampled += sign;

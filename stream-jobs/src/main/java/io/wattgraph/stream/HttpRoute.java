@@ -14,7 +14,7 @@ public class HttpRoute {
   static final String OTHER_PATH = "*";
 
   /** Identity order: role, method, path, pathTruncated. */
-  static final Comparator<HttpRoute> ORDER = Comparator.<HttpRoute, String>comparing(r -> r.role)
+  public static final Comparator<HttpRoute> ORDER = Comparator.<HttpRoute, String>comparing(r -> r.role)
       .thenComparing(r -> r.method)
       .thenComparing(r -> r.path)
       .thenComparing(r -> r.pathTruncated);
@@ -29,7 +29,7 @@ public class HttpRoute {
 
   public HttpRoute() {}
 
-  static HttpRoute of(String role, String method, String path, boolean pathTruncated, long transactions,
+  public static HttpRoute of(String role, String method, String path, boolean pathTruncated, long transactions,
       int[] buckets, long[] counts) {
     HttpRoute r = new HttpRoute();
     r.role = role;
@@ -42,27 +42,27 @@ public class HttpRoute {
   }
 
   /** An empty OTHER * route of {@code role}, to fold routes into. */
-  static HttpRoute other(String role) {
+  public static HttpRoute other(String role) {
     return of(role, OTHER_METHOD, OTHER_PATH, false, 0, new int[0], new long[0]);
   }
 
-  boolean isOther() {
+  public boolean isOther() {
     return OTHER_METHOD.equals(method) && OTHER_PATH.equals(path) && !pathTruncated;
   }
 
   /** A copy to keep in a window's state (inputs are shared between the levels' window inputs). */
-  HttpRoute copy() {
+  public HttpRoute copy() {
     return of(role, method, path, pathTruncated, transactions, latency.buckets, latency.counts);
   }
 
   /** Adds another route's transactions and histogram (of any identity: folding uses it too). */
-  void add(HttpRoute o) {
+  public void add(HttpRoute o) {
     transactions += o.transactions;
     latency.add(o.latency);
   }
 
   /** How the graph names it: {@code ROLE METHOD path}, with "…" appended to a truncated path. */
-  String key() {
+  public String key() {
     return role + " " + method + " " + path + (pathTruncated ? "…" : "");
   }
 

@@ -5,7 +5,7 @@ import java.util.Arrays;
 /**
  * The HTTP routes part of an entity window's state: every route of the window's TransactionStats,
  * merged exactly by identity (role, method, path, pathTruncated). Not capped here: which routes
- * stay after the cap depends on the window's final totals ({@link HttpRouteCap}), and an early cut
+ * stay after the cap depends on the window's final totals ({@code HttpRouteCap}), and an early cut
  * would not be exact. Size: at most the routes of one host (the agent bounds them per host,
  * {@code --http-routes}, default 1024), per role. A Flink POJO; kept sorted by {@link HttpRoute#ORDER}
  * so a lookup is a binary search.
@@ -30,7 +30,7 @@ public class HttpRouteTotals {
     routes = grown;
   }
 
-  void addAll(HttpRoute[] rs) {
+  public void addAll(HttpRoute[] rs) {
     for (HttpRoute r : rs) {
       add(r);
     }

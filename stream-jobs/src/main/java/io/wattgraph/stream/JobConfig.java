@@ -1,5 +1,7 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.connection.ConnectionCorrelator;
+import io.wattgraph.stream.sink.neo4j.Neo4jSettings;
 import java.io.Serializable;
 import java.util.HashMap;
 import java.util.List;
@@ -10,26 +12,70 @@ import java.util.TreeMap;
 public class JobConfig implements Serializable {
   private static final long serialVersionUID = 1L;
 
-  public static final String USAGE = String.join("\n",
-      "usage: correlation-job --kafka-brokers HOST:PORT[,HOST:PORT...] --neo4j-uri bolt://HOST:PORT",
-      "                       [--kafka-properties FILE] (Kafka client properties: TLS, SASL; every source and sink)",
-      "                       [--topic wattgraph.connections] [--group-id wattgraph-correlation]",
-      "                       [--neo4j-user USER --neo4j-password PASSWORD]   (none: no auth)",
-      "                       [--pairing-horizon-ms 3000] [--checkpoint-interval-ms 5000]",
-      "                       [--checkpoint-dir URI] [--restore latest|none|CHECKPOINT-URI] [--parallelism N]",
-      "                       [--dlq-topic wattgraph.dlq] [--service-mappings-topic wattgraph.service-mappings]",
-      "                       [--closed-retention-ms 2*horizon] [--idle-timeout-ms 3600000]",
-      "                       [--duplicate-horizon-ms 300000] (memory of closed connections: replays dropped, late peers pair; 0: off)",
-      "                       [--shedding-peer-memory-ms 600000] (0: lone ends towards shedding hosts become External)",
-      "                       [--resources-topic wattgraph.resources] [--metrics-topic wattgraph.metrics]",
-      "                       [--window-ms 10000] [--allowed-lateness-ms 30000]",
-      "                       [--max-out-of-orderness-ms 5000] [--idleness-ms 15000]",
-      "                       [--transactions-topic wattgraph.transactions]",
-      "                       [--edge-metrics-topic wattgraph.edge-metrics]",
-      "                       [--namespace-metrics-topic wattgraph.namespace-metrics]",
-      "                       [--sink-batch-size 2000] (rows per Neo4j transaction, 1..50000)",
-      "                       [--max-http-routes 100] (HTTP routes per entity window and role, 1..10000)",
-      "                       [--history-windows 360] (windows kept per graph node, 0..8640; 0: latest only)");
+  /**
+   * One command-line option: its flag, the field of this class it sets, the form of its value, its
+   * default ("required", "none", or the value {@link #parse} takes when the flag is left out) and
+   * what it does. The usage text is made from these, and the README's options table is checked
+   * against them (JobConfigTest).
+   */
+  public record Option(String flag, String field, String value, String byDefault, String meaning) {}
+
+  public static final List<Option> OPTIONS = List.of(
+      new Option("--kafka-brokers", "kafkaBrokers", "HOST:PORT[,HOST:PORT...]", "required", "Kafka bootstrap servers"),
+      new Option("--neo4j-uri", "neo4jUri", "bolt://HOST:PORT", "required", "Neo4j (bolt:// or neo4j://, +s/+ssc for TLS)"),
+      new Option("--kafka-properties", "kafkaProperties", "FILE", "none",
+          "Kafka client properties (TLS, SASL) for every source, sink and admin client"),
+      new Option("--neo4j-user", "neo4jUser", "USER", "none", "Neo4j user; with --neo4j-password, none: no auth"),
+      new Option("--neo4j-password", "neo4jPassword", "PASSWORD", "none", "Neo4j password"),
+      new Option("--group-id", "groupId", "ID", "wattgraph-correlation",
+          "consumer group prefix, and prefix of the sinks' transactional ids"),
+      new Option("--topic", "topic", "TOPIC", "wattgraph.connections", "ConnectionEvents (in)"),
+      new Option("--service-mappings-topic", "serviceMappingsTopic", "TOPIC", "wattgraph.service-mappings",
+          "ServiceMappings, compacted (in)"),
+      new Option("--resources-topic", "resourcesTopic", "TOPIC", "wattgraph.resources", "ResourceSamples (in)"),
+      new Option("--transactions-topic", "transactionsTopic", "TOPIC", "wattgraph.transactions", "TransactionStats (in)"),
+      new Option("--metrics-topic", "metricsTopic", "TOPIC", "wattgraph.metrics", "WindowMetrics (out)"),
+      new Option("--edge-metrics-topic", "edgeMetricsTopic", "TOPIC", "wattgraph.edge-metrics", "EdgeMetrics (out)"),
+      new Option("--namespace-metrics-topic", "namespaceMetricsTopic", "TOPIC", "wattgraph.namespace-metrics",
+          "NamespaceMetrics (out)"),
+      new Option("--dlq-topic", "dlqTopic", "TOPIC", "wattgraph.dlq", "dead letters of every input (out)"),
+      new Option("--pairing-horizon-ms", "pairingHorizonMs", "MS", "3000",
+          "how long a lone connection end waits for its peer before it goes on an edge"),
+      new Option("--closed-retention-ms", "closedRetentionMs", "MS", "2 x --pairing-horizon-ms",
+          "how long a closed connection is kept whole for a straggling event"),
+      new Option("--idle-timeout-ms", "idleTimeoutMs", "MS", "3600000",
+          "a connection, process or transaction peer silent this long is folded into its totals and forgotten"),
+      new Option("--duplicate-horizon-ms", "duplicateHorizonMs", "MS", "300000",
+          "memory of closed connections: replays dropped, a lone end's late peer pairs; 0: off"),
+      new Option("--shedding-peer-memory-ms", "sheddingPeerMemoryMs", "MS", "600000",
+          "how long a host counts as shedding; 0: lone ends towards shedding hosts become External"),
+      new Option("--window-ms", "windowMs", "MS", "10000", "size of the tumbling event-time windows"),
+      new Option("--allowed-lateness-ms", "allowedLatenessMs", "MS", "30000", "late inputs within this revise a window"),
+      new Option("--max-out-of-orderness-ms", "maxOutOfOrdernessMs", "MS", "5000",
+          "watermark = highest event time of a host (or partition) minus this"),
+      new Option("--idleness-ms", "idlenessMs", "MS", "15000", "a host or partition silent this long stops holding time back"),
+      new Option("--max-http-routes", "maxHttpRoutes", "N", "100", "HTTP routes per entity window and role, 1..10000"),
+      new Option("--history-windows", "historyWindows", "N", "360", "windows kept per graph node, 0..8640; 0: latest only"),
+      new Option("--sink-batch-size", "sinkBatchSize", "N", "2000", "rows per Neo4j transaction, 1..50000"),
+      new Option("--checkpoint-interval-ms", "checkpointIntervalMs", "MS", "5000", "exactly-once checkpoints this often"),
+      new Option("--checkpoint-dir", "checkpointDir", "URI", "none",
+          "where checkpoints are kept across runs (none: the job manager's memory)"),
+      new Option("--restore", "restore", "latest|none|URI", "latest",
+          "state to start from: the newest checkpoint under --checkpoint-dir, none, or a checkpoint or savepoint"),
+      new Option("--parallelism", "parallelism", "N", "the environment's", "parallelism of every operator but the sinks"));
+
+  public static final String USAGE = usage();
+
+  private static String usage() {
+    StringBuilder b = new StringBuilder("usage: correlation-job --kafka-brokers HOST:PORT[,HOST:PORT...] "
+        + "--neo4j-uri bolt://HOST:PORT [OPTION VALUE]...\n");
+    for (Option o : OPTIONS) {
+      String left = "  " + o.flag() + " " + o.value();
+      b.append(String.format("%-46s %s%s\n", left, o.meaning(),
+          o.byDefault().equals("required") ? " (required)" : " (default: " + o.byDefault() + ")"));
+    }
+    return b.toString().stripTrailing();
+  }
 
   public static final String RESTORE_LATEST = "latest";
   public static final String RESTORE_NONE = "none";
@@ -37,14 +83,7 @@ public class JobConfig implements Serializable {
   /** Default of {@code --max-http-routes}. */
   public static final int DEFAULT_MAX_HTTP_ROUTES = 100;
 
-  private static final List<String> FLAGS = List.of("--kafka-brokers", "--kafka-properties", "--topic", "--group-id", "--neo4j-uri",
-      "--neo4j-user", "--neo4j-password", "--pairing-horizon-ms", "--checkpoint-interval-ms",
-      "--checkpoint-dir", "--restore", "--parallelism", "--dlq-topic", "--service-mappings-topic",
-      "--closed-retention-ms", "--idle-timeout-ms", "--duplicate-horizon-ms", "--shedding-peer-memory-ms",
-      "--resources-topic", "--metrics-topic",
-      "--window-ms", "--allowed-lateness-ms", "--max-out-of-orderness-ms", "--idleness-ms", "--transactions-topic",
-      "--edge-metrics-topic", "--namespace-metrics-topic", "--sink-batch-size", "--max-http-routes",
-      "--history-windows");
+  private static final List<String> FLAGS = OPTIONS.stream().map(Option::flag).toList();
 
   public String kafkaBrokers;
   /** Kafka client properties of every source, sink and admin client ({@link KafkaClientProperties}). */

@@ -24,7 +24,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Keys the job sets itself for its guarantees are refused, an unknown key or a bad value is refused
  * at start, naming the file and the key (Kafka's own messages hide password values).
  */
-final class KafkaClientProperties {
+public final class KafkaClientProperties {
   private KafkaClientProperties() {}
 
   /** Keys the job sets, with why an operator may not. */
@@ -109,7 +109,7 @@ final class KafkaClientProperties {
   }
 
   /** The operator's producer properties, for a sink. */
-  static Map<String, String> producer(JobConfig config) {
+  public static Map<String, String> producer(JobConfig config) {
     Map<String, String> m = new TreeMap<>(config.kafkaProperties);
     m.keySet().retainAll(ProducerConfig.configNames());
     return m;

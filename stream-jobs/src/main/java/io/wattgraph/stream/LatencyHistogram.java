@@ -1,6 +1,7 @@
 package io.wattgraph.stream;
 
 import io.wattgraph.schema.TransactionHistograms;
+import io.wattgraph.stream.window.LatencyStats;
 import java.util.Arrays;
 
 /**
@@ -15,14 +16,14 @@ public class LatencyHistogram {
 
   public LatencyHistogram() {}
 
-  static LatencyHistogram of(int[] buckets, long[] counts) {
+  public static LatencyHistogram of(int[] buckets, long[] counts) {
     LatencyHistogram h = new LatencyHistogram();
     h.add(buckets, counts);
     return h;
   }
 
   /** Adds a sorted bucket/count array pair: a linear merge of the two sorted lists. */
-  void add(int[] b, long[] c) {
+  public void add(int[] b, long[] c) {
     if (b.length != c.length) {
       throw new IllegalArgumentException("bucket and count arrays differ in length");
     }
@@ -81,7 +82,7 @@ public class LatencyHistogram {
     return true;
   }
 
-  void add(LatencyHistogram o) {
+  public void add(LatencyHistogram o) {
     add(o.buckets, o.counts);
   }
 
@@ -90,7 +91,7 @@ public class LatencyHistogram {
   }
 
   /** Summary statistics read off the merged histogram; all null when it is empty. */
-  LatencyStats stats(int subBucketBits) {
+  public LatencyStats stats(int subBucketBits) {
     LatencyStats s = new LatencyStats();
     long total = total();
     if (total == 0) {

@@ -1,5 +1,6 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.window.MetricInput;
 import java.util.Arrays;
 
 /**
@@ -47,7 +48,7 @@ public class MetricsAccumulator {
 
   public MetricsAccumulator() {}
 
-  void add(MetricInput in) {
+  public void add(MetricInput in) {
     if (level == null) {
       level = in.level;
       hostId = in.hostId;
@@ -122,7 +123,7 @@ public class MetricsAccumulator {
   }
 
   /** Merges the totals of disjoint inputs (tumbling windows never merge; session windows would). */
-  void merge(MetricsAccumulator o) {
+  public void merge(MetricsAccumulator o) {
     if (o.samples == 0 && o.tx.records == 0) {
       return;
     }
@@ -154,19 +155,19 @@ public class MetricsAccumulator {
   }
 
   /** Inputs counted so far (samples and transaction records): unchanged by a skipped duplicate. */
-  long inputs() {
+  public long inputs() {
     return samples + (long) tx.records;
   }
 
-  int maxThreads() {
+  public int maxThreads() {
     return Arrays.stream(threadsPerInterval).max().orElse(0);
   }
 
-  int maxProcesses() {
+  public int maxProcesses() {
     return Arrays.stream(processesPerInterval).max().orElse(0);
   }
 
-  String powerSource() {
+  public String powerSource() {
     if (measuredSamples > 0 && estimatedSamples > 0) {
       return "MIXED";
     }

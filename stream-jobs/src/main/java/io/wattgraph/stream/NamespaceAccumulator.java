@@ -1,5 +1,6 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.window.MetricInput;
 import java.util.Arrays;
 
 /**
@@ -16,7 +17,7 @@ public class NamespaceAccumulator {
 
   public NamespaceAccumulator() {}
 
-  void add(MetricInput in) {
+  public void add(MetricInput in) {
     namespace = in.entityId;
     if (in.transaction != null) {
       // No HTTP routes: NamespaceMetrics has none, so they are not kept either.
@@ -31,7 +32,7 @@ public class NamespaceAccumulator {
     containers = with(containers, in.groupId);
   }
 
-  void merge(NamespaceAccumulator o) {
+  public void merge(NamespaceAccumulator o) {
     namespace = namespace != null ? namespace : o.namespace;
     totals.merge(o.totals);
     for (String h : o.hosts) {

@@ -17,7 +17,7 @@ public class PodMetadata {
   public PodMetadata() {}
 
   /** From a record's fields; null when it has none (before v3, or the agent did not know the pod). */
-  static PodMetadata of(String name, String namespace, Map<String, String> labels) {
+  public static PodMetadata of(String name, String namespace, Map<String, String> labels) {
     boolean noLabels = labels == null || labels.isEmpty();
     if (name == null && namespace == null && noLabels) {
       return null;
@@ -33,7 +33,7 @@ public class PodMetadata {
   }
 
   /** The labels as a map, in key order. */
-  Map<String, String> labelMap() {
+  public Map<String, String> labelMap() {
     Map<String, String> m = new TreeMap<>();
     for (String l : labels) {
       int eq = l.indexOf('=');

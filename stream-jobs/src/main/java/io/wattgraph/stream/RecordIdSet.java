@@ -1,7 +1,7 @@
 package io.wattgraph.stream;
 
 /**
- * A set of {@link RecordIds} (open addressing, linear probing, at most half full). The ids are
+ * A set of {@code RecordIds} (open addressing, linear probing, at most half full). The ids are
  * hashes already, so their low bits index the table. A Flink POJO (public fields), kept inside
  * window accumulators and keyed state.
  */
@@ -13,7 +13,7 @@ public class RecordIdSet {
   public RecordIdSet() {}
 
   /** Adds {@code id}; false when it was there already (0 is never added and always new). */
-  boolean add(long id) {
+  public boolean add(long id) {
     if (id == 0) {
       return true;
     }
@@ -33,7 +33,7 @@ public class RecordIdSet {
     return true;
   }
 
-  boolean contains(long id) {
+  public boolean contains(long id) {
     if (id == 0 || size == 0) {
       return false;
     }
@@ -46,7 +46,7 @@ public class RecordIdSet {
     return false;
   }
 
-  void addAll(RecordIdSet o) {
+  public void addAll(RecordIdSet o) {
     for (long id : o.slots) {
       if (id != 0) {
         add(id);

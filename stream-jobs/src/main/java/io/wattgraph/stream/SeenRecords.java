@@ -10,7 +10,7 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.metrics.Counter;
 
 /**
- * The {@link RecordIds} a keyed operator has let through, per event-time window of the records, so
+ * The {@code RecordIds} a keyed operator has let through, per event-time window of the records, so
  * that an agent's replayed duplicate is dropped before it reaches the windows (which sum, so would
  * count it twice). A window's ids are forgotten once the window can take no more input: when the
  * watermark passed its end plus the allowed lateness plus one more window (a margin for the windows
@@ -19,7 +19,7 @@ import org.apache.flink.metrics.Counter;
  * state). A duplicate arriving after that is late for its window anyway and dropped there (counted
  * as late). No timers: one per key and window cost more than the lookups (benchmark).
  */
-final class SeenRecords implements java.io.Serializable {
+public final class SeenRecords implements java.io.Serializable {
   private static final long serialVersionUID = 1L;
 
   /** The live windows of one key: their starts and their ids (a few windows at a time). */
@@ -36,12 +36,12 @@ final class SeenRecords implements java.io.Serializable {
   private transient ValueState<Windows> seen;
   private transient Counter duplicates;
 
-  SeenRecords(long windowMs, long allowedLatenessMs) {
+  public SeenRecords(long windowMs, long allowedLatenessMs) {
     this.windowMs = windowMs;
     this.keepMs = allowedLatenessMs + windowMs;
   }
 
-  void open(RuntimeContext ctx, long ttlMs) {
+  public void open(RuntimeContext ctx, long ttlMs) {
     ValueStateDescriptor<Windows> d = new ValueStateDescriptor<>("seen-records", TypeInformation.of(Windows.class));
     // Refreshed by the write of every new record (a duplicate alone does not keep the key alive).
     d.enableTimeToLive(StateTtlConfig.newBuilder(Duration.ofMillis(ttlMs)).updateTtlOnCreateAndWrite().build());
@@ -53,7 +53,7 @@ final class SeenRecords implements java.io.Serializable {
    * True the first time {@code recordId} (event time {@code timestamp} ms) is seen by this key;
    * false for a duplicate (counted). A record without an id (0) is always new.
    */
-  boolean firstTime(long recordId, long timestamp, long watermark) throws Exception {
+  public boolean firstTime(long recordId, long timestamp, long watermark) throws Exception {
     if (recordId == 0) {
       return true;
     }

@@ -4,7 +4,7 @@ import java.util.Arrays;
 
 /**
  * A change of one virtual service address (VIP:port): its backends now, or its deletion
- * (tombstone). Endpoints are in the job's canonical text form ({@link Endpoints#of}).
+ * (tombstone). Endpoints are in the job's canonical text form ({@code Endpoints#of}).
  */
 public class ServiceMappingUpdate {
   /** The VIP endpoint, e.g. {@code 10.96.0.10:80}. */
@@ -17,14 +17,14 @@ public class ServiceMappingUpdate {
 
   public ServiceMappingUpdate() {}
 
-  static ServiceMappingUpdate of(String vipEndpoint, String... backends) {
+  public static ServiceMappingUpdate of(String vipEndpoint, String... backends) {
     ServiceMappingUpdate u = new ServiceMappingUpdate();
     u.vipEndpoint = vipEndpoint;
     u.backends = backends;
     return u;
   }
 
-  static ServiceMappingUpdate deletion(String vipEndpoint) {
+  public static ServiceMappingUpdate deletion(String vipEndpoint) {
     ServiceMappingUpdate u = new ServiceMappingUpdate();
     u.vipEndpoint = vipEndpoint;
     u.delete = true;

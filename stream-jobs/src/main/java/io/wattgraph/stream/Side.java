@@ -1,5 +1,7 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.source.Observation;
+
 /** The latest view of one end (one socket on one host) of a connection; correlator state. */
 public class Side {
   public String hostId;
@@ -28,7 +30,7 @@ public class Side {
 
   public Side() {}
 
-  static Side from(Observation o) {
+  public static Side from(Observation o) {
     Side s = new Side();
     s.hostId = o.hostId;
     s.socketCookie = o.socketCookie;
@@ -47,12 +49,12 @@ public class Side {
     return s;
   }
 
-  boolean sameSocket(Observation o) {
+  public boolean sameSocket(Observation o) {
     return o.sameSocket(hostId, socketCookie);
   }
 
   /** Order-tolerant merge: counters are cumulative, so max; CLOSED is sticky. */
-  void merge(Observation o) {
+  public void merge(Observation o) {
     bytesSent = Math.max(bytesSent, o.bytesSent);
     bytesReceived = Math.max(bytesReceived, o.bytesReceived);
     firstSeenNs = Math.min(firstSeenNs, o.eventTimeNs);

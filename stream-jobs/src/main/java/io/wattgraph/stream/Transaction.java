@@ -1,5 +1,6 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.source.Endpoints;
 import io.wattgraph.stream.typeinfo.RecordTypeInfoFactory;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
@@ -45,22 +46,22 @@ public class Transaction {
   public long[] counts = new long[0];
   /** The HTTP/1.x part of the transactions per route (TransactionStats v2), of this record's role. */
   public HttpRoute[] httpRoutes = new HttpRoute[0];
-  /** {@link RecordIds} of the Kafka record (0 = none): the agents' replayed duplicates are dropped. */
+  /** {@code RecordIds} of the Kafka record (0 = none): the agents' replayed duplicates are dropped. */
   public long recordId;
 
   public Transaction() {}
 
-  boolean isClient() {
+  public boolean isClient() {
     return "CLIENT".equals(role);
   }
 
   /** The graph's Process id of the owning process ({@code hostId/0/0} when no process was seen). */
-  String processId() {
+  public String processId() {
     return tgid == 0 ? hostId + "/0/0" : hostId + "/" + tgid + "/" + processStartTimeNs;
   }
 
-  /** Both ends of a connection share the sorted endpoint pair, as in {@link Observation#connectionKey()}. */
-  String connectionKey() {
+  /** Both ends of a connection share the sorted endpoint pair, as in {@code Observation#connectionKey()}. */
+  public String connectionKey() {
     String local = Endpoints.of(localIp, localPort);
     String remote = Endpoints.of(remoteIp, remotePort);
     return Endpoints.compare(localIp, localPort, remoteIp, remotePort) <= 0
@@ -68,8 +69,8 @@ public class Transaction {
         : remote + "|" + local;
   }
 
-  /** Event time in ms: the interval end minus 1 ns, as for ResourceSamples ({@link Sample#eventTimeMs()}). */
-  long eventTimeMs() {
+  /** Event time in ms: the interval end minus 1 ns, as for ResourceSamples ({@code Sample#eventTimeMs()}). */
+  public long eventTimeMs() {
     return Math.floorDiv(intervalEndNs - 1, 1_000_000L);
   }
 

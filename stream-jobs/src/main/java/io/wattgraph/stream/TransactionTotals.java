@@ -1,5 +1,7 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.source.TransactionStatsDeserializer;
+
 /**
  * The transaction part of a window's state (entity windows and edge windows alike): counts and
  * bytes per role and the two latency histograms, merged exactly (bucket counts added). A Flink POJO.
@@ -21,7 +23,7 @@ public class TransactionTotals {
 
   public TransactionTotals() {}
 
-  void add(boolean client, long transactions, long requestBytes, long responseBytes, int s, int[] buckets,
+  public void add(boolean client, long transactions, long requestBytes, long responseBytes, int s, int[] buckets,
       long[] counts) {
     if (s != subBucketBits) {
       // The deserializer lets only one scheme through; merging two would be wrong, not approximate.

@@ -9,6 +9,8 @@ import io.wattgraph.schema.ConnectionEventKind;
 import io.wattgraph.schema.ConnectionRole;
 import io.wattgraph.schema.IpAddresses;
 import io.wattgraph.schema.WattgraphSchemas;
+import io.wattgraph.stream.connection.ConnectionCorrelator;
+import io.wattgraph.stream.sink.kafka.DeadLetterSerializer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -17,13 +19,13 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.RecordsToDelete;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -32,8 +34,11 @@ import org.neo4j.driver.Record;
 /**
  * The whole job against a real Kafka broker and a real Neo4j (local-stack), run in a MiniCluster
  * in bounded mode (stops at the offsets that were latest at start), then checked over Bolt.
+ *
+ * <p>Long on purpose: one real Kafka broker and Neo4j per class (their start is most of a test's
+ * time), so the whole-job cases share the class.
  */
-class CorrelationJobIT {
+public class CorrelationJobIT {
   static final String TOPIC = "wattgraph.connections";
   static final String CURL = "host-a/1001/5000";
   static final String NGINX = "host-b/2002/6000";
@@ -459,7 +464,7 @@ class CorrelationJobIT {
     return stack.readAll(DLQ);
   }
 
-  static ConnectionEvent curl(ConnectionEventKind kind, int port, long t, long sent, long received) {
+  public static ConnectionEvent curl(ConnectionEventKind kind, int port, long t, long sent, long received) {
     return event("host-a", 1001, "curl", "curl http://10.1.0.2:8080/", null, kind, ConnectionRole.CLIENT,
         "10.1.0.1", port, "10.1.0.2", 8080, t, sent, received, 100 + port);
   }
@@ -469,7 +474,7 @@ class CorrelationJobIT {
         "10.1.0.2", 8080, "10.1.0.1", clientPort, t, sent, received, 200 + clientPort);
   }
 
-  static ConnectionEvent event(String host, int tgid, String comm, String cmdline, String containerId,
+  public static ConnectionEvent event(String host, int tgid, String comm, String cmdline, String containerId,
       ConnectionEventKind kind, ConnectionRole role, String localIp, int localPort, String remoteIp,
       int remotePort, long t, long sent, long received, long cookie) {
     return ConnectionEvent.newBuilder()
@@ -502,7 +507,7 @@ class CorrelationJobIT {
     return e.getRole() == ConnectionRole.SERVER ? remote + ">" + local : local + ">" + remote;
   }
 
-  static byte[] encode(ConnectionEvent e) throws Exception {
+  public static byte[] encode(ConnectionEvent e) throws Exception {
     return StreamJobHarness.bytes(WattgraphSchemas.connectionEventEncoder().encode(e));
   }
 

@@ -5,6 +5,16 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
 
 class JobConfigTest {
@@ -184,5 +194,79 @@ class JobConfigTest {
     assertEquals("--history-windows must be an integer >= 0, got 'all'", error(concat("--history-windows", "all")));
     assertEquals("--history-windows must be at most 8640, got 8641", error(concat("--history-windows", "8641")));
     assertTrue(JobConfig.USAGE.contains("--history-windows"));
+  }
+
+  /**
+   * The README's options table is JobConfig: one row per option, flag, value and default as
+   * {@link JobConfig#OPTIONS} has them (--help is made from those), one row per other public field
+   * ("in-process only") with its initial value; and no field of JobConfig is left out.
+   */
+  @Test
+  void theReadmeOptionsTableIsJobConfig() throws Exception {
+    Map<String, String> rows = readmeOptions();
+    Map<String, String> expected = new TreeMap<>();
+    Set<String> fields = new TreeSet<>();
+    for (JobConfig.Option o : JobConfig.OPTIONS) {
+      expected.put(o.flag() + " " + o.value(), o.byDefault());
+      fields.add(o.field());
+    }
+    JobConfig initial = new JobConfig();
+    for (Field f : publicFields()) {
+      if (!fields.contains(f.getName())) {
+        expected.put(f.getName() + " (in-process only)", String.valueOf(f.get(initial)));
+      }
+      fields.remove(f.getName());
+    }
+    assertEquals(Set.of(), fields, "options naming no field of JobConfig");
+    assertEquals(expected, rows, "README.md's options table (first column: option, second: default)");
+  }
+
+  /** A default the table gives as a value is the one the job takes when the flag is left out. */
+  @Test
+  void documentedDefaultsAreTheDefaults() throws Exception {
+    JobConfig without = JobConfig.parse(MIN);
+    int checked = 0;
+    for (JobConfig.Option o : JobConfig.OPTIONS) {
+      String d = o.byDefault();
+      if (Set.of("required", "none", "the environment's").contains(d) || d.contains(" x ")) {
+        continue;
+      }
+      JobConfig with = JobConfig.parse(concat(o.flag(), d));
+      for (Field f : publicFields()) {
+        assertEquals(f.get(without), f.get(with), o.flag() + " " + d + " changes " + f.getName());
+      }
+      checked++;
+    }
+    assertEquals(22, checked, "options with a value as default");
+    assertEquals(2 * without.pairingHorizonMs, without.closedRetention(), "2 x --pairing-horizon-ms");
+    assertNull(without.parallelism, "the environment's");
+  }
+
+  /** First and second column of each row of the README's "## Options" table, backticks and escapes removed. */
+  static Map<String, String> readmeOptions() throws Exception {
+    String readme = Files.readString(Path.of("README.md"));
+    String section = readme.substring(readme.indexOf("\n## Options\n"));
+    section = section.substring(0, section.indexOf("\n## ", 1));
+    Map<String, String> rows = new TreeMap<>();
+    for (String line : section.split("\n")) {
+      if (!line.startsWith("| `")) {
+        continue;
+      }
+      String[] cells = line.replace("\\|", "\u0000").split("\\|");
+      String option = cells[1].replace("`", "").replace('\u0000', '|').trim();
+      String byDefault = cells[2].replace("`", "").replace('\u0000', '|').trim();
+      assertNull(rows.put(option, byDefault), "twice in the table: " + option);
+    }
+    return rows;
+  }
+
+  static List<Field> publicFields() {
+    List<Field> l = new ArrayList<>();
+    for (Field f : JobConfig.class.getFields()) {
+      if (!Modifier.isStatic(f.getModifiers())) {
+        l.add(f);
+      }
+    }
+    return l;
   }
 }

@@ -4,6 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.localstack.Neo4jServer;
+import io.wattgraph.stream.sink.neo4j.Neo4jSettings;
+import io.wattgraph.stream.sink.neo4j.NodeMetricsGraphWriter;
+import io.wattgraph.stream.window.LatencyStats;
+import io.wattgraph.stream.window.MetricsRow;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -24,7 +28,7 @@ import org.neo4j.driver.Session;
 import org.neo4j.driver.Value;
 
 /**
- * The bounded per-node history of {@link MetricsGraphWriter} against local-stack's real Neo4j:
+ * The bounded per-node history of {@link NodeMetricsGraphWriter} against local-stack's real Neo4j:
  * windows out of order and several in one batch, the bound, revisions replacing their entry, older
  * revisions ignored, replays and other batchings giving the same graph, every node label.
  */
@@ -90,7 +94,7 @@ class MetricsHistoryIT {
   }
 
   static void write(int historyWindows, MetricsRow... rows) {
-    try (MetricsGraphWriter w = new MetricsGraphWriter(settings, historyWindows)) {
+    try (NodeMetricsGraphWriter w = new NodeMetricsGraphWriter(settings, historyWindows)) {
       w.write(List.of(rows));
     }
   }

@@ -8,6 +8,7 @@ import io.wattgraph.schema.ResourceSample;
 import io.wattgraph.schema.ResourceScope;
 import io.wattgraph.schema.TransactionRole;
 import io.wattgraph.schema.TransactionStats;
+import io.wattgraph.stream.window.LateSampleCounter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

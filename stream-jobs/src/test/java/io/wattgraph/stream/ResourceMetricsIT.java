@@ -14,6 +14,12 @@ import io.wattgraph.schema.TransactionRole;
 import io.wattgraph.schema.TransactionStats;
 import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.schema.WindowMetrics;
+import io.wattgraph.stream.sink.kafka.DeadLetterSerializer;
+import io.wattgraph.stream.sink.neo4j.Neo4jSettings;
+import io.wattgraph.stream.sink.neo4j.NodeMetricsGraphWriter;
+import io.wattgraph.stream.window.LateSampleCounter;
+import io.wattgraph.stream.window.MetricInput;
+import io.wattgraph.stream.window.MetricsRow;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -35,10 +41,13 @@ import org.neo4j.driver.Value;
  * Windowed metrics through the whole job against local-stack's real Kafka and Neo4j: ResourceSamples
  * of two hosts (one with its clock an hour behind, on its own partition) to the metrics topic
  * (read_committed) and the graph's node properties, all values computed by hand. Window 10 s.
+ *
+ * <p>Long on purpose: one real Kafka broker and Neo4j per class (their start is most of a test's
+ * time), so the cases share the class, and each checks whole windows against values computed by hand.
  */
-class ResourceMetricsIT {
+public class ResourceMetricsIT {
   /** A window boundary, Unix ns. */
-  static final long T0 = 1_700_000_000_000_000_000L;
+  public static final long T0 = 1_700_000_000_000_000_000L;
   /** host-m2's clock is one hour behind. */
   static final long T1 = T0 - 3_600_000_000_000L;
   static final long S = 1_000_000_000L;
@@ -214,7 +223,7 @@ class ResourceMetricsIT {
     List<String> before = stack.dump();
     Neo4jSettings settings = new Neo4jSettings(stack.boltUri(), null, null, 100, 100);
     // History off: this checks the latest-window properties (a revision of w0 would rightly correct w0's entry).
-    try (MetricsGraphWriter w = new MetricsGraphWriter(settings, 0)) {
+    try (NodeMetricsGraphWriter w = new NodeMetricsGraphWriter(settings, 0)) {
       MetricsRow stale = new MetricsRow();
       stale.level = "HOST";
       stale.hostId = "host-m1";
@@ -575,7 +584,7 @@ class ResourceMetricsIT {
     return out;
   }
 
-  static ResourceSample sample(ResourceScope scope, String host, long endNs, long cpuNs, double energyJ,
+  public static ResourceSample sample(ResourceScope scope, String host, long endNs, long cpuNs, double energyJ,
       boolean measured, int threads, int processes) {
     return ResourceSample.newBuilder()
         .setScope(scope)

@@ -48,7 +48,7 @@ import org.neo4j.driver.Session;
  * test class, started in-process), a Bolt driver, and the helpers the tests share to run the job in
  * a MiniCluster, produce, read committed output and wait for the graph.
  */
-final class StreamJobHarness implements AutoCloseable {
+public final class StreamJobHarness implements AutoCloseable {
   final KafkaBroker kafka;
   final Path root;
   private Neo4jServer neo4j;
@@ -111,6 +111,19 @@ final class StreamJobHarness implements AutoCloseable {
     c.kafkaBrokers = kafka.bootstrapServers();
     c.neo4jUri = neo4j.boltUri();
     c.groupId = group;
+    return c;
+  }
+
+  /** Every topic of the job named PREFIX.connections, PREFIX.mappings, PREFIX.resources, ... */
+  static JobConfig withTopics(JobConfig c, String prefix) {
+    c.topic = prefix + ".connections";
+    c.serviceMappingsTopic = prefix + ".mappings";
+    c.resourcesTopic = prefix + ".resources";
+    c.transactionsTopic = prefix + ".transactions";
+    c.metricsTopic = prefix + ".metrics";
+    c.namespaceMetricsTopic = prefix + ".namespace-metrics";
+    c.edgeMetricsTopic = prefix + ".edge-metrics";
+    c.dlqTopic = prefix + ".dlq";
     return c;
   }
 
@@ -210,7 +223,7 @@ final class StreamJobHarness implements AutoCloseable {
     return new String(r.headers().lastHeader(name).value(), StandardCharsets.UTF_8);
   }
 
-  static byte[] bytes(ByteBuffer b) {
+  public static byte[] bytes(ByteBuffer b) {
     byte[] bytes = new byte[b.remaining()];
     b.get(bytes);
     return bytes;

@@ -19,6 +19,9 @@ import io.wattgraph.schema.TransactionStats;
 import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.schema.WindowHttpRoute;
 import io.wattgraph.schema.WindowMetrics;
+import io.wattgraph.stream.sink.kafka.DeadLetterSerializer;
+import io.wattgraph.stream.vip.TransactionVirtualIpResolver;
+import io.wattgraph.stream.window.LateSampleCounter;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -44,6 +47,9 @@ import org.neo4j.driver.Value;
  * is checked in Kafka (read_committed) and in Neo4j against values computed by hand (comments).
  * The records carry HTTP routes (TransactionStats v2), capped at 2 per entity window and role.
  * Window 10 s.
+ *
+ * <p>Long on purpose: one real Kafka broker and Neo4j per class (their start is most of a test's
+ * time), so the cases share the class, and each checks whole windows against values computed by hand.
  */
 class TransactionMetricsIT {
   static final long T0 = ResourceMetricsIT.T0;
@@ -380,7 +386,7 @@ class TransactionMetricsIT {
   }
 
   /**
-   * Transactions through Kubernetes Service VIPs (issue 5 item 2): the client's records name the VIP,
+   * Transactions through Kubernetes Service VIPs: the client's records name the VIP,
    * the backend's the client's real endpoint. VIP 10.96.1.10:80 has two backends (10.0.1.2:8080, the
    * watched process PB, and 10.0.1.3:8080, unwatched): the client PA's records arrive first and wait
    * for PB's server records of the same client endpoint, which tell the backend. VIP 10.96.1.11:80 has

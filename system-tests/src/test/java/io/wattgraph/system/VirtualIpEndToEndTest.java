@@ -3,27 +3,27 @@ package io.wattgraph.system;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.wattgraph.schema.ServiceBackend;
-import io.wattgraph.schema.ServiceMapping;
-import io.wattgraph.stream.VirtualIpResolver;
 import io.wattgraph.schema.ConnectionEvent;
 import io.wattgraph.schema.IpAddresses;
+import io.wattgraph.schema.ServiceBackend;
+import io.wattgraph.schema.ServiceMapping;
 import io.wattgraph.schema.WattgraphSchemas;
+import io.wattgraph.stream.vip.ConnectionVirtualIpResolver;
 import java.nio.ByteBuffer;
-import java.time.Duration;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
@@ -72,12 +72,12 @@ class VirtualIpEndToEndTest {
         "--dport", String.valueOf(SNAT_SERVER_PORT), "-m", "conntrack", "--ctstate", "DNAT", "-j", "SNAT",
         "--to-source", SNAT_SOURCE + ":41000-41999");
     stack.kafka.createTopic(MAPPINGS, 1, Map.of("cleanup.policy", "compact"));
-    long appliedBefore = VirtualIpResolver.UPDATES_APPLIED.get();
+    long appliedBefore = ConnectionVirtualIpResolver.UPDATES_APPLIED.get();
     publishMapping();
     stack.startJob();
     // Broadcast: every resolver subtask (parallelism 2) must have the mapping before traffic starts.
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-    while (VirtualIpResolver.UPDATES_APPLIED.get() < appliedBefore + 2) {
+    while (ConnectionVirtualIpResolver.UPDATES_APPLIED.get() < appliedBefore + 2) {
       assertTrue(System.nanoTime() < deadline, "the job did not apply the service mapping");
       Thread.sleep(100);
     }

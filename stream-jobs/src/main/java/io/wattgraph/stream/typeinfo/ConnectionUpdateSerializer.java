@@ -1,6 +1,6 @@
 package io.wattgraph.stream.typeinfo;
 
-import io.wattgraph.stream.ConnectionUpdate;
+import io.wattgraph.stream.connection.ConnectionUpdate;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;

@@ -1,6 +1,6 @@
 package io.wattgraph.stream.typeinfo;
 
-import io.wattgraph.stream.EdgeInput;
+import io.wattgraph.stream.transaction.EdgeInput;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;

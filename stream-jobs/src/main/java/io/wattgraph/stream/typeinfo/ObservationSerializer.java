@@ -1,7 +1,7 @@
 package io.wattgraph.stream.typeinfo;
 
-import io.wattgraph.stream.Observation;
 import io.wattgraph.stream.Role;
+import io.wattgraph.stream.source.Observation;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;

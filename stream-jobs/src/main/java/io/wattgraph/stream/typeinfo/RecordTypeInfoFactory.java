@@ -1,32 +1,35 @@
 package io.wattgraph.stream.typeinfo;
 
-import io.wattgraph.stream.ConnectionUpdate;
-import io.wattgraph.stream.EdgeInput;
-import io.wattgraph.stream.GraphNode;
-import io.wattgraph.stream.MetricInput;
-import io.wattgraph.stream.Observation;
-import io.wattgraph.stream.Transaction;
 import java.lang.reflect.Type;
+import java.util.HashMap;
 import java.util.Map;
+import java.util.ServiceLoader;
 import org.apache.flink.api.common.typeinfo.TypeInfoFactory;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 
-/** Named by {@code @TypeInfo} on each record that has a {@link RecordSerializer}. */
+/**
+ * Named by {@code @TypeInfo} on each record that has a {@link RecordSerializer}. The serializers are
+ * found as the services listed in {@code META-INF/services/io.wattgraph.stream.typeinfo.RecordSerializer},
+ * so this class names no record: a record depends on it, never the other way round.
+ */
 public final class RecordTypeInfoFactory<T> extends TypeInfoFactory<T> {
-  private static final Map<Class<?>, RecordSerializer<?>> SERIALIZERS = Map.of(
-      Observation.class, ObservationSerializer.INSTANCE,
-      ConnectionUpdate.class, ConnectionUpdateSerializer.INSTANCE,
-      GraphNode.class, GraphNodeSerializer.INSTANCE,
-      MetricInput.class, MetricInputSerializer.INSTANCE,
-      Transaction.class, TransactionSerializer.INSTANCE,
-      EdgeInput.class, EdgeInputSerializer.INSTANCE);
+  private static final Map<Class<?>, RecordSerializer<?>> SERIALIZERS = load();
+
+  private static Map<Class<?>, RecordSerializer<?>> load() {
+    Map<Class<?>, RecordSerializer<?>> byRecord = new HashMap<>();
+    for (RecordSerializer<?> s : ServiceLoader.load(RecordSerializer.class, RecordTypeInfoFactory.class.getClassLoader())) {
+      byRecord.put(s.createInstance().getClass(), s);
+    }
+    return Map.copyOf(byRecord);
+  }
 
   @Override
   @SuppressWarnings("unchecked")
   public TypeInformation<T> createTypeInfo(Type t, Map<String, TypeInformation<?>> generics) {
     RecordSerializer<T> s = (RecordSerializer<T>) SERIALIZERS.get(t);
     if (s == null) {
-      throw new IllegalArgumentException("no record serializer for " + t + ": add it to " + RecordTypeInfoFactory.class.getName());
+      throw new IllegalArgumentException("no record serializer for " + t + ": list it in META-INF/services/"
+          + RecordSerializer.class.getName());
     }
     return new RecordTypeInfo<>((Class<T>) t, s);
   }

@@ -12,7 +12,7 @@ import org.apache.flink.core.memory.DataOutputView;
 /**
  * {@link Transaction} between tasks: every TransactionStats record is shuffled three times (to its
  * process's groups, its client endpoint's VIP resolution, its connection's pairing) and inside
- * every {@link io.wattgraph.stream.EdgeInput} and transaction {@link io.wattgraph.stream.MetricInput}.
+ * every {@link io.wattgraph.stream.transaction.EdgeInput} and transaction {@link io.wattgraph.stream.window.MetricInput}.
  * Also the layouts of histograms and HTTP routes those records share. Not used for operator state:
  * state keeps the POJO format it always had ({@link Transaction#STATE_TYPE}).
  */

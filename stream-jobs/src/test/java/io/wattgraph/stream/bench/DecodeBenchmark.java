@@ -1,9 +1,9 @@
 package io.wattgraph.stream.bench;
 
-import io.wattgraph.stream.ConnectionEventDeserializer;
-import io.wattgraph.stream.ResourceSampleDeserializer;
-import io.wattgraph.stream.ServiceMappingDeserializer;
-import io.wattgraph.stream.TransactionStatsDeserializer;
+import io.wattgraph.stream.source.ConnectionEventDeserializer;
+import io.wattgraph.stream.source.ResourceSampleDeserializer;
+import io.wattgraph.stream.source.ServiceMappingDeserializer;
+import io.wattgraph.stream.source.TransactionStatsDeserializer;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;

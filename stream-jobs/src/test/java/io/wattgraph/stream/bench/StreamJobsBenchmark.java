@@ -2,22 +2,21 @@ package io.wattgraph.stream.bench;
 
 import io.wattgraph.localstack.Neo4jServer;
 import io.wattgraph.stream.CorrelationJob;
-import io.wattgraph.stream.DecodedSample;
-import io.wattgraph.stream.DecodedTransaction;
-import io.wattgraph.stream.EdgeRow;
-import io.wattgraph.stream.GraphNode;
-import io.wattgraph.stream.GraphWriter;
 import io.wattgraph.stream.JobConfig;
-import io.wattgraph.stream.Neo4jSettings;
-import io.wattgraph.stream.Observation;
 import io.wattgraph.stream.PodMetadata;
-import io.wattgraph.stream.ResourceMetrics;
 import io.wattgraph.stream.Role;
-import io.wattgraph.stream.RecordIds;
-import io.wattgraph.stream.Sample;
 import io.wattgraph.stream.ServiceMappingUpdate;
+import io.wattgraph.stream.Sources;
 import io.wattgraph.stream.Transaction;
-import io.wattgraph.stream.TransactionMetrics;
+import io.wattgraph.stream.connection.EdgeRow;
+import io.wattgraph.stream.connection.GraphNode;
+import io.wattgraph.stream.sink.neo4j.ConnectionGraphWriter;
+import io.wattgraph.stream.sink.neo4j.Neo4jSettings;
+import io.wattgraph.stream.source.DecodedSample;
+import io.wattgraph.stream.source.DecodedTransaction;
+import io.wattgraph.stream.source.Observation;
+import io.wattgraph.stream.source.RecordIds;
+import io.wattgraph.stream.source.Sample;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -47,9 +46,9 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  *    parallelism 1, into discarding sinks: correlation (generated agent connection events through
  *    exactly the job's core, {@link CorrelationJob#correlate}: VIP resolver, correlator, edge
  *    aggregator); windows (generated ResourceSamples and TransactionStats through exactly
- *    {@link ResourceMetrics#windows}); both in one job. Reports events/s of wall time and events
+ *    {@link CorrelationJob#windows}); both in one job. Reports events/s of wall time and events
  *    per CPU-second of the whole process (that is "per core").
- * 2. Neo4j: {@link GraphWriter} batches of edge rows into a local Neo4j over Bolt, first as new
+ * 2. Neo4j: {@link ConnectionGraphWriter} batches of edge rows into a local Neo4j over Bolt, first as new
  *    edges (node and relationship creation), then the same edges again (updates), each pass in a
  *    fresh store. One unreported pass per batch size first (JIT of Neo4j, Cypher planning), then
  *    ROUNDS rounds that alternate the batch sizes, so they compare side by side under the same
@@ -59,6 +58,9 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  * 3. With {@code -Dwattgraph.bench.skewParallelism=P}, only: the windows part at parallelism P
  *    with the TransactionStats spread over 1,000 server processes, then all on one (a hot
  *    service), alternated over ROUNDS, and their ratio.
+ *
+ * <p>Long on purpose: the generators of realistic agent records and the four measured parts share
+ * one file, so a run is one class to read.
  */
 public final class StreamJobsBenchmark {
   static final int HOSTS = 50;
@@ -181,7 +183,7 @@ public final class StreamJobsBenchmark {
 
   /**
    * One job: connection events through {@link CorrelationJob#correlate}, ResourceSamples and
-   * TransactionStats through {@link ResourceMetrics#windows} (default window, lateness and
+   * TransactionStats through {@link CorrelationJob#windows} (default window, lateness and
    * out-of-orderness, watermarks as the job's sources assign them), results into discarding sinks.
    */
   static void run(long events, String label, Mix mix) throws Exception {
@@ -222,17 +224,17 @@ public final class StreamJobsBenchmark {
     if (connectionEvents > 0) {
       DataStream<Observation> observations = env.fromSequence(0, connectionEvents - 1)
           .map(new Generate()).returns(TypeInformation.of(Observation.class)).name("generate");
-      CorrelationJob.correlate(observations, mappings, config).sinkTo(new DiscardingSink<>());
+      CorrelationJob.connectionGraph(observations, mappings, config).sinkTo(new DiscardingSink<>());
     }
     if (samples > 0) {
       DataStream<DecodedSample> decodedSamples = env.fromSequence(0, samples - 1)
           .map(new GenerateSamples()).returns(TypeInformation.of(DecodedSample.class)).name("generate samples")
-          .assignTimestampsAndWatermarks(ResourceMetrics.watermarks(config));
+          .assignTimestampsAndWatermarks(Sources.sampleWatermarks(config));
       DataStream<DecodedTransaction> decodedTransactions = env.fromSequence(0, transactions - 1)
           .map(new GenerateTransactions(hot)).returns(TypeInformation.of(DecodedTransaction.class))
           .name("generate transactions")
-          .assignTimestampsAndWatermarks(TransactionMetrics.watermarks(config));
-      ResourceMetrics.Results results = ResourceMetrics.windows(decodedSamples, decodedTransactions, mappings,
+          .assignTimestampsAndWatermarks(Sources.transactionWatermarks(config));
+      CorrelationJob.Windows results = CorrelationJob.windows(decodedSamples, decodedTransactions, mappings,
           config, UnaryOperator.identity());
       results.entities().sinkTo(new DiscardingSink<>());
       results.namespaces().sinkTo(new DiscardingSink<>());
@@ -448,10 +450,10 @@ public final class StreamJobsBenchmark {
   static Pass neo4j(int rows, Setup setup, String label) throws Exception {
     Path dir = Path.of("target", "bench", "neo4j-" + System.nanoTime()).toAbsolutePath();
     Files.createDirectories(dir);
-    List<GraphWriter> graphs = new ArrayList<>();
+    List<ConnectionGraphWriter> graphs = new ArrayList<>();
     try (Neo4jServer server = Neo4jServer.start(dir, 0)) {
       for (int w = 0; w < setup.writers(); w++) {
-        graphs.add(new GraphWriter(new Neo4jSettings(server.boltUri(), null, null, setup.batch(), 200)));
+        graphs.add(new ConnectionGraphWriter(new Neo4jSettings(server.boltUri(), null, null, setup.batch(), 200)));
       }
       graphs.get(0).createConstraints();
       List<List<EdgeRow>> created = new ArrayList<>();
@@ -470,7 +472,7 @@ public final class StreamJobsBenchmark {
       double updates = write(graphs, updated, label + " update", setup);
       return new Pass(creates, updates);
     } finally {
-      for (GraphWriter g : graphs) {
+      for (ConnectionGraphWriter g : graphs) {
         g.close();
       }
       try (var paths = Files.walk(dir)) {
@@ -480,14 +482,14 @@ public final class StreamJobsBenchmark {
   }
 
   /** Each writer writes its share in batches on a thread of its own; upserts/s of all together. */
-  static double write(List<GraphWriter> graphs, List<List<EdgeRow>> shares, String label, Setup setup)
+  static double write(List<ConnectionGraphWriter> graphs, List<List<EdgeRow>> shares, String label, Setup setup)
       throws Exception {
     int batch = setup.batch();
     List<Thread> threads = new ArrayList<>();
     List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
     long t0 = System.nanoTime();
     for (int w = 0; w < graphs.size(); w++) {
-      GraphWriter graph = graphs.get(w);
+      ConnectionGraphWriter graph = graphs.get(w);
       List<EdgeRow> rows = shares.get(w);
       Thread t = new Thread(() -> {
         for (int i = 0; i < rows.size(); i += batch) {

@@ -1,0 +1,118 @@
+package io.wattgraph.stream.sink.neo4j;
+
+import io.wattgraph.stream.transaction.EdgeInput;
+import io.wattgraph.stream.transaction.EdgeMetricsRow;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.Session;
+
+/**
+ * Writes the latest edge window as properties of the existing {@code TALKS_TO} relationship
+ * between the two nodes (MATCH: edges exist through the connection graph, written by ConnectionGraphWriter;
+ * a window of an edge the graph has not got yet is not kept, the next one sets it). One
+ * {@code UNWIND $rows} statement per (client label, server label) in one write transaction per
+ * batch. Idempotent and monotonic like {@link NodeMetricsGraphWriter}: a row is applied only if its
+ * (windowEndNs, revision) is not older than the relationship's ({@code latencyWindowEndNs},
+ * {@code latencyRevision}).
+ */
+public class EdgeMetricsGraphWriter implements Neo4jBatchTarget<EdgeMetricsRow> {
+
+  private static final String EDGES = """
+      UNWIND $rows AS r
+      MATCH (a:%s {id: r.clientId})-[t:TALKS_TO]->(b:%s {id: r.serverId})
+      WITH t, r WHERE t.latencyWindowEndNs IS NULL OR t.latencyWindowEndNs < r.windowEndNs
+        OR (t.latencyWindowEndNs = r.windowEndNs AND coalesce(t.latencyRevision, -1) <= r.revision)
+      SET t.requestRate = r.requestRate, t.windowRequestBytes = r.requestBytes,
+          t.windowResponseBytes = r.responseBytes,
+          t.clientRttMeanNs = r.clientRttMeanNs, t.clientRttP50Ns = r.clientRttP50Ns,
+          t.clientRttP75Ns = r.clientRttP75Ns, t.clientRttP90Ns = r.clientRttP90Ns, t.clientRttP99Ns = r.clientRttP99Ns,
+          t.serverTimeMeanNs = r.serverTimeMeanNs, t.serverTimeP50Ns = r.serverTimeP50Ns,
+          t.serverTimeP75Ns = r.serverTimeP75Ns, t.serverTimeP90Ns = r.serverTimeP90Ns,
+          t.serverTimeP99Ns = r.serverTimeP99Ns, t.networkTimeMeanNs = r.networkTimeMeanNs,
+          t.latencyWindowStartNs = r.windowStartNs, t.latencyWindowEndNs = r.windowEndNs,
+          t.latencyRevision = r.revision
+      """;
+
+  private final Driver driver;
+
+  public EdgeMetricsGraphWriter(Neo4jSettings settings) {
+    this.driver = settings.driver();
+  }
+
+  @Override
+  public String key(EdgeMetricsRow row) {
+    return row.key();
+  }
+
+  @Override
+  public String rowKind() {
+    return "edge metrics rows";
+  }
+
+  @Override
+  public boolean supersedes(EdgeMetricsRow incoming, EdgeMetricsRow buffered) {
+    return NodeMetricsGraphWriter.notOlder(incoming.windowEndNs, incoming.revision, buffered.windowEndNs,
+        buffered.revision);
+  }
+
+  @Override
+  public void createConstraints() {
+    ConnectionGraphWriter.createConstraints(driver, ConnectionGraphWriter.CONSTRAINTS);
+  }
+
+  @Override
+  public void write(Collection<EdgeMetricsRow> rows) {
+    // Labels cannot be parameters: one statement per label pair, in a fixed order.
+    Map<String, List<Map<String, Object>>> byLabels = new TreeMap<>();
+    for (EdgeMetricsRow r : rows) {
+      Map<String, Object> m = new HashMap<>();
+      m.put("clientId", r.clientId);
+      m.put("serverId", r.serverId);
+      m.put("requestRate", r.requestRate);
+      m.put("requestBytes", r.requestBytes);
+      m.put("responseBytes", r.responseBytes);
+      m.put("clientRttMeanNs", r.clientRtt.meanNs);
+      m.put("clientRttP50Ns", r.clientRtt.p50Ns);
+      m.put("clientRttP75Ns", r.clientRtt.p75Ns);
+      m.put("clientRttP90Ns", r.clientRtt.p90Ns);
+      m.put("clientRttP99Ns", r.clientRtt.p99Ns);
+      m.put("serverTimeMeanNs", r.serverTime.meanNs);
+      m.put("serverTimeP50Ns", r.serverTime.p50Ns);
+      m.put("serverTimeP75Ns", r.serverTime.p75Ns);
+      m.put("serverTimeP90Ns", r.serverTime.p90Ns);
+      m.put("serverTimeP99Ns", r.serverTime.p99Ns);
+      m.put("networkTimeMeanNs", r.networkTimeMeanNs);
+      m.put("windowStartNs", r.windowStartNs);
+      m.put("windowEndNs", r.windowEndNs);
+      m.put("revision", r.revision);
+      String labels = label(r.clientKind) + "|" + label(r.serverKind);
+      byLabels.computeIfAbsent(labels, k -> new ArrayList<>()).add(m);
+    }
+    if (byLabels.isEmpty()) {
+      return;
+    }
+    try (Session session = driver.session()) {
+      session.executeWrite(tx -> {
+        for (var e : byLabels.entrySet()) {
+          String[] l = e.getKey().split("\\|");
+          tx.run(EDGES.formatted(l[0], l[1]), Map.of("rows", e.getValue())).consume();
+        }
+        return null;
+      });
+    }
+  }
+
+  private static String label(String kind) {
+    return EdgeInput.PROCESS.equals(kind) ? "Process" : "External";
+  }
+
+  @Override
+  public void close() {
+    driver.close();
+  }
+}

@@ -1,0 +1,34 @@
+package io.wattgraph.stream.sink.neo4j;
+
+import java.util.Collection;
+
+/**
+ * What {@link Neo4jSinkWriter} writes to: one kind of row (edges, window metrics) and how a batch
+ * of them goes into the graph in one transaction.
+ */
+public interface Neo4jBatchTarget<R> extends AutoCloseable {
+
+  /** Rows with the same key replace each other in a batch: only the latest matters. */
+  String key(R row);
+
+  /** Names the rows in logs, e.g. "edge rows". */
+  String rowKind();
+
+  /** Whether the row has anywhere to go in the graph at all. */
+  default boolean accepts(R row) {
+    return true;
+  }
+
+  /** Whether {@code incoming} replaces the buffered row with the same key. */
+  default boolean supersedes(R incoming, R buffered) {
+    return true;
+  }
+
+  /** Idempotent schema preparation (constraints), run before the first write. */
+  void createConstraints();
+
+  void write(Collection<R> batch);
+
+  @Override
+  void close();
+}

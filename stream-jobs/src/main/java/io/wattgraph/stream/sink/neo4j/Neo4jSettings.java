@@ -1,0 +1,55 @@
+package io.wattgraph.stream.sink.neo4j;
+
+import java.io.Serializable;
+import java.util.concurrent.TimeUnit;
+import org.neo4j.driver.AuthToken;
+import org.neo4j.driver.AuthTokens;
+import org.neo4j.driver.Config;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.GraphDatabase;
+import org.neo4j.driver.Logging;
+
+/** Where and how the sink writes; shipped to the task managers with the job. */
+public class Neo4jSettings implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  public final String uri;
+  /** null (with a null password) means no authentication. */
+  public final String user;
+  public final String password;
+  public final int batchSize;
+  public final long flushIntervalMs;
+  /** How long the driver retries one transaction before the sink's own backoff loop takes over. */
+  public final long driverRetryMs;
+
+  public Neo4jSettings(String uri, String user, String password, int batchSize, long flushIntervalMs) {
+    this(uri, user, password, batchSize, flushIntervalMs, 30_000);
+  }
+
+  public Neo4jSettings(String uri, String user, String password, int batchSize, long flushIntervalMs,
+      long driverRetryMs) {
+    this.driverRetryMs = driverRetryMs;
+    this.uri = uri;
+    this.user = user;
+    this.password = password;
+    this.batchSize = batchSize;
+    this.flushIntervalMs = flushIntervalMs;
+  }
+
+  /** A driver for these settings; every writer of the job builds its own this way. */
+  public Driver driver() {
+    AuthToken auth = user == null ? AuthTokens.none() : AuthTokens.basic(user, password == null ? "" : password);
+    Config config = Config.builder()
+        .withLogging(Logging.slf4j())
+        .withMaxTransactionRetryTime(driverRetryMs, TimeUnit.MILLISECONDS)
+        .build();
+    return GraphDatabase.driver(uri, auth, config);
+  }
+
+  @Override
+  public String toString() {
+    // Never the password.
+    return "Neo4jSettings{uri=" + uri + ", user=" + user + ", batchSize=" + batchSize
+        + ", flushIntervalMs=" + flushIntervalMs + "}";
+  }
+}

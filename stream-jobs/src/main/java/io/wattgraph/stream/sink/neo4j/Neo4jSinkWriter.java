@@ -1,0 +1,184 @@
+package io.wattgraph.stream.sink.neo4j;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.flink.api.common.operators.MailboxExecutor;
+import org.apache.flink.api.common.operators.ProcessingTimeService;
+import org.apache.flink.metrics.Counter;
+import org.neo4j.driver.exceptions.RetryableException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Buffers rows (edge totals, window metrics) and writes them in batches on a thread of its own,
+ * one batch at a time, in order: a batch goes when the buffer reaches the batch size, every flush
+ * interval, and on {@link #flush} (each checkpoint and end of input, which wait for it, so a
+ * completed checkpoint implies the graph has everything before it).
+ *
+ * <p>Rows carry absolute values, so only the latest row per key matters. While a batch is being
+ * written the task keeps consuming and the buffer keeps collapsing rows per key: the slower Neo4j
+ * is, the fewer rows per input record it is sent, instead of the task stalling on every batch. The
+ * buffer is bounded ({@link #MAX_BUFFERED_BATCHES} batches of distinct keys); past that the task
+ * waits (backpressure to Kafka). A write that keeps failing for transient reasons is retried with
+ * backoff forever, so a Neo4j outage stalls the task instead of dropping rows.
+ *
+ * <p>The buffer and the bookkeeping belong to the task's mailbox thread (timers and completions
+ * arrive there as mails); the writing thread only ever sees a batch it was handed.
+ */
+public class Neo4jSinkWriter<R> implements org.apache.flink.api.connector.sink2.SinkWriter<R> {
+  private static final Logger LOG = LoggerFactory.getLogger(Neo4jSinkWriter.class);
+  private static final long MAX_BACKOFF_MS = 5_000;
+  /** Distinct keys buffered while a batch is written, in batches, before the task waits. */
+  static final int MAX_BUFFERED_BATCHES = 4;
+  /** Retries after Neo4j was unavailable, over every writer of this JVM (tests watch it). */
+  public static final java.util.concurrent.atomic.AtomicLong UNAVAILABLE_RETRIES = new java.util.concurrent.atomic.AtomicLong();
+
+  private final Neo4jSettings settings;
+  private final Neo4jBatchTarget<R> graph;
+  private final ProcessingTimeService timers;
+  private final MailboxExecutor mailbox;
+  private final Counter rowsWritten;
+  private final ExecutorService io;
+  private Map<String, R> buffer = new LinkedHashMap<>();
+  /** A batch is with the writing thread (only one at a time, so batches land in order). */
+  private boolean writing;
+  private boolean closed;
+
+  Neo4jSinkWriter(Neo4jSettings settings, Neo4jBatchTarget<R> graph, ProcessingTimeService timers,
+      MailboxExecutor mailbox, Counter rowsWritten) {
+    this.settings = settings;
+    this.graph = graph;
+    this.timers = timers;
+    this.mailbox = mailbox;
+    this.rowsWritten = rowsWritten;
+    try {
+      retrying("creating constraints", graph::createConstraints);
+    } catch (IOException | InterruptedException e) {
+      graph.close();
+      throw new IllegalStateException("cannot prepare the Neo4j schema at " + settings.uri, e);
+    }
+    this.io = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "neo4j-writer (" + graph.rowKind() + ")");
+      t.setDaemon(true);
+      return t;
+    });
+    scheduleFlush();
+  }
+
+  @Override
+  public void write(R row, Context context) throws IOException, InterruptedException {
+    if (!graph.accepts(row)) {
+      return;
+    }
+    String key = graph.key(row);
+    R buffered = buffer.get(key);
+    if (buffered != null && !graph.supersedes(row, buffered)) {
+      return;
+    }
+    // Remove first so the row moves to the end: batches keep the order rows arrived in.
+    buffer.remove(key);
+    buffer.put(key, row);
+    if (buffer.size() >= settings.batchSize && !writing) {
+      handOff();
+    }
+    while (buffer.size() >= MAX_BUFFERED_BATCHES * settings.batchSize) {
+      mailbox.yield(); // until the batch being written completes (which hands this one off)
+    }
+  }
+
+  @Override
+  public void flush(boolean endOfInput) throws IOException, InterruptedException {
+    while (writing || !buffer.isEmpty()) {
+      if (!writing) {
+        handOff();
+      }
+      mailbox.yield();
+    }
+  }
+
+  private void scheduleFlush() {
+    timers.registerTimer(timers.getCurrentProcessingTime() + settings.flushIntervalMs, now -> {
+      if (closed) {
+        return;
+      }
+      if (!writing && !buffer.isEmpty()) {
+        handOff();
+      }
+      scheduleFlush();
+    });
+  }
+
+  /** Gives the whole buffer to the writing thread (in transactions of at most the batch size). */
+  private void handOff() {
+    List<R> rows = new ArrayList<>(buffer.values());
+    buffer = new LinkedHashMap<>();
+    writing = true;
+    io.execute(() -> {
+      Exception failure = null;
+      try {
+        for (int from = 0; from < rows.size(); from += settings.batchSize) {
+          List<R> batch = rows.subList(from, Math.min(rows.size(), from + settings.batchSize));
+          retrying("writing " + batch.size() + " " + graph.rowKind(), () -> graph.write(batch));
+        }
+      } catch (IOException | RuntimeException e) {
+        failure = e;
+      } catch (InterruptedException e) {
+        return; // closing
+      }
+      Exception failed = failure;
+      try {
+        mailbox.execute(() -> written(rows.size(), failed), "neo4j batch written");
+      } catch (RejectedExecutionException e) {
+        // The task is gone; nothing to report to.
+      }
+    });
+  }
+
+  /** On the mailbox thread, after a hand-off was written (or failed for good). */
+  private void written(int rows, Exception failure) throws IOException {
+    writing = false;
+    if (failure != null) {
+      throw failure instanceof IOException io ? io : new IOException(failure);
+    }
+    rowsWritten.inc(rows);
+    if (buffer.size() >= settings.batchSize) {
+      handOff(); // rows piled up meanwhile: the next batch goes at once
+    }
+  }
+
+  /** Retries what the driver's own retries (30 s) gave up on, with capped backoff, forever. */
+  private void retrying(String what, Runnable action) throws IOException, InterruptedException {
+    long backoff = 100;
+    while (true) {
+      try {
+        action.run();
+        return;
+      } catch (RuntimeException e) {
+        if (!(e instanceof RetryableException)) {
+          throw new IOException("Neo4j failed " + what + " (not retryable)", e);
+        }
+        UNAVAILABLE_RETRIES.incrementAndGet();
+        LOG.warn("Neo4j unavailable while {} ({}); retrying in {} ms", what, e.toString(), backoff);
+        Thread.sleep(backoff);
+        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+      }
+    }
+  }
+
+  @Override
+  public void close() throws InterruptedException {
+    closed = true;
+    io.shutdownNow();
+    if (!io.awaitTermination(30, TimeUnit.SECONDS)) {
+      LOG.warn("Neo4j writer thread for {} did not stop within 30 s", graph.rowKind());
+    }
+    graph.close();
+  }
+}

@@ -1,0 +1,127 @@
+package io.wattgraph.stream.transaction;
+
+import io.wattgraph.stream.SeenRecords;
+import io.wattgraph.stream.Transaction;
+import io.wattgraph.stream.connection.GraphNode;
+import java.time.Duration;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.state.StateTtlConfig;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.util.Collector;
+
+/**
+ * Pairs the two ends of a connection's TransactionStats into its edge, keyed by the sorted
+ * endpoint pair (as {@code ConnectionCorrelator} keys ConnectionEvents): the CLIENT record names the
+ * client process, the SERVER record the server process. A record whose other end is known goes on
+ * at once as input of the edge client process -> server process. One whose other end has not
+ * reported yet waits until the watermark reaches the end of its window ({@link PendingRelease}); if the
+ * other end is still unknown then, no agent watches it and the record counts for the edge to an
+ * External node, named as ConnectionGraphWriter names it ({@code ip:port} for a server, {@code ip} for a
+ * client). Both ends are kept while the connection reports (state TTL {@code idleTimeoutMs} of
+ * processing time, refreshed by every record).
+ *
+ * <p>Virtual IPs are resolved before, by {@code TransactionVirtualIpResolver} (the connection path's
+ * rules and broadcast mappings): a client that dialled a Service VIP reports the VIP as its remote
+ * endpoint, the backend the client's real endpoint; the resolver rewrites the client's records to
+ * the backend, so both ends share a key here and count for the edge client process -> backend
+ * process, the edge the connection graph has. A client record left unresolved (several backends
+ * and none reported this client endpoint by its window's end, SNAT, or a client port 0 merge of a
+ * multi-backend service) keeps the VIP and counts for the External VIP:port edge, as before.
+ * Records with client port 0 (the agent's merge of short connections: CLIENT localPort 0, SERVER
+ * remotePort 0) pair like any other: both ends' merged records share the key client-ip:0 | server.
+ *
+ * <p>The agents' replayed duplicates are dropped here ({@link SeenRecords}), before the edge windows.
+ */
+public class TransactionEdges extends KeyedProcessFunction<String, Transaction, EdgeInput> {
+  private static final long serialVersionUID = 1L;
+
+  private final long retentionMs;
+  private final long windowMs;
+  private transient ValueState<String> clientProcess;
+  private transient ValueState<String> serverProcess;
+  private transient ListState<Transaction> pending;
+  private final SeenRecords seen;
+
+  public TransactionEdges(long retentionMs, long windowMs, long allowedLatenessMs) {
+    this.retentionMs = retentionMs;
+    this.windowMs = windowMs;
+    this.seen = new SeenRecords(windowMs, allowedLatenessMs);
+  }
+
+  @Override
+  public void open(OpenContext openContext) {
+    StateTtlConfig ttl = StateTtlConfig.newBuilder(Duration.ofMillis(retentionMs)).updateTtlOnReadAndWrite().build();
+    ValueStateDescriptor<String> c = new ValueStateDescriptor<>("client", Types.STRING);
+    c.enableTimeToLive(ttl);
+    ValueStateDescriptor<String> s = new ValueStateDescriptor<>("server", Types.STRING);
+    s.enableTimeToLive(ttl);
+    clientProcess = getRuntimeContext().getState(c);
+    serverProcess = getRuntimeContext().getState(s);
+    pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.STATE_TYPE));
+    seen.open(getRuntimeContext(), retentionMs);
+  }
+
+  @Override
+  public void processElement(Transaction t, Context ctx, Collector<EdgeInput> out) throws Exception {
+    if (!seen.firstTime(t.recordId, ctx.timestamp(), ctx.timerService().currentWatermark())) {
+      return;
+    }
+    ValueState<String> own = t.isClient() ? clientProcess : serverProcess;
+    ValueState<String> peer = t.isClient() ? serverProcess : clientProcess;
+    if (!t.processId().equals(own.value())) {
+      own.update(t.processId());
+    }
+    long release = PendingRelease.releaseTime(ctx.timestamp(), windowMs);
+    if (peer.value() != null || release <= ctx.timerService().currentWatermark()) {
+      out.collect(edge(t));
+      return;
+    }
+    pending.add(t);
+    ctx.timerService().registerEventTimeTimer(release);
+  }
+
+  @Override
+  public void onTimer(long timestamp, OnTimerContext ctx, Collector<EdgeInput> out) throws Exception {
+    for (Transaction t : PendingRelease.due(pending, timestamp, windowMs)) {
+      out.collect(edge(t));
+    }
+  }
+
+  private EdgeInput edge(Transaction t) throws Exception {
+    EdgeInput e = new EdgeInput();
+    e.transaction = t;
+    String client = t.isClient() ? t.processId() : clientProcess.value();
+    String server = t.isClient() ? serverProcess.value() : t.processId();
+    if (client != null) {
+      e.clientKind = EdgeInput.PROCESS;
+      e.clientId = client;
+    } else {
+      e.clientKind = EdgeInput.EXTERNAL;
+      e.clientId = GraphNode.externalClient(t.remoteIp).id;
+    }
+    if (server != null) {
+      e.serverKind = EdgeInput.PROCESS;
+      e.serverId = server;
+    } else {
+      e.serverKind = EdgeInput.EXTERNAL;
+      e.serverId = GraphNode.externalServer(t.remoteIp, t.remotePort).id;
+    }
+    return e;
+  }
+
+  /** The key: both ends of a connection share the sorted endpoint pair. */
+  public static final class ByConnection implements KeySelector<Transaction, String> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public String getKey(Transaction t) {
+      return t.connectionKey();
+    }
+  }
+}
