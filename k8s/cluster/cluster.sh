@@ -24,17 +24,6 @@ CGROUP_ROOT=wattgraph-k8s
 say() { printf '\033[1mk8s:\033[0m %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
-packages() {
-  local p missing=()
-  for p in "${APT_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return
-  say "installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
-
 # ---------------------------------------------------------------- processes
 pid_of() { local f=$S/pids/$1.pid; [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && cat "$f"; }
 
@@ -330,7 +319,7 @@ storage() {
 
 up() {
   [ "$(id -u)" = 0 ] || die "the cluster needs root"
-  packages
+  ensure_packages "${APT_PACKAGES[@]}"
   "$HERE/build.sh"
   mkdir -p "$S"/{logs,pids}
   pki

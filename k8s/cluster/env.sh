@@ -28,3 +28,14 @@ COREDNS_IMAGE=wattgraph.local/coredns:$COREDNS_VERSION
 
 kc() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 ctr_k8s() { ctr --address "$CONTAINERD_SOCK" --namespace k8s.io "$@"; }
+# Debian packages a script needs, installed when missing (CI starts from a clean machine).
+ensure_packages() { # ensure_packages PACKAGE...
+  local p missing=()
+  for p in "$@"; do
+    [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  printf '\033[1mk8s:\033[0m installing %s\n' "${missing[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}

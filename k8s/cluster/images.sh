@@ -54,6 +54,7 @@ from_files() { # from_files IMAGE USER ENTRYPOINT-JSON SRC:DEST... : an image of
 }
 
 system() {
+  ensure_packages buildah gcc libc6-dev
   local tmp
   tmp=$(mktemp -d)
   if [ ! -f "$(archive_of "$PAUSE_IMAGE")" ]; then
@@ -114,6 +115,7 @@ artefacts() {
 }
 
 build() {
+  ensure_packages buildah debootstrap gcc libc6-dev
   artefacts
   system
   debian_base

@@ -37,14 +37,19 @@ import yaml
 
 K8S = pathlib.Path(__file__).resolve().parent.parent
 CLUSTER = K8S / "cluster"
+sys.path.insert(0, str(CLUSTER))
+from kube import KUBECONFIG, NODE, env_value, kget, kubectl, run  # noqa: E402 (after its path)
+import usage  # noqa: E402
+
 WORKLOADS = K8S / "tests" / "workload" / "workloads.yaml"
 IMAGE = "wattgraph/e2e-workload:0.1.0"
 WATTGRAPH_NS = os.environ.get("WATTGRAPH_K8S_NAMESPACE", "wattgraph")
-APP_NS = "e2e-app"
-BATCH_NS = "e2e-batch"
+# Names of this run: the graph keeps earlier runs' pods (WATTGRAPH_K8S_KEEP=1), never under these.
+APP_NS = f"e2e-app-{os.getpid()}"
+BATCH_NS = f"e2e-batch-{os.getpid()}"
 # The workload's shape; the expected graph is what the clients count, these only size it.
 PARAMS = {"DELAY_MS": 20, "BODY_BYTES": 3000, "SERVICE_CONNECTIONS": 6, "HEADLESS_CONNECTIONS": 2,
-          "REQUESTS_PER_CONNECTION": 12, "SHORT_CONNECTIONS": 8}
+          "REQUESTS_PER_CONNECTION": 12, "SHORT_CONNECTIONS": 8, "LINGER_S": 3}
 # The agent's default --pod-labels: the labels it keeps of a pod.
 KEPT_LABELS = {"app", "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",
                "k8s-app"}
@@ -52,28 +57,11 @@ KEPT_LABELS = {"app", "app.kubernetes.io/name", "app.kubernetes.io/instance", "a
 # pairing horizon, windows, checkpoints): a deadline for polling, generous for 2 shared cores.
 SETTLE_S = 420
 TIMINGS = {}
-
-
-def env_value(name):
-    return subprocess.run(["bash", "-c", f". {CLUSTER}/env.sh && printf %s \"${name}\""], check=True,
-                          capture_output=True, text=True).stdout
-
-
-K8S_BIN = env_value("K8S_BIN")
-KUBECONFIG = env_value("KUBECONFIG_ADMIN")
-NODE = env_value("K8S_NODE")
 DNS_IP = env_value("K8S_DNS_IP")
 
 
 def log(msg):
     print(f"cluster test: {msg}", file=sys.stderr, flush=True)
-
-
-def run(*cmd, input=None, check=True):
-    r = subprocess.run([str(c) for c in cmd], input=input, capture_output=True, text=True)
-    if check and r.returncode != 0:
-        raise AssertionError(f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
-    return r.stdout
 
 
 def timed(step, *cmd):
@@ -82,14 +70,6 @@ def timed(step, *cmd):
     subprocess.run([str(c) for c in cmd], check=True)
     TIMINGS[step] = time.monotonic() - start
     log(f"{step}: {TIMINGS[step]:.0f} s")
-
-
-def kubectl(*args, input=None, check=True):
-    return run(f"{K8S_BIN}/kubectl", "--kubeconfig", KUBECONFIG, *args, input=input, check=check)
-
-
-def kget(*args):
-    return json.loads(kubectl("get", "-o", "json", *args))
 
 
 def eventually(what, check, timeout=SETTLE_S, every=3):
@@ -189,6 +169,7 @@ class ClusterEndToEndTest(unittest.TestCase):
         # The pipeline carries data: the node's agent has reached the graph (agent -> Kafka -> Flink -> Neo4j).
         eventually("the node in the graph's hosts", cls.assert_host)
         TIMINGS["pipeline flowing"] = time.monotonic() - start
+        cls.usage = usage.reading()
         cls.run_workloads()
 
     @classmethod
@@ -199,6 +180,12 @@ class ClusterEndToEndTest(unittest.TestCase):
     @classmethod
     def tear_down_cluster(cls):
         cls.torn_down = True
+        if getattr(cls, "usage", None):
+            try:
+                log("CPU and memory from the pipeline flowing to the end of the checks:\n"
+                    + usage.table(cls.usage, usage.reading()))
+            except AssertionError as e:
+                log(f"no usage table: {e}")
         if os.environ.get("WATTGRAPH_K8S_KEEP") == "1":
             log(f"WATTGRAPH_K8S_KEEP=1: the cluster stays up (KUBECONFIG={KUBECONFIG}; {CLUSTER}/cluster.sh down)")
         else:
@@ -211,7 +198,7 @@ class ClusterEndToEndTest(unittest.TestCase):
         start = time.monotonic()
         docs = workload_documents()
         # A kept cluster (WATTGRAPH_K8S_KEEP=1) may hold an earlier run's workloads.
-        kubectl("delete", "namespace", APP_NS, BATCH_NS, "--ignore-not-found", "--wait=true", "--timeout=300s")
+        kubectl("delete", "namespace", "-l", "wattgraph.io/e2e=true", "--wait=true", "--timeout=300s")
         first = [d for d in docs if d["kind"] in ("Namespace", "Service") or d["metadata"]["name"] == "server"]
         apply(first)
         kubectl("-n", APP_NS, "rollout", "status", "deployment/server", "--timeout=300s")
@@ -311,18 +298,20 @@ class ClusterEndToEndTest(unittest.TestCase):
         self.assertEqual(set(self.servers), {s for _, s in self.expected})
 
     def test_2_pods_carry_names_namespaces_and_labels_from_the_api_server(self):
+        # Each workload container as the API server has it (containerd's id in the pod's status) is a
+        # Container of the graph with its pod's UID, name, namespace, kept labels and node.
+        want = {}
+        for name, pod in {**self.servers, **self.clients}.items():
+            (status,) = pod["status"]["containerStatuses"]
+            want[status["containerID"].removeprefix("containerd://")] = (
+                pod["metadata"]["uid"], name, pod["metadata"]["namespace"], kept_labels(pod), pod["spec"]["nodeName"])
+
         def check():
             rows = self.api.cypher(
-                "MATCH (c:Container) WHERE c.podNamespace IN $ns "
-                "RETURN c.podUid AS uid, c.podName AS name, c.podNamespace AS ns, c.podLabels AS labels, "
-                "c.hostId AS host", ns=[APP_NS, BATCH_NS])
-            by_uid = {r["uid"]: r for r in rows}
-            for name, pod in {**self.servers, **self.clients}.items():
-                uid = pod["metadata"]["uid"]
-                self.assertIn(uid, by_uid, f"no Container of pod {name}")
-                r = by_uid[uid]
-                self.assertEqual((name, pod["metadata"]["namespace"], kept_labels(pod), pod["spec"]["nodeName"]),
-                                 (r["name"], r["ns"], r["labels"], r["host"]), f"pod {name}")
+                "MATCH (c:Container) WHERE c.id IN $ids RETURN c.id AS id, c.podUid AS uid, c.podName AS name, "
+                "c.podNamespace AS ns, c.podLabels AS labels, c.hostId AS host", ids=list(want))
+            got = {r["id"]: (r["uid"], r["name"], r["ns"], r["labels"], r["host"]) for r in rows}
+            self.assertEqual(want, got)
         eventually("pod metadata in the graph", check)
 
     def test_3_the_service_address_is_resolved_to_its_backends(self):
@@ -421,8 +410,9 @@ class ClusterEndToEndTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    # Stopped from outside (CI's timeout, Ctrl-C): the cluster still goes.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # Stopped from outside (CI's timeout, Ctrl-C): the cluster still goes. KeyboardInterrupt, because
+    # unittest takes any other exception in a test for that test's error and goes on with the next.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         unittest.main(verbosity=2)
     finally:
