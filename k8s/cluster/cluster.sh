@@ -452,10 +452,17 @@ status() {
   pid_of kube-apiserver >/dev/null && kc get nodes,pods -A -o wide || true
 }
 
+# One user at a time (env.sh, K8S_LOCK); a cluster test holds the lock and says so to its children.
+lock() {
+  [ "${WATTGRAPH_K8S_LOCK_HELD:-}" = 1 ] && return
+  exec 9>"$K8S_LOCK"
+  flock -n 9 || die "the cluster is in use: $K8S_LOCK is held (a cluster test, or another up/down/install); try again when it is done"
+}
+
 case "${1:-}" in
-  up) up ;;
-  down) down ;;
+  up) lock; up ;;
+  down) lock; down ;;
   status) status ;;
-  install) shift; install "$@" ;;
+  install) shift; lock; install "$@" ;;
   *) echo "usage: $0 up|down|status|install" >&2; exit 2 ;;
 esac

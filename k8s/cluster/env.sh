@@ -4,6 +4,9 @@
 # Everything of a running cluster lives here (certificates, etcd, containerd, kubelet, CNI, logs);
 # `down` removes it. Built binaries and images stay in $WATTGRAPH_CACHE.
 K8S_STATE=${WATTGRAPH_K8S_STATE:-/var/lib/wattgraph-k8s}
+# Held by a cluster test for its whole run, and by cluster.sh up/down/install while they run: the
+# cluster is one per machine, and a second user's `down` would pull it from under a running test.
+K8S_LOCK=/run/lock/wattgraph-k8s.lock
 K8S_NODE=${WATTGRAPH_K8S_NODE:-wattgraph-node}
 # The node's address, on an interface of its own: not loopback (pods must reach the API
 # server there through the kubernetes Service) and not an interface of the machine's.

@@ -12,9 +12,10 @@ counted on their sockets:
 - a placement recommendation for the namespace: on one node, every workload stays where it is.
 One node: a second kubelet in a network namespace of its own would share this kernel, whose
 tracepoints every node's agent sees, so both agents would report every socket (docs/kubernetes.md).
-Everything it made is removed at the end (cluster.sh down), also when it fails;
-WATTGRAPH_K8S_KEEP=1 keeps the cluster for a look. Needs root; fails (not skips) under CI=true
-without it.
+Everything it made is removed at the end (cluster.sh down), also when it fails or is stopped;
+WATTGRAPH_K8S_KEEP=1 keeps the cluster for a look (and lets the next run use it). It refuses a
+cluster it did not start, and holds the cluster's lock for its whole run, so cluster.sh up/down/install
+from elsewhere wait their turn. Needs root; fails (not skips) under CI=true without it.
 
 Run: python3 k8s/tests/test_cluster.py, or bin/wattgraph k8s test (after bin/wattgraph build: the
 images take the host's builds).
@@ -58,6 +59,7 @@ KEPT_LABELS = {"app", "app.kubernetes.io/name", "app.kubernetes.io/instance", "a
 SETTLE_S = 420
 TIMINGS = {}
 DNS_IP = env_value("K8S_DNS_IP")
+STATE = env_value("K8S_STATE")
 
 
 def log(msg):
@@ -153,11 +155,18 @@ class ClusterEndToEndTest(unittest.TestCase):
             if os.environ.get("CI") == "true":
                 raise AssertionError("the cluster test needs root (it starts a Kubernetes node); CI must run it as root")
             raise unittest.SkipTest("the cluster test needs root")
-        cls.lock = open("/run/lock/wattgraph-k8s-test.lock", "w")
+        lock = env_value("K8S_LOCK")
+        cls.lock = open(lock, "w")
         try:
             fcntl.flock(cls.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise AssertionError("another cluster test holds /run/lock/wattgraph-k8s-test.lock") from None
+            raise AssertionError(f"the cluster is in use ({lock} is held: another cluster test, or cluster.sh)") from None
+        os.environ["WATTGRAPH_K8S_LOCK_HELD"] = "1"  # for cluster.sh, run by this test
+        # A cluster this run did not start is someone's: used only when asked (a kept cluster), never
+        # torn down by this run.
+        if os.path.isdir(STATE) and os.environ.get("WATTGRAPH_K8S_KEEP") != "1":
+            raise AssertionError(f"a cluster is already up ({STATE}): the test starts and removes its own; "
+                                 "`bin/wattgraph k8s down` first if it is yours, or WATTGRAPH_K8S_KEEP=1 to use it")
         # Registered first: whatever fails from here on, the cluster goes.
         cls.torn_down = False
         cls.addClassCleanup(cls.tear_down_cluster)

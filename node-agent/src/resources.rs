@@ -348,76 +348,6 @@ impl LateNames {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::pod_metadata::{parse_pod_list, PodDirectory};
-
-    fn group(id: &str, uid: &str, cpu: i64) -> ResourceRecord {
-        ResourceRecord {
-            scope: Scope::Group,
-            cgroup_id: 7,
-            group_id: id.into(),
-            runtime: Runtime::Containerd,
-            pod_uid: Some(uid.into()),
-            qos_class: Some("burstable".into()),
-            processes: 1,
-            cpu_time_ns: cpu,
-            ..crate::resource_avro::tests::sample(0)
-        }
-    }
-
-    #[test]
-    fn a_pod_named_after_its_records_is_reported_once_more_with_its_name() {
-        let dir = PodDirectory::default();
-        let base = ResourceRecord { processes: 0, threads: 0, cpu_time_ns: 0, ..crate::resource_avro::tests::sample(0) };
-        let mut late = LateNames::default();
-        // Interval 1: the CronJob's container ran before the directory knew its pod.
-        let mut records = vec![base.clone(), group("c1", "uid-1", 500)];
-        late.name(&mut records, &dir, &base);
-        assert_eq!(2, records.len());
-        assert_eq!(None, records[1].pod.name);
-        // Interval 2: still unknown, nothing more.
-        let mut records = vec![base.clone()];
-        late.name(&mut records, &dir, &base);
-        assert_eq!(1, records.len());
-        // The PodList arrives: the quiet container is reported once, without usage, with the names.
-        let list = r#"{"kind":"PodList","items":[{"metadata":{"uid":"uid-1","name":"job-1","namespace":"batch","labels":{"app":"job"}}}]}"#;
-        dir.replace(parse_pod_list(list.as_bytes(), &["app".to_string()]).unwrap());
-        let mut records = vec![base.clone()];
-        late.name(&mut records, &dir, &base);
-        assert_eq!(2, records.len());
-        let r = &records[1];
-        assert_eq!((Scope::Group, "c1", Some("uid-1"), 0, 0), (r.scope, r.group_id.as_str(), r.pod_uid.as_deref(), r.cpu_time_ns, r.processes));
-        assert_eq!((Some("job-1"), Some("batch")), (r.pod.name.as_deref(), r.pod.namespace.as_deref()));
-        assert_eq!(vec![("app".to_string(), "job".to_string())], r.pod.labels);
-        assert_eq!((base.interval_start_ns, base.interval_end_ns), (r.interval_start_ns, r.interval_end_ns));
-        // And only once.
-        let mut records = vec![base.clone()];
-        late.name(&mut records, &dir, &base);
-        assert_eq!(1, records.len());
-    }
-
-    #[test]
-    fn an_active_group_is_named_in_its_own_record_not_twice() {
-        let dir = PodDirectory::default();
-        let base = crate::resource_avro::tests::sample(0);
-        let mut late = LateNames::default();
-        let mut records = vec![group("c1", "uid-1", 500)];
-        late.name(&mut records, &dir, &base);
-        let list = r#"{"kind":"PodList","items":[{"metadata":{"uid":"uid-1","name":"web-1","namespace":"shop"}}]}"#;
-        dir.replace(parse_pod_list(list.as_bytes(), &[]).unwrap());
-        let mut records = vec![group("c1", "uid-1", 800)];
-        late.name(&mut records, &dir, &base);
-        assert_eq!(1, records.len());
-        assert_eq!(Some("web-1"), records[0].pod.name.as_deref());
-        assert_eq!(800, records[0].cpu_time_ns);
-        let mut records = vec![];
-        late.name(&mut records, &dir, &base);
-        assert!(records.is_empty());
-    }
-}
-
 /// Receives each interval's records on the sampling thread.
 pub type RecordSink = Box<dyn FnMut(&[ResourceRecord]) + Send>;
 
@@ -524,4 +454,72 @@ fn online_cpus() -> Option<i32> {
     (n > 0).then_some(n as i32)
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod_metadata::{parse_pod_list, PodDirectory};
 
+    fn group(id: &str, uid: &str, cpu: i64) -> ResourceRecord {
+        ResourceRecord {
+            scope: Scope::Group,
+            cgroup_id: 7,
+            group_id: id.into(),
+            runtime: Runtime::Containerd,
+            pod_uid: Some(uid.into()),
+            qos_class: Some("burstable".into()),
+            processes: 1,
+            cpu_time_ns: cpu,
+            ..crate::resource_avro::tests::sample(0)
+        }
+    }
+
+    #[test]
+    fn a_pod_named_after_its_records_is_reported_once_more_with_its_name() {
+        let dir = PodDirectory::default();
+        let base = ResourceRecord { processes: 0, threads: 0, cpu_time_ns: 0, ..crate::resource_avro::tests::sample(0) };
+        let mut late = LateNames::default();
+        // Interval 1: the CronJob's container ran before the directory knew its pod.
+        let mut records = vec![base.clone(), group("c1", "uid-1", 500)];
+        late.name(&mut records, &dir, &base);
+        assert_eq!(2, records.len());
+        assert_eq!(None, records[1].pod.name);
+        // Interval 2: still unknown, nothing more.
+        let mut records = vec![base.clone()];
+        late.name(&mut records, &dir, &base);
+        assert_eq!(1, records.len());
+        // The PodList arrives: the quiet container is reported once, without usage, with the names.
+        let list = r#"{"kind":"PodList","items":[{"metadata":{"uid":"uid-1","name":"job-1","namespace":"batch","labels":{"app":"job"}}}]}"#;
+        dir.replace(parse_pod_list(list.as_bytes(), &["app".to_string()]).unwrap());
+        let mut records = vec![base.clone()];
+        late.name(&mut records, &dir, &base);
+        assert_eq!(2, records.len());
+        let r = &records[1];
+        assert_eq!((Scope::Group, "c1", Some("uid-1"), 0, 0), (r.scope, r.group_id.as_str(), r.pod_uid.as_deref(), r.cpu_time_ns, r.processes));
+        assert_eq!((Some("job-1"), Some("batch")), (r.pod.name.as_deref(), r.pod.namespace.as_deref()));
+        assert_eq!(vec![("app".to_string(), "job".to_string())], r.pod.labels);
+        assert_eq!((base.interval_start_ns, base.interval_end_ns), (r.interval_start_ns, r.interval_end_ns));
+        // And only once.
+        let mut records = vec![base.clone()];
+        late.name(&mut records, &dir, &base);
+        assert_eq!(1, records.len());
+    }
+
+    #[test]
+    fn an_active_group_is_named_in_its_own_record_not_twice() {
+        let dir = PodDirectory::default();
+        let base = crate::resource_avro::tests::sample(0);
+        let mut late = LateNames::default();
+        let mut records = vec![group("c1", "uid-1", 500)];
+        late.name(&mut records, &dir, &base);
+        let list = r#"{"kind":"PodList","items":[{"metadata":{"uid":"uid-1","name":"web-1","namespace":"shop"}}]}"#;
+        dir.replace(parse_pod_list(list.as_bytes(), &[]).unwrap());
+        let mut records = vec![group("c1", "uid-1", 800)];
+        late.name(&mut records, &dir, &base);
+        assert_eq!(1, records.len());
+        assert_eq!(Some("web-1"), records[0].pod.name.as_deref());
+        assert_eq!(800, records[0].cpu_time_ns);
+        let mut records = vec![];
+        late.name(&mut records, &dir, &base);
+        assert!(records.is_empty());
+    }
+}
