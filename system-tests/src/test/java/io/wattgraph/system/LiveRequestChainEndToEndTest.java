@@ -184,7 +184,9 @@ class LiveRequestChainEndToEndTest {
             .mapToDouble(m -> m.getValue().getCpuSeconds()).sum();
         assertTrue(cpuSeconds > 0, "CPU of " + id + " in its windows: " + cpuSeconds);
         Map<String, Object> node = node(id);
-        assertTrue(node.get("cpuUsage") != null && node.get("metricsWindowEndNs") != null, "CPU on " + id + ": " + node);
+        // Not cpuUsage: a client's last transaction is counted at its close, so its latest window
+        // can hold that transaction and no ResourceSample (it exited before the next sample).
+        assertTrue(node.get("metricsWindowEndNs") != null, "metrics on " + id + ": " + node);
         assertTrue(((List<?>) node.get("historyCpuUsage")).stream().anyMatch(v -> ((Number) v).doubleValue() > 0),
             "a window with CPU in the history of " + id + ": " + node);
       }
