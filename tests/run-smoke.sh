@@ -11,7 +11,7 @@ export WATTGRAPH_RUN_DIR=$(mktemp -d "$ROOT/target/run-smoke.XXXXXX")
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 export WATTGRAPH_KAFKA_PORT=$(free_port) WATTGRAPH_KAFKA_CONTROLLER_PORT=$(free_port) WATTGRAPH_BOLT_PORT=$(free_port)
 export WATTGRAPH_SERVICE_PORT=$(free_port) WATTGRAPH_FLINK_PORT=$(free_port) WATTGRAPH_HOST_ID=smoke-host-$$
-export WATTGRAPH_AGENT_METRICS_PORT=$(free_port) WATTGRAPH_POWER_PERIOD=3s
+export WATTGRAPH_AGENT_METRICS_PORT=$(free_port) WATTGRAPH_FLINK_METRICS_PORT=$(free_port) WATTGRAPH_POWER_PERIOD=3s
 HOST=$WATTGRAPH_HOST_ID
 BASE_RUN_DIR=$WATTGRAPH_RUN_DIR
 API=http://127.0.0.1:$WATTGRAPH_SERVICE_PORT
@@ -43,7 +43,7 @@ stop_stack() { # Ctrl-C's path; then nothing of it may be left
   kill -TERM "$RUN_PID"
   wait "$RUN_PID" || true
   local port
-  for port in $WATTGRAPH_KAFKA_PORT $WATTGRAPH_BOLT_PORT $WATTGRAPH_SERVICE_PORT $WATTGRAPH_FLINK_PORT $WATTGRAPH_AGENT_METRICS_PORT; do
+  for port in $WATTGRAPH_KAFKA_PORT $WATTGRAPH_BOLT_PORT $WATTGRAPH_SERVICE_PORT $WATTGRAPH_FLINK_PORT $WATTGRAPH_FLINK_METRICS_PORT $WATTGRAPH_AGENT_METRICS_PORT; do
     if ss -Hltn "sport = :$port" | grep -q .; then fail "port $port still open after stopping"; fi
   done
   if pgrep -f "wattgraph-agent --host-id $HOST( |$)" >/dev/null; then fail "agent still running after stop"; fi
@@ -103,6 +103,15 @@ echo "run-smoke: edge visible in the REST graph ${delay_ms} ms after the exchang
 echo "run-smoke: (health body was ${#BODY} bytes)"
 metrics=$(curl -fsS "http://127.0.0.1:$WATTGRAPH_AGENT_METRICS_PORT/metrics") || fail "agent metrics endpoint did not answer"
 grep -q '^wattgraph_agent' <<<"$metrics" || fail "agent metrics have no wattgraph_agent series"
+# The job's own counters in Prometheus' format, on the port the banner names.
+grep -qF "http://127.0.0.1:$WATTGRAPH_FLINK_METRICS_PORT/metrics" "$LOG" || fail "the banner does not name the job's metrics port"
+job_metrics=$(curl -fsS "http://127.0.0.1:$WATTGRAPH_FLINK_METRICS_PORT/metrics") || fail "the job's Prometheus endpoint did not answer"
+for series in flink_taskmanager_job_task_operator_deserializer_deadLetters flink_taskmanager_job_task_operator_lateSamplesDropped \
+    flink_taskmanager_job_task_operator_vipUnresolved flink_taskmanager_job_task_operator_oneSidedConnections \
+    flink_taskmanager_job_task_operator_currentInputWatermark; do
+  grep -q "^$series{" <<<"$job_metrics" || fail "the job's metrics have no $series"
+done
+echo "run-smoke: the job's metrics: $(grep -c '^flink_' <<<"$job_metrics") flink_ series, dead letters: $(grep '^flink_taskmanager_job_task_operator_deserializer_deadLetters{' <<<"$job_metrics" | awk '{s+=$NF} END {print s}')"
 
 # The power-budget loop: graph-service publishes this host's budget to Kafka, the agent (dry-run)
 # receives it; both say so.
@@ -114,7 +123,7 @@ until [ -n "$budget" ]; do
   sleep 1
 done
 echo "run-smoke: graph-service published a budget: $budget"
-until curl -fsS "http://127.0.0.1:$WATTGRAPH_AGENT_METRICS_PORT/metrics" | grep -Eq '^wattgraph_agent_power_budget_sequence [1-9]'; do
+until curl -fsS "http://127.0.0.1:$WATTGRAPH_AGENT_METRICS_PORT/metrics" | grep -E '^wattgraph_agent_power_budget_sequence [1-9]' >/dev/null; do
   [ $(( ($(date +%s%N) - sent_at) / 1000000000 )) -lt 180 ] || fail "the agent never took a power budget (wattgraph_agent_power_budget_sequence)"
   sleep 1
 done
