@@ -5,8 +5,8 @@
 //! `fifo` runs the loop in SCHED_FIFO (priority 10), as the agent's --cgroup-sampler-realtime does.
 use std::path::Path;
 
-use wattgraph_agent::cgroup::default_v2_root;
-use wattgraph_agent::cgroup_sampler::{mono_now, run_ticks, set_realtime, CgroupSampler, Hierarchy};
+use wattgraph_agent::identity::cgroup::default_v2_root;
+use wattgraph_agent::resources::cgroup_sampler::{mono_now, run_ticks, set_realtime, CgroupSampler, Hierarchy};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use wattgraph_agent::transactions::{bucket_mid, decode_single_object, Histogram, TxnRole};
+use wattgraph_agent::capture::connections::transactions::{bucket_mid, decode_single_object, Histogram, TxnRole};
 
 #[path = "support/read_topic.rs"]
 mod read_topic;

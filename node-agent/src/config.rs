@@ -203,7 +203,7 @@ pub struct Config {
     pub pod_metadata_interval_ms: u64,
 
     /// Pod label keys carried in records (bounded: at most 32). Repeatable or comma separated.
-    #[arg(long = "pod-labels", value_name = "KEY", value_delimiter = ',', default_values = crate::pod_metadata::DEFAULT_LABELS)]
+    #[arg(long = "pod-labels", value_name = "KEY", value_delimiter = ',', default_values = crate::identity::pod_metadata::DEFAULT_LABELS)]
     pub pod_labels: Vec<String>,
 
     /// Do not track transactions (kernel) nor publish TransactionStats.
@@ -251,8 +251,8 @@ pub struct Config {
     /// Power capping from the budgets graph-service publishes: off (no consumer), dry-run
     /// (consume, compute and report the limits, write nothing) or on (write the RAPL package
     /// limits under --powercap-root).
-    #[arg(long = "power-cap", value_enum, value_name = "MODE", default_value_t = crate::budget::PowerCapMode::Off)]
-    pub power_cap: crate::budget::PowerCapMode,
+    #[arg(long = "power-cap", value_enum, value_name = "MODE", default_value_t = crate::control::power_cap::budget::PowerCapMode::Off)]
+    pub power_cap: crate::control::power_cap::budget::PowerCapMode,
 
     /// Compacted Kafka topic of PowerBudget records (key = host id), read from the beginning.
     #[arg(long = "power-budget-topic", default_value = "wattgraph.power-budgets")]
@@ -474,8 +474,8 @@ impl Config {
     }
 
     /// The brokers with --kafka-config and --kafka-option, checked (kafka_client.rs).
-    pub fn kafka_client(&self) -> Result<crate::kafka_client::KafkaClient, String> {
-        crate::kafka_client::KafkaClient::load(self.kafka_brokers.as_deref().unwrap_or(""), self.kafka_config.as_deref(), &self.kafka_option)
+    pub fn kafka_client(&self) -> Result<crate::output::kafka_client::KafkaClient, String> {
+        crate::output::kafka_client::KafkaClient::load(self.kafka_brokers.as_deref().unwrap_or(""), self.kafka_config.as_deref(), &self.kafka_option)
     }
 
     /// Checks values clap cannot; each message names the offending value.
@@ -704,7 +704,7 @@ mod tests {
 
     #[test]
     fn power_cap_flags() {
-        use crate::budget::PowerCapMode;
+        use crate::control::power_cap::budget::PowerCapMode;
         let c = parse(&[]).unwrap();
         assert_eq!((c.power_cap, c.power_budget_topic.as_str()), (PowerCapMode::Off, "wattgraph.power-budgets"));
         assert_eq!((c.power_floor_watts, c.budget_timeout_s), (0.0, 90));
@@ -769,7 +769,7 @@ mod tests {
         assert_eq!(c.netns, vec![PathBuf::from("/proc/self/ns/net"), PathBuf::from("/proc/thread-self/ns/net")]);
         assert_eq!((c.snapshot_bytes, c.ht_ratio, c.idle_watts_per_cpu), (4096, 1.0, 2.5));
         assert!(c.include_self && !c.no_resources);
-        assert_eq!(c.power_cap, crate::budget::PowerCapMode::DryRun);
+        assert_eq!(c.power_cap, crate::control::power_cap::budget::PowerCapMode::DryRun);
         assert_eq!(c.metrics_addr.unwrap().port(), 9400);
         assert_eq!(c.config.as_deref(), Some(f.as_path()));
         assert_eq!(c.map_entries, 65536, "keys absent from the file keep their defaults");

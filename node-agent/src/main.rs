@@ -5,22 +5,22 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wattgraph_agent::budget::BudgetMetrics;
-use wattgraph_agent::budget_consumer;
-use wattgraph_agent::capture::{self, CaptureError, CaptureOptions, CaptureStats};
-use wattgraph_agent::cgroup_avro::{CgroupStatsEncoder, OwnedCgroupStats};
-use wattgraph_agent::cgroup_report::{self, CgroupThread};
-use wattgraph_agent::cgroup_sampler::Hierarchy;
+use wattgraph_agent::control::power_cap::budget::BudgetMetrics;
+use wattgraph_agent::control::power_cap::consumer as budget_consumer;
+use wattgraph_agent::capture::connections::{self as capture, CaptureError, CaptureOptions, CaptureStats};
+use wattgraph_agent::output::avro::cgroup::{CgroupStatsEncoder, OwnedCgroupStats};
+use wattgraph_agent::resources::cgroup_report::{self, CgroupThread};
+use wattgraph_agent::resources::cgroup_sampler::Hierarchy;
 use wattgraph_agent::config::{Config, ConfigError};
-use wattgraph_agent::kafka::{EventProducer, KafkaStats, SpoolOptions};
+use wattgraph_agent::output::kafka::{EventProducer, KafkaStats, SpoolOptions};
 use wattgraph_agent::metrics::{self, Renderer, ResourceMetrics, Sources};
-use wattgraph_agent::pipeline::Pipeline;
-use wattgraph_agent::pod_metadata::{PodDirectory, PodSource, PodSourceOptions};
-use wattgraph_agent::power::ModelParams;
-use wattgraph_agent::resource_avro::{ResourceEncoder, ResourceRecord, Scope};
-use wattgraph_agent::resources::{self, ResourceOptions, SamplerThread};
-use wattgraph_agent::sched::SchedOptions;
-use wattgraph_agent::transactions::{ConnTxn, TxnEncoder, TxnRecord};
+use wattgraph_agent::output::pipeline::Pipeline;
+use wattgraph_agent::identity::pod_metadata::{PodDirectory, PodSource, PodSourceOptions};
+use wattgraph_agent::resources::power::ModelParams;
+use wattgraph_agent::output::avro::resource::{ResourceEncoder, ResourceRecord, Scope};
+use wattgraph_agent::resources::sampler::{self as resources, ResourceOptions, SamplerThread};
+use wattgraph_agent::capture::sched::SchedOptions;
+use wattgraph_agent::capture::connections::transactions::{ConnTxn, TxnEncoder, TxnRecord};
 
 const PROC_CACHE_ENTRIES: usize = 8192;
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -31,7 +31,7 @@ fn main() {
 
 fn run() -> i32 {
     // Before anything decodes Avro (power budgets from Kafka): the decoders' allocation bound.
-    wattgraph_agent::avro::limit_decoder_allocations();
+    wattgraph_agent::output::avro::limit_decoder_allocations();
     let cfg = match Config::load(std::env::args_os()) {
         Ok(c) => c,
         Err(ConfigError::Clap(e)) => e.exit(), // exit 2 (0 for --help / --version)
@@ -168,7 +168,7 @@ fn run() -> i32 {
         }
         log::info!(
             "attached tp_btf programs to {}; ResourceSample every {} ms to topic {}",
-            wattgraph_agent::sched::TRACEPOINTS.join(", "),
+            wattgraph_agent::capture::sched::TRACEPOINTS.join(", "),
             cfg.sample_interval_ms,
             cfg.resource_topic
         );
@@ -185,7 +185,7 @@ fn run() -> i32 {
         };
         let (prod, topic, key) = (producer.clone(), cfg.cgroup_topic.clone(), cfg.host_id.clone());
         let mut buf = Vec::with_capacity(512);
-        let sink = Box::new(move |r: &wattgraph_agent::cgroup_avro::CgroupStatsRecord<'_>| {
+        let sink = Box::new(move |r: &wattgraph_agent::output::avro::cgroup::CgroupStatsRecord<'_>| {
             enc.encode(r, &mut buf);
             prod.send_to(&topic, key.as_bytes(), &buf);
         });
@@ -341,7 +341,7 @@ fn cgroup_config(cfg: &Config, max_intervals: Option<u64>, pods: Option<Arc<PodD
     if cfg.cgroup_sample_interval_ms == 0 {
         return None;
     }
-    let v2 = cfg.cgroup_root.clone().unwrap_or_else(wattgraph_agent::cgroup::default_v2_root);
+    let v2 = cfg.cgroup_root.clone().unwrap_or_else(wattgraph_agent::identity::cgroup::default_v2_root);
     Some(CgroupThread {
         host_id: cfg.host_id.clone(),
         hierarchy: Hierarchy::detect(&v2, &cfg.cgroup_root_v1),
@@ -375,7 +375,7 @@ fn sampler_config(cfg: &Config, max_intervals: Option<u64>, pods: Option<Arc<Pod
 /// `--once`: transactions of the interval, and the HTTP routes by count with their latency.
 fn once_transactions(out: &mut String, txns: &[ConnTxn]) {
     use std::fmt::Write as _;
-    use wattgraph_agent::transactions::{bucket_mid, Histogram, TxnRole};
+    use wattgraph_agent::capture::connections::transactions::{bucket_mid, Histogram, TxnRole};
     let n = |role: TxnRole| txns.iter().filter(|t| t.role == role).map(|t| t.transactions).sum::<u64>();
     let _ = writeln!(out, "transactions: {} as client, {} as server", n(TxnRole::Client), n(TxnRole::Server));
     let mut routes: std::collections::BTreeMap<(&str, &str, &str), Histogram> = std::collections::BTreeMap::new();
@@ -453,7 +453,7 @@ fn run_once(cfg: &Config) -> i32 {
     let cg = cgroup_config(cfg, Some(1), once_pods.clone()).map(|c| {
         let label = cgroup_report::hierarchy_label(&c.hierarchy);
         let metrics = Arc::new(ResourceMetrics::default());
-        let sink = Box::new(move |r: &wattgraph_agent::cgroup_avro::CgroupStatsRecord<'_>| {
+        let sink = Box::new(move |r: &wattgraph_agent::output::avro::cgroup::CgroupStatsRecord<'_>| {
             let _ = cg_tx.send(r.to_owned());
         });
         let t = cgroup_report::spawn(c, sink, metrics.clone(), Arc::new(AtomicBool::new(false)));
@@ -472,8 +472,8 @@ fn run_once(cfg: &Config) -> i32 {
     let mut out = String::new();
     use std::fmt::Write as _;
     let _ = writeln!(out, "wattgraph-agent --once: host {}, interval {} ms", cfg.host_id, cfg.sample_interval_ms);
-    let count = |k: wattgraph_agent::event::Kind| events.iter().filter(|e| e.kind == k).count();
-    use wattgraph_agent::event::Kind;
+    let count = |k: wattgraph_agent::capture::event::Kind| events.iter().filter(|e| e.kind == k).count();
+    use wattgraph_agent::capture::event::Kind;
     let _ = writeln!(
         out,
         "connections: {} events (opened {}, snapshot {}, closed {})",
@@ -492,13 +492,13 @@ fn run_once(cfg: &Config) -> i32 {
     let mut key = String::new();
     for e in &events {
         let ((la, lp), (ra, rp)) = e.key_endpoints();
-        wattgraph_agent::event::canonical_key(&mut key, e.role, (&la, lp), (&ra, rp));
+        wattgraph_agent::capture::event::canonical_key(&mut key, e.role, (&la, lp), (&ra, rp));
         let v = seen.entry(key.clone()).or_insert((e.tgid, e.comm_str().to_string(), e.role, 0u64, 0u64, String::new()));
         v.3 = v.3.max(e.bytes_sent);
         v.4 = v.4.max(e.bytes_recv);
         if e.nat.is_some() && v.5.is_empty() {
             v.5.push_str(" dialled ");
-            wattgraph_agent::event::write_endpoint(&mut v.5, &e.remote_addr, e.remote_port);
+            wattgraph_agent::capture::event::write_endpoint(&mut v.5, &e.remote_addr, e.remote_port);
         }
     }
     for (k, (tgid, comm, role, s, r, via)) in seen.iter().take(20) {
@@ -611,7 +611,7 @@ fn preflight_checks(cfg: &Config) -> Result<(), i32> {
         eprintln!("wattgraph-agent: error: {e}");
         return Err(3);
     }
-    if cfg.power_cap == wattgraph_agent::budget::PowerCapMode::On {
+    if cfg.power_cap == wattgraph_agent::control::power_cap::budget::PowerCapMode::On {
         if let Err(e) = check_power_cap_writable(&cfg.powercap_root) {
             eprintln!("wattgraph-agent: error: {e}");
             return Err(3);
@@ -619,7 +619,7 @@ fn preflight_checks(cfg: &Config) -> Result<(), i32> {
     }
     let mut required: Vec<&str> = capture::TRACEPOINTS.to_vec();
     if !cfg.no_resources {
-        required.extend(wattgraph_agent::sched::TRACEPOINTS);
+        required.extend(wattgraph_agent::capture::sched::TRACEPOINTS);
     }
     match wattgraph_agent::preflight::check(&required, &[]) {
         Ok(p) => {

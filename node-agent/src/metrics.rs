@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::capture::CaptureStats;
-use crate::budget::BudgetMetrics;
-use crate::kafka::KafkaStats;
+use crate::capture::connections::CaptureStats;
+use crate::control::power_cap::budget::BudgetMetrics;
+use crate::output::kafka::KafkaStats;
 
 /// Figures the resource thread publishes (f64 values stored as bits).
 #[derive(Default, Debug)]
@@ -41,7 +41,7 @@ pub struct Sources {
     /// Power cap (budget consumer and actuator); None leaves its metrics out.
     pub budget: Option<Arc<BudgetMetrics>>,
     /// Pod metadata source (--pod-metadata-url); None leaves its metrics out.
-    pub pods: Option<Arc<crate::pod_metadata::PodDirectory>>,
+    pub pods: Option<Arc<crate::identity::pod_metadata::PodDirectory>>,
 }
 
 /// CPU seconds (user + system) this process used so far.
@@ -193,7 +193,7 @@ impl Renderer {
                 "Processes whose command line the kernel could not copy (ring full, argv not resident): read from /proc instead, lost if the process already exited.",
                 &[("", g(&c.cmdlines_not_copied) as f64)],
             );
-            crate::shedding::render_metrics(&c.shed, &mut metric);
+            crate::control::shedding::render_metrics(&c.shed, &mut metric);
         }
         let r = &self.src.resources;
         // First, with Acquire: the interval's figures (stored before it was counted) are then current.
@@ -345,8 +345,8 @@ mod tests {
             kafka: Some(Arc::new(KafkaStats::default())),
             resources: res,
             socket_map_capacity: 65536,
-            budget: Some(Arc::new(BudgetMetrics::new(crate::budget::PowerCapMode::DryRun))),
-            pods: Some(Arc::new(crate::pod_metadata::PodDirectory::default())),
+            budget: Some(Arc::new(BudgetMetrics::new(crate::control::power_cap::budget::PowerCapMode::DryRun))),
+            pods: Some(Arc::new(crate::identity::pod_metadata::PodDirectory::default())),
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let addr = serve("127.0.0.1:0".parse().unwrap(), r, stop.clone()).unwrap();

@@ -8,8 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::alloc_count::{largest_allocation, Counting};
-use wattgraph_agent::budget::{BudgetController, BudgetMetrics, Ignored, Outcome, PowerCapMode};
-use wattgraph_agent::{budget_avro, cgroup_avro, service_mappings, transactions};
+use wattgraph_agent::control::power_cap::budget::{BudgetController, BudgetMetrics, Ignored, Outcome, PowerCapMode};
+use wattgraph_agent::capture::connections::transactions;
+use wattgraph_agent::output::avro::{budget as budget_avro, cgroup as cgroup_avro};
+use wattgraph_agent::service_mapper as service_mappings;
 
 #[global_allocator]
 static A: Counting = Counting;

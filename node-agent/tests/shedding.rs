@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wattgraph_agent::capture::{CaptureHandle, CaptureOptions};
-use wattgraph_agent::event::{ConnEvent, Kind, Role, KEEP_ONE};
-use wattgraph_agent::shedding::{connection_hash, Control, PolicyKind, ShedCount, ShedMode, ShedOptions, DOMAIN_DEFAULT};
+use wattgraph_agent::capture::connections::{CaptureHandle, CaptureOptions};
+use wattgraph_agent::capture::event::{ConnEvent, Kind, Role, KEEP_ONE};
+use wattgraph_agent::control::shedding::{connection_hash, Control, PolicyKind, ShedCount, ShedMode, ShedOptions, DOMAIN_DEFAULT};
 
 fn start(opts: CaptureOptions) -> Option<CaptureHandle> {
     common::start_capture(opts)

@@ -3,7 +3,8 @@
 //! service mapper.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use wattgraph_agent::{pod_metadata, service_mappings};
+use wattgraph_agent::identity::pod_metadata;
+use wattgraph_agent::service_mapper as service_mappings;
 
 fuzz_target!(|data: &[u8]| {
     let keep = ["app".to_string(), "app.kubernetes.io/name".to_string()];

@@ -1,0 +1,5 @@
+pub mod connections;
+pub mod conntrack;
+pub mod event;
+pub mod map_batch;
+pub mod sched;

@@ -1,0 +1,2 @@
+pub mod power_cap;
+pub mod shedding;

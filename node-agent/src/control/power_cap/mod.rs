@@ -1,0 +1,4 @@
+pub mod actuator;
+pub mod budget;
+pub mod consumer;
+pub mod state;

@@ -1,0 +1,5 @@
+pub mod cgroup;
+pub mod kube_api;
+pub mod listening;
+pub mod pod_metadata;
+pub mod proc_info;
