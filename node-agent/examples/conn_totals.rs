@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use wattgraph_agent::output::avro::decode_single_object;
-use wattgraph_agent::capture::event::{past_nat, Endpoint, Role};
+use wattgraph_agent::shared::net::{past_nat, Endpoint, Role};
 
 #[path = "support/read_topic.rs"]
 mod read_topic;

@@ -1,5 +1,6 @@
 //! Wattgraph node agent library: capture (eBPF) is separate from encoding (Avro)
 //! and producing (Kafka), so tests can drive the pipeline without Kafka.
+pub mod shared;
 pub mod identity;
 pub mod capture;
 pub mod resources;

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use wattgraph_agent::control::power_cap::budget::BudgetMetrics;
 use wattgraph_agent::control::power_cap::consumer as budget_consumer;
-use wattgraph_agent::capture::connections::{self as capture, CaptureError, CaptureOptions, CaptureStats};
+use wattgraph_agent::capture::bpf::CaptureError;
+use wattgraph_agent::capture::connections::{self as capture, CaptureOptions, CaptureStats};
 use wattgraph_agent::output::avro::cgroup::{CgroupStatsEncoder, OwnedCgroupStats};
 use wattgraph_agent::resources::cgroup_report::{self, CgroupThread};
 use wattgraph_agent::resources::cgroup_sampler::Hierarchy;
@@ -60,7 +61,7 @@ fn run() -> i32 {
         return run_once(&cfg);
     }
 
-    let mut pipeline = match Pipeline::new(&cfg.host_id, capture::boot_to_unix_offset_ns(), PROC_CACHE_ENTRIES) {
+    let mut pipeline = match Pipeline::new(&cfg.host_id, wattgraph_agent::shared::clock::boot_to_unix_offset_ns(), PROC_CACHE_ENTRIES) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("wattgraph-agent: error: {e:#}");
@@ -244,7 +245,7 @@ fn run() -> i32 {
             log::warn!("HTTP routes: request bytes are read from syscall arguments on x86_64 only; no routes on this architecture");
         }
     }
-    let boot_to_unix = capture::boot_to_unix_offset_ns();
+    let boot_to_unix = wattgraph_agent::shared::clock::boot_to_unix_offset_ns();
     let mut txn_out = TxnOut { rec: TxnRecord::default(), key: String::with_capacity(128), buf: Vec::with_capacity(1024) };
 
     let stats_every = Duration::from_secs(cfg.stats_interval_s);
@@ -492,13 +493,13 @@ fn run_once(cfg: &Config) -> i32 {
     let mut key = String::new();
     for e in &events {
         let ((la, lp), (ra, rp)) = e.key_endpoints();
-        wattgraph_agent::capture::event::canonical_key(&mut key, e.role, (&la, lp), (&ra, rp));
+        wattgraph_agent::shared::net::canonical_key(&mut key, e.role, (&la, lp), (&ra, rp));
         let v = seen.entry(key.clone()).or_insert((e.tgid, e.comm_str().to_string(), e.role, 0u64, 0u64, String::new()));
         v.3 = v.3.max(e.bytes_sent);
         v.4 = v.4.max(e.bytes_recv);
         if e.nat.is_some() && v.5.is_empty() {
             v.5.push_str(" dialled ");
-            wattgraph_agent::capture::event::write_endpoint(&mut v.5, &e.remote_addr, e.remote_port);
+            wattgraph_agent::shared::net::write_endpoint(&mut v.5, &e.remote_addr, e.remote_port);
         }
     }
     for (k, (tgid, comm, role, s, r, via)) in seen.iter().take(20) {

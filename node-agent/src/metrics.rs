@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::capture::connections::CaptureStats;
+use crate::shared::process::{self_cpu_seconds, self_rss_bytes};
 use crate::control::power_cap::budget::BudgetMetrics;
 use crate::output::kafka::KafkaStats;
 
@@ -42,20 +43,6 @@ pub struct Sources {
     pub budget: Option<Arc<BudgetMetrics>>,
     /// Pod metadata source (--pod-metadata-url); None leaves its metrics out.
     pub pods: Option<Arc<crate::identity::pod_metadata::PodDirectory>>,
-}
-
-/// CPU seconds (user + system) this process used so far.
-pub fn self_cpu_seconds() -> f64 {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-fn self_rss_bytes() -> u64 {
-    let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = s.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
-    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(0) as u64
 }
 
 struct RateState {

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::Path;
 
-use libbpf_rs::libbpf_sys;
+use crate::capture::bpf::KernelBtf;
 
 /// sock:sock_send_length / sock_recv_length, the byte path, arrived in Linux 6.3.
 pub const MIN_KERNEL: (u32, u32) = (6, 3);
@@ -29,37 +29,6 @@ pub fn kernel_release() -> String {
         }
         std::ffi::CStr::from_ptr(u.release.as_ptr()).to_string_lossy().into_owned()
     }
-}
-
-/// The kernel's BTF, loaded once for several lookups.
-pub struct KernelBtf(*mut libbpf_sys::btf);
-
-impl KernelBtf {
-    pub fn load() -> Option<KernelBtf> {
-        // SAFETY: plain libbpf call; a null result means no BTF.
-        let btf = unsafe { libbpf_sys::btf__load_vmlinux_btf() };
-        (!btf.is_null()).then_some(KernelBtf(btf))
-    }
-
-    /// Whether tp_btf can attach to tracepoint "subsystem:event" (or plain "event").
-    pub fn has_tracepoint(&self, tracepoint: &str) -> bool {
-        let event = tracepoint.rsplit(':').next().unwrap_or(tracepoint);
-        let Ok(name) = std::ffi::CString::new(format!("btf_trace_{event}")) else { return false };
-        // SAFETY: valid BTF object and NUL-terminated name.
-        unsafe { libbpf_sys::btf__find_by_name_kind(self.0, name.as_ptr(), libbpf_sys::BTF_KIND_TYPEDEF) >= 0 }
-    }
-}
-
-impl Drop for KernelBtf {
-    fn drop(&mut self) {
-        // SAFETY: owned pointer from btf__load_vmlinux_btf.
-        unsafe { libbpf_sys::btf__free(self.0) }
-    }
-}
-
-/// Whether the running kernel has tracepoint "subsystem:event" for tp_btf.
-pub fn kernel_has_tracepoint(tracepoint: &str) -> bool {
-    KernelBtf::load().is_some_and(|b| b.has_tracepoint(tracepoint))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,7 +23,8 @@ use rdkafka::mocking::MockCluster;
 use rdkafka::producer::BaseProducer;
 use rdkafka::Message;
 use wattgraph_agent::output::avro::OwnedEventRecord;
-use wattgraph_agent::capture::event::{addr16_from_ip, Kind, Role};
+use wattgraph_agent::capture::event::Kind;
+use wattgraph_agent::shared::net::{addr16_from_ip, Role};
 use wattgraph_agent::output::avro::resource::{ResourceRecord, Scope};
 
 const HOST: &str = "caps-host";

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wattgraph_agent::capture::connections::{CaptureHandle, CaptureOptions};
-use wattgraph_agent::capture::event::{ConnEvent, Kind, Role, KEEP_ONE};
+use wattgraph_agent::capture::event::{ConnEvent, Kind, KEEP_ONE};
+use wattgraph_agent::shared::net::Role;
 use wattgraph_agent::control::shedding::{connection_hash, Control, PolicyKind, ShedCount, ShedMode, ShedOptions, DOMAIN_DEFAULT};
 
 fn start(opts: CaptureOptions) -> Option<CaptureHandle> {

@@ -3,7 +3,7 @@
 //! agents on both ends of a connection must keep the same connections.
 mod common;
 
-use wattgraph_agent::capture::event::{addr16_from_ip, Role};
+use wattgraph_agent::shared::net::{addr16_from_ip, Role};
 use wattgraph_agent::control::shedding::connection_hash;
 
 #[test]

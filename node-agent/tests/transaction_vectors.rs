@@ -5,7 +5,7 @@ mod common;
 
 
 use serde_json::Value;
-use wattgraph_agent::capture::event::addr16_from_ip;
+use wattgraph_agent::shared::net::addr16_from_ip;
 use wattgraph_agent::capture::connections::transactions::{decode_single_object, Histogram, RouteRecord, TxnEncoder, TxnRecord, TxnRole};
 
 fn to_record(e: &Value) -> TxnRecord {

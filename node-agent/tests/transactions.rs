@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 mod common;
 use common::netns::NetnsThread;
 use wattgraph_agent::capture::connections::{CaptureHandle, CaptureOptions};
-use wattgraph_agent::capture::event::addr16_from_ip;
+use wattgraph_agent::shared::net::addr16_from_ip;
 use wattgraph_agent::capture::connections::transactions::{bucket_lower, bucket_of, bucket_upper, ConnTxn, Histogram, TxnEncoder, TxnRecord, TxnRole};
 
 fn start() -> Option<CaptureHandle> {

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::capture::event::NatTuple;
+use crate::shared::net::NatTuple;
 
 const NETLINK_NETFILTER: libc::c_int = 12;
 const NFNL_SUBSYS_CTNETLINK: u16 = 1;
@@ -144,7 +144,7 @@ impl NatTable {
         for i in 0..t.sockets.len() {
             t.dump(i)?;
         }
-        t.last_read_ns = crate::capture::connections::boot_time_ns();
+        t.last_read_ns = crate::shared::clock::boot_time_ns();
         t.stats.available.store(1, Ordering::Relaxed);
         Ok(t)
     }
@@ -180,7 +180,7 @@ impl NatTable {
 
     /// Reads every queued event of every namespace (non-blocking).
     pub fn read_events(&mut self) {
-        self.last_read_ns = crate::capture::connections::boot_time_ns();
+        self.last_read_ns = crate::shared::clock::boot_time_ns();
         for i in 0..self.sockets.len() {
             loop {
                 let fd = self.sockets[i].events.as_raw_fd();
@@ -206,7 +206,7 @@ impl NatTable {
                     }
                 }
                 let buf = std::mem::take(&mut self.buf);
-                let now = crate::capture::connections::boot_time_ns();
+                let now = crate::shared::clock::boot_time_ns();
                 for_each_message(&buf[..n as usize], |m| {
                     if let Ok(Some(m)) = m {
                         self.apply(m, now);
@@ -282,7 +282,7 @@ impl NatTable {
         if unsafe { libc::send(fd, req.as_ptr().cast(), req.len(), 0) } < 0 {
             return Err(format!("conntrack dump ({}): send: {}", self.sockets[i].name, std::io::Error::last_os_error()));
         }
-        let now = crate::capture::connections::boot_time_ns();
+        let now = crate::shared::clock::boot_time_ns();
         let mut buf = std::mem::take(&mut self.buf);
         let result = loop {
             // SAFETY: buf is valid for its length.
@@ -509,7 +509,7 @@ mod tests {
     use super::*;
 
     fn v4(s: &str) -> [u8; 16] {
-        crate::capture::event::addr16_from_ip(s.parse().unwrap())
+        crate::shared::net::addr16_from_ip(s.parse().unwrap())
     }
 
     fn tuple(src: &str, sp: u16, dst: &str, dp: u16) -> Tuple {

@@ -1,3 +1,4 @@
+pub mod bpf;
 pub mod connections;
 pub mod conntrack;
 pub mod event;

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::capture::event::{Endpoint, Role};
+use crate::shared::net::{Endpoint, Role};
 
 /// A namespace's listeners are read again after this long (only while unknown sockets show up).
 const MAX_AGE: Duration = Duration::from_secs(2);
@@ -120,7 +120,7 @@ pub fn parse_listeners(text: &str, out: &mut HashSet<Endpoint>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::event::addr16_from_ip;
+    use crate::shared::net::addr16_from_ip;
 
     fn ep(ip: &str, port: u16) -> Endpoint {
         (addr16_from_ip(ip.parse().unwrap()), port)

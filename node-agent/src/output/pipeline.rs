@@ -4,7 +4,8 @@
 use anyhow::Result;
 
 use crate::output::avro::{Encoder, EventRecord};
-use crate::capture::event::{canonical_key, ConnEvent};
+use crate::capture::event::ConnEvent;
+use crate::shared::net::canonical_key;
 use crate::identity::proc_info::ProcCache;
 
 pub struct Pipeline {
@@ -71,7 +72,8 @@ impl Pipeline {
 mod tests {
     use super::*;
     use crate::output::avro::decode_single_object;
-    use crate::capture::event::{addr16_from_ip, Kind, Role};
+    use crate::capture::event::Kind;
+    use crate::shared::net::{addr16_from_ip, Role};
 
     #[test]
     fn process_own_process_event() {

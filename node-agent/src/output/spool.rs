@@ -24,35 +24,12 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
+use crate::shared::durable::{crc32, sync_dir};
+
 const HEADER: usize = 8;
 /// A record body larger than this is corrupt (Kafka messages are far smaller).
 const MAX_BODY: u32 = 64 << 20;
 
-const fn crc_table() -> [u32; 256] {
-    let mut t = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
-            k += 1;
-        }
-        t[i] = c;
-        i += 1;
-    }
-    t
-}
-static CRC_TABLE: [u32; 256] = crc_table();
-
-/// CRC-32 (IEEE, as zlib).
-pub fn crc32(data: &[u8]) -> u32 {
-    let mut c = !0u32;
-    for &b in data {
-        c = CRC_TABLE[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
-    }
-    !c
-}
 
 /// One record read back; slices valid until the next call on the spool.
 pub struct Record<'a> {
@@ -112,11 +89,6 @@ fn skip_path(dir: &Path, id: u64) -> PathBuf {
 fn remove_segment(dir: &Path, id: u64) -> io::Result<()> {
     let _ = std::fs::remove_file(skip_path(dir, id));
     std::fs::remove_file(seg_path(dir, id))
-}
-
-/// fsync of a directory: makes a rename or a new file in it durable.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
 }
 
 /// Reads one record (header + body into `buf`); Ok(None) at a clean end, Err(why) when the
@@ -507,12 +479,6 @@ mod tests {
             s.delivered(seg).unwrap();
         }
         out
-    }
-
-    #[test]
-    fn crc32_matches_zlib() {
-        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
-        assert_eq!(crc32(b""), 0);
     }
 
     #[test]

@@ -297,7 +297,7 @@ pub fn spawn(
             &cfg.host_id,
             &cfg.hierarchy,
             cfg.tick_interval_ns,
-            crate::resources::sampler::mono_to_unix_offset(),
+            crate::shared::clock::mono_to_unix_offset(),
         );
         if let Some(p) = &cfg.pods {
             agg.set_pods(p.clone());

@@ -349,7 +349,7 @@ pub fn set_realtime(priority: i32) -> std::io::Result<()> {
 
 /// CLOCK_MONOTONIC now, ns.
 pub fn mono_now() -> u64 {
-    crate::capture::sched::mono_ns()
+    crate::shared::clock::mono_ns()
 }
 
 /// Sleeps until CLOCK_MONOTONIC reaches `deadline_ns` (absolute: no drift from late wake-ups).

@@ -8,7 +8,8 @@ use crate::identity::cgroup::{identify_proc_cgroup, CgroupResolver, Identity, Ru
 use crate::resources::power::{attributed_watts, unattributed_watts, HostPower, Meter, ModelParams, PowerSource};
 use crate::identity::pod_metadata::PodFields;
 use crate::output::avro::resource::{ResourceRecord, Scope, WeightKind};
-use crate::capture::sched::{mono_ns, CpuCollector, ProcCpu, SchedOptions, MAX_SOCKETS};
+use crate::shared::clock::mono_to_unix_offset;
+use crate::capture::sched::{CpuCollector, ProcCpu, SchedOptions, MAX_SOCKETS};
 
 #[derive(Debug, Clone)]
 pub struct ResourceOptions {
@@ -71,13 +72,6 @@ pub struct ResourceSampler {
     pods: Option<std::sync::Arc<crate::identity::pod_metadata::PodDirectory>>,
 }
 
-pub(crate) fn mono_to_unix_offset() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    let r = ts.tv_sec * 1_000_000_000 + ts.tv_nsec;
-    r - mono_ns() as i64
-}
-
 fn weights(p: &ProcCpu, counters: bool) -> [f64; MAX_SOCKETS] {
     let mut w = [0.0; MAX_SOCKETS];
     for s in 0..MAX_SOCKETS {
@@ -87,7 +81,7 @@ fn weights(p: &ProcCpu, counters: bool) -> [f64; MAX_SOCKETS] {
 }
 
 impl ResourceSampler {
-    pub fn new(opts: &ResourceOptions) -> Result<ResourceSampler, crate::capture::connections::CaptureError> {
+    pub fn new(opts: &ResourceOptions) -> Result<ResourceSampler, crate::capture::bpf::CaptureError> {
         let cpu = CpuCollector::load(&opts.sched)?;
         let mut per_socket = [0u32; MAX_SOCKETS];
         for t in cpu.topology() {
@@ -319,7 +313,7 @@ pub fn spawn_sampler(
     mut sink: RecordSink,
     metrics: std::sync::Arc<crate::metrics::ResourceMetrics>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> Result<std::thread::JoinHandle<()>, crate::capture::connections::CaptureError> {
+) -> Result<std::thread::JoinHandle<()>, crate::capture::bpf::CaptureError> {
     use std::sync::atomic::Ordering;
     use std::time::{Duration, Instant};
     let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
@@ -387,7 +381,7 @@ pub fn spawn_sampler(
                 }
             }
         })
-        .map_err(|e| crate::capture::connections::CaptureError::Other(format!("spawn resource thread: {e}")))?;
+        .map_err(|e| crate::capture::bpf::CaptureError::Other(format!("spawn resource thread: {e}")))?;
     match ready_rx.recv() {
         Ok(Ok(())) => Ok(t),
         Ok(Err(e)) => {
@@ -396,7 +390,7 @@ pub fn spawn_sampler(
         }
         Err(_) => {
             let _ = t.join();
-            Err(crate::capture::connections::CaptureError::Other("resource thread died during start-up".into()))
+            Err(crate::capture::bpf::CaptureError::Other("resource thread died during start-up".into()))
         }
     }
 }/// CPUs online now (hotplug can change it between intervals); None if the kernel won't say.

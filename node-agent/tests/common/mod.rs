@@ -80,11 +80,11 @@ pub fn check_vectors<R: PartialEq + Debug>(
 
 /// A vector's optional `nat` object (absent or null = None; addresses as text).
 #[allow(dead_code)]
-pub fn nat_of(v: &serde_json::Value) -> Option<wattgraph_agent::capture::event::NatTuple> {
+pub fn nat_of(v: &serde_json::Value) -> Option<wattgraph_agent::shared::net::NatTuple> {
     let n = v.get("nat").filter(|n| !n.is_null())?;
-    let a = |k: &str| wattgraph_agent::capture::event::addr16_from_ip(n[k].as_str().unwrap_or_else(|| panic!("nat.{k}")).parse().unwrap());
+    let a = |k: &str| wattgraph_agent::shared::net::addr16_from_ip(n[k].as_str().unwrap_or_else(|| panic!("nat.{k}")).parse().unwrap());
     let p = |k: &str| u16::try_from(n[k].as_u64().unwrap_or_else(|| panic!("nat.{k}"))).unwrap();
-    Some(wattgraph_agent::capture::event::NatTuple {
+    Some(wattgraph_agent::shared::net::NatTuple {
         local_addr: a("localAddress"),
         local_port: p("localPort"),
         remote_addr: a("remoteAddress"),

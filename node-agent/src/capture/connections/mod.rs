@@ -19,12 +19,15 @@ use std::time::{Duration, Instant};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 
+use crate::capture::bpf::{bpf_err, CaptureError};
 use crate::capture::conntrack::{NatStats, NatTable};
-use crate::capture::event::{ConnEvent, Kind, NatTuple, Role};
+use crate::capture::event::{ConnEvent, Kind};
+use crate::shared::net::{NatTuple, Role};
 use crate::control::shedding::{Control, Domain, ShedController, ShedCount, ShedMode, ShedOptions, ShedStats, UserShed};
 use crate::capture::connections::http_route::{HttpRoute, RouteNames, ROUTE_NONE};
 use crate::capture::map_batch::BatchReader;
 use crate::identity::proc_info::KernelCmdlines;
+use crate::shared::clock::boot_time_ns;
 use crate::capture::connections::transactions::{ConnTxn, Histogram, RouteTxn, TxnRole};
 
 mod skel {
@@ -139,34 +142,6 @@ impl Default for CaptureOptions {
     }
 }
 
-#[derive(Debug)]
-pub enum CaptureError {
-    /// Not allowed to load BPF (EPERM/EACCES).
-    Permission(String),
-    Other(String),
-}
-
-impl std::fmt::Display for CaptureError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CaptureError::Permission(m) => write!(
-                f,
-                "BPF permission missing ({m}): run as root, or grant CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN (CAP_SYS_ADMIN on older kernels); --log-level debug shows libbpf's details"
-            ),
-            CaptureError::Other(m) => write!(f, "{m}"),
-        }
-    }
-}
-impl std::error::Error for CaptureError {}
-
-fn bpf_err(what: &str, e: libbpf_rs::Error) -> CaptureError {
-    if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
-        CaptureError::Permission(format!("{what}: {e}"))
-    } else {
-        CaptureError::Other(format!("{what}: {e}"))
-    }
-}
-
 /// Counters shared with the stats line.
 #[derive(Default, Debug)]
 pub struct CaptureStats {
@@ -218,25 +193,6 @@ pub struct CaptureStats {
 pub fn netns_inode(path: &Path) -> std::io::Result<u32> {
     let ino = std::fs::metadata(path)?.ino();
     u32::try_from(ino).map_err(|_| std::io::Error::other(format!("{}: inode {ino} is not a netns inode", path.display())))
-}
-
-/// CLOCK_BOOTTIME now, ns.
-pub fn boot_time_ns() -> u64 {
-    clock_ns(libc::CLOCK_BOOTTIME) as u64
-}
-
-fn clock_ns(clock: libc::clockid_t) -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
-}
-
-/// Unix epoch ns minus boot-clock ns, measured once (kernel timestamps use the boot clock).
-pub fn boot_to_unix_offset_ns() -> i64 {
-    let b1 = clock_ns(libc::CLOCK_BOOTTIME);
-    let r = clock_ns(libc::CLOCK_REALTIME);
-    let b2 = clock_ns(libc::CLOCK_BOOTTIME);
-    r - (b1 + (b2 - b1) / 2)
 }
 
 /// A running capture: events arrive on `events()`; `stop()` detaches.
@@ -626,7 +582,7 @@ fn run(
     let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + d);
     let mut shed_clock = ShedClock::new(shed_every);
     if let Some(sh) = disp.borrow_mut().shed.as_mut() {
-        sh.ctrl.utilization(crate::metrics::self_cpu_seconds(), 0.0);
+        sh.ctrl.utilization(crate::shared::process::self_cpu_seconds(), 0.0);
     }
     while !stop.load(Ordering::Relaxed) {
         while let Ok(cmd) = shed_rx.try_recv() {
@@ -688,7 +644,7 @@ fn load_and_attach<'a>(
     let mut attached: Vec<String> = TRACEPOINTS.iter().map(|s| s.to_string()).collect();
     // Without it a transaction starts when its first send returned (on loopback, possibly after
     // the peer already answered): said once, not fatal.
-    let send_begin = opts.transaction_interval.is_some() && crate::preflight::kernel_has_tracepoint(SEND_BEGIN_TRACEPOINT);
+    let send_begin = opts.transaction_interval.is_some() && crate::capture::bpf::kernel_has_tracepoint(SEND_BEGIN_TRACEPOINT);
     if send_begin {
         attached.push(SEND_BEGIN_TRACEPOINT.to_string());
     } else {
@@ -911,7 +867,7 @@ fn shed_tick(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &Cap
     let mut d = disp.borrow_mut();
     let Some(sh) = d.shed.as_mut() else { return };
     let counts = shed_counts_now(skel, sh);
-    let util = sh.ctrl.utilization(crate::metrics::self_cpu_seconds(), wall);
+    let util = sh.ctrl.utilization(crate::shared::process::self_cpu_seconds(), wall);
     let queued = if sh.user.is_none() {
         let kept: u64 = counts.values().map(|c| c.kept).sum();
         kept.saturating_sub(sh.opened_read) as f64

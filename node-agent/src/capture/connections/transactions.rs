@@ -10,7 +10,7 @@ use apache_avro::Schema;
 
 use crate::capture::connections::http_route::HttpRoute;
 use crate::output::avro::{decode_datum, nat_value, single_object_header, write_long, write_opt_nat, write_str, RecordFields};
-use crate::capture::event::NatTuple;
+use crate::shared::net::NatTuple;
 
 pub const SCHEMA_JSON: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/TransactionStats.avsc"));
 
@@ -244,16 +244,16 @@ impl ConnTxn {
             dst.latency.cells.extend_from_slice(&src.latency.cells);
         }
         let role = match self.role {
-            TxnRole::Client => crate::capture::event::Role::Client,
-            TxnRole::Server => crate::capture::event::Role::Server,
+            TxnRole::Client => crate::shared::net::Role::Client,
+            TxnRole::Server => crate::shared::net::Role::Server,
         };
         let ((la, lp), (ra, rp)) = self.key_endpoints();
-        crate::capture::event::canonical_key(key, role, (&la, lp), (&ra, rp));
+        crate::shared::net::canonical_key(key, role, (&la, lp), (&ra, rp));
     }
 
     /// The endpoints correlation uses: past the NAT when there was one.
-    pub fn key_endpoints(&self) -> (crate::capture::event::Endpoint, crate::capture::event::Endpoint) {
-        crate::capture::event::past_nat(self.nat.as_ref(), (self.local_addr, self.local_port), (self.remote_addr, self.remote_port))
+    pub fn key_endpoints(&self) -> (crate::shared::net::Endpoint, crate::shared::net::Endpoint) {
+        crate::shared::net::past_nat(self.nat.as_ref(), (self.local_addr, self.local_port), (self.remote_addr, self.remote_port))
     }
 }
 

@@ -16,7 +16,8 @@ use libbpf_rs::libbpf_sys;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 
-use crate::capture::connections::CaptureError;
+use crate::capture::bpf::{bpf_err, CaptureError};
+use crate::shared::clock::mono_ns;
 
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/sched.skel.rs"));
@@ -32,13 +33,6 @@ pub const TRACEPOINTS: [&str; 2] = ["sched:sched_switch", "sched:sched_process_e
 pub type ThreadStat = types::thread_stat;
 const _: () = assert!(size_of::<ThreadStat>() == 152);
 const _: () = assert!(size_of::<types::cpu_state>() == 72);
-
-/// CLOCK_MONOTONIC ns (= bpf_ktime_get_ns).
-pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 // ---------------------------------------------------------------- topology
 
@@ -288,14 +282,6 @@ pub struct CpuCollector {
     /// `SchedStats::map_evictions`, never decreasing.
     evictions: u64,
     out: CpuInterval,
-}
-
-fn bpf_err(what: &str, e: libbpf_rs::Error) -> CaptureError {
-    if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
-        CaptureError::Permission(format!("{what}: {e}"))
-    } else {
-        CaptureError::Other(format!("{what}: {e}"))
-    }
 }
 
 impl CpuCollector {

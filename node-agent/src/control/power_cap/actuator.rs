@@ -474,7 +474,7 @@ pub(crate) mod tests {
         let boot = boot_id();
         text = text.replace(&boot, "00000000-0000-0000-0000-000000000000").replace("165000000", "1000000");
         let body = &text[..text.rfind("crc32").unwrap()];
-        let text = format!("{body}crc32 {:08x}\n", crate::output::spool::crc32(body.as_bytes()));
+        let text = format!("{body}crc32 {:08x}\n", crate::shared::durable::crc32(body.as_bytes()));
         std::fs::write(f.state_file(), text).unwrap();
         f.set_limit(0, 120_000_000);
         let a = PowerCapActuator::discover("h1", &f.0, &f.state_file(), 0.0, false, Duration::from_secs(30)).unwrap();

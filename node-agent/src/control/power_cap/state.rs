@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::io::{Read, Write as _};
 use std::path::{Path, PathBuf};
 
-use crate::output::spool::{crc32, sync_dir};
+use crate::shared::durable::{crc32, sync_dir};
 
 const HEAD: &str = "# wattgraph-agent power-cap state: package limits found before the first cap (restored, then removed, at a clean stop)";
 /// Larger than any real file (a few lines per socket): anything bigger is not one.

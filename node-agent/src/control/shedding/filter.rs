@@ -94,7 +94,7 @@ mod tests {
         let mut f = ShedFilter::default();
         f.set_plan(&plan);
         assert_eq!(f.keep_of(2), KEEP_ONE / 5);
-        let client = crate::capture::event::addr16_from_ip("10.0.0.7".parse().unwrap());
+        let client = crate::shared::net::addr16_from_ip("10.0.0.7".parse().unwrap());
         let mut bytes_kept = 0.0;
         let mut expected_kept = 0;
         for i in 0..1000u16 {

@@ -5,7 +5,7 @@
 //! there in kernel mode; tests/shedding_hash.rs compiles those natively and compares).
 
 use super::KEEP_ONE;
-use crate::capture::event::Role;
+use crate::shared::net::Role;
 
 /// murmur3 (32-bit) of an endpoint, in [0, KEEP_ONE).
 pub fn endpoint_hash(addr: &[u8; 16], port: u16) -> u32 {
@@ -50,7 +50,7 @@ pub fn kept(hash: u32, keep: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::event::addr16_from_ip;
+    use crate::shared::net::addr16_from_ip;
 
     fn a(s: &str) -> [u8; 16] {
         addr16_from_ip(s.parse().unwrap())

@@ -12,7 +12,8 @@ use apache_avro::rabin::Rabin;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use crate::capture::event::{Kind, NatTuple, Role};
+use crate::capture::event::Kind;
+use crate::shared::net::{NatTuple, Role};
 
 /// The one schema file shared with the JVM side.
 pub const SCHEMA_JSON: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/ConnectionEvent.avsc"));
@@ -487,7 +488,7 @@ pub fn to_value(e: &EventRecord<'_>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::event::addr16_from_ip;
+    use crate::shared::net::addr16_from_ip;
     use apache_avro::GenericSingleObjectWriter;
 
     fn sample(i: i64) -> OwnedEventRecord {
