@@ -9,19 +9,23 @@ use wattgraph_agent::control::power_cap::budget::BudgetMetrics;
 use wattgraph_agent::control::power_cap::consumer as budget_consumer;
 use wattgraph_agent::capture::bpf::CaptureError;
 use wattgraph_agent::capture::connections::{self as capture, CaptureOptions, CaptureStats};
-use wattgraph_agent::output::avro::cgroup::{CgroupStatsEncoder, OwnedCgroupStats};
+use wattgraph_agent::output::avro::cgroup::CgroupStatsEncoder;
+use wattgraph_agent::resources::record::OwnedCgroupStats;
 use wattgraph_agent::resources::cgroup_report::{self, CgroupThread};
 use wattgraph_agent::resources::cgroup_sampler::Hierarchy;
 use wattgraph_agent::config::{Config, ConfigError};
 use wattgraph_agent::output::kafka::{EventProducer, KafkaStats, SpoolOptions};
-use wattgraph_agent::metrics::{self, Renderer, ResourceMetrics, Sources};
+use wattgraph_agent::metrics::{self, Renderer, Sources};
+use wattgraph_agent::resources::ResourceMetrics;
 use wattgraph_agent::output::pipeline::Pipeline;
 use wattgraph_agent::identity::pod_metadata::{PodDirectory, PodSource, PodSourceOptions};
 use wattgraph_agent::resources::power::ModelParams;
-use wattgraph_agent::output::avro::resource::{ResourceEncoder, ResourceRecord, Scope};
+use wattgraph_agent::output::avro::resource::ResourceEncoder;
+use wattgraph_agent::resources::record::{ResourceRecord, Scope};
 use wattgraph_agent::resources::sampler::{self as resources, ResourceOptions, SamplerThread};
 use wattgraph_agent::capture::sched::SchedOptions;
-use wattgraph_agent::capture::connections::transactions::{ConnTxn, TxnEncoder, TxnRecord};
+use wattgraph_agent::capture::connections::transactions::ConnTxn;
+use wattgraph_agent::output::avro::transaction::{TxnEncoder, TxnRecord};
 
 const PROC_CACHE_ENTRIES: usize = 8192;
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -186,7 +190,7 @@ fn run() -> i32 {
         };
         let (prod, topic, key) = (producer.clone(), cfg.cgroup_topic.clone(), cfg.host_id.clone());
         let mut buf = Vec::with_capacity(512);
-        let sink = Box::new(move |r: &wattgraph_agent::output::avro::cgroup::CgroupStatsRecord<'_>| {
+        let sink = Box::new(move |r: &wattgraph_agent::resources::record::CgroupStatsRecord<'_>| {
             enc.encode(r, &mut buf);
             prod.send_to(&topic, key.as_bytes(), &buf);
         });
@@ -454,7 +458,7 @@ fn run_once(cfg: &Config) -> i32 {
     let cg = cgroup_config(cfg, Some(1), once_pods.clone()).map(|c| {
         let label = cgroup_report::hierarchy_label(&c.hierarchy);
         let metrics = Arc::new(ResourceMetrics::default());
-        let sink = Box::new(move |r: &wattgraph_agent::output::avro::cgroup::CgroupStatsRecord<'_>| {
+        let sink = Box::new(move |r: &wattgraph_agent::resources::record::CgroupStatsRecord<'_>| {
             let _ = cg_tx.send(r.to_owned());
         });
         let t = cgroup_report::spawn(c, sink, metrics.clone(), Arc::new(AtomicBool::new(false)));

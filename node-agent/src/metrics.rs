@@ -11,28 +11,7 @@ use crate::capture::connections::CaptureStats;
 use crate::shared::process::{self_cpu_seconds, self_rss_bytes};
 use crate::control::power_cap::budget::BudgetMetrics;
 use crate::output::kafka::KafkaStats;
-
-/// Figures the resource thread publishes (f64 values stored as bits).
-#[derive(Default, Debug)]
-pub struct ResourceMetrics {
-    pub intervals: AtomicU64,
-    pub records: AtomicU64,
-    pub sched_switches: AtomicU64,
-    pub thread_exits: AtomicU64,
-    pub sched_ringbuf_drops: AtomicU64,
-    pub thread_map_entries: AtomicU64,
-    pub thread_map_capacity: AtomicU64,
-    pub thread_map_evictions: AtomicU64,
-    pub host_power_watts_bits: AtomicU64,
-    pub power_measured: AtomicU64,
-    pub hw_counters: AtomicU64,
-    /// High-frequency cgroup sampler (cgroup_report.rs): containers followed, ticks, the
-    /// largest gap between ticks in the last reporting interval (ns), CgroupStats produced.
-    pub cgroups_sampled: AtomicU64,
-    pub cgroup_ticks: AtomicU64,
-    pub cgroup_max_tick_gap_ns: AtomicU64,
-    pub cgroup_records: AtomicU64,
-}
+use crate::resources::ResourceMetrics;
 
 pub struct Sources {
     pub capture: Option<Arc<CaptureStats>>,

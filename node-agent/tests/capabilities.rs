@@ -25,7 +25,7 @@ use rdkafka::Message;
 use wattgraph_agent::output::avro::OwnedEventRecord;
 use wattgraph_agent::capture::event::Kind;
 use wattgraph_agent::shared::net::{addr16_from_ip, Role};
-use wattgraph_agent::output::avro::resource::{ResourceRecord, Scope};
+use wattgraph_agent::resources::record::{ResourceRecord, Scope};
 
 const HOST: &str = "caps-host";
 const CONNECTIONS: &str = "wattgraph.connections";

@@ -162,7 +162,7 @@ fn exited_process_keeps_its_cpu_time() {
 #[test]
 fn power_attribution_sums_to_measured_rapl_fixture() {
     use wattgraph_agent::resources::power::PowerSource;
-    use wattgraph_agent::output::avro::resource::{Scope, WeightKind};
+    use wattgraph_agent::resources::record::{Scope, WeightKind};
     use wattgraph_agent::resources::sampler::{ResourceOptions, ResourceSampler};
     let root = std::env::temp_dir().join(format!("wg-rapl-it-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::alloc_count::{largest_allocation, Counting};
 use wattgraph_agent::control::power_cap::budget::{BudgetController, BudgetMetrics, Ignored, Outcome, PowerCapMode};
-use wattgraph_agent::capture::connections::transactions;
+use wattgraph_agent::output::avro::transaction as transactions;
 use wattgraph_agent::output::avro::{budget as budget_avro, cgroup as cgroup_avro};
 use wattgraph_agent::service_mapper as service_mappings;
 

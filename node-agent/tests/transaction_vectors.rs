@@ -6,7 +6,8 @@ mod common;
 
 use serde_json::Value;
 use wattgraph_agent::shared::net::addr16_from_ip;
-use wattgraph_agent::capture::connections::transactions::{decode_single_object, Histogram, RouteRecord, TxnEncoder, TxnRecord, TxnRole};
+use wattgraph_agent::capture::connections::transactions::{Histogram, TxnRole};
+use wattgraph_agent::output::avro::transaction::{decode_single_object, RouteRecord, TxnEncoder, TxnRecord};
 
 fn to_record(e: &Value) -> TxnRecord {
     let s = |k: &str| e[k].as_str().unwrap_or_else(|| panic!("{k} not a string")).to_string();

@@ -12,7 +12,8 @@ mod common;
 use common::netns::NetnsThread;
 use wattgraph_agent::capture::connections::{CaptureHandle, CaptureOptions};
 use wattgraph_agent::shared::net::addr16_from_ip;
-use wattgraph_agent::capture::connections::transactions::{bucket_lower, bucket_of, bucket_upper, ConnTxn, Histogram, TxnEncoder, TxnRecord, TxnRole};
+use wattgraph_agent::capture::connections::transactions::{bucket_lower, bucket_of, bucket_upper, ConnTxn, Histogram, TxnRole};
+use wattgraph_agent::output::avro::transaction::{TxnEncoder, TxnRecord};
 
 fn start() -> Option<CaptureHandle> {
     start_with(common::transaction_options())
@@ -290,7 +291,7 @@ fn keep_alive_transactions_ipv4_and_ipv6() {
         for r in cl.records.iter().chain(&sv.records) {
             r.fill_record("host-t", 0, &mut rec, &mut key);
             enc.encode(&rec, &mut buf);
-            assert_eq!(wattgraph_agent::capture::connections::transactions::decode_single_object(&buf).unwrap(), rec);
+            assert_eq!(wattgraph_agent::output::avro::transaction::decode_single_object(&buf).unwrap(), rec);
             let port = |p: u16| format!(":{p}");
             assert!(key.contains(&port(ex.client_port)) && key.ends_with(&port(ex.server_port)), "key {key}");
         }

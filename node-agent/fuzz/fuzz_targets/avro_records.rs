@@ -5,7 +5,7 @@
 //! (run.sh sets libFuzzer's -malloc_limit_mb).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use wattgraph_agent::capture::connections::transactions;
+use wattgraph_agent::output::avro::transaction as transactions;
 use wattgraph_agent::output::avro::{self, budget as budget_avro, cgroup as cgroup_avro, resource as resource_avro};
 use wattgraph_agent::service_mapper as service_mappings;
 

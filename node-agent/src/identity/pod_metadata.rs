@@ -10,10 +10,8 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
-use apache_avro::types::Value;
 use serde_json::Value as Json;
 
-use crate::output::avro::{write_long, write_opt_str, write_str, RecordFields};
 use crate::identity::kube_api::KubeClient;
 
 /// Label keys kept when none are configured: the well-known application labels.
@@ -117,25 +115,6 @@ impl PodFields {
     pub fn as_ref(&self) -> PodRef<'_> {
         PodRef { name: self.name.as_deref(), namespace: self.namespace.as_deref(), labels: &self.labels }
     }
-
-    /// From a decoded record.
-    pub(crate) fn decode(f: &RecordFields<'_>) -> Result<PodFields> {
-        let labels = match f.get("podLabels")? {
-            Value::Map(m) => {
-                let mut l: Vec<(String, String)> = m
-                    .iter()
-                    .map(|(k, v)| match v {
-                        Value::String(s) => Ok((k.clone(), s.clone())),
-                        o => bail!("podLabels.{k}: expected string, got {o:?}"),
-                    })
-                    .collect::<Result<_>>()?;
-                l.sort();
-                l
-            }
-            o => bail!("podLabels: expected map, got {o:?}"),
-        };
-        Ok(PodFields { name: f.opt_string("podName")?, namespace: f.opt_string("podNamespace")?, labels })
-    }
 }
 
 impl<'a> PodRef<'a> {
@@ -148,31 +127,6 @@ impl<'a> PodRef<'a> {
 
     pub fn to_owned(&self) -> PodFields {
         PodFields { name: self.name.map(str::to_string), namespace: self.namespace.map(str::to_string), labels: self.labels.to_vec() }
-    }
-
-    /// podName, podNamespace, podLabels (a map: one block in key order, then 0).
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        write_opt_str(out, self.name);
-        write_opt_str(out, self.namespace);
-        if !self.labels.is_empty() {
-            write_long(out, self.labels.len() as i64);
-            for (k, v) in self.labels {
-                write_str(out, k);
-                write_str(out, v);
-            }
-        }
-        write_long(out, 0);
-    }
-
-    /// apache-avro values of the three fields (tests compare with apache-avro's writer, whose
-    /// map order is its own: compare bytes only for records with at most one label).
-    pub fn values(&self) -> [(String, Value); 3] {
-        let os = |s: Option<&str>| match s {
-            None => Value::Union(0, Box::new(Value::Null)),
-            Some(s) => Value::Union(1, Box::new(Value::String(s.to_string()))),
-        };
-        let labels = self.labels.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
-        [("podName".into(), os(self.name)), ("podNamespace".into(), os(self.namespace)), ("podLabels".into(), Value::Map(labels))]
     }
 }
 

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::identity::cgroup::Identity;
-use crate::output::avro::cgroup::CgroupStatsRecord;
+use crate::resources::record::CgroupStatsRecord;
 use crate::resources::cgroup_sampler::{mono_now, run_ticks, set_realtime, CgroupSampler, CgroupStats, Hierarchy, Target};
-use crate::metrics::ResourceMetrics;
+use crate::resources::ResourceMetrics;
 use crate::identity::pod_metadata::{PodDirectory, PodRef};
 
 /// SCHED_FIFO priority of the sampler thread with --cgroup-sampler-realtime.
@@ -339,7 +339,7 @@ pub fn spawn(
 mod tests {
     use super::*;
     use crate::identity::cgroup::identify;
-    use crate::output::avro::cgroup::OwnedCgroupStats;
+    use crate::resources::record::OwnedCgroupStats;
 
     const ID: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     const MS: u64 = 1_000_000;

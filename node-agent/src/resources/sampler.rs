@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::identity::cgroup::{identify_proc_cgroup, CgroupResolver, Identity, Runtime};
 use crate::resources::power::{attributed_watts, unattributed_watts, HostPower, Meter, ModelParams, PowerSource};
 use crate::identity::pod_metadata::PodFields;
-use crate::output::avro::resource::{ResourceRecord, Scope, WeightKind};
+use crate::resources::record::{ResourceRecord, Scope, WeightKind};
 use crate::shared::clock::mono_to_unix_offset;
 use crate::capture::sched::{CpuCollector, ProcCpu, SchedOptions, MAX_SOCKETS};
 
@@ -311,7 +311,7 @@ pub struct SamplerThread {
 pub fn spawn_sampler(
     cfg: SamplerThread,
     mut sink: RecordSink,
-    metrics: std::sync::Arc<crate::metrics::ResourceMetrics>,
+    metrics: std::sync::Arc<crate::resources::ResourceMetrics>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>, crate::capture::bpf::CaptureError> {
     use std::sync::atomic::Ordering;

@@ -6,7 +6,6 @@
 //! Aggregates computed in the kernel (bytes per socket, CPU time, histograms) are never shed:
 //! only per-event streams go through here.
 
-mod cli;
 mod controller;
 mod filter;
 mod kernel_drop;

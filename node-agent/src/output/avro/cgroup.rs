@@ -1,5 +1,6 @@
-//! CgroupStats schema (schemas/avro/CgroupStats.avsc) and its allocation-free encoder (Avro
-//! single-object encoding), checked against apache-avro and the shared vectors
+//! CgroupStats schema (schemas/avro/CgroupStats.avsc) and its allocation-free encoder of
+//! `resources::record::CgroupStatsRecord` (Avro single-object encoding), checked against
+//! apache-avro and the shared vectors
 //! (schemas/test-vectors/cgroup-stats, node-agent/tests/cgroup_stats_vectors.rs).
 use std::sync::OnceLock;
 
@@ -7,7 +8,8 @@ use anyhow::Result;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use crate::identity::pod_metadata::{PodFields, PodRef};
+use crate::output::avro::pod::{decode_pod, pod_values, write_pod};
+use crate::resources::record::{CgroupStatsRecord, OwnedCgroupStats};
 use crate::output::avro::{decode_datum, single_object_header, write_long, write_opt_str, write_str, RecordFields};
 
 pub const SCHEMA_JSON: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/CgroupStats.avsc"));
@@ -27,122 +29,6 @@ pub fn schema() -> &'static Schema {
 pub fn fingerprint() -> [u8; 8] {
     static F: OnceLock<[u8; 8]> = OnceLock::new();
     *F.get_or_init(|| crate::output::avro::rabin(schema()))
-}
-
-/// One CgroupStats record, borrowing its strings so encoding needs no allocation.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CgroupStatsRecord<'a> {
-    pub host_id: &'a str,
-    pub interval_start_ns: i64,
-    pub interval_end_ns: i64,
-    pub group_id: &'a str,
-    pub runtime: &'a str,
-    pub pod_uid: Option<&'a str>,
-    pub qos_class: Option<&'a str>,
-    pub cgroup_path: &'a str,
-    pub hierarchy: &'a str,
-    pub tick_interval_ns: i64,
-    pub ticks: i32,
-    pub max_tick_gap_ns: i64,
-    pub cpu_ns: i64,
-    pub cpu_mean_cores: f64,
-    pub cpu_peak_cores: f64,
-    pub throttled_periods: i64,
-    pub throttled_ns: i64,
-    pub memory_bytes: i64,
-    pub memory_peak_bytes: i64,
-    pub io_read_bytes: i64,
-    pub io_write_bytes: i64,
-    pub pids: i64,
-    pub pod: PodRef<'a>,
-}
-
-/// Owned form, for decoding, `--once` and tests.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct OwnedCgroupStats {
-    pub host_id: String,
-    pub interval_start_ns: i64,
-    pub interval_end_ns: i64,
-    pub group_id: String,
-    pub runtime: String,
-    pub pod_uid: Option<String>,
-    pub qos_class: Option<String>,
-    pub cgroup_path: String,
-    pub hierarchy: String,
-    pub tick_interval_ns: i64,
-    pub ticks: i32,
-    pub max_tick_gap_ns: i64,
-    pub cpu_ns: i64,
-    pub cpu_mean_cores: f64,
-    pub cpu_peak_cores: f64,
-    pub throttled_periods: i64,
-    pub throttled_ns: i64,
-    pub memory_bytes: i64,
-    pub memory_peak_bytes: i64,
-    pub io_read_bytes: i64,
-    pub io_write_bytes: i64,
-    pub pids: i64,
-    pub pod: PodFields,
-}
-
-impl OwnedCgroupStats {
-    pub fn as_ref(&self) -> CgroupStatsRecord<'_> {
-        CgroupStatsRecord {
-            host_id: &self.host_id,
-            interval_start_ns: self.interval_start_ns,
-            interval_end_ns: self.interval_end_ns,
-            group_id: &self.group_id,
-            runtime: &self.runtime,
-            pod_uid: self.pod_uid.as_deref(),
-            qos_class: self.qos_class.as_deref(),
-            cgroup_path: &self.cgroup_path,
-            hierarchy: &self.hierarchy,
-            tick_interval_ns: self.tick_interval_ns,
-            ticks: self.ticks,
-            max_tick_gap_ns: self.max_tick_gap_ns,
-            cpu_ns: self.cpu_ns,
-            cpu_mean_cores: self.cpu_mean_cores,
-            cpu_peak_cores: self.cpu_peak_cores,
-            throttled_periods: self.throttled_periods,
-            throttled_ns: self.throttled_ns,
-            memory_bytes: self.memory_bytes,
-            memory_peak_bytes: self.memory_peak_bytes,
-            io_read_bytes: self.io_read_bytes,
-            io_write_bytes: self.io_write_bytes,
-            pids: self.pids,
-            pod: self.pod.as_ref(),
-        }
-    }
-}
-
-impl CgroupStatsRecord<'_> {
-    pub fn to_owned(&self) -> OwnedCgroupStats {
-        OwnedCgroupStats {
-            host_id: self.host_id.to_string(),
-            interval_start_ns: self.interval_start_ns,
-            interval_end_ns: self.interval_end_ns,
-            group_id: self.group_id.to_string(),
-            runtime: self.runtime.to_string(),
-            pod_uid: self.pod_uid.map(str::to_string),
-            qos_class: self.qos_class.map(str::to_string),
-            cgroup_path: self.cgroup_path.to_string(),
-            hierarchy: self.hierarchy.to_string(),
-            tick_interval_ns: self.tick_interval_ns,
-            ticks: self.ticks,
-            max_tick_gap_ns: self.max_tick_gap_ns,
-            cpu_ns: self.cpu_ns,
-            cpu_mean_cores: self.cpu_mean_cores,
-            cpu_peak_cores: self.cpu_peak_cores,
-            throttled_periods: self.throttled_periods,
-            throttled_ns: self.throttled_ns,
-            memory_bytes: self.memory_bytes,
-            memory_peak_bytes: self.memory_peak_bytes,
-            io_read_bytes: self.io_read_bytes,
-            io_write_bytes: self.io_write_bytes,
-            pids: self.pids,
-            pod: self.pod.to_owned(),
-        }
-    }
 }
 
 /// Encoder with the precomputed 10-byte single-object header.
@@ -186,7 +72,7 @@ impl CgroupStatsEncoder {
         write_long(out, r.io_read_bytes);
         write_long(out, r.io_write_bytes);
         write_long(out, r.pids);
-        r.pod.encode(out);
+        write_pod(out, &r.pod);
     }
 }
 
@@ -217,7 +103,7 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedCgroupStats> {
         io_read_bytes: f.long("ioReadBytes")?,
         io_write_bytes: f.long("ioWriteBytes")?,
         pids: f.long("pids")?,
-        pod: PodFields::decode(&f)?,
+        pod: decode_pod(&f)?,
     })
 }
 
@@ -252,13 +138,14 @@ pub fn to_value(r: &CgroupStatsRecord<'_>) -> Value {
         ("ioWriteBytes".into(), Value::Long(r.io_write_bytes)),
         ("pids".into(), Value::Long(r.pids)),
     ];
-    fields.extend(r.pod.values());
+    fields.extend(pod_values(&r.pod));
     Value::Record(fields)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::pod_metadata::PodFields;
     use apache_avro::GenericSingleObjectWriter;
 
     fn sample(i: i64) -> OwnedCgroupStats {

@@ -3,7 +3,9 @@
 //! byte for byte against apache-avro and the shared test vectors.
 pub mod budget;
 pub mod cgroup;
+pub mod pod;
 pub mod resource;
+pub mod transaction;
 
 use std::sync::OnceLock;
 

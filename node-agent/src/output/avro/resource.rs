@@ -1,15 +1,17 @@
-//! ResourceSample schema (schemas/avro/ResourceSample.avsc) and its allocation-free encoder
-//! (Avro single-object encoding), checked against apache-avro and the shared vectors.
+//! ResourceSample schema (schemas/avro/ResourceSample.avsc) and its allocation-free encoder of
+//! `resources::record::ResourceRecord` (Avro single-object encoding), checked against apache-avro
+//! and the shared vectors.
 use std::sync::OnceLock;
 
 use anyhow::{anyhow, Result};
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use crate::identity::pod_metadata::PodFields;
-use crate::output::avro::{decode_datum, single_object_header, write_double, write_long, write_opt_str, write_str, RecordFields};
 use crate::identity::cgroup::Runtime;
+use crate::output::avro::pod::{decode_pod, pod_values, write_pod};
+use crate::output::avro::{decode_datum, single_object_header, write_double, write_long, write_opt_str, write_str, RecordFields};
 use crate::resources::power::PowerSource;
+use crate::resources::record::{ResourceRecord, Scope, WeightKind};
 
 pub const SCHEMA_JSON: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/ResourceSample.avsc"));
 
@@ -21,37 +23,6 @@ const FIELD_LAYOUT: [&str; 34] = [
     "hostCores", "podName", "podNamespace", "podLabels", "cacheReferences", "cacheMisses",
 ];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Scope {
-    Host,
-    Group,
-    Process,
-}
-
-impl Scope {
-    pub fn symbol(self) -> &'static str {
-        ["HOST", "GROUP", "PROCESS"][self as usize]
-    }
-    pub fn from_symbol(s: &str) -> Option<Scope> {
-        [Scope::Host, Scope::Group, Scope::Process].into_iter().find(|x| x.symbol() == s)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WeightKind {
-    CpuTime,
-    WeightedCycles,
-}
-
-impl WeightKind {
-    pub fn symbol(self) -> &'static str {
-        ["CPU_TIME", "WEIGHTED_CYCLES"][self as usize]
-    }
-    pub fn from_symbol(s: &str) -> Option<WeightKind> {
-        [WeightKind::CpuTime, WeightKind::WeightedCycles].into_iter().find(|x| x.symbol() == s)
-    }
-}
-
 pub fn schema() -> &'static Schema {
     static S: OnceLock<Schema> = OnceLock::new();
     S.get_or_init(|| Schema::parse_str(SCHEMA_JSON).expect("ResourceSample.avsc must parse"))
@@ -60,46 +31,6 @@ pub fn schema() -> &'static Schema {
 pub fn fingerprint() -> [u8; 8] {
     static F: OnceLock<[u8; 8]> = OnceLock::new();
     *F.get_or_init(|| crate::output::avro::rabin(schema()))
-}
-
-/// One ResourceSample (owned; the sampler reuses these between intervals).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResourceRecord {
-    pub scope: Scope,
-    pub host_id: String,
-    pub interval_start_ns: i64,
-    pub interval_end_ns: i64,
-    pub tgid: i32,
-    pub process_start_time_ns: i64,
-    pub comm: String,
-    pub cgroup_id: i64,
-    pub group_id: String,
-    pub runtime: Runtime,
-    pub pod_uid: Option<String>,
-    pub qos_class: Option<String>,
-    pub threads: i32,
-    pub processes: i32,
-    pub cpu_time_ns: i64,
-    pub cycles: Option<i64>,
-    pub instructions: Option<i64>,
-    pub weighted_cycles: Option<i64>,
-    pub weight_kind: WeightKind,
-    pub weight: f64,
-    pub power_source: PowerSource,
-    pub power_watts: f64,
-    pub energy_joules: f64,
-    pub idle_power_watts: f64,
-    pub unattributed_power_watts: f64,
-    pub package_watts: Option<f64>,
-    pub core_watts: Option<f64>,
-    pub dram_watts: Option<f64>,
-    /// CPUs online on the host in the interval (every scope).
-    pub host_cores: Option<i32>,
-    /// Name, namespace and kept labels of the pod (podUid set and the pod known).
-    pub pod: PodFields,
-    /// Last-level cache references and misses (v4); None without those counters.
-    pub cache_references: Option<i64>,
-    pub cache_misses: Option<i64>,
 }
 
 pub struct ResourceEncoder {
@@ -164,7 +95,7 @@ impl ResourceEncoder {
         write_opt_double(out, r.core_watts);
         write_opt_double(out, r.dram_watts);
         write_opt_long(out, r.host_cores.map(i64::from)); // an int is the same varint
-        r.pod.as_ref().encode(out);
+        write_pod(out, &r.pod.as_ref());
         write_opt_long(out, r.cache_references);
         write_opt_long(out, r.cache_misses);
     }
@@ -203,7 +134,7 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<ResourceRecord> {
         core_watts: f.opt_double("coreWatts")?,
         dram_watts: f.opt_double("dramWatts")?,
         host_cores: f.opt_int("hostCores")?,
-        pod: PodFields::decode(&f)?,
+        pod: decode_pod(&f)?,
         cache_references: f.opt_long("cacheReferences")?,
         cache_misses: f.opt_long("cacheMisses")?,
     })
@@ -260,7 +191,7 @@ pub fn to_value(r: &ResourceRecord) -> Value {
             },
         ),
     ];
-    fields.extend(r.pod.as_ref().values());
+    fields.extend(pod_values(&r.pod.as_ref()));
     fields.push(("cacheReferences".into(), ol(r.cache_references)));
     fields.push(("cacheMisses".into(), ol(r.cache_misses)));
     Value::Record(fields)
@@ -269,6 +200,7 @@ pub fn to_value(r: &ResourceRecord) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::pod_metadata::PodFields;
     use apache_avro::GenericSingleObjectWriter;
 
     pub(crate) fn sample(i: i64) -> ResourceRecord {

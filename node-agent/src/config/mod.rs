@@ -1,9 +1,12 @@
 //! Command line (contracts.md "Agent command line"), the `--config` file, and their validation.
+
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
+
+mod shedding;
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "wattgraph-agent", version, about = "Wattgraph node agent: TCP connections via eBPF -> Avro -> Kafka")]

@@ -1,9 +1,9 @@
-//! `--shed-*` and `--cpu-setpoint` flags (declared in config.rs) turned into `ShedOptions`.
+//! `--shed-*` and `--cpu-setpoint` flags (declared in `config`) turned into `ShedOptions`.
 
 use std::time::Duration;
 
-use super::{Control, PodKey, PolicyKind, ShedMode, ShedOptions};
-use crate::config::Config;
+use super::Config;
+use crate::control::shedding::{Control, PodKey, PolicyKind, ShedMode, ShedOptions};
 
 impl Config {
     /// The load-shedding options, None when `--shed-mode off`; each error names the flag and
