@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use wattgraph_agent::control::power_cap::budget::BudgetMetrics;
 use wattgraph_agent::control::power_cap::consumer as budget_consumer;
+use wattgraph_agent::control::shedding::ShedController;
 use wattgraph_agent::capture::bpf::CaptureError;
 use wattgraph_agent::capture::connections::{self as capture, CaptureOptions, CaptureStats};
 use wattgraph_agent::output::avro::cgroup::CgroupStatsEncoder;
@@ -95,8 +96,7 @@ fn run() -> i32 {
         mask_client_port_below: cfg.mask_client_port_below,
         nat_entries: cfg.nat_entries as usize,
         nat_netns: cfg.nat_netns.clone(),
-        shed: cfg.shed_options().unwrap_or(None),
-        pods: pod_dir.clone(),
+        shed: cfg.shed_options().unwrap_or(None).map(|o| ShedController::boxed(o, pod_dir.clone())),
         ..Default::default()
     };
     let txn_encoder = match TxnEncoder::new() {
@@ -423,7 +423,7 @@ fn run_once(cfg: &Config) -> i32 {
         map_entries: cfg.map_entries,
         ignore_self: !cfg.include_self,
         snapshot_interval: Duration::from_millis(cfg.sample_interval_ms.max(100)),
-        shed: cfg.shed_options().unwrap_or(None),
+        shed: cfg.shed_options().unwrap_or(None).map(|o| ShedController::boxed(o, None)),
         transaction_interval: (!cfg.no_transactions).then(|| Duration::from_millis(cfg.sample_interval_ms.max(100))),
         txn_hist_entries: cfg.transaction_hist_entries,
         http_routes: cfg.http_routes,

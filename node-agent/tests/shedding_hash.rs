@@ -4,7 +4,7 @@
 mod common;
 
 use wattgraph_agent::shared::net::{addr16_from_ip, Role};
-use wattgraph_agent::control::shedding::connection_hash;
+use wattgraph_agent::capture::shedding::connection_hash;
 
 #[test]
 fn kernel_hash_matches_rust() {

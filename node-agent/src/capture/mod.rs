@@ -4,3 +4,4 @@ pub mod conntrack;
 pub mod event;
 pub mod map_batch;
 pub mod sched;
+pub mod shedding;

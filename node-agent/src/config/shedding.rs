@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use super::Config;
-use crate::control::shedding::{Control, PodKey, PolicyKind, ShedMode, ShedOptions};
+use crate::capture::shedding::ShedMode;
+use crate::control::shedding::{Control, PodKey, PolicyKind, ShedOptions};
 
 impl Config {
     /// The load-shedding options, None when `--shed-mode off`; each error names the flag and

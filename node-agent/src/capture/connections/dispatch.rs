@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::{CaptureOptions, CaptureStats};
 use crate::capture::conntrack::NatTable;
 use crate::capture::event::{ConnEvent, Kind};
-use crate::control::shedding::{ShedController, UserShed};
+use crate::capture::shedding::{connection_hash, ShedControl, UserShed};
 use crate::shared::net::Role;
 
 /// Delivers events to the channel; drops SNAPSHOTs that are not newer than what was
@@ -55,7 +55,7 @@ pub(super) fn open_nat(opts: &CaptureOptions, stats: &CaptureStats) -> NatTable 
 
 /// The shedding state of the capture thread.
 pub(super) struct Shedder {
-    pub(super) ctrl: ShedController,
+    pub(super) ctrl: Box<dyn ShedControl>,
     /// `--shed-mode user`: the filter applied to events read from the ring.
     pub(super) user: Option<UserShed>,
     /// OPENED events read from the ring (kernel modes: = kept connections read).
@@ -89,7 +89,7 @@ impl Dispatcher {
             }
             if let Some(u) = sh.user.as_mut() {
                 let d = sh.ctrl.domain_of(ev.tgid, ev.cgroup_id);
-                let hash = crate::control::shedding::connection_hash(ev.role, (&ev.local_addr, ev.local_port), (&ev.remote_addr, ev.remote_port));
+                let hash = connection_hash(ev.role, (&ev.local_addr, ev.local_port), (&ev.remote_addr, ev.remote_port));
                 match u.admit(ev.kind, ev.cookie, d, (ev.bytes_sent, ev.bytes_recv), hash) {
                     Some(keep) => ev.keep = keep,
                     None => return,

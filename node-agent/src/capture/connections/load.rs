@@ -37,8 +37,8 @@ pub(super) fn load_and_attach<'a>(
         ro.track_txn = u8::from(opts.transaction_interval.is_some());
         ro.track_http = u8::from(opts.transaction_interval.is_some() && opts.http_routes > 0);
         if let Some(sh) = &opts.shed {
-            ro.shed_mode = sh.mode.kernel_constant();
-            ro.shed_by_cgroup = u8::from(sh.by_cgroup);
+            ro.shed_mode = sh.mode().kernel_constant();
+            ro.shed_by_cgroup = u8::from(sh.by_cgroup());
         }
     }
     open.maps
@@ -64,13 +64,13 @@ pub(super) fn load_and_attach<'a>(
             .update(&ino.to_ne_bytes(), &[1u8], MapFlags::ANY)
             .map_err(|e| bpf_err("fill netns filter", e))?;
     }
-    if opts.shed.as_ref().is_some_and(|o| o.mode.kernel_constant() != 0) {
+    if opts.shed.as_ref().is_some_and(|c| c.mode().kernel_constant() != 0) {
         // The overflow counter exists before anything can find the map full.
         let ncpu = libbpf_rs::num_possible_cpus().map_err(|e| bpf_err("count CPUs", e))?;
         let zero = vec![vec![0u8; size_of::<types::shed_count>()]; ncpu];
         skel.maps
             .shed_counts
-            .update_percpu(&crate::control::shedding::DOMAIN_OTHER.to_ne_bytes(), &zero, MapFlags::ANY)
+            .update_percpu(&crate::capture::shedding::DOMAIN_OTHER.to_ne_bytes(), &zero, MapFlags::ANY)
             .map_err(|e| bpf_err("create shedding overflow counter", e))?;
     }
     skel.attach().map_err(|e| bpf_err("attach tracepoints", e))?;

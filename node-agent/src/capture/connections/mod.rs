@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::capture::bpf::CaptureError;
-use crate::control::shedding::{Domain, ShedCount, ShedOptions};
+use crate::capture::shedding::{Domain, ShedControl, ShedCount};
 use crate::capture::event::ConnEvent;
 use crate::identity::proc_info::KernelCmdlines;
 use crate::capture::connections::transactions::ConnTxn;
@@ -48,7 +48,7 @@ pub const SEND_BEGIN_TRACEPOINT: &str = "tcp:tcp_sendmsg_locked";
 /// Untaken kernel command lines kept (as many as the kernel remembers processes for).
 const KERNEL_CMDLINES: usize = 16384;
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct CaptureOptions {
     pub snapshot_bytes: u64,
     pub snapshot_interval: Duration,
@@ -75,16 +75,14 @@ pub struct CaptureOptions {
     /// into one record per process, addresses and server port, client port 0. 0 = every
     /// connection its own record.
     pub mask_client_port_below: u64,
-    /// Load shedding of connection lifecycle events; None = off (the shedder is not even
-    /// loaded in the kernel).
-    pub shed: Option<ShedOptions>,
+    /// Load shedding of connection lifecycle events, run by this controller; None = off (the
+    /// shedder is not even loaded in the kernel).
+    pub shed: Option<Box<dyn ShedControl>>,
     /// Translated connections kept from the host's connection tracking (`crate::capture::conntrack`), to
     /// report dialled virtual addresses past their NAT; 0 = NAT translation off.
     pub nat_entries: usize,
     /// Namespaces whose conntrack is read; empty = `netns`, else the capture thread's own.
     pub nat_netns: Vec<PathBuf>,
-    /// Pod metadata for `--shed-priority pod:NAME` / `namespace:NS`.
-    pub pods: Option<Arc<crate::identity::pod_metadata::PodDirectory>>,
 }
 
 impl Default for CaptureOptions {
@@ -104,7 +102,6 @@ impl Default for CaptureOptions {
             shed: None,
             nat_entries: 0,
             nat_netns: Vec::new(),
-            pods: None,
         }
     }
 }

@@ -9,7 +9,7 @@ use libbpf_rs::{MapCore, MapFlags};
 use super::dispatch::{Dispatcher, Shedder};
 use super::skel::*;
 use super::{pod_bytes, read_pod, CaptureStats, ShedCmd};
-use crate::control::shedding::{Control, Domain, ShedCount};
+use crate::capture::shedding::{keep_fixed, Domain, ShedCount, DOMAIN_DEFAULT};
 
 /// When the next control interval is due, and the wall time of the last one.
 pub(super) struct ShedClock {
@@ -41,7 +41,7 @@ impl ShedClock {
 }
 
 pub(super) fn shed_set_kernel(skel: &ConnectionsSkel<'_>, domain: Domain, keep: f64) {
-    let val = types::shed_keep_val { keep: crate::control::shedding::keep_fixed(keep), ..Default::default() };
+    let val = types::shed_keep_val { keep: keep_fixed(keep), ..Default::default() };
     if let Err(e) = skel.maps.shed_keep.update(&domain.to_ne_bytes(), pod_bytes(&val), MapFlags::ANY) {
         log::warn!("shedding: cannot write keep fraction of domain {domain}: {e}");
     }
@@ -92,7 +92,7 @@ pub(super) fn shed_command(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher
             }
             if let Some(u) = sh.user.as_mut() {
                 let fr = sh.ctrl.manual_fractions();
-                let def = sh.ctrl.keep_of(crate::control::shedding::DOMAIN_DEFAULT);
+                let def = sh.ctrl.keep_of(DOMAIN_DEFAULT);
                 u.set_fractions(fr, def);
             }
         }
@@ -116,17 +116,8 @@ pub(super) fn shed_tick(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, 
     } else {
         0.0
     };
-    let by_cgroup = sh.ctrl.options().by_cgroup;
-    let mut cgroups: Option<crate::identity::cgroup::CgroupResolver> = None;
-    let update = sh.ctrl.tick(&counts, util, queued, &stats.shed, |dom| {
-        if by_cgroup {
-            let r = cgroups.get_or_insert_with(|| crate::identity::cgroup::CgroupResolver::new(crate::identity::cgroup::default_v2_root()));
-            r.path(dom).map(str::to_string)
-        } else {
-            std::fs::read_to_string(format!("/proc/{dom}/comm")).ok().map(|s| s.trim_end().to_string())
-        }
-    });
-    if matches!(sh.ctrl.options().control, Control::Manual) {
+    let update = sh.ctrl.tick(&counts, util, queued, &stats.shed);
+    if sh.ctrl.manual() {
         return;
     }
     match sh.user.as_mut() {
@@ -138,7 +129,7 @@ pub(super) fn shed_tick(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, 
             for dom in &update.remove {
                 let _ = skel.maps.shed_keep.delete(&dom.to_ne_bytes());
             }
-            shed_set_kernel(skel, crate::control::shedding::DOMAIN_DEFAULT, update.default_keep);
+            shed_set_kernel(skel, DOMAIN_DEFAULT, update.default_keep);
             for dom in &update.forget {
                 let _ = skel.maps.shed_counts.delete(&dom.to_ne_bytes());
             }

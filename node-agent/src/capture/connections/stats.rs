@@ -8,7 +8,7 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use super::skel::*;
 use crate::capture::conntrack::NatStats;
-use crate::control::shedding::ShedStats;
+use crate::capture::shedding::ShedStats;
 
 /// Counters shared with the stats line.
 #[derive(Default, Debug)]

@@ -21,12 +21,12 @@ use crate::capture::bpf::{bpf_err, CaptureError};
 use crate::capture::event::ConnEvent;
 use crate::capture::map_batch::BatchReader;
 use crate::capture::connections::transactions::ConnTxn;
-use crate::control::shedding::{ShedController, ShedMode, UserShed};
+use crate::capture::shedding::{ShedMode, UserShed};
 use crate::identity::proc_info::KernelCmdlines;
 use crate::shared::clock::boot_time_ns;
 
 pub(super) fn run(
-    opts: CaptureOptions,
+    mut opts: CaptureOptions,
     inodes: Vec<u32>,
     tx: SyncSender<ConnEvent>,
     txn_tx: SyncSender<ConnTxn>,
@@ -44,15 +44,11 @@ pub(super) fn run(
             return;
         }
     };
-    let shed = opts.shed.clone().filter(|o| o.mode != ShedMode::Off).map(|o| {
-        let user = (o.mode == ShedMode::User).then(UserShed::default);
-        let mut ctrl = ShedController::new(o);
-        if let Some(p) = &opts.pods {
-            ctrl.use_pods(p.clone());
-        }
+    let shed_every = opts.shed.as_ref().map(|c| c.interval().max(Duration::from_millis(10)));
+    let shed = opts.shed.take().filter(|c| c.mode() != ShedMode::Off).map(|ctrl| {
+        let user = (ctrl.mode() == ShedMode::User).then(UserShed::default);
         Shedder { user, ctrl, opened_read: 0 }
     });
-    let shed_every = opts.shed.as_ref().map(|o| o.interval.max(Duration::from_millis(10)));
     let nat = open_nat(&opts, &stats);
     let disp = RefCell::new(Dispatcher {
         tx,

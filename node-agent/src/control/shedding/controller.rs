@@ -8,158 +8,20 @@
 //! connection (one decision). Everything else is never shed (see node-agent/README.md).
 //!
 //! Pure computation: the capture thread feeds it counter readings and applies its output to the
-//! BPF maps (`capture.rs`), so the same code runs in the tests without BPF.
+//! BPF maps (`capture::connections::shed`), so the same code runs in the tests without BPF.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
-use super::{Domain, FairPolicy, KernelDropBaseline, LoadManager, PriorityPolicy, SheddingPolicy, ShedPlan};
-use super::IntervalStats;
+use super::{Control, FairPolicy, IntervalStats, KernelDropBaseline, LoadManager, PolicyKind, PriorityPolicy, SheddingPolicy, ShedOptions};
+use crate::capture::shedding::{Domain, DomainRow, KeepUpdate, ShedControl, ShedCount, ShedMode, ShedPlan, ShedStats, DOMAIN_DEFAULT, DOMAIN_OTHER, KERNEL_DOMAINS};
+use crate::identity::cgroup::{default_v2_root, CgroupResolver};
 use crate::identity::pod_metadata::{PodDirectory, PodMeta};
 
-pub use crate::capture::event::KEEP_ONE;
-/// Key of the kernel keep map holding the fraction of every domain without its own entry.
-pub const DOMAIN_DEFAULT: Domain = u64::MAX;
-/// Key of the kernel counters that found the map full, and of every count in kernel-drop mode.
-pub const DOMAIN_OTHER: Domain = u64::MAX - 1;
-/// Entries of the kernel keep and counter maps (`SHED_DOMAINS`).
-pub const KERNEL_DOMAINS: usize = 4096;
 /// Domains with their own metric labels; the rest are summed under `other`.
 pub const TOP_DOMAINS: usize = 16;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShedMode {
-    /// No shedding (default): the kernel programs are loaded without the shedder.
-    Off,
-    /// The paper's baseline in the kernel: one domain-blind fraction, halved while over the
-    /// set-point and doubled back while under.
-    KernelDrop,
-    /// Events are read from the ring buffer, then dropped in user space by the plan.
-    User,
-    /// The plan's per-domain keep fractions are applied in the kernel before the ring buffer.
-    Kernel,
-}
-
-impl ShedMode {
-    pub fn symbol(self) -> &'static str {
-        match self {
-            ShedMode::Off => "off",
-            ShedMode::KernelDrop => "kernel-drop",
-            ShedMode::User => "user",
-            ShedMode::Kernel => "kernel",
-        }
-    }
-    pub fn parse(s: &str) -> Option<ShedMode> {
-        [ShedMode::Off, ShedMode::KernelDrop, ShedMode::User, ShedMode::Kernel].into_iter().find(|m| m.symbol() == s)
-    }
-    /// `shed_mode` constant of the BPF program (enum shed_mode).
-    pub fn kernel_constant(self) -> u8 {
-        match self {
-            ShedMode::Off | ShedMode::User => 0,
-            ShedMode::Kernel => 1,
-            ShedMode::KernelDrop => 2,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PolicyKind {
-    Fair,
-    Priority,
-}
-
-/// How the keep fractions are chosen.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Control {
-    /// Load Manager + policy every interval, holding the agent's CPU near `setpoint`.
-    Auto {
-        /// Ū: share of ONE core (0.05 = 5 % of a core; on an n-core host that is 0.05/n of the host).
-        setpoint: f64,
-        policy: PolicyKind,
-        /// (process name or cgroup path component, priority ≥ 1); others get priority 1.
-        priorities: Vec<(String, u32)>,
-    },
-    /// Fractions set by the caller only (`CaptureHandle::shed_set_keep`), for tests.
-    Manual,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShedOptions {
-    pub mode: ShedMode,
-    pub control: Control,
-    /// Accounting domain: false = process (tgid), true = cgroup v2 id.
-    pub by_cgroup: bool,
-    /// Length of a control interval.
-    pub interval: std::time::Duration,
-    /// Floor of the keep fractions the Load Manager's policies plan (not kernel-drop's, nor
-    /// manual ones): a fraction of 0 leaves nothing that stands for a domain's connections.
-    pub min_keep: f64,
-}
-
-/// Cumulative counts of one domain (kernel `struct shed_count`, or the user-space filter).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct ShedCount {
-    pub kept: u64,
-    pub shed: u64,
-    pub shed_bytes_sent: u64,
-    pub shed_bytes_recv: u64,
-}
-
-impl ShedCount {
-    pub fn seen(&self) -> u64 {
-        self.kept + self.shed
-    }
-}
-
-/// One labelled domain of the metrics.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct DomainRow {
-    pub label: String,
-    pub keep: f64,
-    pub kept: u64,
-    pub shed: u64,
-    pub shed_bytes_sent: u64,
-    pub shed_bytes_recv: u64,
-    /// Connections of the domain: exact (kept + shed) where the domain is counted; in
-    /// kernel-drop mode the surviving OPENED events × the global seen/kept of each interval.
-    pub estimated: f64,
-    /// Whether any interval of `estimated` was rescaled (something of the domain was shed).
-    pub rescaled: bool,
-}
-
-/// Published for `--metrics-addr` (f64 stored as bits).
-#[derive(Debug, Default)]
-pub struct ShedStats {
-    /// 0 off, 1 kernel-drop, 2 user, 3 kernel.
-    pub mode: AtomicU64,
-    pub setpoint_bits: AtomicU64,
-    pub utilization_bits: AtomicU64,
-    pub budget_bits: AtomicU64,
-    pub mu_max_bits: AtomicU64,
-    pub default_keep_bits: AtomicU64,
-    pub intervals: AtomicU64,
-    /// Top domains by connections seen, then one row `other` for the rest.
-    pub domains: Mutex<Vec<DomainRow>>,
-}
-
-impl ShedStats {
-    pub fn f(a: &AtomicU64) -> f64 {
-        f64::from_bits(a.load(Ordering::Relaxed))
-    }
-}
-
-/// What one interval produced for the kernel map.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct KeepUpdate {
-    /// (domain, keep fraction) to write.
-    pub set: Vec<(Domain, f64)>,
-    /// Domains whose own entry is to be removed (they fall back to the default).
-    pub remove: Vec<Domain>,
-    pub default_keep: f64,
-    /// Domains whose kernel counters may be deleted (idle long enough, map getting full).
-    pub forget: Vec<Domain>,
-}
 
 #[derive(Debug, Default, Clone)]
 struct DomainState {
@@ -232,6 +94,14 @@ impl ShedController {
         }
     }
 
+    /// The controller a capture runs (`CaptureOptions::shed`), with the pod metadata that
+    /// `pod:` and `namespace:` priorities are resolved with.
+    pub fn boxed(opts: ShedOptions, pods: Option<Arc<PodDirectory>>) -> Box<dyn ShedControl> {
+        let mut c = ShedController::new(opts);
+        c.pods = pods;
+        Box::new(c)
+    }
+
     pub fn options(&self) -> &ShedOptions {
         &self.opts
     }
@@ -239,64 +109,6 @@ impl ShedController {
     /// The pod metadata `pod:NAME` and `namespace:NS` priorities are resolved with.
     pub fn use_pods(&mut self, pods: Arc<PodDirectory>) {
         self.pods = Some(pods);
-    }
-
-    /// The domain of an event, as the kernel computes it.
-    pub fn domain_of(&self, tgid: u32, cgroup_id: u64) -> Domain {
-        if self.opts.mode == ShedMode::KernelDrop {
-            DOMAIN_OTHER
-        } else if self.opts.by_cgroup {
-            cgroup_id
-        } else {
-            u64::from(tgid)
-        }
-    }
-
-    /// The domain used to attribute a surviving event in the metrics (never blind).
-    pub fn label_domain_of(&self, tgid: u32, cgroup_id: u64) -> Domain {
-        if self.opts.by_cgroup {
-            cgroup_id
-        } else {
-            u64::from(tgid)
-        }
-    }
-
-    /// A surviving OPENED event of `domain` (label domain) reached user space.
-    pub fn survived(&mut self, domain: Domain) {
-        self.domains.entry(domain).or_default().survived += 1;
-    }
-
-    /// Current keep fraction of a domain (what the kernel applies).
-    pub fn keep_of(&self, domain: Domain) -> f64 {
-        if self.opts.mode == ShedMode::KernelDrop {
-            return self.default_keep;
-        }
-        self.domains.get(&domain).and_then(|d| d.keep).unwrap_or(self.default_keep)
-    }
-
-    /// Sets the fraction of a domain by hand (Control::Manual); DOMAIN_DEFAULT sets the default.
-    pub fn set_manual(&mut self, domain: Domain, keep: f64) {
-        if domain == DOMAIN_DEFAULT {
-            self.default_keep = keep;
-        } else {
-            self.domains.entry(domain).or_default().keep = Some(keep);
-        }
-    }
-
-    /// Domains with a fraction of their own (set by hand or planned).
-    pub fn manual_fractions(&self) -> Vec<(Domain, f64)> {
-        self.domains.iter().filter_map(|(d, s)| s.keep.map(|k| (*d, k))).collect()
-    }
-
-    /// The agent's CPU utilisation (share of one core) since the previous call, from the
-    /// process's cumulative CPU seconds (getrusage) and the interval's wall time.
-    pub fn utilization(&mut self, cpu_seconds_total: f64, wall_s: f64) -> f64 {
-        let u = match self.last_cpu_s {
-            Some(prev) if wall_s > 0.0 => ((cpu_seconds_total - prev) / wall_s).max(0.0),
-            _ => 0.0,
-        };
-        self.last_cpu_s = Some(cpu_seconds_total);
-        u
     }
 
     /// One control interval. `counts`: cumulative kernel (or filter) counts per domain;
@@ -508,6 +320,89 @@ impl ShedController {
     }
 }
 
+/// What the capture thread asks of its controller (`capture::shedding::ShedControl`).
+impl ShedControl for ShedController {
+    fn mode(&self) -> ShedMode {
+        self.opts.mode
+    }
+
+    fn by_cgroup(&self) -> bool {
+        self.opts.by_cgroup
+    }
+
+    fn interval(&self) -> Duration {
+        self.opts.interval
+    }
+
+    fn manual(&self) -> bool {
+        matches!(self.opts.control, Control::Manual)
+    }
+
+    fn domain_of(&self, tgid: u32, cgroup_id: u64) -> Domain {
+        if self.opts.mode == ShedMode::KernelDrop {
+            DOMAIN_OTHER
+        } else if self.opts.by_cgroup {
+            cgroup_id
+        } else {
+            u64::from(tgid)
+        }
+    }
+
+    fn label_domain_of(&self, tgid: u32, cgroup_id: u64) -> Domain {
+        if self.opts.by_cgroup {
+            cgroup_id
+        } else {
+            u64::from(tgid)
+        }
+    }
+
+    fn survived(&mut self, domain: Domain) {
+        self.domains.entry(domain).or_default().survived += 1;
+    }
+
+    fn keep_of(&self, domain: Domain) -> f64 {
+        if self.opts.mode == ShedMode::KernelDrop {
+            return self.default_keep;
+        }
+        self.domains.get(&domain).and_then(|d| d.keep).unwrap_or(self.default_keep)
+    }
+
+    fn set_manual(&mut self, domain: Domain, keep: f64) {
+        if domain == DOMAIN_DEFAULT {
+            self.default_keep = keep;
+        } else {
+            self.domains.entry(domain).or_default().keep = Some(keep);
+        }
+    }
+
+    fn manual_fractions(&self) -> Vec<(Domain, f64)> {
+        self.domains.iter().filter_map(|(d, s)| s.keep.map(|k| (*d, k))).collect()
+    }
+
+    fn utilization(&mut self, cpu_seconds_total: f64, wall_s: f64) -> f64 {
+        let u = match self.last_cpu_s {
+            Some(prev) if wall_s > 0.0 => ((cpu_seconds_total - prev) / wall_s).max(0.0),
+            _ => 0.0,
+        };
+        self.last_cpu_s = Some(cpu_seconds_total);
+        u
+    }
+
+    /// Names domains for priorities and labels: a cgroup's path, or a process's comm.
+    fn tick(&mut self, counts: &HashMap<Domain, ShedCount>, utilization: f64, queued: f64, stats: &ShedStats) -> KeepUpdate {
+        let by_cgroup = self.opts.by_cgroup;
+        let mut cgroups: Option<CgroupResolver> = None;
+        ShedController::tick(self, counts, utilization, queued, stats, |dom| {
+            if by_cgroup {
+                let r = cgroups.get_or_insert_with(|| CgroupResolver::new(default_v2_root()));
+                r.path(dom).map(str::to_string)
+            } else {
+                std::fs::read_to_string(format!("/proc/{dom}/comm")).ok().map(|s| s.trim_end().to_string())
+            }
+        })
+    }
+}
+
 /// Priority of a domain from `--shed-priority NAME=LEVEL`: a process domain matches its name
 /// (comm) exactly; a cgroup domain matches when NAME equals its path or one of its components,
 /// or, for a Kubernetes pod's cgroup, `pod:UID`, `pod:NAME` or `pod:NAMESPACE/NAME` and
@@ -580,85 +475,6 @@ fn label(d: Domain, name: &str, by_cgroup: bool) -> String {
     }
 }
 
-/// `--shed-mode user`: the same per-connection decision as the kernel's (a connection is kept
-/// when its sampling hash is below its domain's keep fraction), taken after the event was read
-/// from the ring buffer (the paper's LS filter).
-#[derive(Debug, Default)]
-pub struct UserShed {
-    filter: super::ShedFilter,
-    plan: ShedPlan,
-    counts: HashMap<Domain, ShedCount>,
-    /// Shed connections still open: cookie -> (domain, reported by a SNAPSHOT since).
-    shed_open: HashMap<u64, (Domain, bool)>,
-    /// Sampled connections kept and still open: cookie -> keep fraction they were kept at.
-    sampled_open: HashMap<u64, u32>,
-}
-
-impl UserShed {
-    /// Applies the controller's fractions (what kernel mode writes to the map).
-    pub fn set_fractions(&mut self, fractions: impl IntoIterator<Item = (Domain, f64)>, default_keep: f64) {
-        self.plan.set_fractions(fractions, default_keep);
-        self.filter.set_plan(&self.plan);
-    }
-
-    /// Whether an event is delivered, and with which keep fraction (`ConnEvent::keep`: that of
-    /// its connection's decision); `domain` as `ShedController::domain_of`, `hash` as
-    /// `sampling::connection_hash`.
-    pub fn admit(&mut self, kind: crate::capture::event::Kind, cookie: u64, domain: Domain, bytes: (u64, u64), hash: u32) -> Option<u32> {
-        use crate::capture::event::Kind;
-        match kind {
-            Kind::Opened => {
-                let (keep, at) = self.filter.admit(domain, hash);
-                let c = self.counts.entry(domain).or_default();
-                if keep {
-                    c.kept += 1;
-                    if at < KEEP_ONE {
-                        self.sampled_open.insert(cookie, at);
-                    }
-                    Some(at)
-                } else {
-                    c.shed += 1;
-                    self.shed_open.insert(cookie, (domain, false));
-                    None
-                }
-            }
-            Kind::Snapshot => match self.shed_open.get_mut(&cookie) {
-                Some(e) => {
-                    e.1 = true; // reported from now on, as in the kernel
-                    Some(0)
-                }
-                None => Some(self.sampled_open.get(&cookie).copied().unwrap_or(KEEP_ONE)),
-            },
-            Kind::Closed => match self.shed_open.remove(&cookie) {
-                Some((d, false)) => {
-                    let c = self.counts.entry(d).or_default();
-                    c.shed_bytes_sent += bytes.0;
-                    c.shed_bytes_recv += bytes.1;
-                    None
-                }
-                Some((_, true)) => Some(0),
-                None => Some(self.sampled_open.remove(&cookie).unwrap_or(KEEP_ONE)),
-            },
-        }
-    }
-
-    /// A shed connection not reported yet (the periodic sweep skips it, as in the kernel).
-    pub fn is_unreported(&self, cookie: u64) -> bool {
-        self.shed_open.get(&cookie).is_some_and(|e| !e.1)
-    }
-
-    /// Cumulative counts, the same shape as the kernel's counter map.
-    pub fn counts(&self) -> &HashMap<Domain, ShedCount> {
-        &self.counts
-    }
-
-    /// Forgets shed connections the kernel no longer tracks (bounded memory).
-    pub fn retain_open(&mut self, live: impl Fn(u64) -> bool) {
-        self.shed_open.retain(|c, _| live(*c));
-        self.sampled_open.retain(|c, _| live(*c));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -686,30 +502,6 @@ mod tests {
             kept_all += kept;
         }
         kept_all
-    }
-
-    #[test]
-    fn user_mode_events_carry_the_keep_fraction_of_their_connections_decision() {
-        use crate::capture::event::Kind;
-        let mut u = UserShed::default();
-        u.set_fractions([(7, 0.5)], 1.0);
-        let half = KEEP_ONE / 2;
-        // Kept (hash below half): every event of it says 0.5, until it closes.
-        assert_eq!(u.admit(Kind::Opened, 1, 7, (0, 0), half - 1), Some(half));
-        assert_eq!(u.admit(Kind::Snapshot, 1, 7, (10, 0), half - 1), Some(half));
-        assert_eq!(u.admit(Kind::Closed, 1, 7, (10, 5), half - 1), Some(half));
-        // Shed: nothing, unless its traffic got it reported (keep 0: stands for no connection).
-        assert_eq!(u.admit(Kind::Opened, 2, 7, (0, 0), half), None);
-        assert_eq!(u.admit(Kind::Snapshot, 2, 7, (1 << 20, 0), half), Some(0));
-        assert_eq!(u.admit(Kind::Closed, 2, 7, (1 << 20, 9), half), Some(0));
-        assert_eq!(u.admit(Kind::Opened, 3, 7, (0, 0), KEEP_ONE - 1), None);
-        assert_eq!(u.admit(Kind::Closed, 3, 7, (3, 4), KEEP_ONE - 1), None);
-        // A domain kept whole is not sampled.
-        assert_eq!(u.admit(Kind::Opened, 4, 8, (0, 0), KEEP_ONE - 1), Some(KEEP_ONE));
-        assert_eq!(u.admit(Kind::Closed, 4, 8, (0, 0), KEEP_ONE - 1), Some(KEEP_ONE));
-        let c = u.counts()[&7];
-        assert_eq!((c.kept, c.shed, c.shed_bytes_sent, c.shed_bytes_recv), (1, 2, 3, 4));
-        assert!(u.sampled_open.is_empty() && u.shed_open.is_empty(), "closed connections are forgotten");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::ShedStats;
+use crate::capture::shedding::ShedStats;
 
 const MODES: [&str; 4] = ["off", "kernel-drop", "user", "kernel"];
 

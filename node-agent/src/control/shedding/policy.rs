@@ -1,43 +1,9 @@
 //! Shedding policies (Eq. 7-13): split the Load Manager's budget of computed events over the
 //! accounting domains, giving each a probability of keeping its events.
 
-use super::Domain;
 use std::collections::HashMap;
 
-/// Keep probabilities per domain for the next interval (the Shedding Plan). Reused across
-/// intervals so planning does not allocate once the domains are known.
-#[derive(Debug, Default, Clone)]
-pub struct ShedPlan {
-    keep: HashMap<Domain, f64>,
-    scratch: Vec<(Domain, f64, f64)>,
-    /// Keep probability of domains not listed; None = 1 (keep everything).
-    fallback: Option<f64>,
-}
-
-impl ShedPlan {
-    /// Probability that an event of `domain` is kept; domains the plan does not know (new
-    /// processes) keep everything, so they are visible from their first event.
-    pub fn keep_probability(&self, domain: Domain) -> f64 {
-        self.keep.get(&domain).copied().unwrap_or(self.fallback.unwrap_or(1.0))
-    }
-
-    /// A plan from explicit fractions, e.g. those the controller wrote to the kernel, with
-    /// `fallback` for every domain not listed.
-    pub fn set_fractions(&mut self, fractions: impl IntoIterator<Item = (Domain, f64)>, fallback: f64) {
-        self.keep.clear();
-        self.keep.extend(fractions.into_iter().map(|(d, p)| (d, p.clamp(0.0, 1.0))));
-        self.fallback = Some(fallback.clamp(0.0, 1.0));
-    }
-
-    /// P(X_i), the probability that an event of `domain` is dropped.
-    pub fn drop_probability(&self, domain: Domain) -> f64 {
-        1.0 - self.keep_probability(domain)
-    }
-
-    pub fn domains(&self) -> impl Iterator<Item = (Domain, f64)> + '_ {
-        self.keep.iter().map(|(d, p)| (*d, *p))
-    }
-}
+use crate::capture::shedding::{Domain, ShedPlan};
 
 pub trait SheddingPolicy {
     /// Fills `plan` for a budget of `budget` computed events, given each domain's expected
@@ -106,6 +72,8 @@ fn water_fill(budget: f64, rates: &[(Domain, f64)], weight: impl Fn(Domain) -> f
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::event::KEEP_ONE;
+    use crate::capture::shedding::{endpoint_hash, ShedFilter};
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
@@ -173,5 +141,39 @@ mod tests {
         policy.plan(1234.0, &rates, &mut plan);
         let spent: f64 = rates.iter().map(|(d, mu)| plan.keep_probability(*d) * mu).sum();
         assert!((spent - 1234.0).abs() < 1e-6, "{spent}");
+    }
+
+    /// The user-space filter applying a fair plan (capture::shedding::ShedFilter).
+    #[test]
+    fn keeps_the_connections_hashed_below_the_planned_share_and_rescales() {
+        let mut plan = ShedPlan::default();
+        FairPolicy.plan(300.0, &[(1, 100.0), (2, 1000.0)], &mut plan); // keep 1.0 and 0.2
+        let mut f = ShedFilter::default();
+        f.set_plan(&plan);
+        assert_eq!(f.keep_of(2), KEEP_ONE / 5);
+        let client = crate::shared::net::addr16_from_ip("10.0.0.7".parse().unwrap());
+        let mut bytes_kept = 0.0;
+        let mut expected_kept = 0;
+        for i in 0..1000u16 {
+            let h = endpoint_hash(&client, 40_000 + i);
+            let (admit, keep) = f.admit(2, h);
+            assert_eq!(keep, KEEP_ONE / 5);
+            assert_eq!(admit, h < KEEP_ONE / 5, "decided by the hash alone");
+            if admit {
+                expected_kept += 1;
+                bytes_kept += f64::from(i % 7) + 100.0;
+            }
+            if i < 100 {
+                assert_eq!(f.admit(1, h), (true, KEEP_ONE));
+            }
+        }
+        let c = f.counts(2);
+        assert_eq!((c.seen, c.kept), (1000, expected_kept));
+        assert!((170..=230).contains(&c.kept), "about a fifth kept: {}", c.kept);
+        let (estimate, rescaled) = c.rescale(bytes_kept);
+        assert!(rescaled);
+        let truth: f64 = (0..1000u16).map(|i| f64::from(i % 7) + 100.0).sum();
+        assert!((estimate - truth).abs() / truth < 0.01, "estimate {estimate} truth {truth}");
+        assert_eq!(f.counts(1).dropped(), 0);
     }
 }

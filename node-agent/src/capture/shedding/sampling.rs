@@ -4,7 +4,7 @@
 //! share. Mirrors `shed_hash` / `shed_conn_hash` in src/capture/connections/connections.h (the kernel decides
 //! there in kernel mode; tests/shedding_hash.rs compiles those natively and compares).
 
-use super::KEEP_ONE;
+use crate::capture::event::KEEP_ONE;
 use crate::shared::net::Role;
 
 /// murmur3 (32-bit) of an endpoint, in [0, KEEP_ONE).
