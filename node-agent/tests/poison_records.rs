@@ -11,7 +11,7 @@ use common::alloc_count::{largest_allocation, Counting};
 use wattgraph_agent::control::power_cap::budget::{BudgetController, BudgetMetrics, Ignored, Outcome, PowerCapMode};
 use wattgraph_agent::output::avro::transaction as transactions;
 use wattgraph_agent::output::avro::{budget as budget_avro, cgroup as cgroup_avro};
-use wattgraph_agent::service_mapper as service_mappings;
+use wattgraph_agent::output::avro::service_mapping as service_mappings;
 
 #[global_allocator]
 static A: Counting = Counting;

@@ -7,7 +7,7 @@
 use libfuzzer_sys::fuzz_target;
 use wattgraph_agent::output::avro::transaction as transactions;
 use wattgraph_agent::output::avro::{self, budget as budget_avro, cgroup as cgroup_avro, resource as resource_avro};
-use wattgraph_agent::service_mapper as service_mappings;
+use wattgraph_agent::output::avro::service_mapping as service_mappings;
 
 fuzz_target!(|data: &[u8]| {
     let _ = budget_avro::decode_single_object(data);

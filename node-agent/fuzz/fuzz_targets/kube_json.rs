@@ -4,6 +4,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use wattgraph_agent::identity::pod_metadata;
+use wattgraph_agent::output::avro::service_mapping::{decode_single_object, encode};
 use wattgraph_agent::service_mapper as service_mappings;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(m) = service_mappings::build(&v["services"], &v["slices"]) {
             for (key, mapping) in &m {
                 assert_eq!(key, &mapping.key());
-                assert_eq!(service_mappings::decode_single_object(&service_mappings::encode(mapping)).unwrap(), *mapping);
+                assert_eq!(decode_single_object(&encode(mapping)).unwrap(), *mapping);
             }
         }
     }

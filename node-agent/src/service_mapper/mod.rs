@@ -5,61 +5,22 @@
 //! that disappeared gets a tombstone. Run by `wattgraph-service-mapper` (one per cluster).
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use apache_avro::types::Value;
-use apache_avro::Schema;
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::message::{DeliveryResult, Message};
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde_json::Value as Json;
 
-use crate::output::kafka_client::{KafkaClient, WithKafkaClient};
-use crate::output::avro::{decode_datum, single_object_header, write_long, write_opt_str, write_str, RecordFields};
 use crate::identity::kube_api::KubeClient;
+use crate::output::avro::service_mapping::{Backend, ServiceMapping};
 
-pub const SCHEMA_JSON: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/ServiceMapping.avsc"));
-const FIELD_LAYOUT: [&str; 6] = ["vip", "port", "protocol", "namespace", "service", "backends"];
+mod publish;
+
+pub use publish::{read_topic, MappingPublisher, PublisherOptions, Round};
+
 /// One page of a list (the API server's `limit`); larger clusters are read in several pages.
 const PAGE: usize = 500;
 const MAX_PAGE_BYTES: u64 = 64 << 20;
 /// Label of an EndpointSlice naming its Service.
 const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
-
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Backend {
-    pub address: String,
-    pub port: u16,
-    pub node_name: Option<String>,
-}
-
-/// One virtual address and TCP port (protocol is always TCP: only TCP is correlated).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServiceMapping {
-    pub vip: String,
-    pub port: u16,
-    pub namespace: Option<String>,
-    pub service: Option<String>,
-    /// Ready endpoints, sorted, without duplicates.
-    pub backends: Vec<Backend>,
-}
-
-impl ServiceMapping {
-    /// The topic key: `a.b.c.d:port` or `[v6]:port`, as the stream job parses it.
-    pub fn key(&self) -> String {
-        if self.vip.contains(':') {
-            format!("[{}]:{}", self.vip, self.port)
-        } else {
-            format!("{}:{}", self.vip, self.port)
-        }
-    }
-}
 
 fn str_at<'a>(v: &'a Json, path: &str, what: &str) -> Result<&'a str> {
     v.pointer(path).and_then(Json::as_str).filter(|s| !s.is_empty()).ok_or_else(|| anyhow!("{what}{} missing or not a string", path.replace('/', ".")))
@@ -168,92 +129,6 @@ pub fn build(services: &Json, slices: &Json) -> Result<BTreeMap<String, ServiceM
     Ok(out)
 }
 
-pub fn schema() -> &'static Schema {
-    static S: OnceLock<Schema> = OnceLock::new();
-    S.get_or_init(|| Schema::parse_str(SCHEMA_JSON).expect("ServiceMapping.avsc must parse"))
-}
-
-pub fn fingerprint() -> [u8; 8] {
-    static F: OnceLock<[u8; 8]> = OnceLock::new();
-    *F.get_or_init(|| crate::output::avro::rabin(schema()))
-}
-
-/// Single-object encoding of a mapping.
-pub fn encode(m: &ServiceMapping) -> Vec<u8> {
-    static HEADER: OnceLock<[u8; 10]> = OnceLock::new();
-    let header = HEADER.get_or_init(|| single_object_header(schema(), &FIELD_LAYOUT, "src/service_mappings.rs").expect("layout"));
-    let mut out = Vec::with_capacity(64 + 32 * m.backends.len());
-    out.extend_from_slice(header);
-    write_str(&mut out, &m.vip);
-    write_long(&mut out, m.port as i64);
-    write_str(&mut out, "TCP");
-    write_opt_str(&mut out, m.namespace.as_deref());
-    write_opt_str(&mut out, m.service.as_deref());
-    if !m.backends.is_empty() {
-        write_long(&mut out, m.backends.len() as i64);
-        for b in &m.backends {
-            write_str(&mut out, &b.address);
-            write_long(&mut out, b.port as i64);
-            write_opt_str(&mut out, b.node_name.as_deref());
-        }
-    }
-    write_long(&mut out, 0);
-    out
-}
-
-pub fn decode_single_object(bytes: &[u8]) -> Result<ServiceMapping> {
-    let value = decode_datum(bytes, schema(), fingerprint())?;
-    let f = RecordFields::of(&value)?;
-    if f.string("protocol")? != "TCP" {
-        bail!("protocol {} is not TCP", f.string("protocol")?);
-    }
-    let backends = f
-        .array("backends", |x| Some(x.clone()))?
-        .iter()
-        .map(|v| {
-            let b = RecordFields::of(v)?;
-            Ok(Backend { address: b.string("address")?, port: b.port("port")?, node_name: b.opt_string("nodeName")? })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(ServiceMapping {
-        vip: f.string("vip")?,
-        port: f.port("port")?,
-        namespace: f.opt_string("namespace")?,
-        service: f.opt_string("service")?,
-        backends,
-    })
-}
-
-/// apache-avro `Value` of a mapping (tests compare with apache-avro's writer).
-pub fn to_value(m: &ServiceMapping) -> Value {
-    let opt = |s: &Option<String>| match s {
-        None => Value::Union(0, Box::new(Value::Null)),
-        Some(s) => Value::Union(1, Box::new(Value::String(s.clone()))),
-    };
-    Value::Record(vec![
-        ("vip".into(), Value::String(m.vip.clone())),
-        ("port".into(), Value::Int(m.port as i32)),
-        ("protocol".into(), Value::String("TCP".into())),
-        ("namespace".into(), opt(&m.namespace)),
-        ("service".into(), opt(&m.service)),
-        (
-            "backends".into(),
-            Value::Array(
-                m.backends
-                    .iter()
-                    .map(|b| {
-                        Value::Record(vec![
-                            ("address".into(), Value::String(b.address.clone())),
-                            ("port".into(), Value::Int(b.port as i32)),
-                            ("nodeName".into(), opt(&b.node_name)),
-                        ])
-                    })
-                    .collect(),
-            ),
-        ),
-    ])
-}
-
 /// Lists a collection of the API server page by page (`limit` / `continue`), returning one
 /// list object holding every item.
 pub fn list_all(client: &KubeClient, url: &str) -> Result<Json> {
@@ -287,194 +162,10 @@ fn percent_encode(s: &str) -> String {
         .collect()
 }
 
-#[derive(Debug, Clone)]
-pub struct PublisherOptions {
-    /// API server base URL, e.g. https://kubernetes.default.svc.
-    pub api_url: String,
-    pub token_file: Option<std::path::PathBuf>,
-    pub ca_file: Option<std::path::PathBuf>,
-    pub insecure_tls: bool,
-    /// Brokers and librdkafka properties (TLS, SASL).
-    pub kafka: KafkaClient,
-    pub topic: String,
-}
-
-/// Counts delivery failures of a round.
-#[derive(Default)]
-pub struct DeliveryErrors {
-    pub failed: Arc<AtomicU64>,
-}
-
-impl ClientContext for DeliveryErrors {}
-
-impl ProducerContext for DeliveryErrors {
-    type DeliveryOpaque = ();
-    fn delivery(&self, r: &DeliveryResult<'_>, _: ()) {
-        if let Err((e, m)) = r {
-            self.failed.fetch_add(1, Ordering::Relaxed);
-            log::warn!("service mapping {:?} not delivered: {e}", m.key().map(String::from_utf8_lossy));
-        }
-    }
-}
-
-/// What a round did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Round {
-    pub mappings: usize,
-    pub upserts: usize,
-    pub deletes: usize,
-}
-
-pub struct MappingPublisher {
-    opts: PublisherOptions,
-    client: KubeClient,
-    producer: BaseProducer<DeliveryErrors>,
-    failed: Arc<AtomicU64>,
-    /// What the topic holds (as of the last successful round): key -> encoded value.
-    published: BTreeMap<String, Vec<u8>>,
-}
-
-impl MappingPublisher {
-    /// Connects, and reads what the compacted topic already holds, so that mappings deleted
-    /// while no publisher ran get their tombstone in the first round.
-    pub fn new(opts: PublisherOptions) -> Result<MappingPublisher> {
-        let client = KubeClient::new(opts.token_file.clone(), opts.ca_file.as_ref(), opts.insecure_tls, "--ca-file")?;
-        let ctx = DeliveryErrors::default();
-        let failed = ctx.failed.clone();
-        let producer: BaseProducer<DeliveryErrors> = ClientConfig::new()
-            .set("client.id", "wattgraph-service-mapper")
-            .set("enable.idempotence", "true")
-            .set("acks", "all")
-            .set("message.timeout.ms", "30000")
-            .with_client(&opts.kafka)
-            .create_with_context(ctx)
-            .context("create Kafka producer")?;
-        let published = read_topic(&opts.kafka, &opts.topic).with_context(|| format!("reading topic {}", opts.topic))?;
-        log::info!("topic {} holds {} service mappings", opts.topic, published.len());
-        Ok(MappingPublisher { opts, client, producer, failed, published })
-    }
-
-    pub fn published(&self) -> &BTreeMap<String, Vec<u8>> {
-        &self.published
-    }
-
-    /// Lists Services and EndpointSlices and builds the mappings.
-    pub fn fetch(&self) -> Result<BTreeMap<String, ServiceMapping>> {
-        let base = self.opts.api_url.trim_end_matches('/');
-        let services = list_all(&self.client, &format!("{base}/api/v1/services"))?;
-        let slices = list_all(&self.client, &format!("{base}/apis/discovery.k8s.io/v1/endpointslices"))?;
-        build(&services, &slices).context("joining Services and EndpointSlices")
-    }
-
-    /// One round: fetch, publish what changed (upserts, tombstones), wait for delivery. On any
-    /// failure nothing counts as published, so the next round sends it again (a compacted topic
-    /// and the job's broadcast state take a repeat as a no-op).
-    pub fn round(&mut self) -> Result<Round> {
-        let now = self.fetch()?;
-        let encoded: BTreeMap<String, Vec<u8>> = now.iter().map(|(k, m)| (k.clone(), encode(m))).collect();
-        let (mut upserts, mut deletes) = (0, 0);
-        self.failed.store(0, Ordering::Relaxed);
-        for (k, v) in &encoded {
-            if self.published.get(k) != Some(v) {
-                self.send(k, Some(v))?;
-                upserts += 1;
-            }
-        }
-        for k in self.published.keys().filter(|k| !encoded.contains_key(*k)) {
-            self.send(k, None)?;
-            deletes += 1;
-        }
-        if upserts + deletes > 0 {
-            self.producer.flush(Duration::from_secs(35)).context("flushing service mappings to Kafka")?;
-            let failed = self.failed.load(Ordering::Relaxed);
-            if failed > 0 {
-                bail!("{failed} of {} service mapping changes not delivered to {}; sent again next round", upserts + deletes, self.opts.topic);
-            }
-        }
-        self.published = encoded;
-        Ok(Round { mappings: now.len(), upserts, deletes })
-    }
-
-    fn send(&self, key: &str, value: Option<&Vec<u8>>) -> Result<()> {
-        let mut rec: BaseRecord<'_, str, Vec<u8>> = BaseRecord::to(&self.opts.topic).key(key);
-        if let Some(v) = value {
-            rec = rec.payload(v);
-        }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            match self.producer.send(rec) {
-                Ok(()) => return Ok(()),
-                Err((KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull), r)) if Instant::now() < deadline => {
-                    rec = r;
-                    self.producer.poll(Duration::from_millis(100));
-                }
-                Err((e, _)) => bail!("producing service mapping {key}: {e}"),
-            }
-        }
-    }
-}
-
-/// The latest value per key of a (compacted) topic, read from the beginning up to its end
-/// offsets when called; tombstoned keys are absent. A missing topic is empty.
-pub fn read_topic(kafka: &KafkaClient, topic: &str) -> Result<BTreeMap<String, Vec<u8>>> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("group.id", "wattgraph-service-mapper-reader")
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "false")
-        .with_client(kafka)
-        .create()
-        .context("create Kafka consumer")?;
-    let md = consumer.fetch_metadata(Some(topic), Duration::from_secs(30)).context("topic metadata")?;
-    let mut out = BTreeMap::new();
-    let Some(t) = md.topics().iter().find(|t| t.name() == topic) else { return Ok(out) };
-    match t.error().map(rdkafka::types::RDKafkaErrorCode::from) {
-        // Refused (e.g. no READ ACL) is not empty: the first round would keep stale mappings.
-        Some(e) if e != rdkafka::types::RDKafkaErrorCode::UnknownTopicOrPartition => bail!("topic {topic}: {e}"),
-        Some(_) => return Ok(out), // unknown topic: nothing published yet
-        None if t.partitions().is_empty() => return Ok(out),
-        None => {}
-    }
-    let mut tpl = TopicPartitionList::new();
-    let mut ends = BTreeMap::new();
-    for p in t.partitions() {
-        let (lo, hi) = consumer.fetch_watermarks(topic, p.id(), Duration::from_secs(30)).context("watermarks")?;
-        if hi > lo {
-            ends.insert(p.id(), hi);
-            tpl.add_partition_offset(topic, p.id(), Offset::Beginning).context("assign")?;
-        }
-    }
-    if ends.is_empty() {
-        return Ok(out);
-    }
-    consumer.assign(&tpl).context("assign")?;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !ends.is_empty() {
-        if Instant::now() > deadline {
-            bail!("topic not read to its end within 120 s ({} partitions left)", ends.len());
-        }
-        let Some(m) = consumer.poll(Duration::from_millis(500)) else { continue };
-        let m = m.context("reading")?;
-        if let Some(k) = m.key() {
-            let k = String::from_utf8_lossy(k).into_owned();
-            match m.payload() {
-                Some(v) => {
-                    out.insert(k, v.to_vec());
-                }
-                None => {
-                    out.remove(&k);
-                }
-            }
-        }
-        if ends.get(&m.partition()).is_some_and(|end| m.offset() + 1 >= *end) {
-            ends.remove(&m.partition());
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::avro::service_mapping::{decode_single_object, encode, schema, to_value};
     use apache_avro::GenericSingleObjectWriter;
 
     fn services() -> Json {
@@ -575,20 +266,6 @@ mod tests {
             assert_eq!(mine, theirs, "{m:?}");
             assert_eq!(&decode_single_object(&mine).unwrap(), m);
         }
-    }
-
-    #[test]
-    fn a_port_beyond_65535_is_refused_not_truncated() {
-        // Avro int, so 70000 fits the schema; it was taken as port 4464 (70000 mod 65536).
-        let mut bytes = single_object_header(schema(), &FIELD_LAYOUT, "test").unwrap().to_vec();
-        write_str(&mut bytes, "10.96.0.10");
-        write_long(&mut bytes, 70_000);
-        write_str(&mut bytes, "TCP");
-        write_opt_str(&mut bytes, None);
-        write_opt_str(&mut bytes, None);
-        write_long(&mut bytes, 0);
-        let e = decode_single_object(&bytes).unwrap_err().to_string();
-        assert_eq!(e, "port: 70000 is not a port (0..=65535)");
     }
 
     #[test]

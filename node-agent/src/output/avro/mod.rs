@@ -5,6 +5,7 @@ pub mod budget;
 pub mod cgroup;
 pub mod pod;
 pub mod resource;
+pub mod service_mapping;
 pub mod transaction;
 
 use std::sync::OnceLock;
