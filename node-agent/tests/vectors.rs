@@ -3,7 +3,7 @@
 mod common;
 
 use serde_json::Value;
-use wattgraph_agent::output::avro::{decode_single_object, Encoder, OwnedEventRecord};
+use wattgraph_agent::output::avro::connection::{decode_single_object, Encoder, OwnedEventRecord};
 use wattgraph_agent::capture::event::Kind;
 use wattgraph_agent::shared::net::{addr16_from_ip, Role};
 

@@ -12,7 +12,7 @@ use wattgraph_agent::output::avro::service_mapping as service_mappings;
 fuzz_target!(|data: &[u8]| {
     let _ = budget_avro::decode_single_object(data);
     let _ = service_mappings::decode_single_object(data);
-    let _ = avro::decode_single_object(data);
+    let _ = avro::connection::decode_single_object(data);
     let _ = transactions::decode_single_object(data);
     let _ = resource_avro::decode_single_object(data);
     let _ = cgroup_avro::decode_single_object(data);

@@ -3,7 +3,7 @@
 //! Buffers are reused, so a steady-state event does not allocate.
 use anyhow::Result;
 
-use crate::output::avro::{Encoder, EventRecord};
+use crate::output::avro::connection::{Encoder, EventRecord};
 use crate::capture::event::ConnEvent;
 use crate::shared::net::canonical_key;
 use crate::identity::proc_info::ProcCache;
@@ -71,7 +71,7 @@ impl Pipeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::avro::decode_single_object;
+    use crate::output::avro::connection::decode_single_object;
     use crate::capture::event::Kind;
     use crate::shared::net::{addr16_from_ip, Role};
 

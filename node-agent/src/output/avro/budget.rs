@@ -2,20 +2,18 @@
 //! on the compacted topic `wattgraph.power-budgets` (key = UTF-8 hostId, value = Avro
 //! single-object encoding). The agent only reads them; `encode` (through apache-avro) exists for
 //! tests and tools that need to produce a budget.
-use std::sync::OnceLock;
-
 use anyhow::{anyhow, Result};
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use crate::output::avro::{decode_datum, single_object_header, RecordFields};
-
-pub const SCHEMA_JSON: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/PowerBudget.avsc"));
+use crate::output::avro::RecordSchema;
 
 const FIELD_LAYOUT: [&str; 10] = [
     "hostId", "sequence", "policy", "computedAtNs", "validUntilNs", "budgetWatts", "minWatts", "maxWatts",
     "previousWatts", "reason",
 ];
+
+static SCHEMA: RecordSchema = RecordSchema::new("PowerBudget", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/PowerBudget.avsc")), &FIELD_LAYOUT, file!());
 
 /// PowerBudgetPolicy: who computed the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,13 +36,11 @@ impl Policy {
 }
 
 pub fn schema() -> &'static Schema {
-    static S: OnceLock<Schema> = OnceLock::new();
-    S.get_or_init(|| Schema::parse_str(SCHEMA_JSON).expect("PowerBudget.avsc must parse"))
+    SCHEMA.schema()
 }
 
 pub fn fingerprint() -> [u8; 8] {
-    static F: OnceLock<[u8; 8]> = OnceLock::new();
-    *F.get_or_init(|| crate::output::avro::rabin(schema()))
+    SCHEMA.fingerprint()
 }
 
 /// One PowerBudget record (field semantics in the .avsc).
@@ -64,20 +60,20 @@ pub struct PowerBudget {
 
 /// Decodes single-object bytes (marker and writer fingerprint checked against the .avsc).
 pub fn decode_single_object(bytes: &[u8]) -> Result<PowerBudget> {
-    let value = decode_datum(bytes, schema(), fingerprint())?;
-    let f = RecordFields::of(&value)?;
-    let policy = f.symbol("policy")?;
-    Ok(PowerBudget {
-        host_id: f.string("hostId")?,
-        sequence: f.long("sequence")?,
-        policy: Policy::from_symbol(policy).ok_or_else(|| anyhow!("bad policy {policy}"))?,
-        computed_at_ns: f.long("computedAtNs")?,
-        valid_until_ns: f.long("validUntilNs")?,
-        budget_watts: f.double("budgetWatts")?,
-        min_watts: f.double("minWatts")?,
-        max_watts: f.double("maxWatts")?,
-        previous_watts: f.opt_double("previousWatts")?,
-        reason: f.string("reason")?,
+    SCHEMA.decode(bytes, |f| {
+        let policy = f.symbol("policy")?;
+        Ok(PowerBudget {
+            host_id: f.string("hostId")?,
+            sequence: f.long("sequence")?,
+            policy: Policy::from_symbol(policy).ok_or_else(|| anyhow!("bad policy {policy}"))?,
+            computed_at_ns: f.long("computedAtNs")?,
+            valid_until_ns: f.long("validUntilNs")?,
+            budget_watts: f.double("budgetWatts")?,
+            min_watts: f.double("minWatts")?,
+            max_watts: f.double("maxWatts")?,
+            previous_watts: f.opt_double("previousWatts")?,
+            reason: f.string("reason")?,
+        })
     })
 }
 
@@ -105,7 +101,7 @@ pub fn to_value(b: &PowerBudget) -> Value {
 
 /// Single-object encoding of a record, written by apache-avro (tests, tools; not a hot path).
 pub fn encode(b: &PowerBudget) -> Result<Vec<u8>> {
-    let mut out = single_object_header(schema(), &FIELD_LAYOUT, "src/budget_avro.rs")?.to_vec();
+    let mut out = SCHEMA.writer()?.header().to_vec();
     out.extend_from_slice(&apache_avro::to_avro_datum(schema(), to_value(b))?);
     Ok(out)
 }

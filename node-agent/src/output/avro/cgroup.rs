@@ -2,17 +2,13 @@
 //! `resources::record::CgroupStatsRecord` (Avro single-object encoding), checked against
 //! apache-avro and the shared vectors
 //! (schemas/test-vectors/cgroup-stats, node-agent/tests/cgroup_stats_vectors.rs).
-use std::sync::OnceLock;
-
 use anyhow::Result;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
 use crate::output::avro::pod::{decode_pod, pod_values, write_pod};
 use crate::resources::record::{CgroupStatsRecord, OwnedCgroupStats};
-use crate::output::avro::{decode_datum, single_object_header, write_long, write_opt_str, write_str, RecordFields};
-
-pub const SCHEMA_JSON: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/CgroupStats.avsc"));
+use crate::output::avro::{write_double, write_long, write_opt_str, write_str, RecordSchema, SingleObjectWriter};
 
 const FIELD_LAYOUT: [&str; 25] = [
     "hostId", "intervalStartNs", "intervalEndNs", "groupId", "runtime", "podUid", "qosClass",
@@ -21,35 +17,30 @@ const FIELD_LAYOUT: [&str; 25] = [
     "ioReadBytes", "ioWriteBytes", "pids", "podName", "podNamespace", "podLabels",
 ];
 
+static SCHEMA: RecordSchema = RecordSchema::new("CgroupStats", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/CgroupStats.avsc")), &FIELD_LAYOUT, file!());
+
 pub fn schema() -> &'static Schema {
-    static S: OnceLock<Schema> = OnceLock::new();
-    S.get_or_init(|| Schema::parse_str(SCHEMA_JSON).expect("CgroupStats.avsc must parse"))
+    SCHEMA.schema()
 }
 
 pub fn fingerprint() -> [u8; 8] {
-    static F: OnceLock<[u8; 8]> = OnceLock::new();
-    *F.get_or_init(|| crate::output::avro::rabin(schema()))
+    SCHEMA.fingerprint()
 }
 
 /// Encoder with the precomputed 10-byte single-object header.
 pub struct CgroupStatsEncoder {
-    header: [u8; 10],
-}
-
-fn write_double(out: &mut Vec<u8>, v: f64) {
-    out.extend_from_slice(&v.to_le_bytes());
+    w: SingleObjectWriter,
 }
 
 impl CgroupStatsEncoder {
     /// Checks that the parsed .avsc still has the layout this encoder writes.
     pub fn new() -> Result<CgroupStatsEncoder> {
-        Ok(CgroupStatsEncoder { header: single_object_header(schema(), &FIELD_LAYOUT, "src/cgroup_avro.rs")? })
+        Ok(CgroupStatsEncoder { w: SCHEMA.writer()? })
     }
 
     /// Clears `out`, writes header + body; no allocation once `out` has grown.
     pub fn encode(&self, r: &CgroupStatsRecord<'_>, out: &mut Vec<u8>) {
-        out.clear();
-        out.extend_from_slice(&self.header);
+        self.w.begin(out);
         write_str(out, r.host_id);
         write_long(out, r.interval_start_ns);
         write_long(out, r.interval_end_ns);
@@ -78,32 +69,32 @@ impl CgroupStatsEncoder {
 
 /// Decodes single-object bytes with apache-avro (fingerprint checked against the .avsc).
 pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedCgroupStats> {
-    let value = decode_datum(bytes, schema(), fingerprint())?;
-    let f = RecordFields::of(&value)?;
-    Ok(OwnedCgroupStats {
-        host_id: f.string("hostId")?,
-        interval_start_ns: f.long("intervalStartNs")?,
-        interval_end_ns: f.long("intervalEndNs")?,
-        group_id: f.string("groupId")?,
-        runtime: f.string("runtime")?,
-        pod_uid: f.opt_string("podUid")?,
-        qos_class: f.opt_string("qosClass")?,
-        cgroup_path: f.string("cgroupPath")?,
-        hierarchy: f.string("hierarchy")?,
-        tick_interval_ns: f.long("tickIntervalNs")?,
-        ticks: f.int("ticks")?,
-        max_tick_gap_ns: f.long("maxTickGapNs")?,
-        cpu_ns: f.long("cpuNs")?,
-        cpu_mean_cores: f.double("cpuMeanCores")?,
-        cpu_peak_cores: f.double("cpuPeakCores")?,
-        throttled_periods: f.long("throttledPeriods")?,
-        throttled_ns: f.long("throttledNs")?,
-        memory_bytes: f.long("memoryBytes")?,
-        memory_peak_bytes: f.long("memoryPeakBytes")?,
-        io_read_bytes: f.long("ioReadBytes")?,
-        io_write_bytes: f.long("ioWriteBytes")?,
-        pids: f.long("pids")?,
-        pod: decode_pod(&f)?,
+    SCHEMA.decode(bytes, |f| {
+        Ok(OwnedCgroupStats {
+            host_id: f.string("hostId")?,
+            interval_start_ns: f.long("intervalStartNs")?,
+            interval_end_ns: f.long("intervalEndNs")?,
+            group_id: f.string("groupId")?,
+            runtime: f.string("runtime")?,
+            pod_uid: f.opt_string("podUid")?,
+            qos_class: f.opt_string("qosClass")?,
+            cgroup_path: f.string("cgroupPath")?,
+            hierarchy: f.string("hierarchy")?,
+            tick_interval_ns: f.long("tickIntervalNs")?,
+            ticks: f.int("ticks")?,
+            max_tick_gap_ns: f.long("maxTickGapNs")?,
+            cpu_ns: f.long("cpuNs")?,
+            cpu_mean_cores: f.double("cpuMeanCores")?,
+            cpu_peak_cores: f.double("cpuPeakCores")?,
+            throttled_periods: f.long("throttledPeriods")?,
+            throttled_ns: f.long("throttledNs")?,
+            memory_bytes: f.long("memoryBytes")?,
+            memory_peak_bytes: f.long("memoryPeakBytes")?,
+            io_read_bytes: f.long("ioReadBytes")?,
+            io_write_bytes: f.long("ioWriteBytes")?,
+            pids: f.long("pids")?,
+            pod: decode_pod(&f)?,
+        })
     })
 }
 

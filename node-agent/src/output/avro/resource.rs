@@ -1,19 +1,15 @@
 //! ResourceSample schema (schemas/avro/ResourceSample.avsc) and its allocation-free encoder of
 //! `resources::record::ResourceRecord` (Avro single-object encoding), checked against apache-avro
 //! and the shared vectors.
-use std::sync::OnceLock;
-
 use anyhow::{anyhow, Result};
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
 use crate::identity::cgroup::Runtime;
 use crate::output::avro::pod::{decode_pod, pod_values, write_pod};
-use crate::output::avro::{decode_datum, single_object_header, write_double, write_long, write_opt_str, write_str, RecordFields};
+use crate::output::avro::{write_double, write_long, write_opt_double, write_opt_long, write_opt_str, write_str, RecordSchema, SingleObjectWriter};
 use crate::resources::power::PowerSource;
 use crate::resources::record::{ResourceRecord, Scope, WeightKind};
-
-pub const SCHEMA_JSON: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/ResourceSample.avsc"));
 
 const FIELD_LAYOUT: [&str; 34] = [
     "scope", "hostId", "intervalStartNs", "intervalEndNs", "tgid", "processStartTimeNs", "comm",
@@ -23,49 +19,28 @@ const FIELD_LAYOUT: [&str; 34] = [
     "hostCores", "podName", "podNamespace", "podLabels", "cacheReferences", "cacheMisses",
 ];
 
+static SCHEMA: RecordSchema = RecordSchema::new("ResourceSample", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/ResourceSample.avsc")), &FIELD_LAYOUT, file!());
+
 pub fn schema() -> &'static Schema {
-    static S: OnceLock<Schema> = OnceLock::new();
-    S.get_or_init(|| Schema::parse_str(SCHEMA_JSON).expect("ResourceSample.avsc must parse"))
+    SCHEMA.schema()
 }
 
 pub fn fingerprint() -> [u8; 8] {
-    static F: OnceLock<[u8; 8]> = OnceLock::new();
-    *F.get_or_init(|| crate::output::avro::rabin(schema()))
+    SCHEMA.fingerprint()
 }
 
 pub struct ResourceEncoder {
-    header: [u8; 10],
-}
-
-fn write_opt_long(out: &mut Vec<u8>, v: Option<i64>) {
-    match v {
-        None => write_long(out, 0),
-        Some(x) => {
-            write_long(out, 1);
-            write_long(out, x);
-        }
-    }
-}
-
-fn write_opt_double(out: &mut Vec<u8>, v: Option<f64>) {
-    match v {
-        None => write_long(out, 0),
-        Some(x) => {
-            write_long(out, 1);
-            write_double(out, x);
-        }
-    }
+    w: SingleObjectWriter,
 }
 
 impl ResourceEncoder {
     pub fn new() -> Result<ResourceEncoder> {
-        Ok(ResourceEncoder { header: single_object_header(schema(), &FIELD_LAYOUT, "src/resource_avro.rs")? })
+        Ok(ResourceEncoder { w: SCHEMA.writer()? })
     }
 
     /// Clears `out`, writes header + body; no allocation once `out` has grown.
     pub fn encode(&self, r: &ResourceRecord, out: &mut Vec<u8>) {
-        out.clear();
-        out.extend_from_slice(&self.header);
+        self.w.begin(out);
         write_long(out, r.scope as i64);
         write_str(out, &r.host_id);
         write_long(out, r.interval_start_ns);
@@ -102,41 +77,41 @@ impl ResourceEncoder {
 }
 
 pub fn decode_single_object(bytes: &[u8]) -> Result<ResourceRecord> {
-    let value = decode_datum(bytes, schema(), fingerprint())?;
-    let f = RecordFields::of(&value)?;
-    Ok(ResourceRecord {
-        scope: Scope::from_symbol(f.symbol("scope")?).ok_or_else(|| anyhow!("scope"))?,
-        host_id: f.string("hostId")?,
-        interval_start_ns: f.long("intervalStartNs")?,
-        interval_end_ns: f.long("intervalEndNs")?,
-        tgid: f.int("tgid")?,
-        process_start_time_ns: f.long("processStartTimeNs")?,
-        comm: f.string("comm")?,
-        cgroup_id: f.long("cgroupId")?,
-        group_id: f.string("groupId")?,
-        runtime: Runtime::from_symbol(f.symbol("runtime")?).ok_or_else(|| anyhow!("runtime"))?,
-        pod_uid: f.opt_string("podUid")?,
-        qos_class: f.opt_string("qosClass")?,
-        threads: f.int("threads")?,
-        processes: f.int("processes")?,
-        cpu_time_ns: f.long("cpuTimeNs")?,
-        cycles: f.opt_long("cycles")?,
-        instructions: f.opt_long("instructions")?,
-        weighted_cycles: f.opt_long("weightedCycles")?,
-        weight_kind: WeightKind::from_symbol(f.symbol("weightKind")?).ok_or_else(|| anyhow!("weightKind"))?,
-        weight: f.double("weight")?,
-        power_source: PowerSource::from_symbol(f.symbol("powerSource")?).ok_or_else(|| anyhow!("powerSource"))?,
-        power_watts: f.double("powerWatts")?,
-        energy_joules: f.double("energyJoules")?,
-        idle_power_watts: f.double("idlePowerWatts")?,
-        unattributed_power_watts: f.double("unattributedPowerWatts")?,
-        package_watts: f.opt_double("packageWatts")?,
-        core_watts: f.opt_double("coreWatts")?,
-        dram_watts: f.opt_double("dramWatts")?,
-        host_cores: f.opt_int("hostCores")?,
-        pod: decode_pod(&f)?,
-        cache_references: f.opt_long("cacheReferences")?,
-        cache_misses: f.opt_long("cacheMisses")?,
+    SCHEMA.decode(bytes, |f| {
+        Ok(ResourceRecord {
+            scope: Scope::from_symbol(f.symbol("scope")?).ok_or_else(|| anyhow!("scope"))?,
+            host_id: f.string("hostId")?,
+            interval_start_ns: f.long("intervalStartNs")?,
+            interval_end_ns: f.long("intervalEndNs")?,
+            tgid: f.int("tgid")?,
+            process_start_time_ns: f.long("processStartTimeNs")?,
+            comm: f.string("comm")?,
+            cgroup_id: f.long("cgroupId")?,
+            group_id: f.string("groupId")?,
+            runtime: Runtime::from_symbol(f.symbol("runtime")?).ok_or_else(|| anyhow!("runtime"))?,
+            pod_uid: f.opt_string("podUid")?,
+            qos_class: f.opt_string("qosClass")?,
+            threads: f.int("threads")?,
+            processes: f.int("processes")?,
+            cpu_time_ns: f.long("cpuTimeNs")?,
+            cycles: f.opt_long("cycles")?,
+            instructions: f.opt_long("instructions")?,
+            weighted_cycles: f.opt_long("weightedCycles")?,
+            weight_kind: WeightKind::from_symbol(f.symbol("weightKind")?).ok_or_else(|| anyhow!("weightKind"))?,
+            weight: f.double("weight")?,
+            power_source: PowerSource::from_symbol(f.symbol("powerSource")?).ok_or_else(|| anyhow!("powerSource"))?,
+            power_watts: f.double("powerWatts")?,
+            energy_joules: f.double("energyJoules")?,
+            idle_power_watts: f.double("idlePowerWatts")?,
+            unattributed_power_watts: f.double("unattributedPowerWatts")?,
+            package_watts: f.opt_double("packageWatts")?,
+            core_watts: f.opt_double("coreWatts")?,
+            dram_watts: f.opt_double("dramWatts")?,
+            host_cores: f.opt_int("hostCores")?,
+            pod: decode_pod(&f)?,
+            cache_references: f.opt_long("cacheReferences")?,
+            cache_misses: f.opt_long("cacheMisses")?,
+        })
     })
 }
 

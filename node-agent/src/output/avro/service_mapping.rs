@@ -7,10 +7,11 @@ use anyhow::{bail, Result};
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use crate::output::avro::{decode_datum, single_object_header, write_long, write_opt_str, write_str, RecordFields};
+use crate::output::avro::{write_long, write_opt_str, write_str, RecordFields, RecordSchema, SingleObjectWriter};
 
-pub const SCHEMA_JSON: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/ServiceMapping.avsc"));
 const FIELD_LAYOUT: [&str; 6] = ["vip", "port", "protocol", "namespace", "service", "backends"];
+
+static SCHEMA: RecordSchema = RecordSchema::new("ServiceMapping", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/ServiceMapping.avsc")), &FIELD_LAYOUT, file!());
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Backend {
@@ -42,21 +43,19 @@ impl ServiceMapping {
 }
 
 pub fn schema() -> &'static Schema {
-    static S: OnceLock<Schema> = OnceLock::new();
-    S.get_or_init(|| Schema::parse_str(SCHEMA_JSON).expect("ServiceMapping.avsc must parse"))
+    SCHEMA.schema()
 }
 
 pub fn fingerprint() -> [u8; 8] {
-    static F: OnceLock<[u8; 8]> = OnceLock::new();
-    *F.get_or_init(|| crate::output::avro::rabin(schema()))
+    SCHEMA.fingerprint()
 }
 
 /// Single-object encoding of a mapping.
 pub fn encode(m: &ServiceMapping) -> Vec<u8> {
-    static HEADER: OnceLock<[u8; 10]> = OnceLock::new();
-    let header = HEADER.get_or_init(|| single_object_header(schema(), &FIELD_LAYOUT, "src/service_mappings.rs").expect("layout"));
+    static WRITER: OnceLock<SingleObjectWriter> = OnceLock::new();
+    let w = WRITER.get_or_init(|| SCHEMA.writer().expect("layout"));
     let mut out = Vec::with_capacity(64 + 32 * m.backends.len());
-    out.extend_from_slice(header);
+    w.begin(&mut out);
     write_str(&mut out, &m.vip);
     write_long(&mut out, m.port as i64);
     write_str(&mut out, "TCP");
@@ -75,25 +74,25 @@ pub fn encode(m: &ServiceMapping) -> Vec<u8> {
 }
 
 pub fn decode_single_object(bytes: &[u8]) -> Result<ServiceMapping> {
-    let value = decode_datum(bytes, schema(), fingerprint())?;
-    let f = RecordFields::of(&value)?;
-    if f.string("protocol")? != "TCP" {
-        bail!("protocol {} is not TCP", f.string("protocol")?);
-    }
-    let backends = f
-        .array("backends", |x| Some(x.clone()))?
-        .iter()
-        .map(|v| {
-            let b = RecordFields::of(v)?;
-            Ok(Backend { address: b.string("address")?, port: b.port("port")?, node_name: b.opt_string("nodeName")? })
+    SCHEMA.decode(bytes, |f| {
+        if f.string("protocol")? != "TCP" {
+            bail!("protocol {} is not TCP", f.string("protocol")?);
+        }
+        let backends = f
+            .array("backends", |x| Some(x.clone()))?
+            .iter()
+            .map(|v| {
+                let b = RecordFields::of(v)?;
+                Ok(Backend { address: b.string("address")?, port: b.port("port")?, node_name: b.opt_string("nodeName")? })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ServiceMapping {
+            vip: f.string("vip")?,
+            port: f.port("port")?,
+            namespace: f.opt_string("namespace")?,
+            service: f.opt_string("service")?,
+            backends,
         })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(ServiceMapping {
-        vip: f.string("vip")?,
-        port: f.port("port")?,
-        namespace: f.opt_string("namespace")?,
-        service: f.opt_string("service")?,
-        backends,
     })
 }
 
@@ -134,7 +133,7 @@ mod tests {
     #[test]
     fn a_port_beyond_65535_is_refused_not_truncated() {
         // Avro int, so 70000 fits the schema; it was taken as port 4464 (70000 mod 65536).
-        let mut bytes = single_object_header(schema(), &FIELD_LAYOUT, "test").unwrap().to_vec();
+        let mut bytes = SCHEMA.writer().unwrap().header().to_vec();
         write_str(&mut bytes, "10.96.0.10");
         write_long(&mut bytes, 70_000);
         write_str(&mut bytes, "TCP");

@@ -1,17 +1,13 @@
 //! TransactionStats (schemas/avro/TransactionStats.avsc): the record of one connection's
 //! transactions in one interval, filled from the capture's `ConnTxn`, and its allocation-free
 //! encoder (Avro single-object encoding), checked against apache-avro and the shared vectors.
-use std::sync::OnceLock;
-
 use anyhow::{anyhow, bail, Result};
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
 use crate::capture::connections::transactions::{ConnTxn, Histogram, TxnRole, SUB_BUCKET_BITS};
-use crate::output::avro::{decode_datum, nat_value, single_object_header, write_long, write_opt_nat, write_str, RecordFields};
+use crate::output::avro::{nat_value, write_long, write_opt_nat, write_str, RecordFields, RecordSchema, SingleObjectWriter};
 use crate::shared::net::NatTuple;
-
-pub const SCHEMA_JSON: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/TransactionStats.avsc"));
 
 impl ConnTxn {
     /// Fills `rec` (reused between calls) for publishing; `key` gets the canonical
@@ -115,29 +111,28 @@ const FIELD_LAYOUT: [&str; 26] = [
     "serverTimeBuckets", "serverTimeCounts", "httpRoutes", "connections", "nat",
 ];
 
+static SCHEMA: RecordSchema = RecordSchema::new("TransactionStats", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/TransactionStats.avsc")), &FIELD_LAYOUT, file!());
+
 pub fn schema() -> &'static Schema {
-    static S: OnceLock<Schema> = OnceLock::new();
-    S.get_or_init(|| Schema::parse_str(SCHEMA_JSON).expect("TransactionStats.avsc must parse"))
+    SCHEMA.schema()
 }
 
 pub fn fingerprint() -> [u8; 8] {
-    static F: OnceLock<[u8; 8]> = OnceLock::new();
-    *F.get_or_init(|| crate::output::avro::rabin(schema()))
+    SCHEMA.fingerprint()
 }
 
 pub struct TxnEncoder {
-    header: [u8; 10],
+    w: SingleObjectWriter,
 }
 
 impl TxnEncoder {
     pub fn new() -> Result<TxnEncoder> {
-        Ok(TxnEncoder { header: single_object_header(schema(), &FIELD_LAYOUT, "src/transactions.rs")? })
+        Ok(TxnEncoder { w: SCHEMA.writer()? })
     }
 
     /// Clears `out`, writes header + body; no allocation once `out` has grown.
     pub fn encode(&self, r: &TxnRecord, out: &mut Vec<u8>) {
-        out.clear();
-        out.extend_from_slice(&self.header);
+        self.w.begin(out);
         write_str(out, &r.host_id);
         write_long(out, r.interval_start_ns);
         write_long(out, r.interval_end_ns);
@@ -205,48 +200,48 @@ fn decode_histogram(f: &RecordFields<'_>, b: &str, c: &str) -> Result<Histogram>
 }
 
 pub fn decode_single_object(bytes: &[u8]) -> Result<TxnRecord> {
-    let value = decode_datum(bytes, schema(), fingerprint())?;
-    let f = RecordFields::of(&value)?;
-    let hist = |b: &str, c: &str| decode_histogram(&f, b, c);
-    let routes = f.array("httpRoutes", |x| Some(x.clone()))?;
-    let http_routes = routes
-        .iter()
-        .map(|v| {
-            let r = RecordFields::of(v)?;
-            Ok(RouteRecord {
-                method: r.string("method")?,
-                path: r.string("path")?,
-                path_truncated: r.boolean("pathTruncated")?,
-                transactions: r.long("transactions")?,
-                latency: decode_histogram(&r, "latencyBuckets", "latencyCounts")?,
+    SCHEMA.decode(bytes, |f| {
+        let hist = |b: &str, c: &str| decode_histogram(&f, b, c);
+        let routes = f.array("httpRoutes", |x| Some(x.clone()))?;
+        let http_routes = routes
+            .iter()
+            .map(|v| {
+                let r = RecordFields::of(v)?;
+                Ok(RouteRecord {
+                    method: r.string("method")?,
+                    path: r.string("path")?,
+                    path_truncated: r.boolean("pathTruncated")?,
+                    transactions: r.long("transactions")?,
+                    latency: decode_histogram(&r, "latencyBuckets", "latencyCounts")?,
+                })
             })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(TxnRecord {
+            host_id: f.string("hostId")?,
+            interval_start_ns: f.long("intervalStartNs")?,
+            interval_end_ns: f.long("intervalEndNs")?,
+            role: TxnRole::from_symbol(f.symbol("role")?).ok_or_else(|| anyhow!("role"))?,
+            local_address: f.fixed16("localAddress")?,
+            local_port: f.port("localPort")?,
+            remote_address: f.fixed16("remoteAddress")?,
+            remote_port: f.port("remotePort")?,
+            tgid: f.int("tgid")?,
+            process_start_time_ns: f.long("processStartTimeNs")?,
+            comm: f.string("comm")?,
+            cgroup_id: f.long("cgroupId")?,
+            netns_inode: f.long("netnsInode")?,
+            socket_cookie: f.long("socketCookie")?,
+            closed: f.boolean("closed")?,
+            transactions: f.long("transactions")?,
+            request_bytes: f.long("requestBytes")?,
+            response_bytes: f.long("responseBytes")?,
+            sub_bucket_bits: f.int("subBucketBits")?,
+            client_rtt: hist("clientRttBuckets", "clientRttCounts")?,
+            server_time: hist("serverTimeBuckets", "serverTimeCounts")?,
+            http_routes,
+            connections: f.long("connections")?,
+            nat: f.opt_nat("nat")?,
         })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(TxnRecord {
-        host_id: f.string("hostId")?,
-        interval_start_ns: f.long("intervalStartNs")?,
-        interval_end_ns: f.long("intervalEndNs")?,
-        role: TxnRole::from_symbol(f.symbol("role")?).ok_or_else(|| anyhow!("role"))?,
-        local_address: f.fixed16("localAddress")?,
-        local_port: f.port("localPort")?,
-        remote_address: f.fixed16("remoteAddress")?,
-        remote_port: f.port("remotePort")?,
-        tgid: f.int("tgid")?,
-        process_start_time_ns: f.long("processStartTimeNs")?,
-        comm: f.string("comm")?,
-        cgroup_id: f.long("cgroupId")?,
-        netns_inode: f.long("netnsInode")?,
-        socket_cookie: f.long("socketCookie")?,
-        closed: f.boolean("closed")?,
-        transactions: f.long("transactions")?,
-        request_bytes: f.long("requestBytes")?,
-        response_bytes: f.long("responseBytes")?,
-        sub_bucket_bits: f.int("subBucketBits")?,
-        client_rtt: hist("clientRttBuckets", "clientRttCounts")?,
-        server_time: hist("serverTimeBuckets", "serverTimeCounts")?,
-        http_routes,
-        connections: f.long("connections")?,
-        nat: f.opt_nat("nat")?,
     })
 }
 
