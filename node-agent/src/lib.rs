@@ -10,3 +10,4 @@ pub mod config;
 pub mod metrics;
 pub mod preflight;
 pub mod service_mapper;
+pub mod agent;

@@ -250,8 +250,17 @@ pub fn hierarchy_label(h: &Hierarchy) -> &'static str {
     }
 }
 
-/// Receives each record on the sampler thread (encode and send it, or copy it).
-pub type CgroupSink = Box<dyn FnMut(&CgroupStatsRecord<'_>) + Send>;
+/// Where the cgroup thread puts each record: the output stage's route to Kafka
+/// (`output::CgroupOutlet`), or whatever else takes them (`--once`'s printout, tests).
+pub trait CgroupSink: Send {
+    fn put_cgroup(&mut self, record: &CgroupStatsRecord<'_>);
+}
+
+impl<F: FnMut(&CgroupStatsRecord<'_>) + Send> CgroupSink for F {
+    fn put_cgroup(&mut self, record: &CgroupStatsRecord<'_>) {
+        self(record)
+    }
+}
 
 /// Options of the cgroup sampler thread.
 #[derive(Debug, Clone)]
@@ -279,7 +288,7 @@ pub fn ticks_per_report(tick_ns: u64, report_ns: u64) -> u64 {
 /// interval to `sink`, containers rediscovered every REDISCOVER_NS.
 pub fn spawn(
     cfg: CgroupThread,
-    mut sink: CgroupSink,
+    mut sink: Box<dyn CgroupSink>,
     metrics: Arc<ResourceMetrics>,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
@@ -317,7 +326,7 @@ pub fn spawn(
             if done >= per_report {
                 done = 0;
                 let (_, gap) = agg.tick_summary();
-                let k = agg.finish(|r| sink(r));
+                let k = agg.finish(|r| sink.put_cgroup(r));
                 metrics.cgroup_records.fetch_add(k as u64, Ordering::Relaxed);
                 metrics.cgroup_max_tick_gap_ns.store(gap, Ordering::Relaxed);
                 intervals += 1;
@@ -486,7 +495,7 @@ mod tests {
             max_intervals: Some(2),
             pods: None,
         };
-        let t = spawn(cfg, Box::new(move |r| tx.send(r.to_owned()).unwrap()), metrics.clone(), Arc::new(AtomicBool::new(false))).unwrap();
+        let t = spawn(cfg, Box::new(move |r: &CgroupStatsRecord<'_>| tx.send(r.to_owned()).unwrap()), metrics.clone(), Arc::new(AtomicBool::new(false))).unwrap();
         t.join().unwrap();
         let recs: Vec<OwnedCgroupStats> = rx.try_iter().collect();
         // Interval 1: baseline + 2 ticks; interval 2: 3 ticks. Unchanged files grow by nothing.

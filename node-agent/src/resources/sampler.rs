@@ -294,8 +294,17 @@ impl ResourceSampler {
     }
 }
 
-/// Receives each interval's records on the sampling thread.
-pub type RecordSink = Box<dyn FnMut(&[ResourceRecord]) + Send>;
+/// Where the sampling thread puts each interval's records: the output stage's route to Kafka
+/// (`output::ResourceOutlet`), or whatever else takes them (`--once`'s printout, tests).
+pub trait ResourceSink: Send {
+    fn put_resources(&mut self, records: &[ResourceRecord]);
+}
+
+impl<F: FnMut(&[ResourceRecord]) + Send> ResourceSink for F {
+    fn put_resources(&mut self, records: &[ResourceRecord]) {
+        self(records)
+    }
+}
 
 /// Options of the sampling thread.
 pub struct SamplerThread {
@@ -310,7 +319,7 @@ pub struct SamplerThread {
 /// counters or RAPL are absent.
 pub fn spawn_sampler(
     cfg: SamplerThread,
-    mut sink: RecordSink,
+    mut sink: Box<dyn ResourceSink>,
     metrics: std::sync::Arc<crate::resources::ResourceMetrics>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>, crate::capture::bpf::CaptureError> {
@@ -365,7 +374,7 @@ pub fn spawn_sampler(
                 if let Some(h) = recs.first() {
                     metrics.host_power_watts_bits.store(h.power_watts.to_bits(), Ordering::Relaxed);
                 }
-                sink(recs);
+                sink.put_resources(recs);
                 let st = s.cpu.stats();
                 let (fill, cap) = s.cpu.map_fill();
                 metrics.sched_switches.store(st.switches, Ordering::Relaxed);

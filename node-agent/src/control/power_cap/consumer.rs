@@ -9,6 +9,7 @@
 //! skipped without decoding. Between records the controller is ticked (expiry, timeout); when
 //! `stop` is set the thread restores the original limits before it ends.
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -21,9 +22,8 @@ use rdkafka::message::Message;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 use crate::control::power_cap::budget::{BudgetController, BudgetMetrics, PowerCapMode};
-use crate::config::Config;
 use crate::output::kafka::rate_limited;
-use crate::output::kafka_client::WithKafkaClient;
+use crate::output::kafka_client::{KafkaClient, WithKafkaClient};
 
 const POLL: Duration = Duration::from_millis(200);
 const METADATA_RETRY: Duration = Duration::from_secs(5);
@@ -67,25 +67,38 @@ fn unix_ns() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
 }
 
+/// What the budget thread reads and drives (`--power-cap*`, `--power-budget-topic`, `--host-id`).
+#[derive(Debug, Clone)]
+pub struct ConsumerOptions {
+    pub host_id: String,
+    pub mode: PowerCapMode,
+    pub powercap_root: PathBuf,
+    pub state_file: PathBuf,
+    pub floor_watts: f64,
+    pub budget_timeout: Duration,
+    pub topic: String,
+    pub kafka: KafkaClient,
+}
+
 /// Starts the budget thread unless `--power-cap off`. Errors only when the Kafka client cannot
 /// be created (a broker that is down is retried by librdkafka).
-pub fn start(cfg: &Config, metrics: Arc<BudgetMetrics>, stop: Arc<AtomicBool>) -> Result<Option<JoinHandle<()>>> {
-    if cfg.power_cap == PowerCapMode::Off {
+pub fn start(opts: ConsumerOptions, metrics: Arc<BudgetMetrics>, stop: Arc<AtomicBool>) -> Result<Option<JoinHandle<()>>> {
+    if opts.mode == PowerCapMode::Off {
         return Ok(None);
     }
     let controller = BudgetController::new(
-        &cfg.host_id,
-        cfg.power_cap,
-        &cfg.powercap_root,
-        &cfg.power_cap_state_file,
-        cfg.power_floor_watts,
-        Duration::from_secs(cfg.budget_timeout_s),
+        &opts.host_id,
+        opts.mode,
+        &opts.powercap_root,
+        &opts.state_file,
+        opts.floor_watts,
+        opts.budget_timeout,
         metrics.clone(),
     );
-    let kafka = cfg.kafka_client().map_err(anyhow::Error::msg)?;
+    let kafka = opts.kafka;
     let consumer: BaseConsumer<BudgetContext> = ClientConfig::new()
-        .set("client.id", format!("wattgraph-agent-{}-budgets", cfg.host_id))
-        .set("group.id", format!("wattgraph-agent-{}-budgets", cfg.host_id))
+        .set("client.id", format!("wattgraph-agent-{}-budgets", opts.host_id))
+        .set("group.id", format!("wattgraph-agent-{}-budgets", opts.host_id))
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("enable.partition.eof", "true")
@@ -93,8 +106,8 @@ pub fn start(cfg: &Config, metrics: Arc<BudgetMetrics>, stop: Arc<AtomicBool>) -
         .with_client(&kafka)
         .create_with_context(BudgetContext { metrics: metrics.clone(), last_error_log: AtomicU64::new(0) })
         .context("create the power budget Kafka consumer")?;
-    let (topic, host) = (cfg.power_budget_topic.clone(), cfg.host_id.clone());
-    log::info!("power cap: --power-cap {}: reading budgets for host {host} from topic {topic} on {}", cfg.power_cap.as_str(), kafka.describe());
+    let (topic, host) = (opts.topic, opts.host_id);
+    log::info!("power cap: --power-cap {}: reading budgets for host {host} from topic {topic} on {}", opts.mode.as_str(), kafka.describe());
     let t = std::thread::Builder::new()
         .name("wg-budgets".into())
         .spawn(move || run(consumer, &topic, &host, controller, &metrics, &stop))
