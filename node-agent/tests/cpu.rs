@@ -4,7 +4,8 @@
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use wattgraph_agent::capture::sched::{CpuCollector, SchedOptions};
+use wattgraph_agent::capture::sched::SchedOptions;
+use wattgraph_agent::resources::cpu::CpuCollector;
 
 fn load() -> Option<CpuCollector> {
     match CpuCollector::load(&SchedOptions::default()) {

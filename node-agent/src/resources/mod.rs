@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicU64;
 
 pub mod cgroup_report;
 pub mod cgroup_sampler;
+pub mod cpu;
 pub mod power;
 pub mod record;
 pub mod sampler;

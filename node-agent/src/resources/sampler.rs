@@ -9,7 +9,8 @@ use crate::resources::power::{attributed_watts, unattributed_watts, HostPower, M
 use crate::identity::pod_metadata::PodFields;
 use crate::resources::record::{ResourceRecord, Scope, WeightKind};
 use crate::shared::clock::mono_to_unix_offset;
-use crate::capture::sched::{CpuCollector, ProcCpu, SchedOptions, MAX_SOCKETS};
+use crate::capture::sched::{SchedOptions, MAX_SOCKETS};
+use crate::resources::cpu::{CpuCollector, ProcCpu};
 
 #[derive(Debug, Clone)]
 pub struct ResourceOptions {
