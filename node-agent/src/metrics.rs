@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::capture::connections::CaptureStats;
 use crate::shared::process::{self_cpu_seconds, self_rss_bytes};
-use crate::control::power_cap::budget::BudgetMetrics;
+use crate::control::power_cap::metrics::BudgetMetrics;
 use crate::output::kafka::KafkaStats;
 use crate::resources::ResourceMetrics;
 

@@ -11,8 +11,10 @@ mod kernel_drop;
 mod load_manager;
 mod metrics;
 mod policy;
+mod priority;
 
-pub use controller::{priority_of, PodKey, ShedController, TOP_DOMAINS};
+pub use controller::{ShedController, TOP_DOMAINS};
+pub use priority::{priority_of, PodKey};
 pub use kernel_drop::KernelDropBaseline;
 pub use load_manager::{IntervalStats, LoadManager};
 pub use metrics::render_metrics;
