@@ -1,4 +1,4 @@
-//! Sampling-interval jitter of the cgroup sampler (rAdvisor's Tables 5/6 figures): samples every
+//! Sampling-interval jitter of the cgroup sampler (rAdvisor Tables 5/6 figures): samples every
 //! container cgroup of this host every INTERVAL_MS for SECONDS and prints the observed intervals
 //! between ticks (mean, σ, p90, p99, max, n) and the mean time one tick took.
 //! Usage: cgroup_jitter INTERVAL_MS SECONDS [fifo]   (node-agent/bench/cgroup_jitter.sh sets up the load);

@@ -430,7 +430,7 @@ fn a_close_storm_larger_than_a_map_batch_is_reported_exactly() {
     h.stop();
 }
 
-/// Client port masking (thesis §3.3.1): short connections with fewer transactions than the
+/// Client port masking (PowerThesis §3.3.1): short connections with fewer transactions than the
 /// threshold are merged per process and server port with the client port 0 (exact sums); a
 /// connection with more, or one that lives on past an interval, keeps its own records.
 #[test]

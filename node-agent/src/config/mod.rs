@@ -109,7 +109,7 @@ pub struct Config {
     #[arg(long = "max-watts-per-cpu", value_name = "W", default_value_t = 6.0)]
     pub max_watts_per_cpu: f64,
 
-    /// HT_r of Eq. 3.1: power of two hyper-threads on one core relative to one.
+    /// HT_r of PowerThesis Eq. 3.1: power of two hyper-threads on one core relative to one.
     #[arg(long = "ht-ratio", default_value_t = 1.1)]
     pub ht_ratio: f64,
 
@@ -168,7 +168,7 @@ pub struct Config {
     #[arg(long = "http-route-idle-s", default_value_t = 600)]
     pub http_route_idle_s: u64,
 
-    /// Client port masking (thesis §3.3.1): connections that close with fewer transactions than
+    /// Client port masking (PowerThesis §3.3.1): connections that close with fewer transactions than
     /// this, within one interval of their first, are reported merged per process, addresses and
     /// server port, with client port 0. 0 = one record per connection always.
     #[arg(long = "mask-client-port-below", default_value_t = 10)]
@@ -225,7 +225,7 @@ pub struct Config {
     pub once: bool,
 
     /// Load shedding of connection lifecycle events to hold the agent's CPU near
-    /// --cpu-setpoint: off, kernel-drop (the paper's domain-blind baseline, in the kernel),
+    /// --cpu-setpoint: off, kernel-drop (Shedding's domain-blind baseline, in the kernel),
     /// user (read, then dropped in user space), kernel (per-domain plan applied in the kernel).
     #[arg(long = "shed-mode", value_name = "MODE", default_value = "off")]
     pub shed_mode: String,

@@ -1,4 +1,4 @@
-//! High-frequency cgroup samples per container (004_eb8a3b53bc116efe.txt): CPU usage and
+//! High-frequency cgroup samples per container (rAdvisor): CPU usage and
 //! throttling, memory, block I/O and pids, from cgroup v2 files or from the v1 controller
 //! hierarchies (hybrid hosts, like this one, keep the controllers in v1).
 //!
@@ -6,7 +6,7 @@
 //! re-read with `pread` into one reused buffer, numbers are parsed from bytes, and the loop sleeps to
 //! absolute deadlines (`clock_nanosleep(TIMER_ABSTIME)`) so a late tick does not shift the next
 //! ones. The observed intervals between ticks are kept in `IntervalStats` (mean, σ, percentiles,
-//! max) — the jitter figures of rAdvisor's Tables 5/6.
+//! max) — the jitter figures of rAdvisor Tables 5/6.
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};

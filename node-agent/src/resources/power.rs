@@ -1,6 +1,6 @@
 //! Host power per interval: measured from RAPL (powercap `intel-rapl:*`: package, core, dram
 //! per socket, counter wrap via `max_energy_range_uj`), or, where RAPL is absent, estimated
-//! by a documented linear model. Also the attribution of Eq. 2.2/3.2.
+//! by a documented linear model. Also the attribution of PowerThesis Eq. 2.2/3.2.
 //!
 //! Split into idle and active power per socket:
 //! - MEASURED: idle = `--idle-watts-per-socket` if set, else the lowest power this socket has
@@ -277,7 +277,7 @@ impl Meter {
     }
 }
 
-/// Eq. 3.2 for one consumer: Σ_s active_s · w_s / W_s (W_s = total weight on socket s).
+/// PowerThesis Eq. 3.2 for one consumer: Σ_s active_s · w_s / W_s (W_s = total weight on socket s).
 pub fn attributed_watts(hp: &HostPower, weight: &[f64; MAX_SOCKETS], total_weight: &[f64; MAX_SOCKETS]) -> f64 {
     (0..MAX_SOCKETS)
         .filter(|&s| total_weight[s] > 0.0)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// Wattgraph connection capture (KernelAgg): TCP sockets, per-socket byte
+// Wattgraph connection capture (BlackBox's KernelAgg): TCP sockets, per-socket byte
 // counters aggregated in-kernel, OPENED / SNAPSHOT / CLOSED pushed to a ring
 // buffer. Only tracepoints are used (kprobes/fentry are unavailable here).
 #include "vmlinux.h"
@@ -491,7 +491,7 @@ static __attribute__((noinline)) void txn_done(struct sock_info *si, __u8 kind, 
 	si->txn_resp_bytes = resp;
 }
 
-// Transactions from the direction of the payload (thesis Fig. 3.4).
+// Transactions from the direction of the payload (PowerThesis Fig. 3.4).
 // Client: a send after a receive starts a new request and completes the previous
 // transaction, whose round trip runs from its first request byte sent to its last
 // response byte received. Server: the first send after a receive is the first

@@ -70,7 +70,7 @@ pub struct CaptureOptions {
     /// routes); its name is kept one more such period for requests still under way. Zero =
     /// routes stay until the agent stops.
     pub http_route_idle: Duration,
-    /// Client port masking (thesis §3.3.1): a connection that closes with fewer transactions
+    /// Client port masking (PowerThesis §3.3.1): a connection that closes with fewer transactions
     /// than this over its life, within one `transaction_interval` of its handshake, is merged
     /// into one record per process, addresses and server port, client port 0. 0 = every
     /// connection its own record.

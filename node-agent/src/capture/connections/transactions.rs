@@ -1,4 +1,4 @@
-//! Network transactions (thesis §3.3.1, Fig. 3.4): the log-linear bucket scheme shared with
+//! Network transactions (PowerThesis §3.3.1, Fig. 3.4): the log-linear bucket scheme shared with
 //! the kernel (`txn_bucket` in src/capture/connections/connections.bpf.c), exact histogram merging and
 //! percentiles, and the per-connection figures the capture thread hands over (`ConnTxn`; its
 //! TransactionStats record and encoder are in `output::avro::transaction`).

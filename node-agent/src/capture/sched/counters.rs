@@ -2,7 +2,7 @@
 //! HT weighting of cycles they apply (PowerThesis Eq. 2.1/3.1), mirrored here for the tests.
 use std::os::fd::{FromRawFd, OwnedFd};
 
-/// Eq. 2.1/3.1 as applied per slice in the kernel: of `dc` cycles counted on a logical CPU
+/// PowerThesis Eq. 2.1/3.1 as applied per slice in the kernel: of `dc` cycles counted on a logical CPU
 /// during a slice of `slice_ns`, the share while the HT sibling was busy (`overlap_ns`,
 /// by time) counts `HT_r / 2`, the rest fully. `ht_ratio_milli` = HT_r * 1000.
 /// Integer arithmetic identical to sched.bpf.c (overlap share resolved to 1/1024).

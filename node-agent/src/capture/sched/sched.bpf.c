@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // Wattgraph CPU accounting: on-CPU time (and, where the CPU exposes them, cycles and
-// instructions with HT-aware weighting, Eq. 3.1) per thread from sched:sched_switch,
+// instructions with HT-aware weighting, PowerThesis Eq. 3.1) per thread from sched:sched_switch,
 // aggregated in the kernel; a dead thread's totals go to a ring buffer at its final
 // switch; sched:sched_process_exec keeps names current. Tracepoints only (tp_btf).
 #include "vmlinux.h"
@@ -189,7 +189,7 @@ int BPF_PROG(wg_sched_switch, bool preempt, struct task_struct *prev, struct tas
 				}
 				__u64 dc = cyc > c->cycles_in ? cyc - c->cycles_in : 0;
 				__u64 di = ins > c->instr_in ? ins - c->instr_in : 0;
-				/* Eq. 3.1: cycles while the sibling was busy count HT_r/2; the
+				/* PowerThesis Eq. 3.1: cycles while the sibling was busy count HT_r/2; the
 				 * overlap share of the slice's cycles is taken by time. */
 				/* Overlap share in 1/1024ths first: dc * overlap could overflow. */
 				__u64 frac = slice ? overlap * 1024 / slice : 0;

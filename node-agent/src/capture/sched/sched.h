@@ -14,7 +14,7 @@ enum sched_stat_idx { SSTAT_SWITCHES = 0, SSTAT_EXITS = 1, SSTAT_RINGBUF_DROPS =
  * and takes differences between reads. */
 struct thread_stat {
 	__u64 oncpu_ns[MAX_SOCKETS];   /* on-CPU ns, per socket the thread ran on */
-	__u64 wcycles[MAX_SOCKETS];    /* HT-weighted cycles (Eq. 3.1), per socket */
+	__u64 wcycles[MAX_SOCKETS];    /* HT-weighted cycles (PowerThesis Eq. 3.1), per socket */
 	__u64 cycles;                  /* raw unhalted cycles (0 without counters) */
 	__u64 instructions;
 	__u64 cache_references;        /* last-level cache (0 without those counters) */
@@ -28,7 +28,7 @@ struct thread_stat {
 	char comm[16];                 /* the group leader's (process) name */
 };
 
-/* Per logical CPU scratchpad (the thesis's processor topology map). */
+/* Per logical CPU scratchpad (PowerThesis's processor topology map). */
 struct cpu_state {
 	__u64 ts_in;          /* ktime when the running thread was switched in */
 	__u64 busy_ns;        /* cumulative non-idle ns on this CPU (completed slices) */

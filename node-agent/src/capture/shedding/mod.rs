@@ -32,7 +32,7 @@ pub const KERNEL_DOMAINS: usize = 4096;
 pub enum ShedMode {
     /// No shedding (default): the kernel programs are loaded without the shedder.
     Off,
-    /// The paper's baseline in the kernel: one domain-blind fraction, halved while over the
+    /// Shedding's baseline in the kernel: one domain-blind fraction, halved while over the
     /// set-point and doubled back while under.
     KernelDrop,
     /// Events are read from the ring buffer, then dropped in user space by the plan.

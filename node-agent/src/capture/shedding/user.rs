@@ -6,7 +6,7 @@ use crate::capture::event::{Kind, KEEP_ONE};
 
 /// `--shed-mode user`: the same per-connection decision as the kernel's (a connection is kept
 /// when its sampling hash is below its domain's keep fraction), taken after the event was read
-/// from the ring buffer (the paper's LS filter).
+/// from the ring buffer (Shedding's LS filter).
 #[derive(Debug, Default)]
 pub struct UserShed {
     filter: super::ShedFilter,

@@ -1,4 +1,4 @@
-//! Power-cap actuation (002_62c0d5447e0fa386.txt §4.3.3, §5.3.4): applies the host's power
+//! Power-cap actuation (PowerThesis §4.3.3, §5.3.4): applies the host's power
 //! budget to the RAPL package zones through powercap (`constraint_0_power_limit_uw`, one zone per
 //! socket), within the hardware's range and never below a configured floor. The original limits
 //! are restored when the actuator stops or when the budget source has been silent for longer than

@@ -1,4 +1,4 @@
-//! The power budget state machine (issue 7 item 5): takes the PowerBudget records graph-service
+//! The power budget state machine: takes the PowerBudget records graph-service
 //! publishes for this host (`budget_consumer.rs` feeds them from Kafka) and drives the
 //! `PowerCapActuator`.
 //!

@@ -1,6 +1,6 @@
 //! The running shedder: once per interval it turns what the kernel (or the user-space filter)
 //! counted per accounting domain and the agent's own CPU use into keep fractions for the next
-//! interval (Load Manager Eq. 1-6, then the fair or priority planner Eq. 7-13, or the paper's
+//! interval (Load Manager, Shedding Eq. 1-6, then the fair or priority planner, Shedding Eq. 7-13, or Shedding's
 //! kernel-drop baseline), and rescales the connection counts built from surviving events.
 //!
 //! What is shed: the lifecycle events (OPENED, CLOSED) of whole connections, decided once per
@@ -168,7 +168,7 @@ impl ShedController {
         //    kept + shed; that is used directly, so an interval in which a domain kept nothing
         //    (no survivor to rescale) is not lost, and events of one interval read in the next
         //    do not skew it. Kernel-drop counts only globally: survivors × global seen/kept,
-        //    the paper's baseline reconstruction (a domain without survivors is missed).
+        //    Shedding's baseline reconstruction (a domain without survivors is missed).
         let blind = self.opts.mode == ShedMode::KernelDrop;
         let global = if total_kept > 0 { total_seen as f64 / total_kept as f64 } else { 1.0 };
         for (&d, st) in self.domains.iter_mut() {

@@ -1,4 +1,4 @@
-//! The paper's kernel-drop baseline (its §4.3): halve the input each interval while the agent is
+//! Shedding's kernel-drop baseline (Shedding §4.3): halve the input each interval while the agent is
 //! over its set-point, double it back while under. Drops are blind to domains, so metrics cannot
 //! be rescaled per process: it is kept for comparison in the benchmark, not for use.
 

@@ -1,4 +1,4 @@
-//! The Load Manager (Eq. 1-6): from the arrival rate, the served rate and the measured CPU
+//! The Load Manager (Shedding Eq. 1-6): from the arrival rate, the served rate and the measured CPU
 //! utilisation of the agent, the number of events it may compute next interval so that its
 //! utilisation returns to the set-point.
 
@@ -39,7 +39,7 @@ pub struct LoadManager {
 const FIT_INTERVALS: usize = 32;
 /// The fit is used once μ_c varied by at least this coefficient of variation in its window.
 const FIT_MIN_CV: f64 = 0.1;
-/// Cap of the marginal throughput over Eq. 1's average one (a fixed cost of 2/3 of U).
+/// Cap of the marginal throughput over Shedding Eq. 1's average one (a fixed cost of 2/3 of U).
 const MAX_MARGINAL_RATIO: f64 = 3.0;
 /// Only intervals with a utilisation in this range of the set-point enter the fit: the agent's
 /// cost per event is lower at high rates (batching), so the burst at start, when everything is
@@ -49,9 +49,9 @@ const FIT_RANGE: (f64, f64) = (0.5, 1.5);
 const MIN_DAMPING: f64 = 0.25;
 
 /// Least squares of the utilisation against the events computed, over the last
-/// FIT_INTERVALS intervals. Eq. 1 divides U by μ_c as if the agent had no fixed cost; but the
+/// FIT_INTERVALS intervals. Shedding Eq. 1 divides U by μ_c as if the agent had no fixed cost; but the
 /// agent's samplers, sweeps and Kafka client cost it 0.014–0.02 cores whatever it computes, so
-/// at a set-point of 0.03 the average μ_c/U is a third of the true 1/b, and Eq. 5 corrects a
+/// at a set-point of 0.03 the average μ_c/U is a third of the true 1/b, and Shedding Eq. 5 corrects a
 /// third of each error: too slow to follow load changes. The slope b is what the budget buys.
 #[derive(Debug, Clone)]
 struct CostFit {
@@ -98,11 +98,11 @@ impl CostFit {
 }
 
 /// Errors up to this share of the set-point are mostly measurement noise of a small process's
-/// per-interval CPU (Kafka batches, periodic sweeps); correcting them fully (Eq. 5) turns that
+/// per-interval CPU (Kafka batches, periodic sweeps); correcting them fully (Shedding Eq. 5) turns that
 /// noise into budget swings that show up as errors of the next interval.
 const NOISE_BAND: f64 = 0.2;
 /// Gain inside the band. For white noise of variance σ² an integral correction of gain g leaves
-/// an error variance of σ²·2/(2-g): 2σ² at g = 1 (Eq. 5), 1.33σ² at g = 0.5.
+/// an error variance of σ²·2/(2-g): 2σ² at g = 1 (Shedding Eq. 5), 1.33σ² at g = 0.5.
 const NEAR_GAIN: f64 = 0.5;
 
 impl LoadManager {
@@ -133,9 +133,9 @@ impl LoadManager {
         self.mu_max
     }
 
-    /// The μ_max that scales the correction of Eq. 5: the fitted marginal one when the fit is
-    /// identified (at least Eq. 1's average one, at most MAX_MARGINAL_RATIO times it), else
-    /// Eq. 1's.
+    /// The μ_max that scales the correction of Shedding Eq. 5: the fitted marginal one when the fit is
+    /// identified (at least Shedding Eq. 1's average one, at most MAX_MARGINAL_RATIO times it), else
+    /// Shedding Eq. 1's.
     pub fn mu_marginal(&self) -> f64 {
         match self.marginal {
             Some(m) if self.use_fit => m.clamp(self.mu_max, MAX_MARGINAL_RATIO * self.mu_max),
@@ -143,7 +143,7 @@ impl LoadManager {
         }
     }
 
-    /// Eq. 1 rearranged: with Q(t) the queue left over, U = (μ_c + Q)/μ_max. The measured pair
+    /// Shedding Eq. 1 rearranged: with Q(t) the queue left over, U = (μ_c + Q)/μ_max. The measured pair
     /// (computed events, utilisation) gives a new estimate of μ_max when the agent did real work.
     fn learn_mu_max(&mut self, s: &IntervalStats) {
         if s.utilization > 0.01 && s.computed > 0.0 {
@@ -161,10 +161,10 @@ impl LoadManager {
 
     /// The budget μ_c(t+1) of events to compute next interval.
     ///
-    /// Eq. 4: e(t) = U(t) - Ū. Eq. 5: μ(t+1) = λ(t) + μ_max·e(t), the throughput (computed plus
-    /// dropped) that brings the utilisation back to Ū. Eq. 6: μ(t+1) = μ_c(t) + μ_d(t+1), so the
+    /// Shedding Eq. 4: e(t) = U(t) - Ū. Shedding Eq. 5: μ(t+1) = λ(t) + μ_max·e(t), the throughput (computed plus
+    /// dropped) that brings the utilisation back to Ū. Shedding Eq. 6: μ(t+1) = μ_c(t) + μ_d(t+1), so the
     /// drop rate is μ_d(t+1) = μ(t+1) - μ_c(t), and with arrivals steady (λ(t+1) ≈ λ(t)) what is
-    /// left to compute is λ(t) - μ_d(t+1). Beyond the paper, errors within the noise band are
+    /// left to compute is λ(t) - μ_d(t+1). Beyond Shedding, errors within the noise band are
     /// corrected by half (`NEAR_GAIN`); larger ones, a real change of load, in full; and the
     /// correction is scaled by the marginal throughput (`mu_marginal`), not the average one.
     pub fn next_budget(&mut self, s: &IntervalStats) -> f64 {

@@ -32,7 +32,7 @@ pub fn render_metrics(s: &ShedStats, metric: &mut dyn FnMut(&str, &str, &str, &[
     metric(
         "wattgraph_agent_shed_budget_connections",
         "gauge",
-        "Connections per interval the Load Manager lets through next (Eq. 5-6).",
+        "Connections per interval the Load Manager lets through next (Shedding Eq. 5-6).",
         &[("", f(&s.budget_bits))],
     );
     metric(

@@ -1,4 +1,4 @@
-//! Shedding policies (Eq. 7-13): split the Load Manager's budget of computed events over the
+//! Shedding policies (Shedding Eq. 7-13): split the Load Manager's budget of computed events over the
 //! accounting domains, giving each a probability of keeping its events.
 
 use std::collections::HashMap;
@@ -11,12 +11,12 @@ pub trait SheddingPolicy {
     fn plan(&self, budget: f64, rates: &[(Domain, f64)], plan: &mut ShedPlan);
 }
 
-/// Eq. 7-9: every domain gets an equal share of the budget, and what small domains do not use
+/// Shedding Eq. 7-9: every domain gets an equal share of the budget, and what small domains do not use
 /// goes to the bigger ones. Small processes keep full visibility; big ones are sampled.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FairPolicy;
 
-/// Eq. 10-13: shares in proportion to configured priorities (w_i = p_i / Σp); domains without
+/// Shedding Eq. 10-13: shares in proportion to configured priorities (w_i = p_i / Σp); domains without
 /// one get `default_priority` (best effort). Unused shares are reassigned by weight.
 #[derive(Debug, Clone)]
 pub struct PriorityPolicy {
@@ -48,7 +48,7 @@ impl SheddingPolicy for PriorityPolicy {
     }
 }
 
-/// Weighted water-filling: μ_ci = min(w_i·μ_c, μ_i) (Eq. 9/13), visiting domains in the order
+/// Weighted water-filling: μ_ci = min(w_i·μ_c, μ_i) (Shedding Eq. 9/13), visiting domains in the order
 /// in which they saturate (μ_i / w_i ascending) and handing what they leave to the rest, in
 /// proportion to the remaining weights. With equal weights this is exactly the fair policy.
 fn water_fill(budget: f64, rates: &[(Domain, f64)], weight: impl Fn(Domain) -> f64, plan: &mut ShedPlan) {
@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn fair_when_everyone_is_big_is_eq_8() {
-        // Eq. 8: P(X_i) = 1 - μ_c / (|H| μ_i): budget 300, three domains of 500 → keep 0.2 each.
+        // Shedding Eq. 8: P(X_i) = 1 - μ_c / (|H| μ_i): budget 300, three domains of 500 → keep 0.2 each.
         let mut plan = ShedPlan::default();
         FairPolicy.plan(300.0, &[(1, 500.0), (2, 500.0), (3, 500.0)], &mut plan);
         for d in 1..=3 {
