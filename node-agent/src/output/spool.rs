@@ -19,6 +19,8 @@
 //! gets `<id>.skip` with the number of its leading records already handed out, so a restart
 //! neither loses nor repeats them. After a crash, records handed out but not confirmed are
 //! sent again (at least once).
+//!
+//! Length: about 460 lines of code; the rest are its unit tests, kept beside the spool they drive.
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};

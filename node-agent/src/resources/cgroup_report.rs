@@ -6,6 +6,9 @@
 //! created again under the same path) counts its new value as the growth, so growth is never
 //! negative. A container's first tick only sets its baseline. Ticks allocate nothing; the
 //! aggregator allocates only when the set of containers changes (`sync`).
+//!
+//! Length: about 350 lines of code; the rest are its unit tests, kept beside the aggregator and its
+//! thread they drive.
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 

@@ -7,6 +7,9 @@
 //! absolute deadlines (`clock_nanosleep(TIMER_ABSTIME)`) so a late tick does not shift the next
 //! ones. The observed intervals between ticks are kept in `IntervalStats` (mean, σ, percentiles,
 //! max) — the jitter figures of rAdvisor Tables 5/6.
+//!
+//! Length: about 390 lines of code; the rest are its unit tests, kept beside the sampler they
+//! drive.
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};

@@ -2,6 +2,9 @@
 // Wattgraph connection capture (BlackBox's KernelAgg): TCP sockets, per-socket byte
 // counters aggregated in-kernel, OPENED / SNAPSHOT / CLOSED pushed to a ring
 // buffer. Only tracepoints are used (kprobes/fentry are unavailable here).
+// Length: about 820 lines, one compilation unit because it is one BPF object (one skeleton):
+// its programs share the socket map and the helpers, in sections (maps, identity, shedding,
+// transactions, the programs); the HTTP request parser and the shared layouts are headers.
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
