@@ -1,4 +1,4 @@
-//! The agent's producer (kafka.rs) through an outage of librdkafka's in-process mock cluster
+//! The agent's producer (output/kafka.rs) through an outage of librdkafka's in-process mock cluster
 //! (rdkafka::mocking; no external broker): the broker goes down while records keep coming,
 //! the memory tier fills, then the disk spool up to its bound, the rest is dropped and
 //! counted; the broker comes back while records keep coming; every accepted record arrives

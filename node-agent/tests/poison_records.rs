@@ -1,6 +1,6 @@
 //! Poison records: Kafka values whose length fields claim far more than the record carries.
 //! Every Avro decoder refuses them with the reason, never allocating what they claim (at most
-//! the bound avro.rs gives apache-avro, 256 KiB per string and per array or map block count),
+//! the bound output/avro gives apache-avro, 256 KiB per string and per array or map block count),
 //! and the power budget controller counts such a record and applies the next good one.
 mod common;
 
@@ -17,7 +17,7 @@ use wattgraph_agent::output::avro::service_mapping as service_mappings;
 #[global_allocator]
 static A: Counting = Counting;
 
-/// The bounds (avro.rs MAX_LENGTH_BYTES, MAX_RECORD_BYTES), spelt out so the test states them.
+/// The bounds (output/avro MAX_LENGTH_BYTES, MAX_RECORD_BYTES), spelt out so the test states them.
 const BOUND: usize = 256 << 10;
 const RECORD_BOUND: usize = 1 << 20;
 

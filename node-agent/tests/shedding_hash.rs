@@ -1,5 +1,5 @@
 //! The kernel's sampling hash (`shed_conn_hash`, src/capture/connections/connections.h) compiled natively with
-//! the host C compiler, against `shedding::connection_hash`: user mode, kernel mode and the
+//! the host C compiler, against `capture::shedding::connection_hash`: user mode, kernel mode and the
 //! agents on both ends of a connection must keep the same connections.
 mod common;
 

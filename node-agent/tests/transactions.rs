@@ -370,7 +370,7 @@ fn paused_connection(pause: Duration, after: usize) -> (u16, u16) {
 }
 
 /// More closed connections and histogram cells in one drain than one batched map read holds
-/// (capture.rs MAP_BATCH, 4096): every connection's transaction and bytes are reported once.
+/// (capture/connections MAP_BATCH, 4096): every connection's transaction and bytes are reported once.
 #[test]
 fn a_close_storm_larger_than_a_map_batch_is_reported_exactly() {
     const K: usize = 5000;

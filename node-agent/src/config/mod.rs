@@ -347,7 +347,7 @@ impl Config {
         Ok(cfg)
     }
 
-    /// The brokers with --kafka-config and --kafka-option, checked (kafka_client.rs).
+    /// The brokers with --kafka-config and --kafka-option, checked (`output::kafka_client`).
     pub fn kafka_client(&self) -> Result<crate::output::kafka_client::KafkaClient, String> {
         crate::output::kafka_client::KafkaClient::load(self.kafka_brokers.as_deref().unwrap_or(""), self.kafka_config.as_deref(), &self.kafka_option)
     }

@@ -324,7 +324,7 @@ impl EventProducer {
     }
 
     /// Opens the disk spool (records of a previous run are sent first) and starts its drainer;
-    /// connects as `client` says (brokers, TLS, SASL: kafka_client.rs).
+    /// connects as `client` says (brokers, TLS, SASL: `kafka_client`).
     pub fn with_client(client: &KafkaClient, topic: &str, client_id: &str, opts: &SpoolOptions) -> Result<EventProducer> {
         let stats = Arc::new(KafkaStats::default());
         let spool = match &opts.dir {

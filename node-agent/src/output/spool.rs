@@ -1,5 +1,5 @@
 //! Disk tier of the Kafka spool: append-only segment files of (topic, key, payload) records,
-//! read back in order by the drainer (kafka.rs) and deleted once every record of a segment was
+//! read back in order by the drainer (`kafka`) and deleted once every record of a segment was
 //! delivered. Bounded by `max_bytes` (all segment files together); a record beyond it is
 //! refused and counted by the caller.
 //!

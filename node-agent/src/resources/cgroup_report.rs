@@ -1,5 +1,5 @@
-//! High-frequency cgroup ticks (cgroup_sampler.rs) -> one CgroupStats record per container per
-//! reporting interval (cgroup_avro.rs), and the thread that runs them for the agent.
+//! High-frequency cgroup ticks (`cgroup_sampler`) -> one CgroupStats record per container per
+//! reporting interval (`record`, encoded by `output::avro::cgroup`), and the thread that runs them for the agent.
 //!
 //! Per container the aggregator keeps the previous reading; each tick adds the growth of the
 //! cumulative counters since it. A counter that went down (reset, or the cgroup was removed and

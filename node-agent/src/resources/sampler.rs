@@ -1,6 +1,6 @@
-//! One sampling interval end to end: CPU per process (sched.rs) -> group by container
-//! identity (cgroup.rs) -> host power and its attribution (power.rs) -> ResourceSample
-//! records (resource_avro.rs). Not Send (owns the BPF skeleton): run it on one thread.
+//! One sampling interval end to end: CPU per process (`cpu`) -> group by container
+//! identity (`identity::cgroup`) -> host power and its attribution (`power`) -> ResourceSample
+//! records (`record`). Not Send (owns the BPF skeleton): run it on one thread.
 use std::collections::HashMap;
 use std::path::PathBuf;
 

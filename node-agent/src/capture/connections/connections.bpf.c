@@ -59,7 +59,7 @@ struct {
 
 // Wake the reader only once this much is waiting: a wakeup per event (the default) cost the agent
 // a futex wake and two context switches per event, more than handling the event. Below it the
-// reader finds the events at its next poll, every EVENT_POLL (capture.rs, 20 ms).
+// reader finds the events at its next poll, every EVENT_POLL (connections/thread.rs, 20 ms).
 #define EVENTS_WAKEUP_BYTES (EVENTS_RING_BYTES / 16)
 
 // Command lines of processes as their first socket is identified (struct proc_args), and the

@@ -1,4 +1,4 @@
-/* Shared between the BPF program and user space (mirrored in src/capture.rs).
+/* Shared between the BPF program and user space (mirrored in capture/connections: ring.rs, txn_maps.rs, shed.rs).
  * Fields ordered by size so there is no hidden padding. */
 #ifndef WATTGRAPH_CONNECTIONS_H
 #define WATTGRAPH_CONNECTIONS_H
@@ -21,7 +21,7 @@ enum txn_phase { TXN_NONE = 0, TXN_SENT = 1, TXN_RECEIVED = 2 };
 enum txn_kind { TXN_CLIENT_RTT = 0, TXN_SERVER_TIME = 1 };
 /* Log-linear buckets: values below 2^(TXN_SUB_BITS+1) are exact; above, the
  * exponent and the TXN_SUB_BITS bits below the leading one (relative width
- * <= 2^-TXN_SUB_BITS = 0.78%). Mirrored in src/transactions.rs. */
+ * <= 2^-TXN_SUB_BITS = 0.78%). Mirrored in capture/connections/transactions.rs. */
 #define TXN_SUB_BITS 7
 
 struct sock_info {
@@ -112,7 +112,7 @@ struct txn_hist_key {
 	__u8 _pad[5];
 };
 
-/* Load shedding of connection lifecycle events (src/shedding/controller.rs).
+/* Load shedding of connection lifecycle events (capture/shedding, decided by control/shedding).
  * A connection is decided once, where its OPENED would be emitted: kept (as before) or shed
  * (no OPENED; no CLOSED unless a byte-threshold SNAPSHOT reported it meanwhile). */
 enum shed_mode { SHED_OFF = 0, SHED_KERNEL = 1, SHED_KERNEL_DROP = 2 };
@@ -166,7 +166,7 @@ struct conn_event {
 // its client endpoint, which both hosts see alike where no NAT rewrote it (the server sees the
 // client's own address and port). A socket whose role is unknown takes the endpoint with the
 // higher port (the ephemeral one, as a rule); on equal ports the two endpoints' hashes combined.
-// Mirrored by shedding::connection_hash (tests/shedding_hash.rs compiles this natively and compares).
+// Mirrored by capture::shedding::connection_hash (tests/shedding_hash.rs compiles this natively and compares).
 static inline __u32 shed_rotl(__u32 x, int r)
 {
 	return (x << r) | (x >> (32 - r));

@@ -1,7 +1,7 @@
 /* Plain-text HTTP/1.x request line -> bounded route (method + normalised path) and its id.
  * Pure code over a byte buffer, compiled into the BPF program and natively into the agent's
  * tests (tests/http_route.rs), so what the kernel computes is what the tests check.
- * Mirrored in src/http_route.rs (names of the methods, layout of struct http_route). */
+ * Mirrored in http_route.rs (names of the methods, layout of struct http_route). */
 #ifndef WATTGRAPH_HTTP_ROUTE_H
 #define WATTGRAPH_HTTP_ROUTE_H
 

@@ -147,7 +147,7 @@ impl CaptureHandle {
     pub fn transactions(&self) -> &Receiver<ConnTxn> {
         &self.txn_rx
     }
-    /// Sets the keep fraction of one domain (`shedding::DOMAIN_DEFAULT`: of every domain
+    /// Sets the keep fraction of one domain (`capture::shedding::DOMAIN_DEFAULT`: of every domain
     /// without its own), for `Control::Manual`. Applied within one poll (≤ 100 ms).
     pub fn shed_set_keep(&self, domain: Domain, keep: f64) {
         let _ = self.shed_tx.send(ShedCmd::SetKeep(domain, keep.clamp(0.0, 1.0)));

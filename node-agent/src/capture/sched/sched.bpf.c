@@ -125,7 +125,7 @@ static __always_inline struct thread_stat *thread_entry(struct task_struct *t, _
 	if (bpf_map_update_elem(&threads, &tid, n, BPF_NOEXIST) != 0)
 		sstat_inc(SSTAT_MAP_FULL);
 	else
-		sstat_inc(SSTAT_INSERTS); /* with deletes and the scan: LRU evictions (sched.rs) */
+		sstat_inc(SSTAT_INSERTS); /* with deletes and the scan: LRU evictions (resources/cpu.rs) */
 	return bpf_map_lookup_elem(&threads, &tid);
 }
 

@@ -1,4 +1,4 @@
-/* Shared between sched.bpf.c and src/sched.rs (mirrored there; sizes asserted).
+/* Shared between sched.bpf.c and capture/sched/mod.rs (mirrored there; sizes asserted).
  * Fields ordered by size so there is no hidden padding. */
 #ifndef WATTGRAPH_SCHED_H
 #define WATTGRAPH_SCHED_H

@@ -4,7 +4,7 @@
 //! are restored when the actuator stops or when the budget source has been silent for longer than
 //! allowed. Dry-run reports what it would write and writes nothing.
 //!
-//! The originals are the limits found at start, recorded in the state file (`powercap_state.rs`)
+//! The originals are the limits found at start, recorded in the state file (`state`)
 //! before the first write; if that file is left from an agent that did not stop cleanly, its
 //! limits are the originals instead (restored by the caller at once, see `recovered`).
 

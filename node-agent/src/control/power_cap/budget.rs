@@ -1,5 +1,5 @@
 //! The power budget state machine: takes the PowerBudget records graph-service
-//! publishes for this host (`budget_consumer.rs` feeds them from Kafka) and drives the
+//! publishes for this host (`consumer` feeds them from Kafka) and drives the
 //! `PowerCapActuator`.
 //!
 //! - A record is applied only if it is for this host, its `sequence` is higher than the last
@@ -12,7 +12,7 @@
 //!   `validUntilNs` or a wrong wall clock), on a tombstone for this host (`tombstone`) and at
 //!   shutdown (`shutdown`): the original limits are written back, once, and counted. At start,
 //!   originals left in the state file by an agent that did not stop cleanly are written back at
-//!   once (`recovered`, `powercap_state.rs`).
+//!   once (`recovered`, `state`).
 //! - `on` writes the powercap limits (split over the package zones, clamped to the floor and the
 //!   hardware range, read back); `dry-run` computes and reports the same and writes nothing;
 //!   without a RAPL package zone the budgets are still received, logged and exported, but nothing

@@ -1,4 +1,4 @@
-//! Prometheus series of the shedder (rendered by metrics.rs when shedding is on). Label
+//! Prometheus series of the shedder (rendered by the metrics endpoint when shedding is on). Label
 //! cardinality is bounded: at most TOP_DOMAINS domains plus `other`.
 
 use std::sync::atomic::Ordering;
