@@ -311,7 +311,7 @@ mod tests {
             kafka: Some(Arc::new(KafkaStats::default())),
             resources: res,
             socket_map_capacity: 65536,
-            budget: Some(Arc::new(BudgetMetrics::new(crate::control::power_cap::budget::PowerCapMode::DryRun))),
+            budget: Some(Arc::new(BudgetMetrics::new(crate::control::power_cap::outcome::PowerCapMode::DryRun))),
             pods: Some(Arc::new(crate::identity::pod_metadata::PodDirectory::default())),
         }));
         let stop = Arc::new(AtomicBool::new(false));

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::alloc_count::{largest_allocation, Counting};
-use wattgraph_agent::control::power_cap::budget::{BudgetController, Ignored, Outcome, PowerCapMode};
+use wattgraph_agent::control::power_cap::budget::BudgetController;
+use wattgraph_agent::control::power_cap::outcome::{Ignored, Outcome, PowerCapMode};
 use wattgraph_agent::control::power_cap::metrics::BudgetMetrics;
 use wattgraph_agent::output::avro::transaction as transactions;
 use wattgraph_agent::output::avro::{budget as budget_avro, cgroup as cgroup_avro};

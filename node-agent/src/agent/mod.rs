@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::capture::bpf::CaptureError;
 use crate::capture::connections::{self, CaptureHandle, CaptureOptions, CaptureStats};
 use crate::config::Config;
-use crate::control::power_cap::budget::PowerCapMode;
+use crate::control::power_cap::outcome::PowerCapMode;
 use crate::control::power_cap::metrics::BudgetMetrics;
 use crate::control::power_cap::consumer;
 use crate::metrics::{self, Renderer, Sources};

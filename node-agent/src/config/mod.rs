@@ -260,8 +260,8 @@ pub struct Config {
     /// Power capping from the budgets graph-service publishes: off (no consumer), dry-run
     /// (consume, compute and report the limits, write nothing) or on (write the RAPL package
     /// limits under --powercap-root).
-    #[arg(long = "power-cap", value_enum, value_name = "MODE", default_value_t = crate::control::power_cap::budget::PowerCapMode::Off)]
-    pub power_cap: crate::control::power_cap::budget::PowerCapMode,
+    #[arg(long = "power-cap", value_enum, value_name = "MODE", default_value_t = crate::control::power_cap::outcome::PowerCapMode::Off)]
+    pub power_cap: crate::control::power_cap::outcome::PowerCapMode,
 
     /// Compacted Kafka topic of PowerBudget records (key = host id), read from the beginning.
     #[arg(long = "power-budget-topic", default_value = "wattgraph.power-budgets")]

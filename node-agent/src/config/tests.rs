@@ -49,7 +49,7 @@ fn cgroup_sampler_flags() {
 
 #[test]
 fn power_cap_flags() {
-    use crate::control::power_cap::budget::PowerCapMode;
+    use crate::control::power_cap::outcome::PowerCapMode;
     let c = parse(&[]).unwrap();
     assert_eq!((c.power_cap, c.power_budget_topic.as_str()), (PowerCapMode::Off, "wattgraph.power-budgets"));
     assert_eq!((c.power_floor_watts, c.budget_timeout_s), (0.0, 90));
@@ -114,7 +114,7 @@ fn config_file_values_and_precedence() {
     assert_eq!(c.netns, vec![PathBuf::from("/proc/self/ns/net"), PathBuf::from("/proc/thread-self/ns/net")]);
     assert_eq!((c.snapshot_bytes, c.ht_ratio, c.idle_watts_per_cpu), (4096, 1.0, 2.5));
     assert!(c.include_self && !c.no_resources);
-    assert_eq!(c.power_cap, crate::control::power_cap::budget::PowerCapMode::DryRun);
+    assert_eq!(c.power_cap, crate::control::power_cap::outcome::PowerCapMode::DryRun);
     assert_eq!(c.metrics_addr.unwrap().port(), 9400);
     assert_eq!(c.config.as_deref(), Some(f.as_path()));
     assert_eq!(c.map_entries, 65536, "keys absent from the file keep their defaults");

@@ -21,7 +21,8 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
-use crate::control::power_cap::budget::{BudgetController, PowerCapMode};
+use crate::control::power_cap::budget::BudgetController;
+use crate::control::power_cap::outcome::PowerCapMode;
 use crate::control::power_cap::metrics::BudgetMetrics;
 use crate::output::kafka::rate_limited;
 use crate::output::kafka_client::{KafkaClient, WithKafkaClient};

@@ -3,7 +3,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::budget::{Ignored, PowerCapMode, Restore};
+use super::outcome::{Ignored, PowerCapMode, Restore};
 
 /// Figures exported on `--metrics-addr` (f64 values stored as bits).
 #[derive(Debug)]
