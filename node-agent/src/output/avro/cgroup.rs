@@ -93,7 +93,7 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedCgroupStats> {
             io_read_bytes: f.long("ioReadBytes")?,
             io_write_bytes: f.long("ioWriteBytes")?,
             pids: f.long("pids")?,
-            pod: decode_pod(&f)?,
+            pod: decode_pod(f)?,
         })
     })
 }

@@ -108,7 +108,7 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<ResourceRecord> {
             core_watts: f.opt_double("coreWatts")?,
             dram_watts: f.opt_double("dramWatts")?,
             host_cores: f.opt_int("hostCores")?,
-            pod: decode_pod(&f)?,
+            pod: decode_pod(f)?,
             cache_references: f.opt_long("cacheReferences")?,
             cache_misses: f.opt_long("cacheMisses")?,
         })

@@ -201,7 +201,7 @@ fn decode_histogram(f: &RecordFields<'_>, b: &str, c: &str) -> Result<Histogram>
 
 pub fn decode_single_object(bytes: &[u8]) -> Result<TxnRecord> {
     SCHEMA.decode(bytes, |f| {
-        let hist = |b: &str, c: &str| decode_histogram(&f, b, c);
+        let hist = |b: &str, c: &str| decode_histogram(f, b, c);
         let routes = f.array("httpRoutes", |x| Some(x.clone()))?;
         let http_routes = routes
             .iter()
