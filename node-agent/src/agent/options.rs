@@ -44,20 +44,12 @@ pub(super) fn capture(cfg: &Config, pods: Option<Arc<PodDirectory>>) -> CaptureO
 
 /// The capture of `--once`: one sampling interval, every connection swept and drained at its end.
 pub(super) fn capture_once(cfg: &Config) -> CaptureOptions {
+    let every = Duration::from_millis(cfg.sample_interval_ms.max(100));
     CaptureOptions {
-        netns: cfg.netns.clone(),
-        map_entries: cfg.map_entries,
-        ignore_self: !cfg.include_self,
-        snapshot_interval: Duration::from_millis(cfg.sample_interval_ms.max(100)),
-        shed: cfg.shed_options().unwrap_or(None).map(|o| ShedController::boxed(o, None)),
-        transaction_interval: (!cfg.no_transactions).then(|| Duration::from_millis(cfg.sample_interval_ms.max(100))),
-        txn_hist_entries: cfg.transaction_hist_entries,
-        http_routes: cfg.http_routes,
-        http_route_idle: Duration::from_secs(cfg.http_route_idle_s),
-        mask_client_port_below: cfg.mask_client_port_below,
-        nat_entries: cfg.nat_entries as usize,
-        nat_netns: cfg.nat_netns.clone(),
-        ..Default::default()
+        snapshot_bytes: CaptureOptions::default().snapshot_bytes,
+        snapshot_interval: every,
+        transaction_interval: (!cfg.no_transactions).then_some(every),
+        ..capture(cfg, None)
     }
 }
 
