@@ -8,7 +8,7 @@
 //! ones. The observed intervals between ticks are kept in `IntervalStats` (mean, σ, percentiles,
 //! max) — the jitter figures of rAdvisor Tables 5/6.
 //!
-//! Length: about 390 lines of code; the rest are its unit tests, kept beside the sampler they
+//! Length: about 400 lines of code; the rest are its unit tests, kept beside the sampler they
 //! drive.
 use std::fs::File;
 use std::os::unix::fs::FileExt;

@@ -21,7 +21,7 @@
 //! Time is passed in (Unix ns for `validUntilNs`, a monotonic instant for the timeout) so tests
 //! drive it without sleeping.
 //!
-//! Length: about 420 lines of code; the rest are its unit tests, kept beside the state machine they
+//! Length: about 350 lines of code; the rest are its unit tests, kept beside the state machine they
 //! drive.
 use std::path::Path;
 use std::sync::atomic::Ordering;
