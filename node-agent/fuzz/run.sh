@@ -47,7 +47,7 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$work/$t" "$FUZZ/artifacts/$t"
   t0=$(date +%s)
   # New inputs go to the scratch corpus; the committed ones are only read. No single allocation
-  # may exceed 64 MiB (see avro.rs MAX_LENGTH_BYTES for the decoders'), no input take 10 s.
+  # may exceed 64 MiB (see src/output/avro/mod.rs MAX_LENGTH_BYTES for the decoders'), no input take 10 s.
   rc=0
   corpora=("$FUZZ/seeds/$t"); [ -d "$FUZZ/regressions/$t" ] && corpora+=("$FUZZ/regressions/$t")
   cargo fuzz run --fuzz-dir "$FUZZ" "$t" "$work/$t" "${corpora[@]}" -- \
