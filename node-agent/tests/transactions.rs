@@ -332,7 +332,7 @@ fn short_connections_one_transaction_each() {
         // Server time >= the 2 ms sleep (recv returned before it, send returned after it).
         // Client RTT >= server time is not asserted per single transaction: timestamps are
         // taken when send/recv return, so a client woken before the server's send returns
-        // can measure a few µs less (see README); the keep-alive test compares percentiles.
+        // can measure a few µs less (node-agent/README.md "Limits"); the keep-alive test compares percentiles.
         let s = sv.merged(TxnRole::Server);
         assert!(s.cells.iter().all(|c| c.0 >= bucket_of(2 * MS)), "server time below 2 ms: {s:?}");
     }

@@ -1,5 +1,5 @@
 //! Kubernetes Service virtual addresses and their backends, for the stream job's VIP resolution
-//! (stream-jobs/README.md "Virtual IPs and NAT"): Services and EndpointSlices are listed from the
+//! (its `vip` stage; topic in docs/contracts.md): Services and EndpointSlices are listed from the
 //! API server, joined into one ServiceMapping (schemas/avro/ServiceMapping.avsc) per ClusterIP and
 //! TCP port, and published to the compacted topic (key `vip:port`) when they change; a mapping
 //! that disappeared gets a tombstone. Run by `wattgraph-service-mapper` (one per cluster).

@@ -5,7 +5,7 @@
 //!
 //! What is shed: the lifecycle events (OPENED, CLOSED) of whole connections, decided once per
 //! connection where its OPENED would be emitted. The unit of λ, μ_c, budgets and counts is a
-//! connection (one decision). Everything else is never shed (see node-agent/README.md).
+//! connection (one decision). Everything else is never shed (node-agent/README.md "Guarantees").
 //!
 //! Pure computation: the capture thread feeds it counter readings and applies its output to the
 //! BPF maps (`capture::connections::shed`), so the same code runs in the tests without BPF.
