@@ -63,42 +63,9 @@ mod tests {
     use crate::resources::power::PowerSource;
     use crate::resources::record::WeightKind;
 
-    /// The interval's host record, the base of every record made in an interval.
     fn host() -> ResourceRecord {
-        ResourceRecord {
-            scope: Scope::Host,
-            host_id: "host-1".into(),
-            interval_start_ns: 1_763_870_000_000_000_000,
-            interval_end_ns: 1_763_870_001_000_000_000,
-            tgid: 0,
-            process_start_time_ns: 0,
-            comm: String::new(),
-            cgroup_id: 0,
-            group_id: "host".into(),
-            runtime: Runtime::Host,
-            pod_uid: None,
-            qos_class: None,
-            threads: 0,
-            processes: 0,
-            cpu_time_ns: 0,
-            cycles: None,
-            instructions: None,
-            weighted_cycles: None,
-            weight_kind: WeightKind::CpuTime,
-            weight: 0.0,
-            power_source: PowerSource::Estimated,
-            power_watts: 0.0,
-            energy_joules: 0.0,
-            idle_power_watts: 0.0,
-            unattributed_power_watts: 0.0,
-            package_watts: None,
-            core_watts: None,
-            dram_watts: None,
-            host_cores: Some(2),
-            pod: PodFields::default(),
-            cache_references: None,
-            cache_misses: None,
-        }
+        let interval = (1_763_870_000_000_000_000, 1_763_870_001_000_000_000);
+        ResourceRecord::host("host-1".into(), interval, WeightKind::CpuTime, PowerSource::Estimated, Some(2))
     }
 
     fn group(id: &str, uid: &str, cpu: i64) -> ResourceRecord {

@@ -1,7 +1,7 @@
 //! The records the resources stage produces each interval: ResourceSample (CPU and power per
 //! process, group and host) and CgroupStats (one container's high-frequency samples summed). Their
 //! Avro encoders are in `output::avro::{resource, cgroup}`.
-use crate::identity::cgroup::Runtime;
+use crate::identity::cgroup::{Runtime, HOST_GROUP};
 use crate::identity::pod_metadata::{PodFields, PodRef};
 use crate::resources::power::PowerSource;
 
@@ -74,6 +74,46 @@ pub struct ResourceRecord {
     /// Last-level cache references and misses (v4); None without those counters.
     pub cache_references: Option<i64>,
     pub cache_misses: Option<i64>,
+}
+
+impl ResourceRecord {
+    /// The interval's host record with no figures yet: every record of an interval is built on it.
+    pub fn host(host_id: String, (start, end): (i64, i64), weight_kind: WeightKind, power_source: PowerSource, host_cores: Option<i32>) -> Self {
+        ResourceRecord {
+            scope: Scope::Host,
+            host_id,
+            interval_start_ns: start,
+            interval_end_ns: end,
+            tgid: 0,
+            process_start_time_ns: 0,
+            comm: String::new(),
+            cgroup_id: 0,
+            group_id: HOST_GROUP.to_string(),
+            runtime: Runtime::Host,
+            pod_uid: None,
+            qos_class: None,
+            threads: 0,
+            processes: 0,
+            cpu_time_ns: 0,
+            cycles: None,
+            instructions: None,
+            weighted_cycles: None,
+            weight_kind,
+            weight: 0.0,
+            power_source,
+            power_watts: 0.0,
+            energy_joules: 0.0,
+            idle_power_watts: 0.0,
+            unattributed_power_watts: 0.0,
+            package_watts: None,
+            core_watts: None,
+            dram_watts: None,
+            pod: PodFields::default(),
+            host_cores,
+            cache_references: None,
+            cache_misses: None,
+        }
+    }
 }
 
 /// One CgroupStats record, borrowing its strings so encoding needs no allocation.

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use crate::identity::cgroup::{identify_proc_cgroup, CgroupResolver, Identity, Runtime};
 use crate::resources::power::{attributed_watts, unattributed_watts, HostPower, Meter, ModelParams, PowerSource};
-use crate::identity::pod_metadata::PodFields;
 use crate::resources::record::{ResourceRecord, Scope, WeightKind};
 use crate::shared::clock::mono_to_unix_offset;
 use crate::capture::sched::{SchedOptions, MAX_SOCKETS};
@@ -139,40 +138,7 @@ impl ResourceSampler {
 
         self.records.clear();
         self.groups.clear();
-        let base = ResourceRecord {
-            scope: Scope::Host,
-            host_id: self.host_id.clone(),
-            interval_start_ns: start,
-            interval_end_ns: end,
-            tgid: 0,
-            process_start_time_ns: 0,
-            comm: String::new(),
-            cgroup_id: 0,
-            group_id: crate::identity::cgroup::HOST_GROUP.to_string(),
-            runtime: Runtime::Host,
-            pod_uid: None,
-            qos_class: None,
-            threads: 0,
-            processes: 0,
-            cpu_time_ns: 0,
-            cycles: None,
-            instructions: None,
-            weighted_cycles: None,
-            weight_kind,
-            weight: 0.0,
-            power_source: hp.source,
-            power_watts: 0.0,
-            energy_joules: 0.0,
-            idle_power_watts: 0.0,
-            unattributed_power_watts: 0.0,
-            package_watts: None,
-            core_watts: None,
-            dram_watts: None,
-            pod: PodFields::default(),
-            host_cores: online_cpus(),
-            cache_references: None,
-            cache_misses: None,
-        };
+        let base = ResourceRecord::host(self.host_id.clone(), (start, end), weight_kind, hp.source, online_cpus());
         let (mut threads, mut cyc, mut ins, mut wc) = (0u64, 0u64, 0u64, 0u64);
         let (mut cref, mut cmiss) = (0u64, 0u64);
         let mut procs = Vec::with_capacity(iv.procs.len());
