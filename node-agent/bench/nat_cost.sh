@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What NAT translation (conntrack.rs) costs the agent: its CPU per 1,000 short connections with
+# What NAT translation (capture/conntrack) costs the agent: its CPU per 1,000 short connections with
 # --nat-entries 0 (off) and 65536 (on), for connections dialled directly and through a DNAT rule,
 # side by side, alternating over ROUNDS. The flood runs in a namespace of its own whose nat table
 # has the DNAT rule (so conntrack tracks it and sends NEW/DESTROY messages); the agent (--once, no

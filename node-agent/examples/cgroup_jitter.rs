@@ -1,12 +1,12 @@
-//! Sampling-interval jitter of the cgroup sampler (rAdvisor's Tables 5/6 figures): samples every
+//! Sampling-interval jitter of the cgroup sampler (rAdvisor Tables 5/6 figures): samples every
 //! container cgroup of this host every INTERVAL_MS for SECONDS and prints the observed intervals
 //! between ticks (mean, σ, p90, p99, max, n) and the mean time one tick took.
 //! Usage: cgroup_jitter INTERVAL_MS SECONDS [fifo]   (node-agent/bench/cgroup_jitter.sh sets up the load);
 //! `fifo` runs the loop in SCHED_FIFO (priority 10), as the agent's --cgroup-sampler-realtime does.
 use std::path::Path;
 
-use wattgraph_agent::cgroup::default_v2_root;
-use wattgraph_agent::cgroup_sampler::{mono_now, run_ticks, set_realtime, CgroupSampler, Hierarchy};
+use wattgraph_agent::identity::cgroup::default_v2_root;
+use wattgraph_agent::resources::cgroup_sampler::{mono_now, run_ticks, set_realtime, CgroupSampler, Hierarchy};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -2,7 +2,7 @@
 //! load-shedding benchmark (node-agent/bench/load_shedding.sh): how well the connections
 //! reported under shedding, each standing for 1/keepProbability, estimate the true counts.
 //! Reads every partition from the beginning to its end, decodes with the agent's own decoder
-//! (`avro::decode_single_object`), and keeps per socket (hostId, socketCookie) its role, tgid,
+//! (`output::avro::connection::decode_single_object`), and keeps per socket (hostId, socketCookie) its role, tgid,
 //! endpoints past NAT, keep fraction and first and last event time. Prints per client process:
 //!   CLIENT TGID COMM SOCKETS SINGLE JOB
 //! SOCKETS: its client sockets reported; SINGLE: the sum of 1/keepProbability over them (0 for
@@ -18,8 +18,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
-use wattgraph_agent::avro::decode_single_object;
-use wattgraph_agent::event::{past_nat, Endpoint, Role};
+use wattgraph_agent::output::avro::connection::decode_single_object;
+use wattgraph_agent::shared::net::{past_nat, Endpoint, Role};
 
 #[path = "support/read_topic.rs"]
 mod read_topic;

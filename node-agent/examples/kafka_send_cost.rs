@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rdkafka::config::ClientConfig;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-use wattgraph_agent::kafka::{EventProducer, Sent, SpoolOptions};
+use wattgraph_agent::output::kafka::{EventProducer, Sent, SpoolOptions};
 
 fn main() {
     let args: Vec<u64> = std::env::args().skip(1).map(|a| a.parse().expect("numbers")).collect();

@@ -16,7 +16,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use wattgraph_agent::transactions::{bucket_mid, decode_single_object, Histogram, TxnRole};
+use wattgraph_agent::capture::connections::transactions::{bucket_mid, Histogram, TxnRole};
+use wattgraph_agent::output::avro::transaction::decode_single_object;
 
 #[path = "support/read_topic.rs"]
 mod read_topic;

@@ -32,7 +32,7 @@ done
 rm -rf "$S/config_file" && mkdir -p "$S/config_file"
 cp "$AGENT/wattgraph-agent.example.toml" "$S/config_file/example.toml"
 
-# cgroup paths: the container runtimes' layouts (cgroup.rs documents them) as /proc/<pid>/cgroup
+# cgroup paths: the container runtimes' layouts (src/identity/cgroup.rs documents them) as /proc/<pid>/cgroup
 # shows them, v2 and hybrid, and a few paths that name no container.
 rm -rf "$S/cgroup_paths" && mkdir -p "$S/cgroup_paths"
 ID=3f2a9c1b7d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5061728394a5b6c7d8e POD=0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0

@@ -26,9 +26,13 @@ export PATH="$CF/bin:$PATH"
 # -Zsanitizer=address is unstable: the project's stable toolchain takes it with RUSTC_BOOTSTRAP=1
 # (its rust-std ships the ASan runtime), so no nightly toolchain has to be downloaded.
 export RUSTC_BOOTSTRAP=1
-# Outside the checkout, like cargo's registry: a fresh clone on the same machine rebuilds only
-# the agent and the targets (the sanitized dependencies take minutes of CPU the first time).
-export CARGO_TARGET_DIR=${WATTGRAPH_FUZZ_TARGET_DIR:-$TOOLS/fuzz-target}
+# Outside the checkout, like cargo's registry, and one per checkout (keyed by its absolute path):
+# two checkouts sharing one target dir built with the other's build.rs output (the BPF skeletons
+# of another source layout). A later run of the same checkout rebuilds only what changed; a new
+# checkout builds the sanitized dependencies once (minutes of CPU).
+CHECKOUT=$(cd "$FUZZ/../.." && pwd -P)
+KEY=$(printf '%s' "$CHECKOUT" | sha256sum | cut -c1-16)
+export CARGO_TARGET_DIR=${WATTGRAPH_FUZZ_TARGET_DIR:-$TOOLS/fuzz-target-$KEY}
 
 cd "$FUZZ/.."
 start=$(date +%s)
@@ -47,7 +51,7 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$work/$t" "$FUZZ/artifacts/$t"
   t0=$(date +%s)
   # New inputs go to the scratch corpus; the committed ones are only read. No single allocation
-  # may exceed 64 MiB (see avro.rs MAX_LENGTH_BYTES for the decoders'), no input take 10 s.
+  # may exceed 64 MiB (see src/output/avro/mod.rs MAX_LENGTH_BYTES for the decoders'), no input take 10 s.
   rc=0
   corpora=("$FUZZ/seeds/$t"); [ -d "$FUZZ/regressions/$t" ] && corpora+=("$FUZZ/regressions/$t")
   cargo fuzz run --fuzz-dir "$FUZZ" "$t" "$work/$t" "${corpora[@]}" -- \

@@ -1,35 +1,27 @@
-//! Wattgraph node agent library: capture (eBPF) is separate from encoding (Avro)
-//! and producing (Kafka), so tests can drive the pipeline without Kafka.
-pub mod avro;
+//! Wattgraph node agent, laid out by stage. Each module depends only on the ones above it in
+//! this list (and on `shared`); the binary's wiring sits at the bottom:
+//!
+//! - `shared`: clocks, the endpoint vocabulary of connections, the agent's own CPU, durable files.
+//! - `identity`: who is at each end: processes and their command lines, cgroups, containers and
+//!   pods, which endpoints listen (the capture asks it about sockets older than the agent).
+//! - `capture`: the BPF program sets with their loaders and `*.bpf.c` (connections and
+//!   transactions with HTTP routes, the scheduler), conntrack's NAT, and the shedding the
+//!   capture applies.
+//! - `resources`: CPU accounting per process, power from RAPL or a model, cgroup samples.
+//! - `output`: Avro encoders per record type and the one route to Kafka (memory, then disk spool).
+//! - `control`: load shedding (run by the capture thread through `capture::shedding::ShedControl`)
+//!   and power budgets applied through powercap.
+//! - wiring: `config` (flags and `--config`), `metrics` (the Prometheus endpoint), `preflight`
+//!   (what the host must offer), `agent` (stages started and stopped in order, `--once`), and
+//!   `service_mapper` for the `wattgraph-service-mapper` binary.
+pub mod shared;
+pub mod identity;
 pub mod capture;
-pub mod conntrack;
-pub mod listening;
-pub mod map_batch;
-pub mod config;
-pub mod event;
-pub mod kafka;
-pub mod kafka_client;
-pub mod spool;
-pub mod pipeline;
-pub mod proc_info;
-pub mod sched;
-pub mod cgroup;
-pub mod cgroup_sampler;
-pub mod cgroup_avro;
-pub mod cgroup_report;
-pub mod preflight;
-pub mod power;
-pub mod resource_avro;
 pub mod resources;
+pub mod output;
+pub mod control;
+pub mod config;
 pub mod metrics;
-pub mod transactions;
-pub mod http_route;
-pub mod kube_api;
-pub mod pod_metadata;
-pub mod service_mappings;
-pub mod shedding;
-pub mod powercap_actuator;
-pub mod powercap_state;
-pub mod budget_avro;
-pub mod budget;
-pub mod budget_consumer;
+pub mod preflight;
+pub mod agent;
+pub mod service_mapper;

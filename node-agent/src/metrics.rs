@@ -7,31 +7,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::capture::CaptureStats;
-use crate::budget::BudgetMetrics;
-use crate::kafka::KafkaStats;
-
-/// Figures the resource thread publishes (f64 values stored as bits).
-#[derive(Default, Debug)]
-pub struct ResourceMetrics {
-    pub intervals: AtomicU64,
-    pub records: AtomicU64,
-    pub sched_switches: AtomicU64,
-    pub thread_exits: AtomicU64,
-    pub sched_ringbuf_drops: AtomicU64,
-    pub thread_map_entries: AtomicU64,
-    pub thread_map_capacity: AtomicU64,
-    pub thread_map_evictions: AtomicU64,
-    pub host_power_watts_bits: AtomicU64,
-    pub power_measured: AtomicU64,
-    pub hw_counters: AtomicU64,
-    /// High-frequency cgroup sampler (cgroup_report.rs): containers followed, ticks, the
-    /// largest gap between ticks in the last reporting interval (ns), CgroupStats produced.
-    pub cgroups_sampled: AtomicU64,
-    pub cgroup_ticks: AtomicU64,
-    pub cgroup_max_tick_gap_ns: AtomicU64,
-    pub cgroup_records: AtomicU64,
-}
+use crate::capture::connections::CaptureStats;
+use crate::shared::process::{self_cpu_seconds, self_rss_bytes};
+use crate::control::power_cap::metrics::BudgetMetrics;
+use crate::output::kafka::KafkaStats;
+use crate::resources::ResourceMetrics;
 
 pub struct Sources {
     pub capture: Option<Arc<CaptureStats>>,
@@ -41,21 +21,7 @@ pub struct Sources {
     /// Power cap (budget consumer and actuator); None leaves its metrics out.
     pub budget: Option<Arc<BudgetMetrics>>,
     /// Pod metadata source (--pod-metadata-url); None leaves its metrics out.
-    pub pods: Option<Arc<crate::pod_metadata::PodDirectory>>,
-}
-
-/// CPU seconds (user + system) this process used so far.
-pub fn self_cpu_seconds() -> f64 {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-fn self_rss_bytes() -> u64 {
-    let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = s.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
-    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(0) as u64
+    pub pods: Option<Arc<crate::identity::pod_metadata::PodDirectory>>,
 }
 
 struct RateState {
@@ -193,7 +159,7 @@ impl Renderer {
                 "Processes whose command line the kernel could not copy (ring full, argv not resident): read from /proc instead, lost if the process already exited.",
                 &[("", g(&c.cmdlines_not_copied) as f64)],
             );
-            crate::shedding::render_metrics(&c.shed, &mut metric);
+            crate::control::shedding::render_metrics(&c.shed, &mut metric);
         }
         let r = &self.src.resources;
         // First, with Acquire: the interval's figures (stored before it was counted) are then current.
@@ -345,8 +311,8 @@ mod tests {
             kafka: Some(Arc::new(KafkaStats::default())),
             resources: res,
             socket_map_capacity: 65536,
-            budget: Some(Arc::new(BudgetMetrics::new(crate::budget::PowerCapMode::DryRun))),
-            pods: Some(Arc::new(crate::pod_metadata::PodDirectory::default())),
+            budget: Some(Arc::new(BudgetMetrics::new(crate::control::power_cap::outcome::PowerCapMode::DryRun))),
+            pods: Some(Arc::new(crate::identity::pod_metadata::PodDirectory::default())),
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let addr = serve("127.0.0.1:0".parse().unwrap(), r, stop.clone()).unwrap();

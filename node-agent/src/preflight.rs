@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::Path;
 
-use libbpf_rs::libbpf_sys;
+use crate::capture::bpf::KernelBtf;
 
 /// sock:sock_send_length / sock_recv_length, the byte path, arrived in Linux 6.3.
 pub const MIN_KERNEL: (u32, u32) = (6, 3);
@@ -29,37 +29,6 @@ pub fn kernel_release() -> String {
         }
         std::ffi::CStr::from_ptr(u.release.as_ptr()).to_string_lossy().into_owned()
     }
-}
-
-/// The kernel's BTF, loaded once for several lookups.
-pub struct KernelBtf(*mut libbpf_sys::btf);
-
-impl KernelBtf {
-    pub fn load() -> Option<KernelBtf> {
-        // SAFETY: plain libbpf call; a null result means no BTF.
-        let btf = unsafe { libbpf_sys::btf__load_vmlinux_btf() };
-        (!btf.is_null()).then_some(KernelBtf(btf))
-    }
-
-    /// Whether tp_btf can attach to tracepoint "subsystem:event" (or plain "event").
-    pub fn has_tracepoint(&self, tracepoint: &str) -> bool {
-        let event = tracepoint.rsplit(':').next().unwrap_or(tracepoint);
-        let Ok(name) = std::ffi::CString::new(format!("btf_trace_{event}")) else { return false };
-        // SAFETY: valid BTF object and NUL-terminated name.
-        unsafe { libbpf_sys::btf__find_by_name_kind(self.0, name.as_ptr(), libbpf_sys::BTF_KIND_TYPEDEF) >= 0 }
-    }
-}
-
-impl Drop for KernelBtf {
-    fn drop(&mut self) {
-        // SAFETY: owned pointer from btf__load_vmlinux_btf.
-        unsafe { libbpf_sys::btf__free(self.0) }
-    }
-}
-
-/// Whether the running kernel has tracepoint "subsystem:event" for tp_btf.
-pub fn kernel_has_tracepoint(tracepoint: &str) -> bool {
-    KernelBtf::load().is_some_and(|b| b.has_tracepoint(tracepoint))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,10 +117,10 @@ impl Privileged {
         let conntrack_netns = if cfg.nat_netns.is_empty() { &cfg.netns } else { &cfg.nat_netns };
         Privileged {
             nat: cfg.nat_entries > 0,
-            nat_other_netns: conntrack_netns.iter().any(|p| !crate::conntrack::is_own_netns(p)),
+            nat_other_netns: conntrack_netns.iter().any(|p| !crate::capture::conntrack::is_own_netns(p)),
             realtime: cfg.cgroup_sampler_realtime
                 && cfg.cgroup_sample_interval_ms > 0
-                && !rtprio_allows(crate::cgroup_report::REALTIME_PRIORITY),
+                && !rtprio_allows(crate::resources::cgroup_report::REALTIME_PRIORITY),
         }
     }
 }
@@ -238,9 +207,9 @@ pub fn check_capabilities(p: Privileged) -> Result<(), MissingCapabilities> {
 /// writing: root (or CAP_DAC_OVERRIDE) on the root-owned sysfs files, and a writable mount.
 /// No zone is not an error here (the power cap says so and stays idle).
 pub fn check_power_cap_writable(powercap_root: &Path) -> Result<(), String> {
-    let Some(rapl) = crate::power::Rapl::discover(powercap_root) else { return Ok(()) };
-    for d in rapl.domains.iter().filter(|d| d.kind == crate::power::DomainKind::Package) {
-        let f = d.zone_dir().join(crate::powercap_actuator::LIMIT);
+    let Some(rapl) = crate::resources::power::Rapl::discover(powercap_root) else { return Ok(()) };
+    for d in rapl.domains.iter().filter(|d| d.kind == crate::resources::power::DomainKind::Package) {
+        let f = d.zone_dir().join(crate::control::power_cap::actuator::LIMIT);
         if let Err(e) = std::fs::OpenOptions::new().write(true).open(&f) {
             return Err(format!(
                 "--power-cap on cannot write {} ({e}): it needs root or CAP_DAC_OVERRIDE on the powercap files and a writable mount; --power-cap dry-run needs neither",
@@ -333,12 +302,12 @@ mod tests {
         let root = std::env::temp_dir().join(format!("wg-preflight-powercap-{}", std::process::id()));
         let z = root.join("intel-rapl:0");
         std::fs::create_dir_all(&z).unwrap();
-        for (f, v) in [("name", "package-0"), ("energy_uj", "1"), ("max_energy_range_uj", "100"), (crate::powercap_actuator::LIMIT, "1")] {
+        for (f, v) in [("name", "package-0"), ("energy_uj", "1"), ("max_energy_range_uj", "100"), (crate::control::power_cap::actuator::LIMIT, "1")] {
             std::fs::write(z.join(f), v).unwrap();
         }
         assert_eq!(check_power_cap_writable(&root), Ok(()));
         assert_eq!(check_power_cap_writable(&root.join("none")), Ok(()), "no zone: nothing to check");
-        let limit = z.join(crate::powercap_actuator::LIMIT);
+        let limit = z.join(crate::control::power_cap::actuator::LIMIT);
         // A directory where the file should be: open for writing fails whoever runs the test.
         std::fs::remove_file(&limit).unwrap();
         std::fs::create_dir(&limit).unwrap();
@@ -351,7 +320,7 @@ mod tests {
     /// On the machine the tests run on (CI: this kind of machine, kernel >= 6.3 with BTF).
     #[test]
     fn this_kernel_has_what_the_agent_attaches_to() {
-        let required: Vec<&str> = crate::capture::TRACEPOINTS.iter().chain(crate::sched::TRACEPOINTS.iter()).copied().collect();
+        let required: Vec<&str> = crate::capture::connections::TRACEPOINTS.iter().chain(crate::capture::sched::TRACEPOINTS.iter()).copied().collect();
         match check(&required, &["sock:no_such_event_wattgraph"]) {
             Ok(p) => {
                 assert_eq!(p.missing_optional, vec!["sock:no_such_event_wattgraph".to_string()]);

@@ -22,9 +22,10 @@ use rdkafka::consumer::BaseConsumer;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::BaseProducer;
 use rdkafka::Message;
-use wattgraph_agent::avro::OwnedEventRecord;
-use wattgraph_agent::event::{addr16_from_ip, Kind, Role};
-use wattgraph_agent::resource_avro::{ResourceRecord, Scope};
+use wattgraph_agent::output::avro::connection::OwnedEventRecord;
+use wattgraph_agent::capture::event::Kind;
+use wattgraph_agent::shared::net::{addr16_from_ip, Role};
+use wattgraph_agent::resources::record::{ResourceRecord, Scope};
 
 const HOST: &str = "caps-host";
 const CONNECTIONS: &str = "wattgraph.connections";
@@ -158,7 +159,7 @@ fn run_in_host_a(hosts: &Hosts, caps: &[String]) {
     while client.is_none() || !server_end || nat.is_none() || cpu_ns == 0 {
         assert!(Instant::now() < deadline, "missing within 60 s: client {client:?}, server {server_end}, nat {nat:?}, cpu {cpu_ns}");
         consume(&connections, |p| {
-            let e = wattgraph_agent::avro::decode_single_object(p).unwrap();
+            let e = wattgraph_agent::output::avro::connection::decode_single_object(p).unwrap();
             let ports = (e.local_port as u16, e.remote_port as u16);
             if e.kind == Kind::Closed && e.role == Role::Client && ports == (client_port, server_port) {
                 client = Some(e.clone());
@@ -169,7 +170,7 @@ fn run_in_host_a(hosts: &Hosts, caps: &[String]) {
             }
         });
         consume(&resources, |p| {
-            let r: ResourceRecord = wattgraph_agent::resource_avro::decode_single_object(p).unwrap();
+            let r: ResourceRecord = wattgraph_agent::output::avro::resource::decode_single_object(p).unwrap();
             if r.scope == Scope::Process && r.tgid == busy_pid {
                 cpu_ns += r.cpu_time_ns;
             }

@@ -10,9 +10,10 @@ mod common;
 use common::agent::wait_for;
 use common::netns::NetnsThread;
 
-use wattgraph_agent::capture::{self, CaptureHandle, CaptureOptions};
-use wattgraph_agent::event::{addr16_from_ip, ConnEvent, Kind, Role};
-use wattgraph_agent::proc_info::ProcCache;
+use wattgraph_agent::capture::connections::{self as capture, CaptureHandle, CaptureOptions};
+use wattgraph_agent::capture::event::{ConnEvent, Kind};
+use wattgraph_agent::shared::net::{addr16_from_ip, Role};
+use wattgraph_agent::identity::proc_info::ProcCache;
 
 fn start(opts: CaptureOptions) -> Option<CaptureHandle> {
     common::start_capture(opts)

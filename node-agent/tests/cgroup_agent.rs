@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::BaseConsumer;
 use rdkafka::mocking::MockCluster;
 use rdkafka::Message;
-use wattgraph_agent::cgroup_avro::{decode_single_object, OwnedCgroupStats};
+use wattgraph_agent::output::avro::cgroup::decode_single_object;
+use wattgraph_agent::resources::record::OwnedCgroupStats;
 
 const HOST: &str = "cgroup-host";
 const TOPIC: &str = "wattgraph.cgroups";

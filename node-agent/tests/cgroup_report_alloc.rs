@@ -3,9 +3,9 @@
 mod common;
 use common::alloc_count::{allocs, Counting};
 
-use wattgraph_agent::cgroup_avro::CgroupStatsEncoder;
-use wattgraph_agent::cgroup_report::CgroupAggregator;
-use wattgraph_agent::cgroup_sampler::{CgroupSampler, CgroupStats, Hierarchy};
+use wattgraph_agent::output::avro::cgroup::CgroupStatsEncoder;
+use wattgraph_agent::resources::cgroup_report::CgroupAggregator;
+use wattgraph_agent::resources::cgroup_sampler::{CgroupSampler, CgroupStats, Hierarchy};
 
 #[global_allocator]
 static A: Counting = Counting;

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use wattgraph_agent::cgroup::{default_v2_root, identify};
-use wattgraph_agent::cgroup_sampler::{run_ticks, CgroupSampler, Hierarchy};
+use wattgraph_agent::identity::cgroup::{default_v2_root, identify};
+use wattgraph_agent::resources::cgroup_sampler::{run_ticks, CgroupSampler, Hierarchy};
 
 const ID: &str = "feedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedface";
 
@@ -149,7 +149,7 @@ fn busy_container_cgroup_reads_what_the_kernel_reports() {
 /// keeps its baseline, so the growth it reports is what the first cgroup grew, never negative.
 #[test]
 fn recreated_cgroup_is_reopened_and_growth_stays_non_negative() {
-    use wattgraph_agent::cgroup_report::CgroupAggregator;
+    use wattgraph_agent::resources::cgroup_report::CgroupAggregator;
     if !root_or_skip() {
         return;
     }

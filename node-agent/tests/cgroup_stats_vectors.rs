@@ -4,7 +4,8 @@
 mod common;
 
 use serde_json::Value;
-use wattgraph_agent::cgroup_avro::{decode_single_object, CgroupStatsEncoder, OwnedCgroupStats};
+use wattgraph_agent::output::avro::cgroup::{decode_single_object, CgroupStatsEncoder};
+use wattgraph_agent::resources::record::OwnedCgroupStats;
 
 fn to_record(e: &Value) -> OwnedCgroupStats {
     let s = |k: &str| e[k].as_str().unwrap_or_else(|| panic!("{k} not a string")).to_string();

@@ -4,7 +4,8 @@
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use wattgraph_agent::sched::{CpuCollector, SchedOptions};
+use wattgraph_agent::capture::sched::SchedOptions;
+use wattgraph_agent::resources::cpu::CpuCollector;
 
 fn load() -> Option<CpuCollector> {
     match CpuCollector::load(&SchedOptions::default()) {
@@ -75,7 +76,7 @@ fn busy_process_cpu_matches_proc_stat() {
     // The kernel's cgroup id resolves to the path /proc/<pid>/cgroup names (v2 line).
     let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
     if let Some(rel) = text.lines().find_map(|l| l.strip_prefix("0::")) {
-        let mut r = wattgraph_agent::cgroup::CgroupResolver::new(wattgraph_agent::cgroup::default_v2_root());
+        let mut r = wattgraph_agent::identity::cgroup::CgroupResolver::new(wattgraph_agent::identity::cgroup::default_v2_root());
         assert_eq!(r.path(cgroup_id), Some(rel), "cgroup id {cgroup_id}");
     }
     // Stop it, wait until the kernel shows it stopped, then take both measurements.
@@ -161,9 +162,9 @@ fn exited_process_keeps_its_cpu_time() {
 /// attributed + idle + unattributed = measured, every interval.
 #[test]
 fn power_attribution_sums_to_measured_rapl_fixture() {
-    use wattgraph_agent::power::PowerSource;
-    use wattgraph_agent::resource_avro::{Scope, WeightKind};
-    use wattgraph_agent::resources::{ResourceOptions, ResourceSampler};
+    use wattgraph_agent::resources::power::PowerSource;
+    use wattgraph_agent::resources::record::{Scope, WeightKind};
+    use wattgraph_agent::resources::sampler::{ResourceOptions, ResourceSampler};
     let root = std::env::temp_dir().join(format!("wg-rapl-it-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let z = root.join("intel-rapl:0");

@@ -1,4 +1,4 @@
-//! The kernel's HTTP/1.x request-line parser (src/bpf/http_route.h), compiled natively and run
+//! The kernel's HTTP/1.x request-line parser (src/capture/connections/http_route.h), compiled natively and run
 //! on request starts: methods, normalisation of ids, query and fragment, truncation, what is
 //! not a request, and which routes share an id. The BPF program runs the same code
 //! (tests/transactions.rs checks it on real traffic).
@@ -7,7 +7,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::hex;
-use wattgraph_agent::http_route::HttpRoute;
+use wattgraph_agent::capture::connections::http_route::HttpRoute;
 
 const HARNESS: &str = r#"#include <string.h>
 #include "http_route.h"

@@ -10,7 +10,7 @@ use common::alloc_count::{allocs, Counting};
 use rdkafka::config::ClientConfig;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, ThreadedProducer};
-use wattgraph_agent::kafka::{EventProducer, Sent, SpoolOptions};
+use wattgraph_agent::output::kafka::{EventProducer, Sent, SpoolOptions};
 
 #[global_allocator]
 static A: Counting = Counting;

@@ -1,4 +1,4 @@
-//! The agent's producer (kafka.rs) through an outage of librdkafka's in-process mock cluster
+//! The agent's producer (output/kafka.rs) through an outage of librdkafka's in-process mock cluster
 //! (rdkafka::mocking; no external broker): the broker goes down while records keep coming,
 //! the memory tier fills, then the disk spool up to its bound, the rest is dropped and
 //! counted; the broker comes back while records keep coming; every accepted record arrives
@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::BaseConsumer;
 use rdkafka::mocking::MockCluster;
 use rdkafka::Message;
-use wattgraph_agent::cgroup_avro::decode_single_object;
-use wattgraph_agent::kafka::{EventProducer, Sent, SpoolOptions};
+use wattgraph_agent::output::avro::cgroup::decode_single_object;
+use wattgraph_agent::output::kafka::{EventProducer, Sent, SpoolOptions};
 
 const TOPIC: &str = "spool.test";
 const KEYS: usize = 4;
@@ -211,7 +211,7 @@ fn records_left_on_disk_are_sent_first_after_a_restart() {
     assert!(spool_files(&dir) > 0);
     // Counted on disk before the restart: once the producer runs, its drainer may already have
     // moved the first records to librdkafka when the test reads the gauge.
-    let on_disk = wattgraph_agent::spool::DiskSpool::open(&dir, opts.max_bytes, 4096).unwrap().records();
+    let on_disk = wattgraph_agent::output::spool::DiskSpool::open(&dir, opts.max_bytes, 4096).unwrap().records();
     assert_eq!(on_disk, 50, "all 50 on disk after the stop");
     mock.broker_up(1).unwrap();
     let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();

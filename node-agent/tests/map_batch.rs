@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use libbpf_rs::{libbpf_sys, MapCore, MapFlags, MapHandle, MapType};
-use wattgraph_agent::map_batch::BatchReader;
+use wattgraph_agent::capture::map_batch::BatchReader;
 
 const ENTRIES: u64 = 20_000;
 

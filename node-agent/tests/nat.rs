@@ -12,9 +12,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::nat_hosts::{Hosts, ADDR_B, SERVER_PORT, SNAT_A, SNAT_PORTS, VIP, VIP_PORT};
-use wattgraph_agent::capture::{CaptureHandle, CaptureOptions};
-use wattgraph_agent::event::{addr16_from_ip, canonical_key, ConnEvent, Kind, NatTuple, Role};
-use wattgraph_agent::transactions::{ConnTxn, TxnRole};
+use wattgraph_agent::capture::connections::{CaptureHandle, CaptureOptions};
+use wattgraph_agent::capture::event::{ConnEvent, Kind};
+use wattgraph_agent::shared::net::{addr16_from_ip, canonical_key, NatTuple, Role};
+use wattgraph_agent::capture::connections::transactions::{ConnTxn, TxnRole};
 
 fn start(opts: CaptureOptions) -> Option<CaptureHandle> {
     common::start_capture(opts)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::kubelet::{pod_list, FakeKubelet};
-use wattgraph_agent::pod_metadata::{PodDirectory, PodSource, PodSourceOptions};
+use wattgraph_agent::identity::pod_metadata::{PodDirectory, PodSource, PodSourceOptions};
 
 const UID: &str = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 

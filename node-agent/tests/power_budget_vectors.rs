@@ -5,7 +5,7 @@
 mod common;
 
 use serde_json::Value;
-use wattgraph_agent::budget_avro::{decode_single_object, encode, Policy, PowerBudget};
+use wattgraph_agent::output::avro::budget::{decode_single_object, encode, Policy, PowerBudget};
 
 fn to_budget(e: &Value) -> PowerBudget {
     let s = |k: &str| e[k].as_str().unwrap_or_else(|| panic!("{k} not a string")).to_string();

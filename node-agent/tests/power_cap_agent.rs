@@ -11,7 +11,7 @@ use common::powercap::{budget, fixture, limits, send, BUDGET_TOPIC as TOPIC, ORI
 use rdkafka::config::ClientConfig;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use wattgraph_agent::budget_avro::PowerBudget;
+use wattgraph_agent::output::avro::budget::PowerBudget;
 
 const HOST: &str = "cap-host";
 
@@ -215,7 +215,7 @@ fn a_killed_agent_leaves_the_originals_for_the_next_one() {
     std::fs::create_dir_all(state.parent().unwrap()).unwrap();
     let moved = recorded.replace(&std::fs::canonicalize(&root).unwrap().display().to_string(), "/elsewhere/powercap");
     let body = &moved[..moved.rfind("crc32").unwrap()];
-    std::fs::write(&state, format!("{body}crc32 {:08x}\n", wattgraph_agent::spool::crc32(body.as_bytes()))).unwrap();
+    std::fs::write(&state, format!("{body}crc32 {:08x}\n", wattgraph_agent::shared::durable::crc32(body.as_bytes()))).unwrap();
     send(&producer, HOST, &budget(HOST, 6, 90.0, Duration::from_secs(600)));
     let Some(d) = agent::start(HOST, &args, &dir) else { return };
     agent::wait_for("the refusal exported", || metric_value(&agent::scrape(port), "wattgraph_agent_power_cap_state_refused") == Some(1.0));

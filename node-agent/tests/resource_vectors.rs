@@ -4,9 +4,10 @@
 mod common;
 
 use serde_json::Value;
-use wattgraph_agent::cgroup::Runtime;
-use wattgraph_agent::power::PowerSource;
-use wattgraph_agent::resource_avro::{decode_single_object, ResourceEncoder, ResourceRecord, Scope, WeightKind};
+use wattgraph_agent::identity::cgroup::Runtime;
+use wattgraph_agent::resources::power::PowerSource;
+use wattgraph_agent::output::avro::resource::{decode_single_object, ResourceEncoder};
+use wattgraph_agent::resources::record::{ResourceRecord, Scope, WeightKind};
 
 fn to_record(e: &Value) -> ResourceRecord {
     let s = |k: &str| e[k].as_str().unwrap_or_else(|| panic!("{k} not a string")).to_string();

@@ -13,8 +13,9 @@ use rdkafka::config::ClientConfig;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::json;
-use wattgraph_agent::kafka_client::KafkaClient;
-use wattgraph_agent::service_mappings::{self, encode, read_topic, Backend, MappingPublisher, PublisherOptions, Round, ServiceMapping};
+use wattgraph_agent::output::kafka_client::KafkaClient;
+use wattgraph_agent::output::avro::service_mapping::{self as service_mappings, encode, Backend, ServiceMapping};
+use wattgraph_agent::service_mapper::{read_topic, MappingPublisher, PublisherOptions, Round};
 
 const TOPIC: &str = "wattgraph.service-mappings";
 /// More Services than one page (500) of the API server's list.

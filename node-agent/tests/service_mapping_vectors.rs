@@ -4,7 +4,7 @@
 mod common;
 
 use serde_json::Value;
-use wattgraph_agent::service_mappings::{decode_single_object, encode, Backend, ServiceMapping};
+use wattgraph_agent::output::avro::service_mapping::{decode_single_object, encode, Backend, ServiceMapping};
 
 fn to_mapping(e: &Value) -> ServiceMapping {
     let opt = |v: &Value| v.as_str().map(str::to_string);

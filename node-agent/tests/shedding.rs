@@ -11,9 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wattgraph_agent::capture::{CaptureHandle, CaptureOptions};
-use wattgraph_agent::event::{ConnEvent, Kind, Role, KEEP_ONE};
-use wattgraph_agent::shedding::{connection_hash, Control, PolicyKind, ShedCount, ShedMode, ShedOptions, DOMAIN_DEFAULT};
+use wattgraph_agent::capture::connections::{CaptureHandle, CaptureOptions};
+use wattgraph_agent::capture::event::{ConnEvent, Kind, KEEP_ONE};
+use wattgraph_agent::shared::net::Role;
+use wattgraph_agent::capture::shedding::{connection_hash, ShedCount, ShedMode, DOMAIN_DEFAULT};
+use wattgraph_agent::control::shedding::{Control, PolicyKind, ShedController, ShedOptions};
 
 fn start(opts: CaptureOptions) -> Option<CaptureHandle> {
     common::start_capture(opts)
@@ -25,7 +27,7 @@ fn opts(mode: ShedMode, control: Control) -> CaptureOptions {
         snapshot_interval: Duration::from_secs(600),
         ignore_self: false,
         map_entries: 8192,
-        shed: Some(ShedOptions { mode, control, by_cgroup: false, interval: Duration::from_millis(100), min_keep: 0.0 }),
+        shed: Some(ShedController::boxed(ShedOptions { mode, control, by_cgroup: false, interval: Duration::from_millis(100), min_keep: 0.0 }, None)),
         ..Default::default()
     }
 }

@@ -5,8 +5,9 @@ mod common;
 
 
 use serde_json::Value;
-use wattgraph_agent::event::addr16_from_ip;
-use wattgraph_agent::transactions::{decode_single_object, Histogram, RouteRecord, TxnEncoder, TxnRecord, TxnRole};
+use wattgraph_agent::shared::net::addr16_from_ip;
+use wattgraph_agent::capture::connections::transactions::{Histogram, TxnRole};
+use wattgraph_agent::output::avro::transaction::{decode_single_object, RouteRecord, TxnEncoder, TxnRecord};
 
 fn to_record(e: &Value) -> TxnRecord {
     let s = |k: &str| e[k].as_str().unwrap_or_else(|| panic!("{k} not a string")).to_string();
@@ -69,7 +70,7 @@ fn shared_transaction_vectors_encode_and_decode() {
     }, decode_single_object);
 }
 
-/// The kernel's `txn_bucket` (src/bpf/connections.h) compiled natively with the host C
+/// The kernel's `txn_bucket` (src/capture/connections/connections.h) compiled natively with the host C
 /// compiler, against `transactions::bucket_of` over a sweep of the u64 range.
 #[test]
 fn kernel_bucket_function_matches_rust() {
@@ -105,7 +106,7 @@ int main(void) {
         let mut it = line.split(' ');
         let v: u64 = it.next().unwrap().parse().unwrap();
         let b: u32 = it.next().unwrap().parse().unwrap();
-        assert_eq!(b, wattgraph_agent::transactions::bucket_of(v), "kernel vs Rust bucket of {v}");
+        assert_eq!(b, wattgraph_agent::capture::connections::transactions::bucket_of(v), "kernel vs Rust bucket of {v}");
         n += 1;
     }
     assert_eq!(n, vals.len());

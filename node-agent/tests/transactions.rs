@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::netns::NetnsThread;
-use wattgraph_agent::capture::{CaptureHandle, CaptureOptions};
-use wattgraph_agent::event::addr16_from_ip;
-use wattgraph_agent::transactions::{bucket_lower, bucket_of, bucket_upper, ConnTxn, Histogram, TxnEncoder, TxnRecord, TxnRole};
+use wattgraph_agent::capture::connections::{CaptureHandle, CaptureOptions};
+use wattgraph_agent::shared::net::addr16_from_ip;
+use wattgraph_agent::capture::connections::transactions::{bucket_lower, bucket_of, bucket_upper, ConnTxn, Histogram, TxnRole};
+use wattgraph_agent::output::avro::transaction::{TxnEncoder, TxnRecord};
 
 fn start() -> Option<CaptureHandle> {
     start_with(common::transaction_options())
@@ -290,7 +291,7 @@ fn keep_alive_transactions_ipv4_and_ipv6() {
         for r in cl.records.iter().chain(&sv.records) {
             r.fill_record("host-t", 0, &mut rec, &mut key);
             enc.encode(&rec, &mut buf);
-            assert_eq!(wattgraph_agent::transactions::decode_single_object(&buf).unwrap(), rec);
+            assert_eq!(wattgraph_agent::output::avro::transaction::decode_single_object(&buf).unwrap(), rec);
             let port = |p: u16| format!(":{p}");
             assert!(key.contains(&port(ex.client_port)) && key.ends_with(&port(ex.server_port)), "key {key}");
         }
@@ -331,7 +332,7 @@ fn short_connections_one_transaction_each() {
         // Server time >= the 2 ms sleep (recv returned before it, send returned after it).
         // Client RTT >= server time is not asserted per single transaction: timestamps are
         // taken when send/recv return, so a client woken before the server's send returns
-        // can measure a few µs less (see README); the keep-alive test compares percentiles.
+        // can measure a few µs less (node-agent/README.md "Limits"); the keep-alive test compares percentiles.
         let s = sv.merged(TxnRole::Server);
         assert!(s.cells.iter().all(|c| c.0 >= bucket_of(2 * MS)), "server time below 2 ms: {s:?}");
     }
@@ -369,7 +370,7 @@ fn paused_connection(pause: Duration, after: usize) -> (u16, u16) {
 }
 
 /// More closed connections and histogram cells in one drain than one batched map read holds
-/// (capture.rs MAP_BATCH, 4096): every connection's transaction and bytes are reported once.
+/// (capture/connections MAP_BATCH, 4096): every connection's transaction and bytes are reported once.
 /// Connections are told apart by socket cookie, not client port: with net.ipv4.tcp_tw_reuse=2
 /// (the default) loopback connections reuse ports still in TIME_WAIT once they are a second old,
 /// so on a slow run two of these connections can share a client port.
@@ -434,7 +435,7 @@ fn a_close_storm_larger_than_a_map_batch_is_reported_exactly() {
     h.stop();
 }
 
-/// Client port masking (thesis §3.3.1): short connections with fewer transactions than the
+/// Client port masking (PowerThesis §3.3.1): short connections with fewer transactions than the
 /// threshold are merged per process and server port with the client port 0 (exact sums); a
 /// connection with more, or one that lives on past an interval, keeps its own records.
 #[test]

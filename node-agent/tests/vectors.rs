@@ -3,8 +3,9 @@
 mod common;
 
 use serde_json::Value;
-use wattgraph_agent::avro::{decode_single_object, Encoder, OwnedEventRecord};
-use wattgraph_agent::event::{addr16_from_ip, Kind, Role};
+use wattgraph_agent::output::avro::connection::{decode_single_object, Encoder, OwnedEventRecord};
+use wattgraph_agent::capture::event::Kind;
+use wattgraph_agent::shared::net::{addr16_from_ip, Role};
 
 fn to_record(ev: &Value) -> OwnedEventRecord {
     let s = |k: &str| ev[k].as_str().unwrap_or_else(|| panic!("{k} not a string")).to_string();

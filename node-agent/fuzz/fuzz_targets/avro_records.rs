@@ -5,12 +5,14 @@
 //! (run.sh sets libFuzzer's -malloc_limit_mb).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use wattgraph_agent::{avro, budget_avro, cgroup_avro, resource_avro, service_mappings, transactions};
+use wattgraph_agent::output::avro::transaction as transactions;
+use wattgraph_agent::output::avro::{self, budget as budget_avro, cgroup as cgroup_avro, resource as resource_avro};
+use wattgraph_agent::output::avro::service_mapping as service_mappings;
 
 fuzz_target!(|data: &[u8]| {
     let _ = budget_avro::decode_single_object(data);
     let _ = service_mappings::decode_single_object(data);
-    let _ = avro::decode_single_object(data);
+    let _ = avro::connection::decode_single_object(data);
     let _ = transactions::decode_single_object(data);
     let _ = resource_avro::decode_single_object(data);
     let _ = cgroup_avro::decode_single_object(data);

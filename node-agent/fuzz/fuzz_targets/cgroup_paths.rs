@@ -2,8 +2,8 @@
 //! pod identity (`cgroup::identify*`) and the ConnectionEvent container id (`proc_info`).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use wattgraph_agent::cgroup::{identify, identify_proc_cgroup, Identity, HOST_GROUP};
-use wattgraph_agent::proc_info::{container_id_from_cgroup_path, container_id_from_proc_cgroup};
+use wattgraph_agent::identity::cgroup::{identify, identify_proc_cgroup, Identity, HOST_GROUP};
+use wattgraph_agent::identity::proc_info::{container_id_from_cgroup_path, container_id_from_proc_cgroup};
 
 fn hex64(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))

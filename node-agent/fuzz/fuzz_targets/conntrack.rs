@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use wattgraph_agent::conntrack::{for_each_message, End, NatTable};
+use wattgraph_agent::capture::conntrack::{for_each_message, End, NatTable};
 
 const CAPACITY: usize = 4;
 

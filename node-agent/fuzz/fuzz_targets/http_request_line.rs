@@ -1,9 +1,9 @@
-//! The first bytes of a TCP payload, parsed by the kernel's request-line parser (src/bpf/http_route.h,
+//! The first bytes of a TCP payload, parsed by the kernel's request-line parser (src/capture/connections/http_route.h,
 //! compiled natively by build.rs) and named in user space (`HttpRoute::from_kernel`), as
-//! capture.rs does with the kernel's route map. Checks what the BPF side promises.
+//! the capture's transaction drain does with the kernel's route map. Checks what the BPF side promises.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use wattgraph_agent::http_route::{HttpRoute, ROUTE_NONE, ROUTE_OTHER};
+use wattgraph_agent::capture::connections::http_route::{HttpRoute, ROUTE_NONE, ROUTE_OTHER};
 
 extern "C" {
     fn wg_fuzz_http_route_parse(data: *const u8, len: usize, method: *mut u8, truncated: *mut u8, path: *mut u8) -> u64;

@@ -3,7 +3,9 @@
 //! service mapper.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use wattgraph_agent::{pod_metadata, service_mappings};
+use wattgraph_agent::identity::pod_metadata;
+use wattgraph_agent::output::avro::service_mapping::{decode_single_object, encode};
+use wattgraph_agent::service_mapper as service_mappings;
 
 fuzz_target!(|data: &[u8]| {
     let keep = ["app".to_string(), "app.kubernetes.io/name".to_string()];
@@ -16,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(m) = service_mappings::build(&v["services"], &v["slices"]) {
             for (key, mapping) in &m {
                 assert_eq!(key, &mapping.key());
-                assert_eq!(service_mappings::decode_single_object(&service_mappings::encode(mapping)).unwrap(), *mapping);
+                assert_eq!(decode_single_object(&encode(mapping)).unwrap(), *mapping);
             }
         }
     }

@@ -5,8 +5,9 @@
 use std::collections::HashSet;
 
 use libfuzzer_sys::fuzz_target;
-use wattgraph_agent::cgroup_sampler::{parse_into, CgroupStats, Kind};
-use wattgraph_agent::{listening, proc_info, sched};
+use wattgraph_agent::resources::cgroup_sampler::{parse_into, CgroupStats, Kind};
+use wattgraph_agent::capture::sched;
+use wattgraph_agent::identity::{listening, proc_info};
 
 const KINDS: [Kind; 8] =
     [Kind::V2CpuStat, Kind::V2Memory, Kind::V2Io, Kind::V1CpuUsage, Kind::V1CpuStat, Kind::V1Memory, Kind::V1Io, Kind::Pids];

@@ -1,4 +1,4 @@
-/* The kernel's HTTP/1.x request-line parser (src/bpf/http_route.h) as a native function, so the
+/* The kernel's HTTP/1.x request-line parser (src/capture/connections/http_route.h) as a native function, so the
  * fuzz target runs exactly the code the BPF program runs. Same prelude as tests/common/native.rs. */
 typedef unsigned long long __u64;
 typedef unsigned int __u32;

@@ -1,15 +1,15 @@
 //! wattgraph-service-mapper: publishes the cluster's Service virtual addresses and their ready
 //! backends (Services + EndpointSlices from the API server) to the compacted topic the stream
 //! job reads for VIP resolution. One per cluster (k8s/service-mapper.yaml); see
-//! `wattgraph_agent::service_mappings`.
+//! `wattgraph_agent::service_mapper`.
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use wattgraph_agent::kafka_client::KafkaClient;
-use wattgraph_agent::service_mappings::{MappingPublisher, PublisherOptions};
+use wattgraph_agent::output::kafka_client::KafkaClient;
+use wattgraph_agent::service_mapper::{MappingPublisher, PublisherOptions};
 
 const SA_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 /// podName, podNamespace, podLabels of a vector's event (absent: the schema defaults).
-pub fn pod_fields(e: &Value) -> wattgraph_agent::pod_metadata::PodFields {
+pub fn pod_fields(e: &Value) -> wattgraph_agent::identity::pod_metadata::PodFields {
     let os = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_string);
     let mut labels: Vec<(String, String)> = e
         .get("podLabels")
@@ -25,7 +25,7 @@ pub fn pod_fields(e: &Value) -> wattgraph_agent::pod_metadata::PodFields {
         .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().expect("label value").to_string())).collect())
         .unwrap_or_default();
     labels.sort();
-    wattgraph_agent::pod_metadata::PodFields { name: os("podName"), namespace: os("podNamespace"), labels }
+    wattgraph_agent::identity::pod_metadata::PodFields { name: os("podName"), namespace: os("podNamespace"), labels }
 }
 
 pub fn hex(b: &[u8]) -> String {
@@ -80,11 +80,11 @@ pub fn check_vectors<R: PartialEq + Debug>(
 
 /// A vector's optional `nat` object (absent or null = None; addresses as text).
 #[allow(dead_code)]
-pub fn nat_of(v: &serde_json::Value) -> Option<wattgraph_agent::event::NatTuple> {
+pub fn nat_of(v: &serde_json::Value) -> Option<wattgraph_agent::shared::net::NatTuple> {
     let n = v.get("nat").filter(|n| !n.is_null())?;
-    let a = |k: &str| wattgraph_agent::event::addr16_from_ip(n[k].as_str().unwrap_or_else(|| panic!("nat.{k}")).parse().unwrap());
+    let a = |k: &str| wattgraph_agent::shared::net::addr16_from_ip(n[k].as_str().unwrap_or_else(|| panic!("nat.{k}")).parse().unwrap());
     let p = |k: &str| u16::try_from(n[k].as_u64().unwrap_or_else(|| panic!("nat.{k}"))).unwrap();
-    Some(wattgraph_agent::event::NatTuple {
+    Some(wattgraph_agent::shared::net::NatTuple {
         local_addr: a("localAddress"),
         local_port: p("localPort"),
         remote_addr: a("remoteAddress"),
@@ -93,8 +93,8 @@ pub fn nat_of(v: &serde_json::Value) -> Option<wattgraph_agent::event::NatTuple>
 }
 
 /// The BPF capture, or None (said) when it cannot load; under CI=true that is a failure.
-pub fn start_capture(opts: wattgraph_agent::capture::CaptureOptions) -> Option<wattgraph_agent::capture::CaptureHandle> {
-    match wattgraph_agent::capture::spawn(opts) {
+pub fn start_capture(opts: wattgraph_agent::capture::connections::CaptureOptions) -> Option<wattgraph_agent::capture::connections::CaptureHandle> {
+    match wattgraph_agent::capture::connections::spawn(opts) {
         Ok(h) => Some(h),
         Err(e) => {
             if std::env::var("CI").as_deref() == Ok("true") {
@@ -108,8 +108,8 @@ pub fn start_capture(opts: wattgraph_agent::capture::CaptureOptions) -> Option<w
 
 /// Capture options of the transaction tests: snapshots only at close, the test process's own
 /// sockets seen, transactions drained every 100 ms.
-pub fn transaction_options() -> wattgraph_agent::capture::CaptureOptions {
-    wattgraph_agent::capture::CaptureOptions {
+pub fn transaction_options() -> wattgraph_agent::capture::connections::CaptureOptions {
+    wattgraph_agent::capture::connections::CaptureOptions {
         snapshot_bytes: 1 << 30,
         snapshot_interval: std::time::Duration::from_secs(600),
         ignore_self: false,

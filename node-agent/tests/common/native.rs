@@ -1,9 +1,9 @@
-//! Kernel C (src/bpf/*.h) compiled natively with the host C compiler, so tests can run the
+//! Kernel C (src/capture/connections/*.h) compiled natively with the host C compiler, so tests can run the
 //! exact functions the BPF programs run.
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-/// Compiles `main_c` (which may include headers of src/bpf; the __u* types are defined first)
+/// Compiles `main_c` (which may include headers of src/capture/connections; the __u* types are defined first)
 /// into `<CARGO_TARGET_TMPDIR>/<name>/<name>`, once per test process (tests of one file run in
 /// parallel and would otherwise overwrite the binary another one runs). No compiler: panic when
 /// CI=true, else None.
@@ -26,7 +26,7 @@ fn compile_now(name: &str, main_c: &str) -> Option<PathBuf> {
                    typedef unsigned short __u16; typedef unsigned char __u8;\n";
     std::fs::write(&src, format!("{prelude}{main_c}")).unwrap();
     let exe = dir.join(name);
-    let inc = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/bpf");
+    let inc = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/capture/connections");
     let cc = std::process::Command::new("cc").args(["-O2", "-Wall", "-Werror", "-I"]).arg(&inc).arg(&src).arg("-o").arg(&exe).output();
     match cc {
         Ok(o) if o.status.success() => Some(exe),

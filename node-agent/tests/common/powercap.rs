@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use wattgraph_agent::budget_avro::{encode, Policy, PowerBudget};
+use wattgraph_agent::output::avro::budget::{encode, Policy, PowerBudget};
 
 pub const BUDGET_TOPIC: &str = "wattgraph.power-budgets";
 /// Each package zone's long-term limit before any budget.

@@ -39,7 +39,7 @@ class TransactionStatsVectorsTest extends SharedVectorsTest<TransactionStats> {
   @Test
   void bucketSchemeBoundsAndErrorMatchTheAgent() {
     int s = 7;
-    // Same points as the agent's unit tests (node-agent/src/transactions.rs).
+    // Same points as the agent's unit tests (node-agent/src/capture/connections/transactions.rs).
     assertEquals(255, TransactionHistograms.bucketOf(255, s));
     assertEquals(256, TransactionHistograms.bucketOf(257, s));
     assertEquals(4_980_736L, TransactionHistograms.lowerBound(TransactionHistograms.bucketOf(5_000_000, s), s));

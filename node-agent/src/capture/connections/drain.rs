@@ -1,0 +1,355 @@
+//! Transaction draining: the kernel's cumulative histograms and totals turned into one
+//! `ConnTxn` per connection per interval.
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use libbpf_rs::{MapCore, MapFlags};
+
+use super::http_route::{HttpRoute, RouteNames, ROUTE_NONE};
+use super::mask::{merge_masked, MaskKey};
+use super::skel::*;
+use super::txn_maps::{TxnCell, TxnTotals, TXN_CLIENT_RTT};
+use super::{read_pod, CaptureStats, MAP_BATCH};
+use crate::capture::conntrack::NatTable;
+use crate::capture::connections::transactions::{ConnTxn, Histogram, RouteTxn, TxnRole};
+use crate::capture::map_batch::BatchReader;
+use crate::shared::clock::boot_time_ns;
+
+/// Reads the kernel's cumulative transaction maps without stopping the writers and turns
+/// them into per-interval differences (exact: the kernel only adds). Live sockets' totals
+/// and identity come from the socket map, closed ones' from `txn_conns`; a closed socket's
+/// cells and entry are deleted after their final reading (the kernel no longer writes them),
+/// and so are cells whose socket is in neither map at two readings in a row (LRU-evicted).
+pub(super) struct TxnDrain {
+    pub(super) last_ns: u64,
+    pub(super) drains: u64,
+    pub(super) prev_conn: HashMap<u64, (u64, u64, u64)>,
+    pub(super) prev_hist: HashMap<TxnCell, u64>,
+    /// Cookies found in neither map at the previous check.
+    pub(super) missing: HashSet<u64>,
+    pub(super) routes: RouteNames,
+    /// Closed sockets of this drain (read and deleted in batches), by cookie.
+    pub(super) closed: Vec<(u64, TxnTotals)>,
+    /// How many the previous drain had (to give a storm's buffer back).
+    pub(super) closed_peak: usize,
+    pub(super) cells: Vec<(TxnCell, u64)>,
+    /// Keys (TxnCell::key_bytes) of cells to delete at the end of the drain, in one batch.
+    pub(super) dead_cells: Vec<u8>,
+    /// `CaptureOptions::mask_client_port_below`, and the lifetime below which a connection
+    /// counts as short (the drain interval).
+    pub(super) mask_below: u64,
+    pub(super) mask_age_ns: u64,
+    /// Live sockets whose first transactions are held back one interval (they may turn out
+    /// short-lived), with the start of the interval they were first seen in.
+    pub(super) held: HashMap<u64, u64>,
+    /// This drain's masked records, merged.
+    pub(super) masked: HashMap<MaskKey, ConnTxn>,
+    pub(super) reader: BatchReader,
+    /// `CaptureOptions::http_route_idle` (0 = never), when routes were last pruned, and
+    /// reused buffers for it.
+    pub(super) route_idle_ns: u64,
+    pub(super) last_route_prune_ns: u64,
+    pub(super) route_keys: Vec<u64>,
+    pub(super) route_prunes: Vec<u64>,
+}
+
+/// Quiet sockets (no new cells) are checked for disappearance every this many drains.
+pub(super) const TXN_GONE_CHECK_EVERY: u64 = 16;
+
+impl TxnDrain {
+    pub(super) fn new(now: u64, mask_below: u64, mask_age: Duration, route_idle: Duration) -> TxnDrain {
+        TxnDrain {
+            last_ns: now,
+            drains: 0,
+            prev_conn: HashMap::new(),
+            prev_hist: HashMap::new(),
+            missing: HashSet::new(),
+            routes: RouteNames::default(),
+            closed: Vec::new(),
+            closed_peak: 0,
+            cells: Vec::new(),
+            dead_cells: Vec::new(),
+            mask_below,
+            mask_age_ns: mask_age.as_nanos() as u64,
+            held: HashMap::new(),
+            masked: HashMap::new(),
+            reader: BatchReader::default(),
+            route_idle_ns: route_idle.as_nanos() as u64,
+            last_route_prune_ns: now,
+            route_keys: Vec::new(),
+            route_prunes: Vec::new(),
+        }
+    }
+
+    /// `last`: the final drain at stop, which holds nothing back.
+    pub(super) fn drain(&mut self, skel: &ConnectionsSkel<'_>, tx: &SyncSender<ConnTxn>, stop: &AtomicBool, stats: &CaptureStats, nat: &NatTable, last: bool) {
+        let now = boot_time_ns();
+        self.drains += 1;
+        let check_quiet = self.drains.is_multiple_of(TXN_GONE_CHECK_EVERY);
+        // Reused buffers (taken out so `process` may borrow self): no allocation per socket.
+        let (mut closed, mut cells) = (std::mem::take(&mut self.closed), std::mem::take(&mut self.cells));
+        // 1. Closed sockets first: their entry is written after their last cell, so the
+        //    cells read next are complete. Read and deleted in batches (one syscall per
+        //    MAP_BATCH entries): the kernel writes an entry once, at close. At most the map's
+        //    size is held (about 120 bytes each); the buffer shrinks back after a close storm.
+        let cmap = &skel.maps.txn_conns;
+        closed.clear();
+        if closed.capacity() > 16384 && closed.capacity() / 4 > self.closed_peak {
+            closed.shrink_to(self.closed_peak * 2);
+        }
+        let read = self.reader.for_each(cmap, MAP_BATCH, true, |k, v| {
+            if let (Some(cookie), Some(t)) = (read_pod::<u64>(k), TxnTotals::closed(v)) {
+                closed.push((cookie, t));
+            }
+        });
+        if let Err(e) = read {
+            log::warn!("reading closed transaction entries: {e}");
+        }
+        self.closed_peak = closed.len();
+        closed.sort_unstable_by_key(|c| c.0);
+        // 2. Histogram cells (cumulative counts), grouped by socket (sorted by cookie).
+        let hmap = &skel.maps.txn_hist;
+        cells.clear();
+        let read = self.reader.for_each(hmap, MAP_BATCH, false, |k, v| {
+            if let (Some(c), Some(n)) = (TxnCell::from_key(k), read_pod::<u64>(v)) {
+                cells.push((c, n));
+            }
+        });
+        if let Err(e) = read {
+            log::warn!("reading transaction histograms: {e}");
+        }
+        cells.sort_unstable_by_key(|(c, _)| c.cookie);
+        // 3. One record per socket with new transactions (or that closed): a merge of the two
+        //    sorted lists.
+        let mut missing = HashSet::new();
+        let (mut i, mut k) = (0, 0);
+        while i < cells.len() || k < closed.len() {
+            let cell_cookie = cells.get(i).map(|c| c.0.cookie);
+            let closed_cookie = closed.get(k).map(|c| c.0);
+            let cookie = match (cell_cookie, closed_cookie) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+                (None, None) => break,
+            };
+            let mut j = i;
+            while j < cells.len() && cells[j].0.cookie == cookie {
+                j += 1;
+            }
+            let totals = if closed_cookie == Some(cookie) {
+                k += 1;
+                Some(closed[k - 1].1)
+            } else {
+                None
+            };
+            self.process(skel, cookie, &cells[i..j], totals, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
+            i = j;
+        }
+        for (_, rec) in self.masked.drain() {
+            stats.txn_masked_connections.fetch_add(rec.connections, Ordering::Relaxed);
+            stats.txn_records.fetch_add(1, Ordering::Relaxed);
+            send_blocking(tx, rec, stop);
+        }
+        self.delete_dead_cells(hmap);
+        // A few times per idle period: enough to free a route within 1.25 idle periods.
+        if self.route_idle_ns > 0 && now.saturating_sub(self.last_route_prune_ns) >= self.route_idle_ns / 4 {
+            self.prune_routes(skel, now, stats);
+        }
+        self.missing = missing;
+        self.last_ns = now;
+        (self.closed, self.cells) = (closed, cells);
+    }
+
+    /// Deletes routes nobody used for an idle period from the kernel's table, which new routes
+    /// can then take (a full table files them under OTHER).
+    pub(super) fn prune_routes(&mut self, skel: &ConnectionsSkel<'_>, now: u64, stats: &CaptureStats) {
+        self.last_route_prune_ns = now;
+        let rmap = &skel.maps.http_routes;
+        self.route_keys.clear();
+        let keys = &mut self.route_keys;
+        if let Err(e) = self.reader.for_each(rmap, MAP_BATCH, false, |k, _| keys.extend(read_pod::<u64>(k))) {
+            // A partial list would restart the idle clocks of the routes it missed.
+            log::debug!("route table not read, prune skipped: {e}");
+            return;
+        }
+        self.route_prunes.clear();
+        self.routes.prune(now, self.route_idle_ns, &self.route_keys, &mut self.route_prunes);
+        for id in &self.route_prunes {
+            match rmap.delete(&id.to_ne_bytes()) {
+                Ok(()) => {
+                    stats.http_routes_pruned.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => log::debug!("pruning route {id:#x}: {e}"),
+            }
+        }
+        stats.http_routes.store(self.routes.len() as u64, Ordering::Relaxed);
+    }
+
+    /// A socket the kernel no longer writes: its cells go at the end of the drain, its
+    /// previous readings now.
+    pub(super) fn forget(&mut self, cookie: u64, cells: &[(TxnCell, u64)]) {
+        for (cell, _) in cells {
+            self.dead_cells.extend_from_slice(&cell.key_bytes());
+            self.prev_hist.remove(cell);
+        }
+        self.prev_conn.remove(&cookie);
+    }
+
+    /// Deletes the cells of closed and vanished sockets, in batches.
+    pub(super) fn delete_dead_cells(&mut self, hmap: &impl MapCore) {
+        for chunk in self.dead_cells.chunks(TxnCell::SIZE * MAP_BATCH as usize) {
+            let n = (chunk.len() / TxnCell::SIZE) as u32;
+            if hmap.delete_batch(chunk, n, MapFlags::ANY, MapFlags::ANY).is_err() {
+                // Stopped at a key it could not delete: the rest one by one.
+                for k in chunk.chunks_exact(TxnCell::SIZE) {
+                    let _ = hmap.delete(k);
+                }
+            }
+        }
+        self.dead_cells.clear();
+    }
+
+    /// The record of one socket from its cells (and its final totals if it closed).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn process(
+        &mut self,
+        skel: &ConnectionsSkel<'_>,
+        cookie: u64,
+        cells: &[(TxnCell, u64)],
+        closed: Option<TxnTotals>,
+        check_quiet: bool,
+        now: u64,
+        last: bool,
+        missing: &mut HashSet<u64>,
+        tx: &SyncSender<ConnTxn>,
+        stop: &AtomicBool,
+        stats: &CaptureStats,
+        nat: &NatTable,
+    ) {
+        let changed = cells.iter().any(|(c, n)| self.prev_hist.get(c).copied().unwrap_or(0) != *n);
+        let totals = match closed {
+            Some(t) => Some(t),
+            None if changed || check_quiet || self.missing.contains(&cookie) => TxnTotals::live(skel, cookie, now),
+            None => return, // quiet live socket
+        };
+        let Some(t) = totals else {
+            // In neither map: closed between our reads (its entry shows up next time),
+            // or evicted. Forget it only when it is still missing next time.
+            if self.missing.contains(&cookie) {
+                self.forget(cookie, cells);
+                self.held.remove(&cookie);
+            } else {
+                missing.insert(cookie);
+            }
+            return;
+        };
+        // Client port masking. Short = fewer than `mask_below` transactions and younger than
+        // `mask_age_ns` (handshake to close, kernel clock): both ends of a connection agree on
+        // that at its close, so both mask it or neither does. A short live socket is held back
+        // (its cells stay unread); once it is no longer short it is reported as itself, with
+        // everything held.
+        let short = self.mask_below > 0 && t.count < self.mask_below && t.age_ns < self.mask_age_ns;
+        let held_since = self.held.remove(&cookie);
+        if short && !t.closed && !last {
+            self.held.insert(cookie, held_since.unwrap_or(self.last_ns));
+            return;
+        }
+        let mask = short && t.closed;
+        let (mut client_rtt, mut server_time) = (Histogram::default(), Histogram::default());
+        let mut routes: Vec<(u64, Histogram)> = Vec::new();
+        for (cell, n) in cells {
+            let prev = self.prev_hist.insert(*cell, *n).unwrap_or(0);
+            let d = n.saturating_sub(prev);
+            if d == 0 {
+                continue;
+            }
+            if cell.kind == TXN_CLIENT_RTT { &mut client_rtt } else { &mut server_time }.add(cell.bucket as u32, d);
+            if cell.route != ROUTE_NONE {
+                match routes.iter_mut().find(|(r, _)| *r == cell.route) {
+                    Some((_, h)) => h.add(cell.bucket as u32, d),
+                    None => {
+                        let mut h = Histogram::default();
+                        h.add(cell.bucket as u32, d);
+                        routes.push((cell.route, h));
+                    }
+                }
+            }
+        }
+        routes.sort_unstable_by_key(|(r, _)| *r);
+        let rmap = &skel.maps.http_routes;
+        let routes = routes
+            .into_iter()
+            .map(|(id, latency)| {
+                let route = self
+                    .routes
+                    .get(id, now, |id| {
+                        let v = rmap.lookup(&id.to_ne_bytes(), MapFlags::ANY).ok()??;
+                        let r: types::http_route = read_pod(&v)?;
+                        HttpRoute::from_kernel(r.method, &r.path.map(|c| c as u8), r.truncated)
+                    })
+                    // Not in the map (only a request under way for over two idle periods, its
+                    // route pruned meanwhile): still counted.
+                    .unwrap_or_else(|| Arc::new(HttpRoute::other()));
+                RouteTxn { route, latency }
+            })
+            .collect();
+        stats.http_routes.store(self.routes.len() as u64, Ordering::Relaxed);
+        let (pc, preq, presp) = self.prev_conn.insert(cookie, (t.count, t.req, t.resp)).unwrap_or((0, 0, 0));
+        let dcount = t.count.saturating_sub(pc);
+        if t.closed {
+            // Its txn_conns entry was deleted when read.
+            self.forget(cookie, cells);
+        } else if dcount == 0 && client_rtt.is_empty() && server_time.is_empty() {
+            return;
+        }
+        let rec = ConnTxn {
+            interval_start_boot_ns: held_since.unwrap_or(self.last_ns),
+            interval_end_boot_ns: now,
+            role: if t.role == 0 { TxnRole::Client } else { TxnRole::Server },
+            cookie,
+            proc_start_ns: t.proc_start_ns,
+            cgroup_id: t.cgroup_id,
+            tgid: t.tgid,
+            netns: t.netns,
+            local_addr: t.laddr,
+            local_port: t.lport,
+            remote_addr: t.raddr,
+            remote_port: t.rport,
+            comm: t.comm,
+            closed: t.closed,
+            connections: 1,
+            transactions: dcount,
+            request_bytes: t.req.saturating_sub(preq),
+            response_bytes: t.resp.saturating_sub(presp),
+            client_rtt,
+            server_time,
+            routes,
+            // Looked up before masking: short connections merge per translated destination.
+            nat: if t.role == 0 { nat.lookup((t.laddr, t.lport), (t.raddr, t.rport)) } else { None },
+        };
+        if mask {
+            merge_masked(&mut self.masked, rec);
+            return;
+        }
+        stats.txn_records.fetch_add(1, Ordering::Relaxed);
+        send_blocking(tx, rec, stop);
+    }
+}
+
+pub(super) fn send_blocking<T>(tx: &SyncSender<T>, mut v: T, stop: &AtomicBool) {
+    loop {
+        match tx.try_send(v) {
+            Ok(()) | Err(TrySendError::Disconnected(_)) => return,
+            Err(TrySendError::Full(back)) => {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                v = back;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+}

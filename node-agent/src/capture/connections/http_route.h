@@ -1,0 +1,233 @@
+/* Plain-text HTTP/1.x request line -> bounded route (method + normalised path) and its id.
+ * Pure code over a byte buffer, compiled into the BPF program and natively into the agent's
+ * tests (tests/http_route.rs), so what the kernel computes is what the tests check.
+ * Mirrored in http_route.rs (names of the methods, layout of struct http_route). */
+#ifndef WATTGRAPH_HTTP_ROUTE_H
+#define WATTGRAPH_HTTP_ROUTE_H
+
+#define HTTP_PEEK 128     /* request bytes looked at (power of two: indexes are masked) */
+#define HTTP_PATH_MAX 64  /* path bytes kept, NUL included (power of two) */
+/* Route ids: FNV-1a of method and path; these two values are never a hash. */
+#define ROUTE_NONE 0ULL   /* not an HTTP/1.x request (or not parsed) */
+#define ROUTE_OTHER 1ULL  /* the route table was full */
+
+enum http_method { HTTP_NONE = 0, HTTP_GET = 1, HTTP_POST = 2, HTTP_PUT = 3, HTTP_DELETE = 4,
+		   HTTP_HEAD = 5, HTTP_PATCH = 6, HTTP_OPTIONS = 7, HTTP_CONNECT = 8, HTTP_TRACE = 9 };
+
+struct http_route {
+	char path[HTTP_PATH_MAX];
+	__u8 method;      /* enum http_method */
+	__u8 truncated;   /* path cut at HTTP_PATH_MAX - 1, or the line did not end in the bytes read */
+	__u8 _pad[6];
+};
+
+/* Working state of one parse (kept in a per-CPU map by the BPF program). */
+struct http_parse {
+	/* Only the first HTTP_PEEK bytes are parsed; twice that so that a read of up to HTTP_PEEK
+	 * bytes at any offset below HTTP_PEEK fits (the verifier bounds offset and size apart). */
+	char raw[2 * HTTP_PEEK];
+	struct http_route r;
+	__u64 hash;
+	__u32 n;          /* valid bytes in raw */
+	__u32 off;        /* index in raw of the first path byte */
+	__u32 j;          /* path bytes written */
+	__u32 seg;        /* index in path of the current segment's first byte */
+	__u8 digits;      /* the current segment is decimal digits only (so far) */
+	__u8 hex;         /* ... hex digits and '-' only */
+	__u8 has_digit;
+	__u8 ended;       /* the path ended inside the bytes read */
+	__u8 bad;         /* a byte no request line has there */
+	__u8 rewound;     /* a segment became "{id}": bytes past j may be left */
+	__u8 _pad[2];
+};
+
+#ifdef __bpf__
+#define HTTP_LOOP(n, cb, ctx) bpf_loop((n), (cb), (ctx), 0)
+#else
+#define HTTP_LOOP(n, cb, ctx) \
+	do { for (__u32 _i = 0; _i < (n); _i++) if ((cb)(_i, (ctx))) break; } while (0)
+#endif
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+/* v & mask, the mask kept: after a bounds check the compiler would drop it and index with an
+ * unmasked copy, which the verifier rejects. */
+static __always_inline __u32 http_idx(__u32 v, __u32 mask)
+{
+#ifdef __bpf__
+	asm volatile("" : "+r"(v));
+#endif
+	return v & mask;
+}
+#define PATH_AT(p, x) ((p)->r.path[http_idx((x), HTTP_PATH_MAX - 1)])
+
+static __always_inline int http_lit(const char *b, __u32 n, const char *lit, __u32 len)
+{
+	if (n < len + 1)
+		return 0;
+	for (__u32 i = 0; i < len; i++)
+		if (b[i] != lit[i])
+			return 0;
+	return 1;
+}
+
+/* Method and the offset of the request target, or HTTP_NONE. */
+static __always_inline __u8 http_method_of(const char *b, __u32 n, __u32 *off)
+{
+	switch (b[0]) {
+	case 'G':
+		if (http_lit(b, n, "GET ", 4)) { *off = 4; return HTTP_GET; }
+		break;
+	case 'P':
+		if (http_lit(b, n, "POST ", 5)) { *off = 5; return HTTP_POST; }
+		if (http_lit(b, n, "PUT ", 4)) { *off = 4; return HTTP_PUT; }
+		if (http_lit(b, n, "PATCH ", 6)) { *off = 6; return HTTP_PATCH; }
+		break;
+	case 'D':
+		if (http_lit(b, n, "DELETE ", 7)) { *off = 7; return HTTP_DELETE; }
+		break;
+	case 'H':
+		if (http_lit(b, n, "HEAD ", 5)) { *off = 5; return HTTP_HEAD; }
+		break;
+	case 'O':
+		if (http_lit(b, n, "OPTIONS ", 8)) { *off = 8; return HTTP_OPTIONS; }
+		break;
+	case 'C':
+		if (http_lit(b, n, "CONNECT ", 8)) { *off = 8; return HTTP_CONNECT; }
+		break;
+	case 'T':
+		if (http_lit(b, n, "TRACE ", 6)) { *off = 6; return HTTP_TRACE; }
+		break;
+	}
+	return HTTP_NONE;
+}
+
+/* Ends the current segment: an id-like one becomes "{id}". */
+static __always_inline void http_close_segment(struct http_parse *p)
+{
+	__u32 len = p->j - p->seg;
+	if (!len || p->seg >= HTTP_PATH_MAX)
+		return;
+	if (!(p->digits || (p->hex && p->has_digit && len >= 8)))
+		return;
+	p->rewound = 1;
+	if (p->seg + 4 > HTTP_PATH_MAX - 1) {
+		p->j = p->seg; /* no room for the placeholder */
+		p->r.truncated = 1;
+		return;
+	}
+	PATH_AT(p, p->seg) = '{';
+	PATH_AT(p, p->seg + 1) = 'i';
+	PATH_AT(p, p->seg + 2) = 'd';
+	PATH_AT(p, p->seg + 3) = '}';
+	p->j = p->seg + 4;
+}
+
+/* bpf_loop wants its context on the stack: it holds the pointer to the per-CPU state. */
+struct http_loop_ctx {
+	struct http_parse *p;
+};
+
+/* One byte of the request target. Returns 1 to stop. */
+static long http_path_step(__u32 k, void *ctx)
+{
+	struct http_parse *p = ((struct http_loop_ctx *)ctx)->p;
+	__u32 i = p->off + k;
+	if (i >= p->n || i >= HTTP_PEEK)
+		return 1;
+	char c = p->raw[http_idx(i, HTTP_PEEK - 1)];
+	int end = c == ' ' || c == '?' || c == '#' || c == '\r' || c == '\n';
+	if (end || c == '/') {
+		http_close_segment(p);
+		if (end) {
+			p->ended = 1;
+			return 1;
+		}
+	} else if (c < 0x21 || c > 0x7e) {
+		p->bad = 1; /* binary or TLS, not a request line */
+		return 1;
+	}
+	if (p->j >= HTTP_PATH_MAX - 1) {
+		p->r.truncated = 1;
+		return 1;
+	}
+	PATH_AT(p, p->j) = c;
+	p->j++;
+	if (c == '/') {
+		p->seg = p->j;
+		p->digits = 1;
+		p->hex = 1;
+		p->has_digit = 0;
+		return 0;
+	}
+	int d = c >= '0' && c <= '9';
+	int h = d || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == '-';
+	p->digits &= d;
+	p->hex &= h;
+	p->has_digit |= d;
+	return 0;
+}
+
+/* Clears path byte j + k (bytes past the path; only a rewind to "{id}" left any). Stops at the
+ * first NUL: everything after it was never written in this parse. */
+static long http_clear_step(__u32 k, void *ctx)
+{
+	struct http_parse *p = ((struct http_loop_ctx *)ctx)->p;
+	__u32 i = p->j + k;
+	if (i >= HTTP_PATH_MAX || !PATH_AT(p, i))
+		return 1;
+	PATH_AT(p, i) = 0;
+	return 0;
+}
+
+/* Hashes the path's bytes into the route id (FNV-1a, 64 bit). */
+static long http_hash_step(__u32 k, void *ctx)
+{
+	struct http_parse *p = ((struct http_loop_ctx *)ctx)->p;
+	if (k >= HTTP_PATH_MAX)
+		return 1;
+	p->hash = (p->hash ^ (__u8)PATH_AT(p, k)) * 0x100000001b3ULL;
+	return 0;
+}
+
+/* Parses p->raw[0..p->n): fills p->r and returns the route id, or ROUTE_NONE. */
+static __always_inline __u64 http_route_parse(struct http_parse *p)
+{
+	__u32 off = 0;
+	/* Constant size: eight stores, no loop; the tail stays NUL (the map value is the name). */
+	__builtin_memset(p->r.path, 0, HTTP_PATH_MAX);
+	p->r.truncated = 0;
+	p->r.method = http_method_of(p->raw, p->n, &off);
+	if (p->r.method == HTTP_NONE)
+		return ROUTE_NONE;
+	p->off = off;
+	p->j = 0;
+	p->seg = 0;
+	p->digits = 1;
+	p->hex = 1;
+	p->has_digit = 0;
+	p->ended = 0;
+	p->bad = 0;
+	p->rewound = 0;
+	struct http_loop_ctx c = { .p = p };
+	HTTP_LOOP(HTTP_PEEK, http_path_step, &c);
+	if (p->bad)
+		return ROUTE_NONE;
+	if (!p->ended) {
+		http_close_segment(p); /* the bytes ran out inside the path */
+		p->r.truncated = 1;
+	}
+	if (!p->j)
+		return ROUTE_NONE;
+	p->hash = 0xcbf29ce484222325ULL ^ p->r.method;
+	/* A rewind to "{id}" leaves bytes past j: clear them (at most the segment it replaced). */
+	if (p->rewound)
+		HTTP_LOOP(HTTP_PATH_MAX - p->j, http_clear_step, &c);
+	HTTP_LOOP(p->j, http_hash_step, &c);
+	__u64 h = p->hash ^ p->r.truncated;
+	return h <= ROUTE_OTHER ? h + 2 : h;
+}
+
+#endif

@@ -1,0 +1,157 @@
+//! The capture thread: owns the BPF skeleton (not Send) and runs every job on it in one loop.
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use libbpf_rs::RingBufferBuilder;
+
+use super::dispatch::{open_nat, Dispatcher, Shedder};
+use super::drain::TxnDrain;
+use super::load::load_and_attach;
+use super::ring::{decode_proc_args, decode_raw};
+use super::shed::{shed_command, shed_tick, ShedClock};
+use super::stats::read_stats;
+use super::sweep::sweep;
+use super::{CaptureOptions, CaptureStats, ShedCmd};
+use crate::capture::bpf::{bpf_err, CaptureError};
+use crate::capture::event::ConnEvent;
+use crate::capture::map_batch::BatchReader;
+use crate::capture::connections::transactions::ConnTxn;
+use crate::capture::shedding::{ShedMode, UserShed};
+use crate::identity::proc_info::KernelCmdlines;
+use crate::shared::clock::boot_time_ns;
+
+pub(super) fn run(
+    mut opts: CaptureOptions,
+    inodes: Vec<u32>,
+    tx: SyncSender<ConnEvent>,
+    txn_tx: SyncSender<ConnTxn>,
+    stop: Arc<AtomicBool>,
+    stats: Arc<CaptureStats>,
+    cmdlines: Arc<KernelCmdlines>,
+    ready: SyncSender<Result<Vec<String>, CaptureError>>,
+    shed_rx: Receiver<ShedCmd>,
+) {
+    let mut storage = MaybeUninit::uninit();
+    let (skel, attached) = match load_and_attach(&opts, &inodes, &mut storage) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let shed_every = opts.shed.as_ref().map(|c| c.interval().max(Duration::from_millis(10)));
+    let shed = opts.shed.take().filter(|c| c.mode() != ShedMode::Off).map(|ctrl| {
+        let user = (ctrl.mode() == ShedMode::User).then(UserShed::default);
+        Shedder { user, ctrl, opened_read: 0 }
+    });
+    let nat = open_nat(&opts, &stats);
+    let disp = RefCell::new(Dispatcher {
+        tx,
+        stop: stop.clone(),
+        stats: stats.clone(),
+        last: HashMap::new(),
+        shed,
+        nat,
+        listening: crate::identity::listening::Listening::new("/proc"),
+        decided: HashMap::new(),
+    });
+    let mut rb = RingBufferBuilder::new();
+    // Rings are read in the order added: a process's command line, written before its first
+    // event, is in place before that event is delivered.
+    if let Err(e) = rb.add(&skel.maps.proc_args_ring, |data: &[u8]| {
+        decode_proc_args(data, &cmdlines);
+        0
+    }) {
+        let _ = ready.send(Err(bpf_err("ring buffer", e)));
+        return;
+    }
+    if let Err(e) = rb.add(&skel.maps.events, |data: &[u8]| {
+        if let Some(ev) = decode_raw(data) {
+            disp.borrow_mut().dispatch(ev);
+        }
+        0
+    }) {
+        let _ = ready.send(Err(bpf_err("ring buffer", e)));
+        return;
+    }
+    let ring = match rb.build() {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = ready.send(Err(bpf_err("ring buffer", e)));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(attached));
+
+    let sweep_every = opts.snapshot_interval;
+    let poll_timeout = sweep_every.min(EVENT_POLL);
+    let mut next_sweep = Instant::now() + sweep_every;
+    let (mut swept, mut sweep_reader) = (HashSet::new(), BatchReader::default());
+    let mut next_stats = Instant::now();
+    let mut txn = TxnDrain::new(boot_time_ns(), opts.mask_client_port_below, opts.transaction_interval.unwrap_or_default(), opts.http_route_idle);
+    let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + d);
+    let mut shed_clock = ShedClock::new(shed_every);
+    if let Some(sh) = disp.borrow_mut().shed.as_mut() {
+        sh.ctrl.utilization(crate::shared::process::self_cpu_seconds(), 0.0);
+    }
+    while !stop.load(Ordering::Relaxed) {
+        while let Ok(cmd) = shed_rx.try_recv() {
+            shed_command(&skel, &disp, cmd);
+        }
+        if shed_clock.due() {
+            let _ = ring.consume();
+            shed_tick(&skel, &disp, &stats, &mut shed_clock);
+        }
+        if let Err(e) = ring.poll(poll_timeout) {
+            if e.kind() != libbpf_rs::ErrorKind::Interrupted {
+                log::warn!("ring buffer poll: {e}");
+            }
+        }
+        // The kernel wakes this thread only once EVENTS_WAKEUP_BYTES wait (connections.bpf.c),
+        // and poll reads only rings that woke it: what arrived below that is read here.
+        let _ = ring.consume();
+        let now = Instant::now();
+        if now >= next_sweep {
+            sweep(&skel, &disp, &stats, sweep_every, &mut swept, &mut sweep_reader);
+            next_sweep = now + sweep_every;
+        }
+        if let (Some(at), Some(every)) = (next_txn, opts.transaction_interval) {
+            if now >= at {
+                txn.drain(&skel, &txn_tx, &stop, &stats, &disp.borrow().nat, false);
+                next_txn = Some(at + every.max(Duration::from_millis(10)));
+                if next_txn.is_some_and(|t| t < now) {
+                    next_txn = Some(now + every);
+                }
+            }
+        }
+        if now >= next_stats {
+            let mut d = disp.borrow_mut();
+            if d.nat.is_reading() {
+                // DESTROY events arrive without any lookup to read them.
+                d.nat.read_events();
+                d.nat.expire(boot_time_ns());
+            }
+            drop(d);
+            read_stats(&skel, &stats);
+            next_stats = now + Duration::from_secs(1);
+        }
+    }
+    let _ = ring.consume();
+    if opts.transaction_interval.is_some() {
+        // Final drain; nobody may be reading any more, so a full channel drops the rest.
+        txn.drain(&skel, &txn_tx, &AtomicBool::new(true), &stats, &disp.borrow().nat, true);
+    }
+    read_stats(&skel, &stats);
+    // skel dropped here: links detached, maps freed.
+}
+
+/// How often the capture thread reads the event ring when the kernel did not wake it (it does
+/// only past EVENTS_WAKEUP_BYTES, connections.bpf.c): the most an event waits. Short, because the
+/// pipeline reads a process's cmdline from /proc at its first event, and a short-lived process
+/// can be gone soon after; 50 timer wakeups per second cost far less than one per event.
+pub(super) const EVENT_POLL: Duration = Duration::from_millis(20);

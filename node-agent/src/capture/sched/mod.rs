@@ -1,0 +1,282 @@
+//! The sched programs (sched.bpf.c on `sched:sched_switch` / `sched:sched_process_exec`): on-CPU
+//! ns (and HT-weighted cycles where hardware counters exist) per thread, aggregated in the kernel
+//! as cumulative counters that only the CPU a thread leaves writes. This loads them and reads
+//! their maps while they run; `resources::cpu` turns the readings into per-process figures.
+//!
+//! Reading is allocation-free once the tables have grown: raw `bpf_map_get_next_key` /
+//! `bpf_map_lookup_elem` into stack buffers, exit records drained from a ring buffer into
+//! a reused vector.
+use std::mem::{size_of, MaybeUninit};
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::PathBuf;
+
+use libbpf_rs::libbpf_sys;
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags};
+
+use crate::capture::bpf::{bpf_err, CaptureError};
+
+mod counters;
+mod topology;
+
+pub use counters::{open_hw_counters, weighted_cycles, HwCounters};
+pub use topology::{parse_cpu_list, read_topology, CpuTopo, MAX_CPUS};
+
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/sched.skel.rs"));
+}
+use skel::*;
+
+pub const MAX_SOCKETS: usize = 4;
+const NO_SIBLING: u32 = u32::MAX;
+
+/// Tracepoints the CPU programs attach to (tp_btf).
+pub const TRACEPOINTS: [&str; 2] = ["sched:sched_switch", "sched:sched_process_exec"];
+
+pub type ThreadStat = types::thread_stat;
+const _: () = assert!(size_of::<ThreadStat>() == 152);
+const _: () = assert!(size_of::<types::cpu_state>() == 72);
+
+// ---------------------------------------------------------------- topology
+
+#[derive(Debug, Clone)]
+pub struct SchedOptions {
+    pub thread_entries: u32,
+    /// HT_r of PowerThesis Eq. 3.1 (e.g. 1.1 for Sandy/Ivy Bridge).
+    pub ht_ratio: f64,
+    /// Try hardware counters (perf_event_open); on failure on-CPU time is the weight.
+    pub use_counters: bool,
+    pub sys_cpu_root: PathBuf,
+}
+
+impl Default for SchedOptions {
+    fn default() -> Self {
+        SchedOptions {
+            thread_entries: 32768,
+            ht_ratio: 1.1,
+            use_counters: true,
+            sys_cpu_root: "/sys/devices/system/cpu".into(),
+        }
+    }
+}
+
+/// The kernel's counters (`enum sched_stat_idx` in sched.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedStat {
+    Switches = 0,
+    Exits = 1,
+    RingbufDrops = 2,
+    MapFull = 3,
+    /// Entries added to and deleted from the thread map.
+    Inserts = 4,
+    Deletes = 5,
+}
+
+struct ExitRing {
+    rb: *mut libbpf_sys::ring_buffer,
+    sink: *mut Vec<ThreadStat>,
+}
+
+unsafe extern "C" fn on_exit_record(ctx: *mut libc::c_void, data: *mut libc::c_void, size: libbpf_sys::size_t) -> i32 {
+    if (size as usize) >= size_of::<ThreadStat>() {
+        let sink = &mut *(ctx as *mut Vec<ThreadStat>);
+        sink.push(std::ptr::read_unaligned(data as *const ThreadStat));
+    }
+    0
+}
+
+impl Drop for ExitRing {
+    fn drop(&mut self) {
+        unsafe {
+            libbpf_sys::ring_buffer__free(self.rb);
+            drop(Box::from_raw(self.sink));
+        }
+    }
+}
+
+/// Loaded and attached sched programs. Not Send (the skeleton is not): create and use them on
+/// one thread.
+pub struct SchedPrograms {
+    skel: SchedSkel<'static>,
+    ring: ExitRing,
+    _hw: Option<HwCounters>,
+    /// Why hardware counters are not used (None = they are).
+    pub counters_absent: Option<String>,
+    /// Why cache references and misses are not counted, or None when they are.
+    pub cache_absent: Option<String>,
+    ncpus: usize,
+    topo: Vec<CpuTopo>,
+}
+
+impl SchedPrograms {
+        pub fn load(opts: &SchedOptions) -> Result<SchedPrograms, CaptureError> {
+        let ncpus = unsafe { libbpf_sys::libbpf_num_possible_cpus() };
+        if ncpus <= 0 {
+            return Err(CaptureError::Other("cannot count possible CPUs".into()));
+        }
+        let ncpus = ncpus as usize;
+        let topo = read_topology(&opts.sys_cpu_root, ncpus);
+        let (hw, absent) = if opts.use_counters {
+            match open_hw_counters(ncpus) {
+                Ok(h) => (Some(h), None),
+                Err(e) => (None, Some(e)),
+            }
+        } else {
+            (None, Some("disabled by configuration".to_string()))
+        };
+        // The skeleton borrows its object storage for its lifetime; the storage (a few
+        // hundred bytes) is leaked once per collector so the collector can own the skeleton.
+        let storage: &'static mut MaybeUninit<libbpf_rs::OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = SchedSkelBuilder::default().open(storage).map_err(|e| bpf_err("open sched BPF object", e))?;
+        {
+            let ro = open.maps.rodata_data.as_deref_mut().ok_or_else(|| CaptureError::Other("BPF rodata not mmapped".into()))?;
+            ro.have_counters = u8::from(hw.is_some());
+            ro.have_cache_counters = u8::from(hw.as_ref().is_some_and(|h| h.cache.is_ok()));
+            ro.ht_ratio_milli = (opts.ht_ratio * 1000.0).round().clamp(0.0, 4000.0) as u32;
+        }
+        let n = ncpus as u32;
+        let m = &mut open.maps;
+        m.threads.set_max_entries(opts.thread_entries).map_err(|e| bpf_err("size thread map", e))?;
+        m.cpus.set_max_entries(n).map_err(|e| bpf_err("size cpu map", e))?;
+        m.cycles_pe.set_max_entries(n).map_err(|e| bpf_err("size perf array", e))?;
+        m.instr_pe.set_max_entries(n).map_err(|e| bpf_err("size perf array", e))?;
+        m.cache_ref_pe.set_max_entries(n).map_err(|e| bpf_err("size perf array", e))?;
+        m.cache_miss_pe.set_max_entries(n).map_err(|e| bpf_err("size perf array", e))?;
+        let mut skel = open.load().map_err(|e| bpf_err("load sched BPF programs", e))?;
+        for (cpu, t) in topo.iter().enumerate() {
+            let mut st: types::cpu_state = unsafe { std::mem::zeroed() };
+            st.sibling = t.sibling.unwrap_or(NO_SIBLING);
+            st.socket = t.socket;
+            let bytes = unsafe { std::slice::from_raw_parts(&st as *const _ as *const u8, size_of::<types::cpu_state>()) };
+            skel.maps
+                .cpus
+                .update(&(cpu as u32).to_ne_bytes(), bytes, MapFlags::ANY)
+                .map_err(|e| bpf_err("fill cpu topology", e))?;
+        }
+        if let Some(h) = &hw {
+            for cpu in 0..ncpus {
+                let k = (cpu as u32).to_ne_bytes();
+                skel.maps
+                    .cycles_pe
+                    .update(&k, &h.cycles[cpu].as_raw_fd().to_ne_bytes(), MapFlags::ANY)
+                    .map_err(|e| bpf_err("fill cycles perf array", e))?;
+                skel.maps
+                    .instr_pe
+                    .update(&k, &h.instructions[cpu].as_raw_fd().to_ne_bytes(), MapFlags::ANY)
+                    .map_err(|e| bpf_err("fill instructions perf array", e))?;
+                if let Ok((refs, misses)) = &h.cache {
+                    skel.maps
+                        .cache_ref_pe
+                        .update(&k, &refs[cpu].as_raw_fd().to_ne_bytes(), MapFlags::ANY)
+                        .map_err(|e| bpf_err("fill cache references perf array", e))?;
+                    skel.maps
+                        .cache_miss_pe
+                        .update(&k, &misses[cpu].as_raw_fd().to_ne_bytes(), MapFlags::ANY)
+                        .map_err(|e| bpf_err("fill cache misses perf array", e))?;
+                }
+            }
+        }
+        skel.attach().map_err(|e| bpf_err("attach sched tracepoints", e))?;
+        let sink: *mut Vec<ThreadStat> = Box::into_raw(Box::new(Vec::with_capacity(4096)));
+        let fd = skel.maps.exits.as_fd().as_raw_fd();
+        let rb = unsafe { libbpf_sys::ring_buffer__new(fd, Some(on_exit_record), sink as *mut libc::c_void, std::ptr::null()) };
+        if rb.is_null() {
+            unsafe { drop(Box::from_raw(sink)) };
+            return Err(CaptureError::Other(format!("exit ring buffer: {}", std::io::Error::last_os_error())));
+        }
+        let cache_absent = match &hw {
+            Some(h) => h.cache.as_ref().err().cloned(),
+            None => absent.clone(),
+        };
+        Ok(SchedPrograms { skel, ring: ExitRing { rb, sink }, _hw: hw, cache_absent, counters_absent: absent, ncpus, topo })
+    }
+
+    pub fn has_counters(&self) -> bool {
+        self.counters_absent.is_none()
+    }
+
+    /// Cache references and misses are counted (they need the other counters too).
+    pub fn has_cache_counters(&self) -> bool {
+        self.cache_absent.is_none()
+    }
+
+    pub fn ncpus(&self) -> usize {
+        self.ncpus
+    }
+
+    pub fn topology(&self) -> &[CpuTopo] {
+        &self.topo
+    }
+
+    /// One of the kernel's counters, summed over CPUs.
+    pub fn stat(&self, s: SchedStat) -> u64 {
+        match self.skel.maps.sstats.lookup_percpu(&(s as u32).to_ne_bytes(), MapFlags::ANY) {
+            Ok(Some(per_cpu)) => sum_percpu(&per_cpu),
+            _ => 0,
+        }
+    }
+
+    /// Capacity of the in-kernel thread map.
+    pub fn thread_capacity(&self) -> u64 {
+        self.skel.maps.threads.max_entries() as u64
+    }
+
+    /// Final totals of the threads that exited since the last call, each to `visit`; how many.
+    pub fn consume_exits(&mut self, mut visit: impl FnMut(&ThreadStat)) -> u64 {
+        unsafe { libbpf_sys::ring_buffer__consume(self.ring.rb) };
+        let sink = unsafe { &mut *self.ring.sink };
+        let n = sink.len() as u64;
+        for ts in sink.drain(..) {
+            visit(&ts);
+        }
+        n
+    }
+
+    /// Copies every live thread's entry into `out` (cleared first).
+    pub fn scan_threads(&self, out: &mut Vec<ThreadStat>) {
+        out.clear();
+        let tfd = self.skel.maps.threads.as_fd().as_raw_fd();
+        let mut key: u32 = 0;
+        let mut next: u32 = 0;
+        let mut first = true;
+        loop {
+            let kp = if first { std::ptr::null() } else { &key as *const u32 as *const libc::c_void };
+            let rc = unsafe { libbpf_sys::bpf_map_get_next_key(tfd, kp, &mut next as *mut u32 as *mut _) };
+            if rc != 0 {
+                break;
+            }
+            first = false;
+            key = next;
+            let mut v = MaybeUninit::<ThreadStat>::zeroed();
+            let rc = unsafe { libbpf_sys::bpf_map_lookup_elem(tfd, &key as *const u32 as *const _, v.as_mut_ptr() as *mut _) };
+            if rc == 0 {
+                out.push(unsafe { v.assume_init() });
+            }
+        }
+    }
+
+    /// What runs on each CPU now: (tid, its slice so far at `now` in ns, socket), which the
+    /// thread map does not hold yet; fills `running` and returns how many CPUs it holds.
+    pub fn running_slices(&self, now: u64, running: &mut [(u32, u64, u32); 256]) -> usize {
+        let nrun = self.ncpus.min(running.len());
+        let cfd = self.skel.maps.cpus.as_fd().as_raw_fd();
+        for (cpu, slot) in running.iter_mut().enumerate().take(nrun) {
+            let mut st = MaybeUninit::<types::cpu_state>::zeroed();
+            let k = cpu as u32;
+            let rc = unsafe {
+                libbpf_sys::bpf_map_lookup_elem(cfd, &k as *const u32 as *const _, st.as_mut_ptr() as *mut _)
+            };
+            if rc == 0 {
+                let st = unsafe { st.assume_init() };
+                if st.tid != 0 && st.ts_in != 0 && now > st.ts_in {
+                    *slot = (st.tid, now - st.ts_in, st.socket % MAX_SOCKETS as u32);
+                }
+            }
+        }
+        nrun
+    }
+}
+
+fn sum_percpu(v: &[Vec<u8>]) -> u64 {
+    v.iter().filter_map(|b| b.get(..8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()))).sum()
+}

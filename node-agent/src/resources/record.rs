@@ -1,0 +1,234 @@
+//! The records the resources stage produces each interval: ResourceSample (CPU and power per
+//! process, group and host) and CgroupStats (one container's high-frequency samples summed). Their
+//! Avro encoders are in `output::avro::{resource, cgroup}`.
+use crate::identity::cgroup::{Runtime, HOST_GROUP};
+use crate::identity::pod_metadata::{PodFields, PodRef};
+use crate::resources::power::PowerSource;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    Host,
+    Group,
+    Process,
+}
+
+impl Scope {
+    pub fn symbol(self) -> &'static str {
+        ["HOST", "GROUP", "PROCESS"][self as usize]
+    }
+    pub fn from_symbol(s: &str) -> Option<Scope> {
+        [Scope::Host, Scope::Group, Scope::Process].into_iter().find(|x| x.symbol() == s)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WeightKind {
+    CpuTime,
+    WeightedCycles,
+}
+
+impl WeightKind {
+    pub fn symbol(self) -> &'static str {
+        ["CPU_TIME", "WEIGHTED_CYCLES"][self as usize]
+    }
+    pub fn from_symbol(s: &str) -> Option<WeightKind> {
+        [WeightKind::CpuTime, WeightKind::WeightedCycles].into_iter().find(|x| x.symbol() == s)
+    }
+}
+
+/// One ResourceSample (owned; the sampler reuses these between intervals).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceRecord {
+    pub scope: Scope,
+    pub host_id: String,
+    pub interval_start_ns: i64,
+    pub interval_end_ns: i64,
+    pub tgid: i32,
+    pub process_start_time_ns: i64,
+    pub comm: String,
+    pub cgroup_id: i64,
+    pub group_id: String,
+    pub runtime: Runtime,
+    pub pod_uid: Option<String>,
+    pub qos_class: Option<String>,
+    pub threads: i32,
+    pub processes: i32,
+    pub cpu_time_ns: i64,
+    pub cycles: Option<i64>,
+    pub instructions: Option<i64>,
+    pub weighted_cycles: Option<i64>,
+    pub weight_kind: WeightKind,
+    pub weight: f64,
+    pub power_source: PowerSource,
+    pub power_watts: f64,
+    pub energy_joules: f64,
+    pub idle_power_watts: f64,
+    pub unattributed_power_watts: f64,
+    pub package_watts: Option<f64>,
+    pub core_watts: Option<f64>,
+    pub dram_watts: Option<f64>,
+    /// CPUs online on the host in the interval (every scope).
+    pub host_cores: Option<i32>,
+    /// Name, namespace and kept labels of the pod (podUid set and the pod known).
+    pub pod: PodFields,
+    /// Last-level cache references and misses (v4); None without those counters.
+    pub cache_references: Option<i64>,
+    pub cache_misses: Option<i64>,
+}
+
+impl ResourceRecord {
+    /// The interval's host record with no figures yet: every record of an interval is built on it.
+    pub fn host(host_id: String, (start, end): (i64, i64), weight_kind: WeightKind, power_source: PowerSource, host_cores: Option<i32>) -> Self {
+        ResourceRecord {
+            scope: Scope::Host,
+            host_id,
+            interval_start_ns: start,
+            interval_end_ns: end,
+            tgid: 0,
+            process_start_time_ns: 0,
+            comm: String::new(),
+            cgroup_id: 0,
+            group_id: HOST_GROUP.to_string(),
+            runtime: Runtime::Host,
+            pod_uid: None,
+            qos_class: None,
+            threads: 0,
+            processes: 0,
+            cpu_time_ns: 0,
+            cycles: None,
+            instructions: None,
+            weighted_cycles: None,
+            weight_kind,
+            weight: 0.0,
+            power_source,
+            power_watts: 0.0,
+            energy_joules: 0.0,
+            idle_power_watts: 0.0,
+            unattributed_power_watts: 0.0,
+            package_watts: None,
+            core_watts: None,
+            dram_watts: None,
+            pod: PodFields::default(),
+            host_cores,
+            cache_references: None,
+            cache_misses: None,
+        }
+    }
+}
+
+/// One CgroupStats record, borrowing its strings so encoding needs no allocation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CgroupStatsRecord<'a> {
+    pub host_id: &'a str,
+    pub interval_start_ns: i64,
+    pub interval_end_ns: i64,
+    pub group_id: &'a str,
+    pub runtime: &'a str,
+    pub pod_uid: Option<&'a str>,
+    pub qos_class: Option<&'a str>,
+    pub cgroup_path: &'a str,
+    pub hierarchy: &'a str,
+    pub tick_interval_ns: i64,
+    pub ticks: i32,
+    pub max_tick_gap_ns: i64,
+    pub cpu_ns: i64,
+    pub cpu_mean_cores: f64,
+    pub cpu_peak_cores: f64,
+    pub throttled_periods: i64,
+    pub throttled_ns: i64,
+    pub memory_bytes: i64,
+    pub memory_peak_bytes: i64,
+    pub io_read_bytes: i64,
+    pub io_write_bytes: i64,
+    pub pids: i64,
+    pub pod: PodRef<'a>,
+}
+
+/// Owned form, for decoding, `--once` and tests.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OwnedCgroupStats {
+    pub host_id: String,
+    pub interval_start_ns: i64,
+    pub interval_end_ns: i64,
+    pub group_id: String,
+    pub runtime: String,
+    pub pod_uid: Option<String>,
+    pub qos_class: Option<String>,
+    pub cgroup_path: String,
+    pub hierarchy: String,
+    pub tick_interval_ns: i64,
+    pub ticks: i32,
+    pub max_tick_gap_ns: i64,
+    pub cpu_ns: i64,
+    pub cpu_mean_cores: f64,
+    pub cpu_peak_cores: f64,
+    pub throttled_periods: i64,
+    pub throttled_ns: i64,
+    pub memory_bytes: i64,
+    pub memory_peak_bytes: i64,
+    pub io_read_bytes: i64,
+    pub io_write_bytes: i64,
+    pub pids: i64,
+    pub pod: PodFields,
+}
+
+impl OwnedCgroupStats {
+    pub fn as_ref(&self) -> CgroupStatsRecord<'_> {
+        CgroupStatsRecord {
+            host_id: &self.host_id,
+            interval_start_ns: self.interval_start_ns,
+            interval_end_ns: self.interval_end_ns,
+            group_id: &self.group_id,
+            runtime: &self.runtime,
+            pod_uid: self.pod_uid.as_deref(),
+            qos_class: self.qos_class.as_deref(),
+            cgroup_path: &self.cgroup_path,
+            hierarchy: &self.hierarchy,
+            tick_interval_ns: self.tick_interval_ns,
+            ticks: self.ticks,
+            max_tick_gap_ns: self.max_tick_gap_ns,
+            cpu_ns: self.cpu_ns,
+            cpu_mean_cores: self.cpu_mean_cores,
+            cpu_peak_cores: self.cpu_peak_cores,
+            throttled_periods: self.throttled_periods,
+            throttled_ns: self.throttled_ns,
+            memory_bytes: self.memory_bytes,
+            memory_peak_bytes: self.memory_peak_bytes,
+            io_read_bytes: self.io_read_bytes,
+            io_write_bytes: self.io_write_bytes,
+            pids: self.pids,
+            pod: self.pod.as_ref(),
+        }
+    }
+}
+
+impl CgroupStatsRecord<'_> {
+    pub fn to_owned(&self) -> OwnedCgroupStats {
+        OwnedCgroupStats {
+            host_id: self.host_id.to_string(),
+            interval_start_ns: self.interval_start_ns,
+            interval_end_ns: self.interval_end_ns,
+            group_id: self.group_id.to_string(),
+            runtime: self.runtime.to_string(),
+            pod_uid: self.pod_uid.map(str::to_string),
+            qos_class: self.qos_class.map(str::to_string),
+            cgroup_path: self.cgroup_path.to_string(),
+            hierarchy: self.hierarchy.to_string(),
+            tick_interval_ns: self.tick_interval_ns,
+            ticks: self.ticks,
+            max_tick_gap_ns: self.max_tick_gap_ns,
+            cpu_ns: self.cpu_ns,
+            cpu_mean_cores: self.cpu_mean_cores,
+            cpu_peak_cores: self.cpu_peak_cores,
+            throttled_periods: self.throttled_periods,
+            throttled_ns: self.throttled_ns,
+            memory_bytes: self.memory_bytes,
+            memory_peak_bytes: self.memory_peak_bytes,
+            io_read_bytes: self.io_read_bytes,
+            io_write_bytes: self.io_write_bytes,
+            pids: self.pids,
+            pod: self.pod.to_owned(),
+        }
+    }
+}
+

@@ -1,0 +1,6 @@
+//! Small helpers and types every stage uses: clocks, the endpoint vocabulary of connections, the
+//! agent's own CPU, durable files. Depends on nothing else of the crate.
+pub mod clock;
+pub mod durable;
+pub mod net;
+pub mod process;
