@@ -400,6 +400,27 @@ class ClusterEndToEndTest(unittest.TestCase):
             self.assertGreaterEqual(e["latencyP50Ms"], PARAMS["DELAY_MS"] * 0.99, f"edge {e}")
             self.assertGreaterEqual(e["serverTimeP50Ms"], PARAMS["DELAY_MS"] * 0.99, f"edge {e}")
 
+    def test_6_the_job_reports_its_counters_to_prometheus(self):
+        # The chart's Flink Prometheus reporter (what a PodMonitor scrapes): the job's own counters,
+        # and no record of this run's traffic was undecodable.
+        texts = []
+        for p in pods(WATTGRAPH_NS, "app.kubernetes.io/name=flink"):
+            ports = [c["containerPort"] for c in p["spec"]["containers"][0].get("ports", []) if c["name"] == "metrics"]
+            if ports and p["status"].get("podIP"):
+                with urllib.request.urlopen(f"http://{p['status']['podIP']}:{ports[0]}/", timeout=30) as r:
+                    texts.append(r.read().decode())
+        series = {}
+        for line in "\n".join(texts).splitlines():
+            if line.startswith("flink_taskmanager_job_task_operator_"):
+                name, value = line.split("{")[0], float(line.rsplit(" ", 1)[1])
+                series[name] = series.get(name, 0.0) + value
+        for name in ("deserializer_deadLetters", "deserializer_transactionDeadLetters", "lateSamplesDropped",
+                     "vipUnresolved", "oneSidedConnections"):
+            self.assertIn(f"flink_taskmanager_job_task_operator_{name}", series, f"metric {name} on port 9249")
+        self.assertEqual(0.0, series["flink_taskmanager_job_task_operator_deserializer_deadLetters"])
+        log(f"job metrics: {len(series)} operator series, vipTranslated "
+            f"{series.get('flink_taskmanager_job_task_operator_vipTranslated')}")
+
     def test_8_totals_stay_exact(self):
         # Later windows, checkpoints and the correlator's horizons added nothing and took nothing away.
         self.assert_edges_exact()
