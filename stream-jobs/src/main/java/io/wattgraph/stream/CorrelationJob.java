@@ -27,6 +27,7 @@ import io.wattgraph.stream.window.MetricsRow;
 import io.wattgraph.stream.window.NamespaceWindowAggregate;
 import io.wattgraph.stream.window.NamespaceWindowFunction;
 import io.wattgraph.stream.window.SplitResourceSamples;
+import io.wattgraph.stream.window.WindowEndTrigger;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.function.UnaryOperator;
@@ -265,8 +266,8 @@ public final class CorrelationJob {
   /**
    * Per process, group, pod and host (keyed {@code LEVEL|hostId|entityId}): tumbling event-time
    * windows, incremental (an AggregateFunction: no input is buffered) with a ProcessWindowFunction
-   * for the result. Default event-time trigger: fires at the window end and again for each late input
-   * within the lateness, with the whole updated aggregate; later inputs go to {@link #LATE}.
+   * for the result. Event-time trigger ({@link WindowEndTrigger}): fires at the window end and again for
+   * each late input within the lateness, with the whole updated aggregate; later inputs go to {@link #LATE}.
    */
   public static SingleOutputStreamOperator<MetricsRow> entityWindows(DataStream<MetricInput> inputs, JobConfig config) {
     return tumbling(inputs, new EntityWindowAggregate.ByWindowKey(), LATE, new EntityWindowAggregate(),
@@ -292,13 +293,17 @@ public final class CorrelationJob {
         .name("edge windows");
   }
 
-  /** Tumbling event-time windows of {@code --window-ms} with the allowed lateness; later inputs to {@code late}. */
+  /**
+   * Tumbling event-time windows of {@code --window-ms} with the allowed lateness (how far an agent may
+   * lag the others: docs/architecture.md); later inputs to {@code late}.
+   */
   private static <I, A, R> SingleOutputStreamOperator<R> tumbling(DataStream<I> inputs, KeySelector<I, String> key,
       OutputTag<I> late, AggregateFunction<I, A, A> aggregate, ProcessWindowFunction<A, R, String, TimeWindow> result,
       JobConfig config) {
     return inputs
         .keyBy(key)
         .window(TumblingEventTimeWindows.of(Duration.ofMillis(config.windowMs)))
+        .trigger(new WindowEndTrigger(config.allowedLatenessMs))
         .allowedLateness(Duration.ofMillis(config.allowedLatenessMs))
         .sideOutputLateData(late)
         .aggregate(aggregate, result);

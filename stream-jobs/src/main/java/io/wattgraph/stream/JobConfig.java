@@ -50,7 +50,8 @@ public class JobConfig implements Serializable {
       new Option("--shedding-peer-memory-ms", "sheddingPeerMemoryMs", "MS", "600000",
           "how long a host counts as shedding; 0: lone ends towards shedding hosts become External"),
       new Option("--window-ms", "windowMs", "MS", "10000", "size of the tumbling event-time windows"),
-      new Option("--allowed-lateness-ms", "allowedLatenessMs", "MS", "30000", "late inputs within this revise a window"),
+      new Option("--allowed-lateness-ms", "allowedLatenessMs", "MS", "300000",
+          "late inputs within this revise a window: how far an agent may lag the others (a Kafka outage)"),
       new Option("--max-out-of-orderness-ms", "maxOutOfOrdernessMs", "MS", "5000",
           "watermark = highest event time of a host (or partition) minus this"),
       new Option("--idleness-ms", "idlenessMs", "MS", "15000", "a host or partition silent this long stops holding time back"),
@@ -136,8 +137,12 @@ public class JobConfig implements Serializable {
   public String namespaceMetricsTopic = "wattgraph.namespace-metrics";
   /** Size of the event-time tumbling windows. */
   public long windowMs = 10_000;
-  /** A sample this late (after its window's end, by the watermark) still updates the window's result. */
-  public long allowedLatenessMs = 30_000;
+  /**
+   * An input this late (after its window's end, by the watermark) still updates the window's result:
+   * the horizon for an agent behind the others, as after a Kafka outage (the agent back first moves
+   * event time to the present); the same as the connection path's {@link #duplicateHorizonMs}.
+   */
+  public long allowedLatenessMs = 300_000;
   /** Watermark = highest event time seen on a partition minus this. */
   public long maxOutOfOrdernessMs = 5_000;
   /** A partition without records for this long stops holding the watermark back. */

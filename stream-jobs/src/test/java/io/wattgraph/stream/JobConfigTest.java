@@ -119,7 +119,7 @@ class JobConfigTest {
     assertEquals("wattgraph.resources", d.resourcesTopic);
     assertEquals("wattgraph.metrics", d.metricsTopic);
     assertEquals(10_000, d.windowMs);
-    assertEquals(30_000, d.allowedLatenessMs);
+    assertEquals(300_000, d.allowedLatenessMs);
     assertEquals(5_000, d.maxOutOfOrdernessMs);
     assertEquals(15_000, d.idlenessMs);
     JobConfig c = JobConfig.parse(new String[] {"--kafka-brokers", "k:1", "--neo4j-uri", "bolt://n:2",

@@ -9,9 +9,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * End of the windows' late side output: window inputs that arrived after their window's end plus
- * the allowed lateness. They are counted (metric {@code lateSamplesDropped}) and logged, not written
- * anywhere. Each dropped source record is counted once: {@link #windowInputs()} skips POD inputs
+ * End of the windows' late side output: window inputs (ResourceSamples and TransactionStats) that
+ * arrived after their window's end plus the allowed lateness, e.g. an agent's spool after a Kafka
+ * outage longer than the lateness. They are counted (metric {@code lateSamplesDropped}) and logged,
+ * not written anywhere. Each dropped source record is counted once: {@link #windowInputs()} skips POD inputs
  * (they duplicate a GROUP input) and a TransactionStats record's GROUP/POD/NAMESPACE/HOST inputs
  * (they duplicate its PROCESS input), and counts a combined PROCESS input as the records it holds;
  * {@link #edgeInputs()} counts every edge input (one per record).
@@ -67,7 +68,7 @@ public class LateSampleCounter<T> implements Sink<T> {
         // The first few, then one per 1000: a skewed host could otherwise flood the log.
         if (logged < 10 || before / 1000 != counter.getCount() / 1000) {
           logged++;
-          LOG.warn("Sample beyond the allowed lateness dropped ({} so far): {} (event time {} ms)",
+          LOG.warn("Input beyond the allowed lateness dropped ({} so far): {} (event time {} ms)",
               counter.getCount(), in, ctx.timestamp());
         }
       }
