@@ -3,15 +3,11 @@ package io.wattgraph.stream.transaction;
 import io.wattgraph.stream.SeenRecords;
 import io.wattgraph.stream.Transaction;
 import io.wattgraph.stream.window.MetricInput;
-import java.time.Duration;
 import java.util.List;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
-import org.apache.flink.api.common.state.StateTtlConfig;
 import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.util.Collector;
@@ -56,16 +52,9 @@ public class ProcessGroups extends KeyedCoProcessFunction<String, MetricInput, T
 
   @Override
   public void open(OpenContext openContext) {
-    StateTtlConfig ttl = StateTtlConfig.newBuilder(Duration.ofMillis(retentionMs)).updateTtlOnReadAndWrite().build();
-    ValueStateDescriptor<String> g = new ValueStateDescriptor<>("group", Types.STRING);
-    g.enableTimeToLive(ttl);
-    ValueStateDescriptor<String> p = new ValueStateDescriptor<>("pod", Types.STRING);
-    p.enableTimeToLive(ttl);
-    ValueStateDescriptor<String> ns = new ValueStateDescriptor<>("namespace", Types.STRING);
-    ns.enableTimeToLive(ttl);
-    group = getRuntimeContext().getState(g);
-    namespace = getRuntimeContext().getState(ns);
-    pod = getRuntimeContext().getState(p);
+    group = TtlStrings.state(getRuntimeContext(), "group", retentionMs);
+    namespace = TtlStrings.state(getRuntimeContext(), "namespace", retentionMs);
+    pod = TtlStrings.state(getRuntimeContext(), "pod", retentionMs);
     pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.STATE_TYPE));
     seen.open(getRuntimeContext(), retentionMs);
   }

@@ -3,14 +3,10 @@ package io.wattgraph.stream.transaction;
 import io.wattgraph.stream.SeenRecords;
 import io.wattgraph.stream.Transaction;
 import io.wattgraph.stream.connection.GraphNode;
-import java.time.Duration;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
-import org.apache.flink.api.common.state.StateTtlConfig;
 import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
@@ -56,13 +52,8 @@ public class TransactionEdges extends KeyedProcessFunction<String, Transaction, 
 
   @Override
   public void open(OpenContext openContext) {
-    StateTtlConfig ttl = StateTtlConfig.newBuilder(Duration.ofMillis(retentionMs)).updateTtlOnReadAndWrite().build();
-    ValueStateDescriptor<String> c = new ValueStateDescriptor<>("client", Types.STRING);
-    c.enableTimeToLive(ttl);
-    ValueStateDescriptor<String> s = new ValueStateDescriptor<>("server", Types.STRING);
-    s.enableTimeToLive(ttl);
-    clientProcess = getRuntimeContext().getState(c);
-    serverProcess = getRuntimeContext().getState(s);
+    clientProcess = TtlStrings.state(getRuntimeContext(), "client", retentionMs);
+    serverProcess = TtlStrings.state(getRuntimeContext(), "server", retentionMs);
     pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.STATE_TYPE));
     seen.open(getRuntimeContext(), retentionMs);
   }
