@@ -4,7 +4,7 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 
 /**
  * Windowed metrics of a node (process, container, pod, ... after aggregation). Every field is nullable:
- * the stream job writes them as node properties when it has them (see README, "Metric properties").
+ * the stream job writes them as node properties when it has them (see docs/graph-model.md).
  *
  * @param cpuUsage CPU used, in cores (1.0 = one core busy)
  * @param threads number of threads of the workload

@@ -17,7 +17,7 @@ import org.springframework.stereotype.Component;
 /**
  * Builds the process-level {@link ServiceGraph} from Neo4j: TALKS_TO edges with their Process/External
  * endpoints, plus the Kubernetes properties and metrics of Containers and the capacities of Hosts. Every
- * query is a constant; filters are parameters. Metric property names: see README "Metric properties".
+ * query is a constant; filters are parameters. Metric property names: see docs/graph-model.md.
  */
 @Component
 public class ServiceGraphLoader {
