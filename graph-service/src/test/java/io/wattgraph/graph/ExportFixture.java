@@ -81,13 +81,6 @@ final class ExportFixture {
                     metricsWindowStartNs: now - w, metricsWindowEndNs: now, metricsRevision: 0, energyJ: 40.0,
                     historyWindowEndNs: [now - 3 * w, now - 2 * w, now - w, now], historyRevision: [0, 0, 0, 0],
                     historyPowerW: $p.batch})-[:RUNS_ON]->(n2)
-            CREATE (old:Container {id: $old, hostId: 'node-2', podName: 'gone-1', podNamespace: 'shop',
-                    podLabels: ['app=gone'], powerW: 50.0, cpuUsage: 2.0, metricsWindowStartNs: now - 361 * w,
-                    metricsWindowEndNs: now - 360 * w, metricsRevision: 0, energyJ: 500.0})-[:RUNS_ON]->(n2)
-            CREATE (oldP:Process {id: 'node-2/40/1', hostId: 'node-2', pid: 40, startTimeNs: 1, comm: 'gone',
-                    cmdline: 'gone', containerId: $old})-[:IN_CONTAINER]->(old)
-            CREATE (oldP)-[:TALKS_TO {bytesClientToServer: 1, bytesServerToClient: 1, connections: 1,
-                    firstSeenNs: now - 400 * w, lastSeenNs: now - 360 * w}]->(pg)
             CREATE (webA:Process {id: 'node-1/10/1', hostId: 'node-1', pid: 10, startTimeNs: 1, comm: 'node',
                     cmdline: 'node server.js', containerId: $web})-[:IN_CONTAINER]->(web)
             CREATE (webB:Process {id: 'node-1/11/1', hostId: 'node-1', pid: 11, startTimeNs: 1, comm: 'node',
@@ -111,6 +104,13 @@ final class ExportFixture {
                     requestRate: 2.0, clientRttP50Ns: 2100000, clientRttP90Ns: 5200000, clientRttP99Ns: 9100000}]->(webA)
             CREATE (visitor)-[:TALKS_TO {bytesClientToServer: 120, bytesServerToClient: 900, connections: 1,
                     firstSeenNs: now - 2 * w, lastSeenNs: now}]->(webA)
+            CREATE (old:Container {id: $old, hostId: 'node-2', podName: 'gone-1', podNamespace: 'shop',
+                    podLabels: ['app=gone'], powerW: 50.0, cpuUsage: 2.0, metricsWindowStartNs: now - 361 * w,
+                    metricsWindowEndNs: now - 360 * w, metricsRevision: 0, energyJ: 500.0})-[:RUNS_ON]->(n2)
+            CREATE (oldP:Process {id: 'node-2/40/1', hostId: 'node-2', pid: 40, startTimeNs: 1, comm: 'gone',
+                    cmdline: 'gone', containerId: $old})-[:IN_CONTAINER]->(old)
+            CREATE (oldP)-[:TALKS_TO {bytesClientToServer: 1, bytesServerToClient: 1, connections: 1,
+                    firstSeenNs: now - 400 * w, lastSeenNs: now - 360 * w}]->(pg)
             """;
 
     private ExportFixture() {
