@@ -26,7 +26,7 @@ public record MetricsExportProperties(
         @DefaultValue("2000") int maxHosts,
         @DefaultValue("1000") int maxNamespaces,
         @DefaultValue("20000") int maxContainers,
-        @DefaultValue("20000") int maxEdges) {
+        @DefaultValue("5000") int maxEdges) {
 
     public MetricsExportProperties {
         if (refresh.isNegative() || refresh.isZero()) {
