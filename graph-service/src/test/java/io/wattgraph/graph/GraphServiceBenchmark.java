@@ -191,6 +191,28 @@ public final class GraphServiceBenchmark {
         return new ServiceGraph(nodes, edges);
     }
 
+    /** The synthetic graph's processes as Cypher parameter rows (id, host, ctr, pod, ns, svc, cpu, rate, lat, power). */
+    static List<Map<String, Object>> processRows(ServiceGraph g) {
+        List<Map<String, Object>> procs = new ArrayList<>();
+        for (ServiceNode p : g.nodes()) {
+            if (!p.external()) {
+                Map<String, Object> m = new HashMap<>();
+                m.put("id", p.id());
+                m.put("host", p.hostId());
+                m.put("ctr", p.containerId());
+                m.put("pod", p.pod());
+                m.put("ns", p.namespace());
+                m.put("svc", p.service());
+                m.put("cpu", p.metrics().cpuUsage());
+                m.put("rate", p.metrics().requestRate());
+                m.put("lat", p.metrics().latencyAvgMs());
+                m.put("power", p.metrics().powerW());
+                procs.add(m);
+            }
+        }
+        return procs;
+    }
+
     static List<HostPower> hosts(int n) {
         List<HostPower> hosts = new ArrayList<>();
         for (int h = 0; h * PER_HOST < n; h++) {
@@ -369,23 +391,7 @@ public final class GraphServiceBenchmark {
                 ServiceGraph g = synthetic(n, 42);
                 try (Session s = driver.session()) {
                     s.run("MATCH (x) DETACH DELETE x").consume();
-                    List<Map<String, Object>> procs = new ArrayList<>();
-                    for (ServiceNode p : g.nodes()) {
-                        if (!p.external()) {
-                            Map<String, Object> m = new HashMap<>();
-                            m.put("id", p.id());
-                            m.put("host", p.hostId());
-                            m.put("ctr", p.containerId());
-                            m.put("pod", p.pod());
-                            m.put("ns", p.namespace());
-                            m.put("svc", p.service());
-                            m.put("cpu", p.metrics().cpuUsage());
-                            m.put("rate", p.metrics().requestRate());
-                            m.put("lat", p.metrics().latencyAvgMs());
-                            m.put("power", p.metrics().powerW());
-                            procs.add(m);
-                        }
-                    }
+                    List<Map<String, Object>> procs = processRows(g);
                     s.run("CREATE INDEX host_id IF NOT EXISTS FOR (h:Host) ON (h.id)").consume();
                     s.run("CREATE INDEX proc_id IF NOT EXISTS FOR (p:Process) ON (p.id)").consume();
                     s.run("CREATE INDEX ctr_id IF NOT EXISTS FOR (c:Container) ON (c.id)").consume();

@@ -93,7 +93,7 @@ public final class Aggregator {
         return value;
     }
 
-    static ServiceEdge mergeEdges(ServiceEdge a, ServiceEdge b) {
+    public static ServiceEdge mergeEdges(ServiceEdge a, ServiceEdge b) {
         return new ServiceEdge(a.source(), a.target(), a.bytesClientToServer() + b.bytesClientToServer(),
                 a.bytesServerToClient() + b.bytesServerToClient(), a.connections() + b.connections(),
                 a.connectionsEstimated() + b.connectionsEstimated(), a.connectionsSampled() + b.connectionsSampled(),

@@ -81,7 +81,7 @@ public record MetricHistory(List<Window> windows) {
     }
 
     /** From the node's parallel lists; NaN (the stream job's "unknown") becomes null. Null lists: no history. */
-    static MetricHistory of(List<?> ends, List<?> revisions, List<?> cpu, List<?> power, List<?> rate) {
+    public static MetricHistory of(List<?> ends, List<?> revisions, List<?> cpu, List<?> power, List<?> rate) {
         if (ends == null) {
             return EMPTY;
         }

@@ -39,7 +39,7 @@ public class ServiceGraphLoader {
      * The metric columns of Process, Container and Host nodes, in {@link #metrics(Record, int)}'s order. Latencies:
      * the node's own {@code latency*Ms}, else the stream job's server time ({@code serverTime*Ns}) in ms.
      */
-    private static String metricsOf(String v) {
+    public static String metricsOf(String v) {
         return v + ".cpuUsage, " + v + ".threads, " + v + ".requestRate, "
                 + msOr(v, "latencyAvgMs", "serverTimeMeanNs") + ", " + msOr(v, "latencyP50Ms", "serverTimeP50Ns") + ", "
                 + msOr(v, "latencyP75Ms", "serverTimeP75Ns") + ", " + msOr(v, "latencyP90Ms", "serverTimeP90Ns") + ", "
@@ -79,12 +79,20 @@ public class ServiceGraphLoader {
             RETURN coalesce(p.id, elementId(p)), p.hostId, p.comm, p.cmdline, p.containerId,
             """ + metricsOf("p");
 
-    // Pod and namespace as configured on the node (pod, namespace), else as the stream job writes them from
-    // the agents' pod metadata (podName, podNamespace); the service, else the pod's app label.
-    public static final String CONTAINERS_COMPACT = "MATCH (c:Container) RETURN c.id, coalesce(c.pod, c.podName), "
-            + "coalesce(c.namespace, c.podNamespace), coalesce(c.service, "
-            + "[l IN coalesce(c.podLabels, []) WHERE l STARTS WITH 'app=' | substring(l, 4)][0], "
-            + "[l IN coalesce(c.podLabels, []) WHERE l STARTS WITH 'app.kubernetes.io/name=' | substring(l, 23)][0]), "
+    /**
+     * Pod, namespace and service columns of Container {@code c}: as configured on the node (pod, namespace), else as
+     * the stream job writes them from the agents' pod metadata (podName, podNamespace); the service, else the pod's
+     * app label.
+     */
+    public static String kubernetesOf(String c) {
+        return "coalesce(" + c + ".pod, " + c + ".podName), coalesce(" + c + ".namespace, " + c + ".podNamespace), "
+                + "coalesce(" + c + ".service, "
+                + "[l IN coalesce(" + c + ".podLabels, []) WHERE l STARTS WITH 'app=' | substring(l, 4)][0], "
+                + "[l IN coalesce(" + c + ".podLabels, []) WHERE l STARTS WITH 'app.kubernetes.io/name=' "
+                + "| substring(l, 23)][0])";
+    }
+
+    public static final String CONTAINERS_COMPACT = "MATCH (c:Container) RETURN c.id, " + kubernetesOf("c") + ", "
             + metricsOf("c");
 
     public static final String HOSTS_COMPACT = "MATCH (h:Host) RETURN h.id, h.cores, " + metricsOf("h");
@@ -277,9 +285,12 @@ public class ServiceGraphLoader {
         return ns == null ? null : ns / 1e6;
     }
 
+    /** How many columns {@link #metricsOf} gives. */
+    public static final int METRIC_COLUMNS = 14;
+
     /** The 14 metric columns starting at {@code first}, in {@link #metricsOf}' order. */
-    static Metrics metrics(Record r, int first) {
-        Double[] v = new Double[14];
+    public static Metrics metrics(Record r, int first) {
+        Double[] v = new Double[METRIC_COLUMNS];
         for (int i = 0; i < v.length; i++) {
             v[i] = dbl(r.get(first + i));
         }
@@ -315,7 +326,7 @@ public class ServiceGraphLoader {
         return string(e.get(key));
     }
 
-    private static String string(Value v) {
+    public static String string(Value v) {
         return v.isNull() ? null : v.asObject().toString();
     }
 
@@ -323,7 +334,8 @@ public class ServiceGraphLoader {
         return dbl(e.get(key));
     }
 
-    private static Double dbl(Value v) {
+    /** A number, or null when absent or of the wrong type. */
+    public static Double dbl(Value v) {
         if (v.isNull()) {
             return null;
         }
@@ -358,7 +370,7 @@ public class ServiceGraphLoader {
         return lngOrNull(e.get(key));
     }
 
-    private static Long lngOrNull(Value v) {
+    public static Long lngOrNull(Value v) {
         return v.isNull() ? null : v.asLong();
     }
 }
