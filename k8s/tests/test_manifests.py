@@ -184,6 +184,19 @@ class Manifests(unittest.TestCase):
         api = deployments["graph-service"]["spec"]["template"]["spec"]["containers"][0]["args"]
         self.assertIn("--wattgraph.power.budgets.enabled=false", api)
 
+    def test_prometheus_scrapes_graph_service_with_a_read_token(self):
+        # Its metrics name workloads and their traffic: the service answers them only to a token.
+        monitors = {d["metadata"]["name"]: d["spec"]["podMetricsEndpoints"][0]
+                    for d in render("monitoring.podMonitors=true") if d["kind"] == "PodMonitor"}
+        for name in ("graph-service", "graph-service-budgets"):
+            self.assertEqual(monitors[name].get("authorization"),
+                             {"type": "Bearer", "credentials": {"name": "graph-service-auth", "key": "read-tokens"}}, name)
+        self.assertNotIn("authorization", monitors["node-agent"])
+        mine = {d["metadata"]["name"]: d["spec"]["podMetricsEndpoints"][0] for d in render(
+            "monitoring.podMonitors=true", "monitoring.graphServiceToken.secret=prom-token",
+            "monitoring.graphServiceToken.key=token") if d["kind"] == "PodMonitor"}
+        self.assertEqual(mine["graph-service"]["authorization"]["credentials"], {"name": "prom-token", "key": "token"})
+
     def test_flink_has_kubernetes_ha_and_checkpoints_on_a_volume_of_every_flink_pod(self):
         (cm,) = [d for d in applied() if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "flink-config"]
         conf = yaml.safe_load(cm["data"]["config.yaml"])

@@ -59,7 +59,7 @@ class AuthAndOpenApiTest extends HarnessApiTest {
     }
 
     @Test
-    void healthPrometheusAndOpenApiStayOpen() throws Exception {
+    void healthAndOpenApiStayOpenPrometheusTakesAReadToken() throws Exception {
         assertThat(rest.getForEntity("/actuator/health/liveness", String.class).getStatusCode())
                 .isEqualTo(HttpStatus.OK);
         // Components for everyone, details (disk path, Neo4j's answer or error) only with a token.
@@ -81,7 +81,10 @@ class AuthAndOpenApiTest extends HarnessApiTest {
         assertThat(api.at("/components/securitySchemes/bearer/scheme").asText()).isEqualTo("bearer");
 
         call(HttpMethod.GET, "/api/v1/analysis/operational", "reader-1", null);
-        String prometheus = rest.getForEntity("/actuator/prometheus", String.class).getBody();
+        // Prometheus scrapes with a read token: the metrics export names workloads and their traffic.
+        assertThat(call(HttpMethod.GET, "/actuator/prometheus", null, null).getStatusCode())
+                .isEqualTo(HttpStatus.UNAUTHORIZED);
+        String prometheus = call(HttpMethod.GET, "/actuator/prometheus", "reader-1", null).getBody();
         assertThat(prometheus).contains("wattgraph_analysis_seconds_count{")
                 .containsPattern("wattgraph_analysis_seconds_count\\{[^}]*analysis=\"operational\"");
     }

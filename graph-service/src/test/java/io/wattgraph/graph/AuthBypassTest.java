@@ -30,7 +30,7 @@ class AuthBypassTest extends HarnessApiTest {
 
     /** GET/HEAD without a token; everything else needs a token. */
     static final Set<String> OPEN = Set.of("/", "/index.html", "/app.js", "/app.css", "/actuator/health",
-            "/actuator/health/liveness", "/actuator/health/readiness", "/actuator/prometheus", "/v3/api-docs");
+            "/actuator/health/liveness", "/actuator/health/readiness", "/v3/api-docs");
     private static final String QUERY = "{\"query\": \"MATCH (h:Host) RETURN h.id AS id\"}";
 
     @LocalServerPort

@@ -18,7 +18,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  */
 @ConfigurationProperties("wattgraph.auth")
 public record AuthProperties(@DefaultValue("false") boolean enabled, @DefaultValue List<String> readTokens,
-                             @DefaultValue List<String> adminTokens, @DefaultValue("true") boolean prometheusOpen) {
+                             @DefaultValue List<String> adminTokens, @DefaultValue("false") boolean prometheusOpen) {
 
     private static final Pattern TOKEN68 = Pattern.compile("[A-Za-z0-9._~+/-]+=*");
 
