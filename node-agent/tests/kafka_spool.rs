@@ -294,6 +294,24 @@ fn metric(text: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {name} in\n{text}"))
 }
 
+/// The intervals (start, end ns) of the CgroupStats records of `topic` (partition 0, all of host
+/// `spool-host`), until 3 s pass without one.
+fn cgroup_stats_of(brokers: &str, topic: &str) -> Vec<(i64, i64)> {
+    let consumer = agent::consumer_from_start(brokers, topic, 1);
+    let mut recs = Vec::new();
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < Duration::from_secs(3) {
+        if let Some(m) = consumer.poll(Duration::from_millis(100)) {
+            let m = m.unwrap();
+            assert_eq!(m.key(), Some(&b"spool-host"[..]));
+            let r = decode_single_object(m.payload().unwrap()).unwrap();
+            recs.push((r.interval_start_ns, r.interval_end_ns));
+            quiet_since = Instant::now();
+        }
+    }
+    recs
+}
+
 /// A cgroup v2 fixture tree under `root` holding one container; returns its directory.
 fn cgroup_fixture(root: &std::path::Path) -> std::path::PathBuf {
     let cg = root.join("system.slice/docker-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.scope");
@@ -346,20 +364,10 @@ fn agent_binary_spools_to_disk_through_an_outage() {
     assert!(metric(&text, "wattgraph_agent_spool_spilled_total") >= 100.0, "{text}");
     assert!(err.contains("spool_disk="), "stats line shows the spool: {err}");
 
-    let consumer = agent::consumer_from_start(&brokers, CG_TOPIC, 1);
-    let mut recs = Vec::new();
-    let mut quiet_since = Instant::now();
-    while quiet_since.elapsed() < Duration::from_secs(3) {
-        if let Some(m) = consumer.poll(Duration::from_millis(100)) {
-            let m = m.unwrap();
-            assert_eq!(m.key(), Some(&b"spool-host"[..]));
-            recs.push(decode_single_object(m.payload().unwrap()).unwrap());
-            quiet_since = Instant::now();
-        }
-    }
+    let recs = cgroup_stats_of(&brokers, CG_TOPIC);
     assert!(recs.len() >= 130, "{} records", recs.len());
     for w in recs.windows(2) {
-        assert_eq!(w[0].interval_end_ns, w[1].interval_start_ns, "in order, no gap, no duplicate");
+        assert_eq!(w[0].1, w[1].0, "in order, no gap, no duplicate");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -462,18 +470,10 @@ fn agent_binary_with_a_full_spool_disk_delivers_or_counts_every_record() {
     assert_eq!(metric(&text, "wattgraph_agent_kafka_delivery_errors_total"), 0.0, "{text}");
 
     // The topic holds each delivered record once, in order (gaps only where records were dropped).
-    let consumer = agent::consumer_from_start(&brokers, CG_TOPIC, 1);
-    let mut recs = Vec::new();
-    let mut quiet_since = Instant::now();
-    while quiet_since.elapsed() < Duration::from_secs(3) {
-        if let Some(msg) = consumer.poll(Duration::from_millis(100)) {
-            recs.push(decode_single_object(msg.unwrap().payload().unwrap()).unwrap());
-            quiet_since = Instant::now();
-        }
-    }
+    let recs = cgroup_stats_of(&brokers, CG_TOPIC);
     assert_eq!(recs.len() as f64, delivered);
-    let gaps = recs.windows(2).filter(|w| w[0].interval_end_ns != w[1].interval_start_ns).count();
-    assert!(recs.windows(2).all(|w| w[0].interval_end_ns <= w[1].interval_start_ns), "no duplicate, in order");
+    let gaps = recs.windows(2).filter(|w| w[0].1 != w[1].0).count();
+    assert!(recs.windows(2).all(|w| w[0].1 <= w[1].0), "no duplicate, in order");
     assert!(gaps >= 1 && gaps as f64 <= dropped, "{gaps} gaps for {dropped} dropped");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -564,18 +564,10 @@ fn agent_binary_killed_with_records_in_memory_loses_none() {
     let err = agent::sigterm(second);
     netns.cancel();
 
-    let consumer = agent::consumer_from_start(&brokers, CG_TOPIC, 1);
-    let mut recs = Vec::new();
-    let mut quiet_since = Instant::now();
-    while quiet_since.elapsed() < Duration::from_secs(3) {
-        if let Some(msg) = consumer.poll(Duration::from_millis(100)) {
-            recs.push(decode_single_object(msg.unwrap().payload().unwrap()).unwrap());
-            quiet_since = Instant::now();
-        }
-    }
+    let recs = cgroup_stats_of(&brokers, CG_TOPIC);
     eprintln!("produced {produced}: {delivered} delivered before the kill, {in_memory} in memory at it; {} in the topic", recs.len());
     assert_eq!(recs.len() as f64, produced, "every record the killed agent made, once");
-    assert!(recs.windows(2).all(|w| w[0].interval_end_ns == w[1].interval_start_ns), "in order, no gap, no duplicate");
+    assert!(recs.windows(2).all(|w| w[0].1 == w[1].0), "in order, no gap, no duplicate");
     assert_eq!(metric(&text, "wattgraph_agent_spool_replayed_records"), in_memory, "found the killed agent's records: {text}");
     assert!(err.contains("did not close its spool"), "said: {err}");
     assert_eq!(spool_files(&spool), 0);
