@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Neo4j stopped under short-connection load for longer than the job's checkpoint timeout and its
- * Kafka sinks' transaction timeout (10 and 5 min by default; 20 and 30 s here, so the test takes
+ * Kafka sinks' transaction timeout (5 and 10 min by default; 20 and 30 s here, so the test takes
  * minutes): the job goes on checkpointing, its Kafka outputs go on (committed meanwhile), and once
  * Neo4j is back the graph is exact; nothing lost, no window twice.
  */
