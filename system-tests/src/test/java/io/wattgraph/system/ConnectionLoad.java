@@ -11,19 +11,22 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One run of {@link ShortConnections}: its server on host B, its client on host A, each its own
- * process (their pids are the graph's Process ids), each counting what it completed.
+ * One run of {@link ShortConnections}: its client on one namespace host, its server on another,
+ * each its own process (their pids are the graph's Process ids), each counting what it completed.
  */
-record ConnectionLoad(long connections, Process server, Process client, Path stop, Path serverCounts,
+record ConnectionLoad(long connections, Hosts hosts, Process server, Process client, Path stop, Path serverCounts,
     Path clientCounts) {
   static final int REQUEST = 100;
   static final int RESPONSE = 1000;
 
+  /** Where the two ends run: host ids (as the agents report them), namespaces, the server's address. */
+  record Hosts(String client, String clientNs, String server, String serverNs, String serverAddr) {}
+
   /**
-   * Starts the server on {@code net.addrB:port} (returns once it listens) and the client making
+   * Starts the server on {@code serverAddr:port} (returns once it listens) and the client making
    * {@code connections} connections at {@code perSecond}; {@code name} keeps this run's files apart.
    */
-  static ConnectionLoad start(Path work, TwoHostNetwork net, String name, int port, long connections, long perSecond)
+  static ConnectionLoad start(Path work, String name, Hosts hosts, int port, long connections, long perSecond)
       throws Exception {
     String java = ProcessHandle.current().info().command().orElse("java");
     String cp = Path.of(ShortConnections.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
@@ -34,8 +37,8 @@ record ConnectionLoad(long connections, Process server, Process client, Path sto
     for (Path p : List.of(ready, stop, serverCounts, clientCounts)) {
       Files.deleteIfExists(p);
     }
-    Process server = new ProcessBuilder("ip", "netns", "exec", net.nsB, java, "-Xmx256m", "-cp", cp,
-        ShortConnections.class.getName(), "server", net.addrB, String.valueOf(port), ready.toString(),
+    Process server = new ProcessBuilder("ip", "netns", "exec", hosts.serverNs(), java, "-Xmx256m", "-cp", cp,
+        ShortConnections.class.getName(), "server", hosts.serverAddr(), String.valueOf(port), ready.toString(),
         stop.toString(), serverCounts.toString(), String.valueOf(REQUEST), String.valueOf(RESPONSE), "300")
         .inheritIO().start();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
@@ -46,11 +49,11 @@ record ConnectionLoad(long connections, Process server, Process client, Path sto
       }
       Thread.sleep(50);
     }
-    Process client = new ProcessBuilder("ip", "netns", "exec", net.nsA, java, "-Xmx256m", "-cp", cp,
-        ShortConnections.class.getName(), "client", net.addrB, String.valueOf(port),
+    Process client = new ProcessBuilder("ip", "netns", "exec", hosts.clientNs(), java, "-Xmx256m", "-cp", cp,
+        ShortConnections.class.getName(), "client", hosts.serverAddr(), String.valueOf(port),
         String.valueOf(connections), String.valueOf(perSecond), String.valueOf(REQUEST), String.valueOf(RESPONSE),
         clientCounts.toString(), "150").inheritIO().start();
-    return new ConnectionLoad(connections, server, client, stop, serverCounts, clientCounts);
+    return new ConnectionLoad(connections, hosts, server, client, stop, serverCounts, clientCounts);
   }
 
   /** Waits for the client, stops the server; their counts, which must agree and be complete. */

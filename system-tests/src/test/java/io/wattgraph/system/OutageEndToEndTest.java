@@ -42,15 +42,15 @@ class OutageEndToEndTest {
    */
   @Test
   void aBrokerKilledMidLoadAndRestartedLeavesEveryConnectionOnceOnItsEdge() throws Exception {
-    stack = new OutageStack("ko", SUBNET, List.of());
-    stack.startAgents(List.of(), List.of());
+    stack = new OutageStack("ko", SUBNET, 2, List.of());
+    stack.startAgents();
 
-    ConnectionLoad load = stack.load("load", 8080, CONNECTIONS, PER_SECOND);
+    ConnectionLoad load = stack.load("load", 0, 1, 8080, CONNECTIONS, PER_SECOND);
     Thread.sleep(8_000);
     stack.kafka.kill();
     Thread.sleep(OUTAGE_MS);
-    double spoolA = OutageStack.memorySpool(OutageStack.agentMetrics(stack.metrics[0]));
-    double spoolB = OutageStack.memorySpool(OutageStack.agentMetrics(stack.metrics[1]));
+    double spoolA = OutageStack.memorySpool(stack.agentMetrics(0));
+    double spoolB = OutageStack.memorySpool(stack.agentMetrics(1));
     stack.kafka.start();
     Map<String, Long> counts = load.finish();
     System.out.printf("outage test: %s; spooled in memory at the restart: host-a %.0f, host-b %.0f records%n", counts,

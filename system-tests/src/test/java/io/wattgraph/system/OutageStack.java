@@ -26,11 +26,11 @@ import org.neo4j.driver.Record;
 import org.neo4j.driver.Session;
 
 /**
- * What the outage tests stand on, each part a real process or server that a test can fail: two
- * namespace hosts, local-stack's Kafka in a JVM of its own, Neo4j, the production job (in this JVM)
- * and one real agent per host; and the checks that every figure of the graph and of the windows
- * equals what a {@link ConnectionLoad} counted. Closed in reverse order of starting, also when a
- * test fails.
+ * What the outage tests stand on, each part a real process or server that a test can fail:
+ * namespace hosts ({@code host-a}, {@code host-b}, ...), local-stack's Kafka in a JVM of its own,
+ * Neo4j, the production job (in this JVM) and one real agent per host; and the checks that every
+ * figure of the graph and of the windows equals what a {@link ConnectionLoad} counted. Closed in
+ * reverse order of starting, also when a test fails.
  */
 final class OutageStack implements AutoCloseable {
   static final String TOPIC = "wattgraph.connections";
@@ -39,14 +39,13 @@ final class OutageStack implements AutoCloseable {
   static final long WINDOW_MS = 10_000;
 
   final Path work;
-  final TwoHostNetwork net;
+  final NamespaceHosts net;
   final KafkaProcess kafka;
   final Driver driver;
-  /** The agents' metrics ports, host A's then host B's. */
+  /** Each host's agent (null until started) and its metrics port. */
+  final AgentProcess[] agents;
   final int[] metrics;
   final RunningJob job;
-  AgentProcess agentA;
-  AgentProcess agentB;
   private Neo4jServer neo4j;
   private final int boltPort;
   private final List<AutoCloseable> started = new ArrayList<>();
@@ -57,17 +56,19 @@ final class OutageStack implements AutoCloseable {
   private int exchangePort = 9000;
 
   /**
-   * Network, Kafka, Neo4j and the job (pairing horizon {@link #HORIZON_MS}, checkpoints every 2 s,
-   * then {@code jobFlags}); the agents follow with {@link #startAgents}.
+   * {@code hosts} namespace hosts, Kafka, Neo4j and the job (pairing horizon {@link #HORIZON_MS},
+   * checkpoints every 2 s, then {@code jobFlags}); the agents follow with {@link #startAgent}.
    */
-  OutageStack(String tag, int subnet, List<String> jobFlags) throws Exception {
+  OutageStack(String tag, int subnet, int hosts, List<String> jobFlags) throws Exception {
     Preconditions.requireRoot();
     long pid = ProcessHandle.current().pid();
     work = Files.createDirectories(Path.of("target", "system-test-" + tag + "-" + pid).toAbsolutePath());
     try {
-      net = add(new TwoHostNetwork(tag + pid % 1000, subnet));
-      // Ports come back within seconds, as the issue's 41,000 connections reused theirs.
-      Shell.run("ip", "netns", "exec", net.nsA, "sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=40000 40999");
+      net = add(new NamespaceHosts(tag + pid % 1000, subnet, hosts));
+      for (String ns : net.namespaces) {
+        // Ports come back within seconds, as the issue's 41,000 connections reused theirs.
+        Shell.run("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=40000 40999");
+      }
       kafka = add(new KafkaProcess(work.resolve("kafka"), List.of(TOPIC, "wattgraph.resources", "wattgraph.transactions")));
       neo4j = Neo4jServer.start(work.resolve("neo4j"), 0);
       boltPort = neo4j.boltPort();
@@ -84,7 +85,8 @@ final class OutageStack implements AutoCloseable {
           "--pairing-horizon-ms", String.valueOf(HORIZON_MS), "--checkpoint-interval-ms", "2000"));
       flags.addAll(jobFlags);
       job = add(RunningJob.start(JobConfig.parse(flags.toArray(String[]::new))));
-      metrics = KafkaProcess.freePorts(2);
+      agents = new AgentProcess[hosts];
+      metrics = KafkaProcess.freePorts(hosts);
     } catch (Exception | AssertionError e) {
       close();
       throw e;
@@ -96,20 +98,39 @@ final class OutageStack implements AutoCloseable {
     return c;
   }
 
-  /** Agent A through {@code wrapperA} (e.g. {@link BrokerBlock#wrapper}) with {@code flagsA}; agent B plain. */
-  void startAgents(List<String> wrapperA, List<String> flagsA) throws Exception {
-    Path agentBin = Preconditions.agentBinary();
-    List<String> a = new ArrayList<>(List.of("--metrics-addr", "127.0.0.1:" + metrics[0]));
-    a.addAll(flagsA);
-    agentA = add(new AgentProcess(wrapperA, agentBin, "host-a", net.nsPath(net.nsA), kafka.bootstrapServers(),
-        work.resolve("agents"), a));
-    agentB = add(new AgentProcess(agentBin, "host-b", net.nsPath(net.nsB), kafka.bootstrapServers(),
-        work.resolve("agents"), List.of("--metrics-addr", "127.0.0.1:" + metrics[1])));
+  static String hostId(int host) {
+    return "host-" + (char) ('a' + host);
   }
 
-  /** A load from host A to host B on {@code port}, its processes killed at teardown if still running. */
-  ConnectionLoad load(String name, int port, long connections, long perSecond) throws Exception {
-    ConnectionLoad load = ConnectionLoad.start(work, net, name, port, connections, perSecond);
+  /** The agent of {@code host}, through {@code wrapper} (e.g. {@link BrokerBlock#wrapper}) with {@code flags}. */
+  AgentProcess startAgent(int host, List<String> wrapper, List<String> flags) throws Exception {
+    List<String> f = new ArrayList<>(List.of("--metrics-addr", "127.0.0.1:" + metrics[host]));
+    f.addAll(flags);
+    agents[host] = add(new AgentProcess(wrapper, Preconditions.agentBinary(), hostId(host), net.nsPath(host),
+        kafka.bootstrapServers(), work.resolve("agents"), f));
+    return agents[host];
+  }
+
+  /** Every host's agent, plain. */
+  void startAgents() throws Exception {
+    for (int h = 0; h < agents.length; h++) {
+      startAgent(h, List.of(), List.of());
+    }
+  }
+
+  /** The agent's Prometheus samples of {@code host}. */
+  Map<String, Double> agentMetrics(int host) throws Exception {
+    return scrape(metrics[host]);
+  }
+
+  /**
+   * A load from host {@code client} to a server on host {@code server} at {@code port}, its
+   * processes killed at teardown if still running.
+   */
+  ConnectionLoad load(String name, int client, int server, int port, long connections, long perSecond) throws Exception {
+    ConnectionLoad load = ConnectionLoad.start(work, name, new ConnectionLoad.Hosts(hostId(client),
+        net.namespaces.get(client), hostId(server), net.namespaces.get(server), net.addresses.get(server)), port,
+        connections, perSecond);
     add(load::destroy);
     return load;
   }
@@ -125,13 +146,14 @@ final class OutageStack implements AutoCloseable {
     neo4j = Neo4jServer.start(work.resolve("neo4j"), boltPort);
   }
 
-  static final String EDGE = "MATCH (c:Process {hostId:'host-a', pid:$cpid})-[t:TALKS_TO]->(s:Process {hostId:'host-b', pid:$spid}) "
+  static final String EDGE = "MATCH (c:Process {hostId:$chost, pid:$cpid})-[t:TALKS_TO]->(s:Process {hostId:$shost, pid:$spid}) "
       + "RETURN t.connections AS n, t.bytesClientToServer AS c2s, t.bytesServerToClient AS s2c";
 
   /** The load's edge as its counts say, and no External node anywhere; null when so, else what differs. */
   private String differences(ConnectionLoad load, Map<String, Long> counts) {
     try (Session s = driver.session()) {
-      List<Record> edge = s.run(EDGE, Map.of("cpid", load.client().pid(), "spid", load.server().pid())).list();
+      List<Record> edge = s.run(EDGE, Map.of("chost", load.hosts().client(), "cpid", load.client().pid(),
+          "shost", load.hosts().server(), "spid", load.server().pid())).list();
       List<Map<String, Object>> external = s.run("MATCH (a)-[t:TALKS_TO]->(b) WHERE a:External OR b:External "
           + "RETURN a.id AS client, b.id AS server, t.connections AS n, t.bytesClientToServer AS c2s").list()
           .stream().map(Record::asMap).toList();
@@ -178,14 +200,18 @@ final class OutageStack implements AutoCloseable {
     // What the issue saw stayed: an External edge that no late end retracts.
     Thread.sleep(5 * 3 * HORIZON_MS);
     assertExactEdge(phase, load, counts);
-    for (int port : metrics) {
-      assertEquals(0.0, agentMetrics(port).get("wattgraph_agent_kafka_dropped_total"), phase + ": nothing dropped by agent at " + port);
+    for (int h = 0; h < agents.length; h++) {
+      assertEquals(0.0, agentMetrics(h).get("wattgraph_agent_kafka_dropped_total"), phase + ": nothing dropped by " + hostId(h));
     }
     assertTransactionWindows(phase, load, counts);
   }
 
   private String agentLogs() {
-    return "\nagent A:\n" + tail(agentA.logText()) + "\nagent B:\n" + tail(agentB.logText());
+    StringBuilder b = new StringBuilder();
+    for (int h = 0; h < agents.length; h++) {
+      b.append("\nagent ").append(hostId(h)).append(":\n").append(agents[h] == null ? "(not started)" : tail(agents[h].logText()));
+    }
+    return b.toString();
   }
 
   static String tail(String log) {
@@ -200,17 +226,16 @@ final class OutageStack implements AutoCloseable {
    * small exchanges between other processes keep transactions coming until they have (at most 3 min).
    */
   void assertTransactionWindows(String phase, ConnectionLoad load, Map<String, Long> counts) throws Exception {
-    String client = "host-a/" + load.client().pid() + "/";
-    String server = "host-b/" + load.server().pid() + "/";
+    ConnectionLoad.Hosts h = load.hosts();
     long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
-    EdgeWindows w = EdgeWindows.read(kafka.bootstrapServers(), client, server);
+    EdgeWindows w = windows(load);
     while (!w.sumsTo(counts.get("connections")) && System.nanoTime() < deadline) {
       int port = exchangePort++;
-      TwoHostStack.exchange(work, net.nsB, net.addrB, port, net.nsA, net.addrB, port, 10, 10);
+      TwoHostStack.exchange(work, h.serverNs(), h.serverAddr(), port, h.clientNs(), h.serverAddr(), port, 10, 10);
       Thread.sleep(2000);
-      w = EdgeWindows.read(kafka.bootstrapServers(), client, server);
+      w = windows(load);
     }
-    var delivered = EdgeWindows.delivered(kafka.bootstrapServers(), "host-a", load.client().pid(), "host-b",
+    var delivered = EdgeWindows.delivered(kafka.bootstrapServers(), h.client(), load.client().pid(), h.server(),
         load.server().pid(), WINDOW_MS);
     System.out.printf("%s: %s; delivered by the agents %s; late inputs dropped by the job %d%n", phase, w, delivered,
         LateSampleCounter.DROPPED.get() - lateBefore);
@@ -223,10 +248,16 @@ final class OutageStack implements AutoCloseable {
     assertEquals(0, LateSampleCounter.DROPPED.get() - lateBefore, phase + ": inputs dropped as late by the job's windows");
   }
 
+  /** The load's edge windows committed on Kafka so far. */
+  EdgeWindows windows(ConnectionLoad load) throws Exception {
+    return EdgeWindows.read(kafka.bootstrapServers(), load.hosts().client() + "/" + load.client().pid() + "/",
+        load.hosts().server() + "/" + load.server().pid() + "/");
+  }
+
   private static final Pattern SAMPLE = Pattern.compile("^(wattgraph_agent_[a-z_]+(?:\\{[^}]*\\})?) ([0-9.eE+-]+)$", Pattern.MULTILINE);
 
-  /** The agent's Prometheus samples, by name with labels. */
-  static Map<String, Double> agentMetrics(int port) throws Exception {
+  /** An agent's Prometheus samples at {@code port}, by name with labels. */
+  private static Map<String, Double> scrape(int port) throws Exception {
     HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
         .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
     Map<String, Double> m = new HashMap<>();
