@@ -48,7 +48,7 @@ final class OutageStack implements AutoCloseable {
   final RunningJob job;
   private Neo4jServer neo4j;
   private final int boltPort;
-  private final List<AutoCloseable> started = new ArrayList<>();
+  private final Teardown started = new Teardown();
   /** The JVM's count of late window inputs dropped when this stack's job started. */
   private final long lateBefore;
   /** The most connections seen on External edges while waiting (transient ones a late peer moved). */
@@ -94,8 +94,7 @@ final class OutageStack implements AutoCloseable {
   }
 
   <T extends AutoCloseable> T add(T c) {
-    started.add(c);
-    return c;
+    return started.add(c);
   }
 
   static String hostId(int host) {
@@ -274,13 +273,6 @@ final class OutageStack implements AutoCloseable {
 
   @Override
   public void close() {
-    for (int i = started.size() - 1; i >= 0; i--) {
-      try {
-        started.get(i).close();
-      } catch (Exception e) {
-        System.err.println("teardown: " + e);
-      }
-    }
-    started.clear();
+    started.close();
   }
 }
