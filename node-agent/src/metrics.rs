@@ -230,6 +230,18 @@ impl Renderer {
                 &[("tier=\"memory\"", k.memory_bytes() as f64), ("tier=\"disk\"", g(&k.disk_bytes) as f64)],
             );
             metric("wattgraph_agent_spool_spilled_total", "counter", "Records written to the disk spool (memory tier full).", &[("", g(&k.spilled) as f64)]);
+            metric(
+                "wattgraph_agent_spool_memory_only_total",
+                "counter",
+                "Records taken by the memory tier without their journal copy on disk (the disk tier refused it, or no --spool-dir): a kill of the agent loses those not yet delivered.",
+                &[("", g(&k.memory_only) as f64)],
+            );
+            metric(
+                "wattgraph_agent_spool_replayed_records",
+                "gauge",
+                "Records a previous run left in the disk spool unconfirmed by Kafka, found at start and sent again.",
+                &[("", g(&k.replayed) as f64)],
+            );
             metric("wattgraph_agent_spool_disk_errors_total", "counter", "Disk spool read/write/delete errors.", &[("", g(&k.disk_errors) as f64)]);
             metric(
                 "wattgraph_agent_spool_lost_total",

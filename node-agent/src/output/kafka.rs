@@ -3,10 +3,13 @@
 //!
 //! **Spool** while Kafka is unreachable or slow: librdkafka's queue is the memory tier
 //! (`--spool-memory-messages`, no message timeout; the idempotent producer keeps the order per
-//! partition across retries). When it is full, records go to the disk tier (`spool::DiskSpool`
-//! under `--spool-dir`), and once anything is on disk every new record goes there too until the
-//! drainer thread has moved them all back into librdkafka, so a sender's records stay in order.
-//! Beyond `--spool-max-bytes` (or without a spool directory) records are dropped and counted.
+//! partition across retries). With a spool directory every record it takes is journaled in the
+//! disk tier first (`spool::DiskSpool`, a copy into a mapped segment), so a killed agent loses
+//! none of them: the next start sends what Kafka had not confirmed. When the memory tier is full,
+//! records wait in the disk tier, and once anything waits there every new record does too until
+//! the drainer thread has moved them all into librdkafka, so a sender's records stay in order.
+//! Beyond `--spool-max-bytes` (or without a spool directory) records are dropped and counted; a
+//! record the disk refuses while librdkafka has room is held in memory only (counted).
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::ffi::CString;
@@ -25,9 +28,12 @@ use rdkafka::{ClientContext, IntoOpaque, Message};
 use crate::output::kafka_client::{KafkaClient, WithKafkaClient};
 use crate::output::spool::DiskSpool;
 
-/// A disk segment is closed at this size (or a quarter of the bound, if smaller).
+/// Space reserved per disk segment (or a quarter of the bound, if smaller).
 const SEGMENT_BYTES: u64 = 64 << 20;
 const DRAIN_EVERY: Duration = Duration::from_millis(20);
+/// How often the spool records how far each segment was delivered: after a kill, records
+/// delivered within this are sent again (the job drops the replays).
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
 
 #[derive(Clone, Debug)]
 pub struct SpoolOptions {
@@ -58,7 +64,8 @@ pub struct KafkaStats {
     pub completed_bytes: AtomicU64,
     /// Records written to the disk tier.
     pub spilled: AtomicU64,
-    /// Disk tier now: records not yet moved back into librdkafka, bytes of its segment files.
+    /// Disk tier now: records not yet moved back into librdkafka; bytes of the records in its
+    /// segment files (the journaled ones too).
     pub disk_records: AtomicU64,
     pub disk_bytes: AtomicU64,
     pub disk_errors: AtomicU64,
@@ -68,6 +75,11 @@ pub struct KafkaStats {
     pub disk_torn_bytes: AtomicU64,
     /// Records librdkafka still held at a stop, written back to the disk spool.
     pub rescued: AtomicU64,
+    /// Taken by librdkafka without a copy on disk (no spool directory, or the disk tier refused
+    /// it): a kill loses those not yet delivered.
+    pub memory_only: AtomicU64,
+    /// Records a previous run left unconfirmed, found at start (sent again).
+    pub replayed: AtomicU64,
     last_error_log: AtomicU64,
 }
 
@@ -94,7 +106,7 @@ pub enum Sent {
 pub struct StatsContext {
     stats: Arc<KafkaStats>,
     spool: Option<Arc<Mutex<DiskSpool>>>,
-    /// Purged at a stop (topic, key, payload, opaque segment): written back to the disk spool.
+    /// Purged at a stop (topic, key, payload, opaque: 1 + sequence number, or 0): written back to the disk spool.
     rescued: Mutex<Vec<(String, Vec<u8>, Vec<u8>, usize)>>,
 }
 /// librdkafka repeats broker-down errors several times a second; log them at most
@@ -123,9 +135,9 @@ impl ClientContext for StatsContext {
 }
 
 impl ProducerContext for StatsContext {
-    /// 0, or 1 + the disk segment a spooled record came from.
+    /// 0, or 1 + the spool's sequence number of the record.
     type DeliveryOpaque = usize;
-    fn delivery(&self, result: &DeliveryResult<'_>, segment: usize) {
+    fn delivery(&self, result: &DeliveryResult<'_>, seq: usize) {
         let mut keep_on_disk = false;
         let m = match result {
             Ok(m) => {
@@ -138,7 +150,7 @@ impl ProducerContext for StatsContext {
                     // Only flush() purges: kept for the disk spool (acknowledged there after).
                     keep_on_disk = true;
                     let (t, k, p) = (m.topic().to_string(), m.key().unwrap_or_default().to_vec(), m.payload().unwrap_or_default().to_vec());
-                    self.rescued.lock().unwrap().push((t, k, p, segment));
+                    self.rescued.lock().unwrap().push((t, k, p, seq));
                 } else {
                     keep_on_disk = purged;
                     log::debug!("kafka delivery failed: {e}");
@@ -149,9 +161,9 @@ impl ProducerContext for StatsContext {
         };
         self.stats.completed_bytes.fetch_add((m.key_len() + m.payload_len()) as u64, Ordering::Relaxed);
         self.stats.completed.fetch_add(1, Ordering::Relaxed);
-        if let (Some(spool), true) = (&self.spool, segment > 0 && !keep_on_disk) {
+        if let (Some(spool), true) = (&self.spool, seq > 0 && !keep_on_disk) {
             let mut s = spool.lock().unwrap();
-            if let Err(e) = s.delivered(segment as u64 - 1) {
+            if let Err(e) = s.delivered(seq as u64 - 1) {
                 self.stats.disk_errors.fetch_add(1, Ordering::Relaxed);
                 log::warn!("spool: cannot delete a delivered segment: {e}");
             }
@@ -173,10 +185,10 @@ struct Inner {
 impl Inner {
     /// One record into librdkafka. Topic C strings are made once per topic, under one read lock
     /// per send afterwards: the hot path allocates nothing.
-    fn enqueue(&self, topic: &str, key: &[u8], payload: &[u8], segment: usize) -> Result<(), KafkaError> {
+    fn enqueue(&self, topic: &str, key: &[u8], payload: &[u8], seq: usize) -> Result<(), KafkaError> {
         let topics = self.topics.read().unwrap();
         match topics.iter().find(|(t, _)| &**t == topic) {
-            Some((_, c)) => self.produce(c, key, payload, segment)?,
+            Some((_, c)) => self.produce(c, key, payload, seq)?,
             None => {
                 // First record of this topic: one allocation, under the write lock.
                 drop(topics);
@@ -185,7 +197,7 @@ impl Inner {
                     topics.push((topic.into(), CString::new(topic).map_err(KafkaError::from)?));
                 }
                 let c = &topics.iter().find(|(t, _)| &**t == topic).expect("present").1;
-                self.produce(c, key, payload, segment)?;
+                self.produce(c, key, payload, seq)?;
             }
         }
         self.stats.enqueued_bytes.fetch_add((key.len() + payload.len()) as u64, Ordering::Relaxed);
@@ -194,9 +206,9 @@ impl Inner {
     }
 
     /// What `BaseProducer::send` does (same librdkafka call and flags: copy key and payload,
-    /// partitioner's choice, `segment` as the delivery opaque of `StatsContext`), without its
+    /// partitioner's choice, `seq` as the delivery opaque of `StatsContext`), without its
     /// CString of the topic per send.
-    fn produce(&self, topic_c: &CString, key: &[u8], payload: &[u8], segment: usize) -> Result<(), KafkaError> {
+    fn produce(&self, topic_c: &CString, key: &[u8], payload: &[u8], seq: usize) -> Result<(), KafkaError> {
         use rdkafka::bindings::rd_kafka_vtype_t::*;
         // SAFETY: the arguments are the (type, value) pairs rd_kafka_producev reads, with the
         // types rdkafka 0.39's send passes; librdkafka copies key and payload (F_COPY) and the
@@ -217,7 +229,7 @@ impl Inner {
                 key.as_ptr() as *const std::ffi::c_void,
                 key.len(),
                 RD_KAFKA_VTYPE_OPAQUE,
-                segment.into_ptr(),
+                seq.into_ptr(),
                 RD_KAFKA_VTYPE_END,
             )
         };
@@ -241,24 +253,66 @@ impl Inner {
     }
 
     fn send(&self, topic: &str, key: &[u8], payload: &[u8]) -> Sent {
-        if !self.disk_active.load(Ordering::Acquire) {
-            match self.enqueue(topic, key, payload, 0) {
-                Ok(()) => return Sent::Memory,
-                Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => {}
-                Err(e) => return self.drop_one(&e),
-            }
-        }
-        let Some(spool) = &self.spool else { return self.drop_one(&"the memory spool is full and there is no --spool-dir") };
+        let Some(spool) = &self.spool else {
+            return match self.enqueue(topic, key, payload, 0) {
+                Ok(()) => {
+                    self.stats.memory_only.fetch_add(1, Ordering::Relaxed);
+                    Sent::Memory
+                }
+                Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => {
+                    self.drop_one(&"the memory spool is full and there is no --spool-dir")
+                }
+                Err(e) => self.drop_one(&e),
+            };
+        };
         let mut s = spool.lock().unwrap();
-        if s.is_empty() {
-            // Drained since the check above: memory first again.
-            match self.enqueue(topic, key, payload, 0) {
-                Ok(()) => return Sent::Memory,
-                Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => {}
-                Err(e) => return self.drop_one(&e),
+        let r = if s.is_empty() { self.journaled(&mut s, topic, key, payload) } else { self.to_disk(&mut s, topic, key, payload) };
+        self.publish_disk(&s);
+        r
+    }
+
+    /// Nothing waits on disk: into librdkafka, journaled on disk first.
+    fn journaled(&self, s: &mut DiskSpool, topic: &str, key: &[u8], payload: &[u8]) -> Sent {
+        let seq = match s.journal(topic, key, payload) {
+            Ok(Some(seq)) => seq,
+            refused => {
+                if let Err(e) = refused {
+                    self.stats.disk_errors.fetch_add(1, Ordering::Relaxed);
+                    if !rate_limited(&self.stats.last_error_log) {
+                        log::warn!("spool: journal write failed: {e} (records held in memory only meanwhile, counted)");
+                    }
+                }
+                return match self.enqueue(topic, key, payload, 0) {
+                    Ok(()) => {
+                        self.stats.memory_only.fetch_add(1, Ordering::Relaxed);
+                        Sent::Memory
+                    }
+                    Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => {
+                        self.drop_one(&"the spool is full (memory and --spool-max-bytes)")
+                    }
+                    Err(e) => self.drop_one(&e),
+                };
+            }
+        };
+        match self.enqueue(topic, key, payload, seq as usize + 1) {
+            Ok(()) => Sent::Memory,
+            Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => {
+                // On disk already: it waits there for the drainer.
+                s.unhand_last();
+                self.stats.spilled.fetch_add(1, Ordering::Relaxed);
+                self.disk_active.store(true, Ordering::Release);
+                Sent::Disk
+            }
+            Err(e) => {
+                let _ = s.delivered(seq); // refused for good: not to be sent again
+                self.drop_one(&e)
             }
         }
-        let r = match s.append(topic, key, payload) {
+    }
+
+    /// Records wait on disk: behind them (order).
+    fn to_disk(&self, s: &mut DiskSpool, topic: &str, key: &[u8], payload: &[u8]) -> Sent {
+        match s.append(topic, key, payload) {
             Ok(true) => {
                 self.stats.spilled.fetch_add(1, Ordering::Relaxed);
                 self.disk_active.store(true, Ordering::Release);
@@ -269,9 +323,7 @@ impl Inner {
                 self.stats.disk_errors.fetch_add(1, Ordering::Relaxed);
                 self.drop_one(&format_args!("spool write failed: {e}"))
             }
-        };
-        self.publish_disk(&s);
-        r
+        }
     }
 
     /// Moves records from disk into librdkafka while it has room.
@@ -279,14 +331,14 @@ impl Inner {
         let mut s = spool.lock().unwrap();
         loop {
             let Some(r) = s.peek() else { break };
-            let seg = r.segment;
-            match self.enqueue(r.topic, r.key, r.payload, seg as usize + 1) {
+            let seq = r.seq;
+            match self.enqueue(r.topic, r.key, r.payload, seq as usize + 1) {
                 Ok(()) => s.advance(),
                 Err(KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)) => break,
                 Err(e) => {
                     // Refused for good (e.g. too large): it would block the spool forever.
                     s.advance();
-                    let _ = s.delivered(seg);
+                    let _ = s.delivered(seq);
                     self.drop_one(&e);
                 }
             }
@@ -332,6 +384,7 @@ impl EventProducer {
                 let s = DiskSpool::open(d, opts.max_bytes, SEGMENT_BYTES.min(opts.max_bytes / 4).max(4096))
                     .with_context(|| format!("--spool-dir '{}'", d.display()))?;
                 stats.disk_torn_bytes.store(s.truncated_bytes, Ordering::Relaxed);
+                stats.replayed.store(s.records(), Ordering::Relaxed);
                 if !s.is_empty() {
                     log::info!("spool: {} records ({} bytes) left on disk by a previous run are sent first", s.records(), s.bytes());
                 }
@@ -365,9 +418,19 @@ impl EventProducer {
             let t = std::thread::Builder::new()
                 .name("wg-spool".into())
                 .spawn(move || {
+                    let mut next_checkpoint = std::time::Instant::now();
                     while !st.load(Ordering::Relaxed) {
                         if i.disk_active.load(Ordering::Acquire) {
                             i.drain(&spool);
+                        }
+                        if std::time::Instant::now() >= next_checkpoint {
+                            if let Err(e) = spool.lock().unwrap().checkpoint() {
+                                i.stats.disk_errors.fetch_add(1, Ordering::Relaxed);
+                                if !rate_limited(&i.stats.last_error_log) {
+                                    log::warn!("spool: cannot record how far the segments were delivered ({e}): a restart after a kill sends more again");
+                                }
+                            }
+                            next_checkpoint += CHECKPOINT_EVERY;
                         }
                         std::thread::sleep(DRAIN_EVERY);
                     }
@@ -415,14 +478,14 @@ impl EventProducer {
             match s.rescue(&records) {
                 Ok(_) => {
                     self.inner.stats.rescued.fetch_add(records.len() as u64, Ordering::Relaxed);
-                    for (_, _, _, seg) in &rescued {
-                        if *seg > 0 {
-                            let _ = s.delivered(*seg as u64 - 1); // now in the rescue segment
+                    for (_, _, _, seq) in &rescued {
+                        if *seq > 0 {
+                            let _ = s.delivered(*seq as u64 - 1); // now in the rescue segment
                         }
                     }
                 }
                 Err(e) => {
-                    // Records that came from disk stay there (sent again); the others are lost.
+                    // Records on disk (journaled or waiting there) stay there, sent again; the others are lost.
                     let lost = rescued.iter().filter(|r| r.3 == 0).count() as u64;
                     self.inner.stats.disk_errors.fetch_add(1, Ordering::Relaxed);
                     self.inner.stats.dropped.fetch_add(lost, Ordering::Relaxed);

@@ -318,6 +318,7 @@ public final class CorrelationJob {
    */
   private static void configureCheckpoints(StreamExecutionEnvironment env, JobConfig config) {
     env.enableCheckpointing(config.checkpointIntervalMs, CheckpointingMode.EXACTLY_ONCE);
+    env.getCheckpointConfig().setCheckpointTimeout(config.checkpointTimeout());
     Configuration c = new Configuration();
     if (config.checkpointDir != null) {
       c.set(CheckpointingOptions.CHECKPOINT_STORAGE, "filesystem");

@@ -59,6 +59,9 @@ public class JobConfig implements Serializable {
       new Option("--history-windows", "historyWindows", "N", "360", "windows kept per graph node, 0..8640; 0: latest only"),
       new Option("--sink-batch-size", "sinkBatchSize", "N", "2000", "rows per Neo4j transaction, 1..50000"),
       new Option("--checkpoint-interval-ms", "checkpointIntervalMs", "MS", "5000", "exactly-once checkpoints this often"),
+      new Option("--checkpoint-timeout-ms", "checkpointTimeoutMs", "MS", "0.5 x transaction.timeout.ms",
+          "a checkpoint not complete by then fails and the job restarts from the last one; with the interval, "
+              + "below the Kafka sinks' transaction.timeout.ms (600000, or --kafka-properties')"),
       new Option("--checkpoint-dir", "checkpointDir", "URI", "none",
           "where checkpoints are kept across runs (none: the job manager's memory)"),
       new Option("--restore", "restore", "latest|none|URI", "latest",
@@ -96,6 +99,15 @@ public class JobConfig implements Serializable {
   public String neo4jPassword;
   public long pairingHorizonMs = 3000;
   public long checkpointIntervalMs = 5000;
+  /**
+   * A checkpoint still pending after this fails (and the job restarts from the last complete one);
+   * 0: half the sinks' transaction timeout. With the interval it stays below that timeout: a
+   * transaction the broker aborted for its age before its checkpoint completed would be lost at the
+   * commit.
+   */
+  public long checkpointTimeoutMs = 0;
+  /** The exactly-once Kafka sinks' {@code transaction.timeout.ms} unless --kafka-properties lowers it. */
+  public static final long TRANSACTION_TIMEOUT_MS = 600_000;
   /** null: Flink's default checkpoint storage (the job manager's memory). */
   public String checkpointDir;
   /**
@@ -159,6 +171,17 @@ public class JobConfig implements Serializable {
   /** Windows of history per graph node (1 h of 10 s windows); 0: the latest window only. */
   public int historyWindows = 360;
 
+  /** The exactly-once sinks' transaction timeout: --kafka-properties' transaction.timeout.ms, else the job's. */
+  public long transactionTimeoutMs() {
+    String v = kafkaProperties.get("transaction.timeout.ms");
+    return v == null ? TRANSACTION_TIMEOUT_MS : Long.parseLong(v.trim());
+  }
+
+  /** --checkpoint-timeout-ms, or half the sinks' transaction timeout. */
+  public long checkpointTimeout() {
+    return checkpointTimeoutMs > 0 ? checkpointTimeoutMs : transactionTimeoutMs() / 2;
+  }
+
   public long closedRetention() {
     return closedRetentionMs > 0 ? closedRetentionMs : 2 * pairingHorizonMs;
   }
@@ -201,6 +224,13 @@ public class JobConfig implements Serializable {
     }
     c.pairingHorizonMs = positive(flags, "--pairing-horizon-ms", c.pairingHorizonMs);
     c.checkpointIntervalMs = positive(flags, "--checkpoint-interval-ms", c.checkpointIntervalMs);
+    c.checkpointTimeoutMs = positive(flags, "--checkpoint-timeout-ms", c.checkpointTimeoutMs);
+    long transactions = c.transactionTimeoutMs();
+    if (c.checkpointIntervalMs + c.checkpointTimeout() >= transactions) {
+      throw new IllegalArgumentException("--checkpoint-interval-ms + --checkpoint-timeout-ms (" + c.checkpointIntervalMs
+          + " + " + c.checkpointTimeout() + ") must be below the Kafka sinks' transaction.timeout.ms (" + transactions
+          + "): a transaction older than that is aborted by the broker, and its checkpoint's records with it");
+    }
     c.checkpointDir = flags.get("--checkpoint-dir");
     c.restore = text(flags, "--restore", c.restore);
     c.dlqTopic = text(flags, "--dlq-topic", c.dlqTopic);

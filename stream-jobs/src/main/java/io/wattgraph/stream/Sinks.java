@@ -35,7 +35,7 @@ final class Sinks {
 
   /** Edge totals onto the graph; one writer also cannot race an orphan-External delete against a new edge. */
   void connectionGraph(DataStream<EdgeRow> edges) {
-    edges.sinkTo(new Neo4jSink<>(config.neo4j(), ConnectionGraphWriter::new))
+    edges.sinkTo(new Neo4jSink<>(config.neo4j(), edges.getType(), ConnectionGraphWriter::new))
         .uid("neo4j-sink")
         .name("neo4j")
         .setParallelism(1);
@@ -57,8 +57,8 @@ final class Sinks {
         .name("kafka: " + config.namespaceMetricsTopic);
     // One metrics sink for all nodes: Namespace rows are batched with the others.
     int historyWindows = config.historyWindows;
-    entities.union(namespaces)
-        .sinkTo(new Neo4jSink<>(config.neo4j(), s -> new NodeMetricsGraphWriter(s, historyWindows)))
+    DataStream<MetricsRow> rows = entities.union(namespaces);
+    rows.sinkTo(new Neo4jSink<>(config.neo4j(), rows.getType(), s -> new NodeMetricsGraphWriter(s, historyWindows)))
         .uid("metrics-neo4j-sink")
         .name("neo4j: window metrics")
         .setParallelism(1);
@@ -73,7 +73,7 @@ final class Sinks {
     edges.sinkTo(exactlyOnce(new EdgeMetricsSerializer(config.edgeMetricsTopic), "edge-metrics"))
         .uid("edge-metrics-kafka-sink")
         .name("kafka: " + config.edgeMetricsTopic);
-    edges.sinkTo(new Neo4jSink<>(config.neo4j(), EdgeMetricsGraphWriter::new))
+    edges.sinkTo(new Neo4jSink<>(config.neo4j(), edges.getType(), EdgeMetricsGraphWriter::new))
         .uid("edge-metrics-neo4j-sink")
         .name("neo4j: edge metrics")
         .setParallelism(1);
@@ -97,7 +97,7 @@ final class Sinks {
         .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
         .setTransactionalIdPrefix(config.groupId + "-" + name)
         // Must not exceed the broker's transaction.max.timeout.ms (15 min by default).
-        .setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "600000");
+        .setProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, String.valueOf(JobConfig.TRANSACTION_TIMEOUT_MS));
     // After the job's own: an operator's transaction.timeout.ms (a broker with a lower maximum) wins.
     KafkaClientProperties.producer(config).forEach(sink::setProperty);
     return sink.build();

@@ -97,6 +97,8 @@ class JobConfigTest {
     assertTrue(error("--kafka-brokers", "k:1").contains("--neo4j-uri"));
     assertTrue(error(concat("--pairing-horizon-ms", "soon")).contains("--pairing-horizon-ms"));
     assertTrue(error(concat("--checkpoint-interval-ms", "0")).contains("--checkpoint-interval-ms"));
+    assertTrue(error(concat("--checkpoint-timeout-ms", "600000")).contains(
+        "--checkpoint-interval-ms + --checkpoint-timeout-ms (5000 + 600000) must be below the Kafka sinks' transaction.timeout.ms (600000)"));
     assertTrue(error(concat("--parallelism", "-1")).contains("--parallelism"));
     assertTrue(error(concat("--sink-batch-size", "0")).contains("--sink-batch-size"));
     assertTrue(error(concat("--sink-batch-size", "50001")).contains("--sink-batch-size must be at most 50000"));
@@ -239,6 +241,7 @@ class JobConfigTest {
     }
     assertEquals(22, checked, "options with a value as default");
     assertEquals(2 * without.pairingHorizonMs, without.closedRetention(), "2 x --pairing-horizon-ms");
+    assertEquals(JobConfig.TRANSACTION_TIMEOUT_MS / 2, without.checkpointTimeout(), "0.5 x transaction.timeout.ms");
     assertNull(without.parallelism, "the environment's");
   }
 

@@ -542,7 +542,10 @@ public class ResourceMetricsIT {
   }
 
   static Value namespaceNode(String name, double cpuUsage, double powerW, double energyJ, String source,
-      long windowEndNs, int revision) {
+      long windowEndNs, int revision) throws InterruptedException {
+    // The graph follows the Kafka outputs: their checkpoint does not wait for Neo4j.
+    stack.await(() -> stack.count("MATCH (n:Namespace {id: $id}) WHERE n.metricsWindowEndNs = $w RETURN count(n)",
+        Map.of("id", name, "w", windowEndNs)) == 1, "namespace " + name + " with window " + windowEndNs + " in the graph");
     Value n = node("MATCH (n:Namespace {id: $id}) RETURN n", name);
     String what = n.asMap().toString();
     assertEquals(name, n.get("name").asString(), what);

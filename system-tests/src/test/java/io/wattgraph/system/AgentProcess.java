@@ -1,6 +1,7 @@
 package io.wattgraph.system;
 
 import java.io.IOException;
+import java.lang.ProcessBuilder.Redirect;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -9,8 +10,11 @@ import java.util.concurrent.TimeUnit;
 
 /** A real wattgraph-agent acting as one host: it watches only its namespace's sockets. */
 final class AgentProcess implements AutoCloseable {
-  private final Process process;
+  private final String hostId;
+  private final List<String> cmd;
+  private final Path ready;
   private final Path log;
+  private Process process;
 
   AgentProcess(Path binary, String hostId, Path netns, String kafka, Path workDir) throws Exception {
     this(binary, hostId, netns, kafka, workDir, List.of());
@@ -19,15 +23,30 @@ final class AgentProcess implements AutoCloseable {
   /** As above, with further agent flags (e.g. the power-cap ones). */
   AgentProcess(Path binary, String hostId, Path netns, String kafka, Path workDir, List<String> extraArgs)
       throws Exception {
+    this(List.of(), binary, hostId, netns, kafka, workDir, extraArgs);
+  }
+
+  /** As above, started through {@code wrapper} (a command that execs its arguments, e.g. into a cgroup). */
+  AgentProcess(List<String> wrapper, Path binary, String hostId, Path netns, String kafka, Path workDir,
+      List<String> extraArgs) throws Exception {
     Files.createDirectories(workDir);
-    Path ready = workDir.resolve(hostId + ".ready");
-    Files.deleteIfExists(ready);
+    this.hostId = hostId;
+    ready = workDir.resolve(hostId + ".ready");
     log = workDir.resolve(hostId + ".log");
-    List<String> cmd = new ArrayList<>(List.of(binary.toString(),
-        "--host-id", hostId, "--kafka-brokers", kafka, "--netns", netns.toString(),
+    Files.deleteIfExists(log);
+    List<String> c = new ArrayList<>(wrapper);
+    c.addAll(List.of(binary.toString(), "--host-id", hostId, "--kafka-brokers", kafka, "--netns", netns.toString(),
         "--ready-file", ready.toString()));
-    cmd.addAll(extraArgs);
-    process = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    c.addAll(extraArgs);
+    cmd = List.copyOf(c);
+    start();
+  }
+
+  /** Starts the agent (again, after {@link #kill}) and returns once its programs are attached. */
+  void start() throws Exception {
+    // A killed agent leaves its ready file behind.
+    Files.deleteIfExists(ready);
+    process = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(Redirect.appendTo(log.toFile())).start();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     while (!Files.exists(ready)) {
       if (!process.isAlive()) {
@@ -56,6 +75,12 @@ final class AgentProcess implements AutoCloseable {
       process.waitFor();
     }
     return process.exitValue();
+  }
+
+  /** SIGKILL, as a crash or the OOM killer: nothing flushed, nothing written back. */
+  void kill() throws InterruptedException {
+    process.destroyForcibly();
+    process.waitFor();
   }
 
   @Override

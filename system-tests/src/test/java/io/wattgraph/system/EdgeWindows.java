@@ -3,6 +3,7 @@ package io.wattgraph.system;
 import io.wattgraph.schema.EdgeMetrics;
 import io.wattgraph.schema.TransactionStats;
 import io.wattgraph.schema.WattgraphSchemas;
+import io.wattgraph.stream.source.RecordIds;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -62,11 +63,13 @@ record EdgeWindows(TreeMap<Long, EdgeMetrics> latest, List<String> duplicates, T
   /**
    * What the agents delivered on {@code wattgraph.transactions} for these processes: transactions per
    * {@code ROLE@windowStartNs} (the job's event time, interval end - 1 ns, in windows of
-   * {@code windowMs} from the epoch).
+   * {@code windowMs} from the epoch). A record the agent sent again (the same bytes: after a crash its
+   * spool sends what Kafka had not confirmed) counts once, as the job drops the replay.
    */
   static TreeMap<String, Long> delivered(String kafka, String clientHost, long clientPid, String serverHost,
       long serverPid, long windowMs) throws Exception {
     TreeMap<String, Long> sums = new TreeMap<>();
+    Set<Long> seen = new HashSet<>();
     long windowNs = windowMs * 1_000_000;
     Map<String, Object> c = Map.of("bootstrap.servers", kafka, "enable.auto.commit", "false");
     try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(c, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
@@ -78,6 +81,9 @@ record EdgeWindows(TreeMap<Long, EdgeMetrics> latest, List<String> duplicates, T
       Map<TopicPartition, Long> end = consumer.endOffsets(parts);
       while (parts.stream().anyMatch(p -> consumer.position(p) < end.get(p))) {
         for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofSeconds(1))) {
+          if (!seen.add(RecordIds.of(r.value()))) {
+            continue;
+          }
           TransactionStats t = WattgraphSchemas.transactionStatsDecoder().decode(r.value());
           String host = t.getHostId().toString();
           if ((host.equals(clientHost) && t.getTgid() == clientPid) || (host.equals(serverHost) && t.getTgid() == serverPid)) {

@@ -35,6 +35,11 @@ final class KafkaProcess implements AutoCloseable {
     return "127.0.0.1:" + port;
   }
 
+  /** The broker's port on 127.0.0.1. */
+  int port() {
+    return port;
+  }
+
   /** Starts the broker (again) on the same directory and ports; returns once it serves. */
   void start() throws Exception {
     Files.deleteIfExists(dir.resolve("ready"));

@@ -7,7 +7,6 @@ import io.wattgraph.localstack.KafkaBroker;
 import io.wattgraph.localstack.Neo4jServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -33,7 +32,7 @@ final class TwoHostStack implements AutoCloseable {
   final Neo4jServer neo4j;
   final Driver driver;
   private final Path agentBin;
-  private final List<AutoCloseable> started = new ArrayList<>();
+  private final Teardown started = new Teardown();
   private AgentProcess agentA;
   private AgentProcess agentB;
 
@@ -55,8 +54,7 @@ final class TwoHostStack implements AutoCloseable {
   }
 
   private <T extends AutoCloseable> T add(T c) {
-    started.add(c);
-    return c;
+    return started.add(c);
   }
 
   void startJob() throws Exception {
@@ -157,13 +155,6 @@ final class TwoHostStack implements AutoCloseable {
 
   @Override
   public void close() {
-    for (int i = started.size() - 1; i >= 0; i--) {
-      try {
-        started.get(i).close();
-      } catch (Exception e) {
-        System.err.println("teardown: " + e);
-      }
-    }
-    started.clear();
+    started.close();
   }
 }

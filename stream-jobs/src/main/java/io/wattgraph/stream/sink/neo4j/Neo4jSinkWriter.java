@@ -2,6 +2,7 @@ package io.wattgraph.stream.sink.neo4j;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -11,6 +12,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.operators.ProcessingTimeService;
+import org.apache.flink.api.connector.sink2.StatefulSinkWriter;
 import org.apache.flink.metrics.Counter;
 import org.neo4j.driver.exceptions.RetryableException;
 import org.slf4j.Logger;
@@ -19,20 +21,25 @@ import org.slf4j.LoggerFactory;
 /**
  * Buffers rows (edge totals, window metrics) and writes them in batches on a thread of its own,
  * one batch at a time, in order: a batch goes when the buffer reaches the batch size, every flush
- * interval, and on {@link #flush} (each checkpoint and end of input, which wait for it, so a
- * completed checkpoint implies the graph has everything before it).
+ * interval, and at each checkpoint. A checkpoint does not wait for it: the rows not yet written
+ * (buffered, or with the writing thread) are the writer's state ({@link #snapshotState}), written
+ * by the writer restored from it. So a Neo4j outage stalls neither checkpoints nor the job's Kafka
+ * outputs, whose transactions commit with them (a checkpoint held up by Neo4j outlived them). Only
+ * the end of input waits until everything is written.
  *
  * <p>Rows carry absolute values, so only the latest row per key matters. While a batch is being
  * written the task keeps consuming and the buffer keeps collapsing rows per key: the slower Neo4j
  * is, the fewer rows per input record it is sent, instead of the task stalling on every batch. The
  * buffer is bounded ({@link #MAX_BUFFERED_BATCHES} batches of distinct keys); past that the task
  * waits (backpressure to Kafka). A write that keeps failing for transient reasons is retried with
- * backoff forever, so a Neo4j outage stalls the task instead of dropping rows.
+ * backoff forever, so a Neo4j outage keeps rows instead of dropping them; past the buffer's bound
+ * the task waits (and checkpoints with it, until the checkpoint timeout restarts the job from the
+ * last one, which holds the rows).
  *
  * <p>The buffer and the bookkeeping belong to the task's mailbox thread (timers and completions
  * arrive there as mails); the writing thread only ever sees a batch it was handed.
  */
-public class Neo4jSinkWriter<R> implements org.apache.flink.api.connector.sink2.SinkWriter<R> {
+public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
   private static final Logger LOG = LoggerFactory.getLogger(Neo4jSinkWriter.class);
   private static final long MAX_BACKOFF_MS = 5_000;
   /** Distinct keys buffered while a batch is written, in batches, before the task waits. */
@@ -47,23 +54,27 @@ public class Neo4jSinkWriter<R> implements org.apache.flink.api.connector.sink2.
   private final Counter rowsWritten;
   private final ExecutorService io;
   private Map<String, R> buffer = new LinkedHashMap<>();
-  /** A batch is with the writing thread (only one at a time, so batches land in order). */
+  /** The rows with the writing thread (only one hand-off at a time, so batches land in order). */
+  private List<R> handedOff = List.of();
   private boolean writing;
   private boolean closed;
+  /** The constraints exist (the writing thread's: made before its first batch, not at start). */
+  private boolean prepared;
 
   Neo4jSinkWriter(Neo4jSettings settings, Neo4jBatchTarget<R> graph, ProcessingTimeService timers,
       MailboxExecutor mailbox, Counter rowsWritten) {
+    this(settings, graph, timers, mailbox, rowsWritten, List.of());
+  }
+
+  /** With {@code unwritten}: the rows a checkpoint held (its writer's state), written first. */
+  Neo4jSinkWriter(Neo4jSettings settings, Neo4jBatchTarget<R> graph, ProcessingTimeService timers,
+      MailboxExecutor mailbox, Counter rowsWritten, Collection<R> unwritten) {
     this.settings = settings;
     this.graph = graph;
     this.timers = timers;
     this.mailbox = mailbox;
     this.rowsWritten = rowsWritten;
-    try {
-      retrying("creating constraints", graph::createConstraints);
-    } catch (IOException | InterruptedException e) {
-      graph.close();
-      throw new IllegalStateException("cannot prepare the Neo4j schema at " + settings.uri, e);
-    }
+    unwritten.forEach(this::put);
     this.io = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "neo4j-writer (" + graph.rowKind() + ")");
       t.setDaemon(true);
@@ -74,6 +85,17 @@ public class Neo4jSinkWriter<R> implements org.apache.flink.api.connector.sink2.
 
   @Override
   public void write(R row, Context context) throws IOException, InterruptedException {
+    put(row);
+    if (buffer.size() >= settings.batchSize && !writing) {
+      handOff();
+    }
+    while (buffer.size() >= MAX_BUFFERED_BATCHES * settings.batchSize) {
+      mailbox.yield(); // until the batch being written completes (which hands this one off)
+    }
+  }
+
+  /** Into the buffer, unless a row there for its key is newer. */
+  private void put(R row) {
     if (!graph.accepts(row)) {
       return;
     }
@@ -85,22 +107,33 @@ public class Neo4jSinkWriter<R> implements org.apache.flink.api.connector.sink2.
     // Remove first so the row moves to the end: batches keep the order rows arrived in.
     buffer.remove(key);
     buffer.put(key, row);
-    if (buffer.size() >= settings.batchSize && !writing) {
-      handOff();
-    }
-    while (buffer.size() >= MAX_BUFFERED_BATCHES * settings.batchSize) {
-      mailbox.yield(); // until the batch being written completes (which hands this one off)
-    }
   }
 
+  /**
+   * At a checkpoint ({@code endOfInput} false) the buffer is handed off if nothing is being written,
+   * without waiting: what is not written yet goes into the checkpoint ({@link #snapshotState}). At
+   * the end of input it waits until everything is written.
+   */
   @Override
   public void flush(boolean endOfInput) throws IOException, InterruptedException {
-    while (writing || !buffer.isEmpty()) {
+    if (!writing && !buffer.isEmpty()) {
+      handOff();
+    }
+    while (endOfInput && (writing || !buffer.isEmpty())) {
       if (!writing) {
         handOff();
       }
       mailbox.yield();
     }
+  }
+
+  /** The rows not yet written, oldest first: those with the writing thread, then the buffer. */
+  @Override
+  public List<R> snapshotState(long checkpointId) {
+    List<R> rows = new ArrayList<>(handedOff.size() + buffer.size());
+    rows.addAll(handedOff);
+    rows.addAll(buffer.values());
+    return rows;
   }
 
   private void scheduleFlush() {
@@ -120,9 +153,14 @@ public class Neo4jSinkWriter<R> implements org.apache.flink.api.connector.sink2.
     List<R> rows = new ArrayList<>(buffer.values());
     buffer = new LinkedHashMap<>();
     writing = true;
+    handedOff = rows;
     io.execute(() -> {
       Exception failure = null;
       try {
+        if (!prepared) {
+          retrying("creating constraints", graph::createConstraints);
+          prepared = true;
+        }
         for (int from = 0; from < rows.size(); from += settings.batchSize) {
           List<R> batch = rows.subList(from, Math.min(rows.size(), from + settings.batchSize));
           retrying("writing " + batch.size() + " " + graph.rowKind(), () -> graph.write(batch));
@@ -144,6 +182,7 @@ public class Neo4jSinkWriter<R> implements org.apache.flink.api.connector.sink2.
   /** On the mailbox thread, after a hand-off was written (or failed for good). */
   private void written(int rows, Exception failure) throws IOException {
     writing = false;
+    handedOff = List.of();
     if (failure != null) {
       throw failure instanceof IOException io ? io : new IOException(failure);
     }

@@ -105,7 +105,7 @@ class Neo4jSinkWriterTest {
     w.write(new Row("b", 1), null);
     w.write(new Row("a", 2), null);
     assertEquals(List.of(), target.batches, "below the batch size nothing goes before a flush or the timer");
-    w.flush(false);
+    w.flush(true);
     assertEquals(List.of(List.of(new Row("b", 1), new Row("a", 2))), target.batches);
     assertEquals(2, written.getCount());
   }
@@ -121,7 +121,7 @@ class Neo4jSinkWriterTest {
       w.write(new Row("b", v), null);
     }
     target.release();
-    w.flush(false);
+    w.flush(true);
     assertEquals(List.of(List.of(new Row("a", 1), new Row("b", 1)), List.of(new Row("a", 1000), new Row("b", 1000))),
         target.batches, "2,000 updates of two keys during one slow write became one more batch of two rows");
   }
@@ -148,9 +148,38 @@ class Neo4jSinkWriterTest {
     w.write(new Row("k-last", 9), null); // the buffer is full: must wait for k0's write
     assertTrue(released.get(), "write returned while the buffer was full and the batch in flight was held");
     releaser.join();
-    w.flush(false);
+    w.flush(true);
     List<String> keys = target.batches.stream().flatMap(List::stream).map(Row::key).toList();
     assertEquals(List.of("k0", "k1", "k2", "k3", "k-last"), keys, "every row once, in order");
+  }
+
+  /**
+   * A checkpoint does not wait for Neo4j: with a write held, the checkpoint's flush returns, and the
+   * rows not yet written (the one being written, those buffered since) are the writer's state; a
+   * writer restored from it writes them, the newer of two rows of a key winning.
+   */
+  @Test
+  void aCheckpointTakesWhatIsNotWrittenInsteadOfWaiting() throws Exception {
+    Neo4jSinkWriter<Row> w = writer(1);
+    target.hold();
+    w.write(new Row("a", 1), null); // handed off, held
+    w.write(new Row("b", 1), null);
+    w.write(new Row("a", 2), null);
+    w.flush(false);
+    List<Row> state = w.snapshotState(1);
+    assertEquals(List.of(new Row("a", 1), new Row("b", 1), new Row("a", 2)), state, "in flight first, then the buffer");
+    assertEquals(List.of(), target.batches, "nothing written: the checkpoint did not wait");
+    // That writer ends (its task fails over, say); one restored from the state takes over.
+    target.release();
+    w.flush(true);
+    w.close();
+    writer = null;
+    RecordingTarget after = new RecordingTarget();
+    Neo4jSinkWriter<Row> restored = new Neo4jSinkWriter<>(new Neo4jSettings("bolt://unused", null, null, 100, 200),
+        after, timers, mailbox, written, state);
+    writer = restored;
+    restored.flush(true);
+    assertEquals(List.of(List.of(new Row("b", 1), new Row("a", 2))), after.batches);
   }
 
   @Test
@@ -168,7 +197,7 @@ class Neo4jSinkWriterTest {
     target.unavailableLeft.set(2);
     Neo4jSinkWriter<Row> w = writer(100);
     w.write(new Row("a", 1), null);
-    w.flush(false);
+    w.flush(true);
     assertEquals(List.of(List.of(new Row("a", 1))), target.batches);
     assertEquals(2, Neo4jSinkWriter.UNAVAILABLE_RETRIES.get() - retriesBefore);
   }
@@ -178,7 +207,7 @@ class Neo4jSinkWriterTest {
     target.failWith = new IllegalArgumentException("test: bad row");
     Neo4jSinkWriter<Row> w = writer(100);
     w.write(new Row("a", 1), null);
-    Exception e = assertThrows(Exception.class, () -> w.flush(false));
+    Exception e = assertThrows(Exception.class, () -> w.flush(true));
     Throwable cause = e;
     while (cause != null && !(cause.getMessage() != null && cause.getMessage().contains("not retryable"))) {
       cause = cause.getCause();
