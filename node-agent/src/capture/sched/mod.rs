@@ -35,7 +35,7 @@ pub const TRACEPOINTS: [&str; 2] = ["sched:sched_switch", "sched:sched_process_e
 
 pub type ThreadStat = types::thread_stat;
 const _: () = assert!(size_of::<ThreadStat>() == 152);
-const _: () = assert!(size_of::<types::cpu_state>() == 72);
+const _: () = assert!(size_of::<types::cpu_state>() == 96);
 
 // ---------------------------------------------------------------- topology
 
@@ -255,9 +255,13 @@ impl SchedPrograms {
         }
     }
 
-    /// What runs on each CPU now: (tid, its slice so far at `now` in ns, socket), which the
-    /// thread map does not hold yet; fills `running` and returns how many CPUs it holds.
-    pub fn running_slices(&self, now: u64, running: &mut [(u32, u64, u32); 256]) -> usize {
+    /// What runs on each CPU now: (tid, its scheduler runtime now in ns, socket), whose running
+    /// slice (runtime now minus the entry's `rt_seen`) the thread map does not hold yet; fills
+    /// `running` and returns how many CPUs it holds. The runtime is `/proc/<tid>/schedstat`'s
+    /// (the kernel brings a running task's up to date for the read), so the switch itself reads
+    /// no clock; a thread whose file cannot be read (gone, another pid namespace) is left out
+    /// and counted at its switch-out.
+    pub fn running_slices(&self, running: &mut [(u32, u64, u32); 256]) -> usize {
         let nrun = self.ncpus.min(running.len());
         let cfd = self.skel.maps.cpus.as_fd().as_raw_fd();
         for (cpu, slot) in running.iter_mut().enumerate().take(nrun) {
@@ -266,15 +270,35 @@ impl SchedPrograms {
             let rc = unsafe {
                 libbpf_sys::bpf_map_lookup_elem(cfd, &k as *const u32 as *const _, st.as_mut_ptr() as *mut _)
             };
+            *slot = (0, 0, 0);
             if rc == 0 {
                 let st = unsafe { st.assume_init() };
-                if st.tid != 0 && st.ts_in != 0 && now > st.ts_in {
-                    *slot = (st.tid, now - st.ts_in, st.socket % MAX_SOCKETS as u32);
+                if st.tid != 0 {
+                    if let Some(rt) = thread_runtime_ns(st.tid) {
+                        *slot = (st.tid, rt, st.socket % MAX_SOCKETS as u32);
+                    }
                 }
             }
         }
         nrun
     }
+}
+
+/// First field of `/proc/<tid>/schedstat`: the thread's `se.sum_exec_runtime` in ns. Stack
+/// buffers only (read once per CPU per sample interval).
+fn thread_runtime_ns(tid: u32) -> Option<u64> {
+    use std::io::{Read, Write};
+    let mut path = [0u8; 40];
+    let n = {
+        let mut w = &mut path[..];
+        write!(w, "/proc/{tid}/schedstat").ok()?;
+        40 - w.len()
+    };
+    let path = std::str::from_utf8(&path[..n]).ok()?;
+    let mut buf = [0u8; 96];
+    let got = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
+    let text = std::str::from_utf8(&buf[..got]).ok()?;
+    text.split_ascii_whitespace().next()?.parse().ok()
 }
 
 fn sum_percpu(v: &[Vec<u8>]) -> u64 {
