@@ -241,9 +241,9 @@ static __always_inline void fill_tuple(struct sock_info *si, const struct sock *
 		__builtin_memcpy(si->raddr, sk->__sk_common.skc_v6_daddr.in6_u.u6_addr8, 16);
 	}
 	// inet_sport rather than skc_num: skc_num is cleared before close. inet_sock lies beyond
-	// struct sock, where the verifier allows no direct read: a probe read.
-	const struct inet_sock *inet = (const struct inet_sock *)sk;
-	si->lport = bpf_ntohs(BPF_CORE_READ(inet, inet_sport));
+	// struct sock, where the typed pointer does not reach: a read-only cast (a plain load that
+	// cannot fault) instead of a probe-read helper call.
+	si->lport = bpf_ntohs(bpf_core_cast(sk, struct inet_sock)->inet_sport);
 	si->rport = bpf_ntohs(sk->__sk_common.skc_dport);
 }
 
