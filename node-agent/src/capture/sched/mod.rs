@@ -257,10 +257,10 @@ impl SchedPrograms {
 
     /// What runs on each CPU now: (tid, its scheduler runtime now in ns, socket), whose running
     /// slice (runtime now minus the entry's `rt_seen`) the thread map does not hold yet; fills
-    /// `running` and returns how many CPUs it holds. The runtime is `/proc/<tid>/schedstat`'s
-    /// (the kernel brings a running task's up to date for the read), so the switch itself reads
-    /// no clock; a thread whose file cannot be read (gone, another pid namespace) is left out
-    /// and counted at its switch-out.
+    /// `running` and returns how many CPUs it holds. The runtime is `/proc/<tid>/schedstat`'s,
+    /// as the scheduler last brought it up to date (its tick), so the switch itself reads no
+    /// clock; the rest of the slice counts at the next read. A thread whose file cannot be read
+    /// (gone, another pid namespace) is left out and counted at its switch-out.
     pub fn running_slices(&self, running: &mut [(u32, u64, u32); 256]) -> usize {
         let nrun = self.ncpus.min(running.len());
         let cfd = self.skel.maps.cpus.as_fd().as_raw_fd();
@@ -303,4 +303,37 @@ fn thread_runtime_ns(tid: u32) -> Option<u64> {
 
 fn sum_percpu(v: &[Vec<u8>]) -> u64 {
     v.iter().filter_map(|b| b.get(..8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()))).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thread_runtime_ns;
+
+    fn thread_cpu_ns() -> u64 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        assert_eq!(unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) }, 0);
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
+    #[test]
+    fn thread_runtime_is_the_schedulers_own() {
+        let tid = unsafe { libc::gettid() } as u32;
+        // schedstat prints se.sum_exec_runtime as last brought up to date (a tick, a switch);
+        // the thread's CPU clock brings it up to date first. So a <= b, and once a switch-out
+        // (the sleep) has updated it, c <= d <= e.
+        let a = thread_runtime_ns(tid).expect("own schedstat readable");
+        let b = thread_cpu_ns();
+        let mut x = 0u64;
+        while thread_cpu_ns() < b + 20_000_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let c = thread_cpu_ns();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let d = thread_runtime_ns(tid).expect("own schedstat readable");
+        let e = thread_cpu_ns();
+        assert!(a <= b, "schedstat {a} ahead of the thread's CPU clock {b}");
+        assert!(c <= d && d <= e, "schedstat {d} not between the CPU clock's {c} and {e}");
+        assert_eq!(thread_runtime_ns(u32::MAX), None, "no such thread");
+    }
 }
