@@ -3,7 +3,9 @@
 # on (alternating rounds, so drift hits both alike), the agent's CPU and RSS while on, and the
 # average kernel run time per call of each BPF program (kernel.bpf_stats_enabled).
 # AGENT_BEFORE=path adds a third run per round with that build (e.g. the commit before a change),
-# so before, after and off are measured side by side.
+# so before, after and off are measured side by side (per-call figures of both builds too).
+# Each program's per-call figure is read from that agent's own programs (by the prog ids its file
+# descriptors hold), so other agents on the machine do not mix in.
 # Needs root. Usage: [AGENT_BEFORE=path] node-agent/bench/overhead.sh [ROUNDS] [SECONDS_PER_RUN]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -59,37 +61,52 @@ AGENT=$AGENT_AFTER
 
 # Per-call cost of each program, in a separate run: bpf_stats_enabled itself adds two clock
 # reads per call, so it stays off while throughput is measured.
+prog_stats() { # prog_stats PID LABEL: that agent's programs, "LABEL name run_time_ns run_cnt"
+  local ids
+  ids=$(grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -u | paste -sd, -)
+  bpftool prog show -j | jq -r --argjson ids "[${ids}]" --arg l "$2" '.[] | select(.id as $i | $ids | index($i))
+    | select(.name|test("^(handle_|wg_)")) | "\($l) \(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"'
+}
 sysctl -qw kernel.bpf_stats_enabled=1
 for len in 1K 128K; do
-  start_agent "$WORK/agent.log"; apid=$!
-  wait_ready "$WORK/ready"
-  run_iperf $len >/dev/null
-  bpftool prog show -j | jq -r '.[] | select(.name|test("^(handle_|wg_)")) | "\(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"' >> "$WORK/bpfstats.txt"
-  kill -TERM $apid; wait $apid || true
+  for label in after before; do
+    if [ $label = before ]; then [ -n "${AGENT_BEFORE:-}" ] || continue; AGENT=$AGENT_BEFORE; else AGENT=$AGENT_AFTER; fi
+    start_agent "$WORK/agent.log"; apid=$!
+    wait_ready "$WORK/ready"
+    run_iperf $len >/dev/null
+    prog_stats $apid $label >> "$WORK/bpfstats.txt"
+    kill -TERM $apid; wait $apid || true
+  done
 done
+AGENT=$AGENT_AFTER
 sysctl -qw kernel.bpf_stats_enabled=0
 
 mean() { echo "$@" | tr ' ' '\n' | grep -v '^$' | awk '{s+=$1; n++} END {printf "%.3f", s/n}'; }
+spread() { echo "$@" | tr ' ' '\n' | grep -v '^$' | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.3f-%.3f", lo, hi}'; }
 echo "# Agent overhead (rounds=$ROUNDS, ${SECS}s per run, $(nproc) cores, kernel $(uname -r))"
-echo "| message | iperf3 off (Gbit/s) | iperf3 on (Gbit/s) | on/off | throughput loss |"
-echo "|---|---|---|---|---|"
+echo "| message | iperf3 off (Gbit/s) | iperf3 on (Gbit/s) | on/off | throughput loss | off min-max | on min-max |"
+echo "|---|---|---|---|---|---|---|"
 for len in 1K 128K; do
   a=$(mean ${off[$len]}); b=$(mean ${on[$len]})
-  printf "| %s | %s | %s | %.4f | %.2f%% |\n" "$len" "$a" "$b" "$(echo "$b/$a" | bc -l)" "$(echo "(1-$b/$a)*100" | bc -l)"
+  printf "| %s | %s | %s | %.4f | %.2f%% | %s | %s |\n" "$len" "$a" "$b" "$(echo "$b/$a" | bc -l)" "$(echo "(1-$b/$a)*100" | bc -l)" \
+    "$(spread ${off[$len]})" "$(spread ${on[$len]})"
 done
 if [ -n "${AGENT_BEFORE:-}" ]; then
   echo
-  echo "| message | iperf3 with AGENT_BEFORE (Gbit/s) | throughput loss | after/before |"
-  echo "|---|---|---|---|"
+  echo "| message | iperf3 with AGENT_BEFORE (Gbit/s) | throughput loss | after/before | before min-max |"
+  echo "|---|---|---|---|---|"
   for len in 1K 128K; do
     a=$(mean ${off[$len]}); b=$(mean ${on[$len]}); c=$(mean ${before[$len]})
-    printf "| %s | %s | %.2f%% | %.4f |\n" "$len" "$c" "$(echo "(1-$c/$a)*100" | bc -l)" "$(echo "$b/$c" | bc -l)"
+    printf "| %s | %s | %.2f%% | %.4f | %s |\n" "$len" "$c" "$(echo "(1-$c/$a)*100" | bc -l)" "$(echo "$b/$c" | bc -l)" "$(spread ${before[$len]})"
   done
 fi
 echo
 echo "agent CPU while iperf3 ran (millicores, per run): ${agent_cpu[*]}"
 echo "agent RSS (kB, per run): ${agent_rss[*]}"
 echo
-echo "| BPF program | calls | avg ns per call |"
-echo "|---|---|---|"
-awk '{t[$1]+=$2; c[$1]+=$3} END {for (k in t) if (c[k] > 0) printf "| %s | %d | %.1f |\n", k, c[k], t[k]/c[k]}' "$WORK/bpfstats.txt" | sort
+echo "| BPF program | calls | avg ns per call | AGENT_BEFORE calls | its ns per call | after/before |"
+echo "|---|---|---|---|---|---|"
+awk '{t[$1" "$2]+=$3; c[$1" "$2]+=$4; p[$2]=1}
+     END {for (k in p) if (c["after "k] > 0) {a = t["after "k]/c["after "k];
+       if (c["before "k] > 0) {b = t["before "k]/c["before "k]; printf "| %s | %d | %.1f | %d | %.1f | %.3f |\n", k, c["after "k], a, c["before "k], b, a/b}
+       else printf "| %s | %d | %.1f | - | - | - |\n", k, c["after "k], a}}' "$WORK/bpfstats.txt" | sort

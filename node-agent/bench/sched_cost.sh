@@ -2,7 +2,9 @@
 # Per-call kernel cost of the agent's sched programs, two agent builds side by side in one run.
 #   bench/sched_cost.sh BASELINE_AGENT CANDIDATE_AGENT [ROUNDS]
 # Each round runs each build alone (`--once`, resources only) under the same bounded
-# context-switch load (two processes ping-ponging a byte over pipes, 100,000 round trips), with
+# context-switch load (two processes ping-ponging a byte over pipes, 100,000 round trips; with
+# PAIRS=N, N such pairs at once sharing the 100,000, so switches go between many threads whose
+# entries are not all in cache, as on a busy host), with
 # kernel.bpf_stats_enabled on, and reads run_time_ns / run_cnt of its programs by program id.
 # Prints per-round figures, the mean per build and the candidate/baseline ratio. Needs root.
 set -euo pipefail
@@ -13,17 +15,25 @@ trap 'sysctl -qw kernel.bpf_stats_enabled=$prev_stats' EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
 
 load() {
-  python3 - <<'PY'
+  PAIRS=${PAIRS:-1} python3 - <<'PY'
 import os
-r1, w1 = os.pipe(); r2, w2 = os.pipe()
-pid = os.fork()
-if pid == 0:
-    for _ in range(100000):
-        os.read(r1, 1); os.write(w2, b'x')
-    os._exit(0)
-for _ in range(100000):
-    os.write(w1, b'x'); os.read(r2, 1)
-os.waitpid(pid, 0)
+pairs = int(os.environ["PAIRS"]); n = 100000 // pairs
+kids = []
+for _ in range(pairs):
+    r1, w1 = os.pipe(); r2, w2 = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        if os.fork() == 0:
+            for _ in range(n):
+                os.read(r1, 1); os.write(w2, b'x')
+            os._exit(0)
+        for _ in range(n):
+            os.write(w1, b'x'); os.read(r2, 1)
+        os.wait()
+        os._exit(0)
+    kids.append(pid)
+for pid in kids:
+    os.waitpid(pid, 0)
 PY
 }
 

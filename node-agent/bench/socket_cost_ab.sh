@@ -4,7 +4,8 @@
 # send/recv path), CONNS short loopback connections from one process (new sockets of a known
 # process), then PROCS connections each from a new short-lived process (bash /dev/tcp: a new
 # process per socket, the worst case for work done once per process). Agent in `--once` mode
-# (no Kafka). Prints avg ns per call of each program per run, the means, and A/B ratios.
+# (no Kafka). Prints avg ns per call of each program per run, the means and medians (with
+# min-max), and A/B ratios.
 # TXN=on runs the agents with transaction tracking (their default; adds handle_sendmsg_begin).
 # Needs root. Usage: [TXN=on] node-agent/bench/socket_cost_ab.sh AGENT_A AGENT_B [ROUNDS=3]
 set -euo pipefail
@@ -41,7 +42,11 @@ for r in $(seq 1 "$ROUNDS"); do
     sysctl -qw kernel.bpf_stats_enabled=0
   done
 done
-echo "| BPF program | A ns per call | B ns per call | A/B |"
-echo "|---|---|---|---|"
-awk '{s[$1" "$2] += $4; n[$1" "$2]++; p[$2] = 1}
-     END {for (q in p) {a = s["A "q] / n["A "q]; b = s["B "q] / n["B "q]; printf "| %s | %.1f | %.1f | %.3f |\n", q, a, b, a / b}}' "$WORK/rows" | sort
+# Means, and medians with min-max: on a shared machine one disturbed round moves a mean.
+echo "| BPF program | A ns per call (mean) | B | A/B | A median (min-max) | B median (min-max) | A/B of medians |"
+echo "|---|---|---|---|---|---|---|"
+sort -k1,2 -k4g "$WORK/rows" | awk '{k = $1" "$2; v[k, ++n[k]] = $4; s[k] += $4; p[$2] = 1}
+     function med(k) { return n[k] % 2 ? v[k, (n[k] + 1) / 2] : (v[k, n[k] / 2] + v[k, n[k] / 2 + 1]) / 2 }
+     END {for (q in p) {a = s["A "q] / n["A "q]; b = s["B "q] / n["B "q]; ma = med("A "q); mb = med("B "q)
+       printf "| %s | %.1f | %.1f | %.3f | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %.3f |\n", q, a, b, a / b,
+         ma, v["A "q, 1], v["A "q, n["A "q]], mb, v["B "q, 1], v["B "q, n["B "q]], ma / mb}}' | sort

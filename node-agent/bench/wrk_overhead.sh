@@ -3,6 +3,7 @@
 # loopback with the agent off and on (rounds alternate, so drift hits both alike), for a small
 # (100 B) and a large (128 KiB) response; requests/s and p50/p90/p99 with their on/off ratios.
 # The agent runs as deployed (transactions, resources) against a real broker.
+# AGENT_BEFORE=path adds a third run per round with that build (e.g. the commit before a change).
 # Needs root. Usage: node-agent/bench/wrk_overhead.sh [ROUNDS] [SECONDS_PER_RUN] [CONNECTIONS]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -59,7 +60,8 @@ run_wrk() {
     END { if (bad) exit 1; printf "%s %s %s %s\n", rps, p50, p90, p99 }'
 }
 
-declare -A off on
+declare -A off on before
+AGENT_AFTER=$AGENT
 for path in small large; do
   for r in $(seq 1 "$ROUNDS"); do
     off[$path]+="$(run_wrk $path);"
@@ -67,8 +69,15 @@ for path in small large; do
     wait_ready "$WORK/ready"
     on[$path]+="$(run_wrk $path);"
     kill -TERM $apid; wait $apid || true
+    if [ -n "${AGENT_BEFORE:-}" ]; then
+      AGENT=$AGENT_BEFORE start_agent "$WORK/agent.log"; apid=$!
+      wait_ready "$WORK/ready"
+      before[$path]+="$(run_wrk $path);"
+      kill -TERM $apid; wait $apid || true
+    fi
   done
 done
+AGENT=$AGENT_AFTER
 
 echo "# wrk against nginx, agent off and on (rounds=$ROUNDS, ${SECS}s per run, $CONNS connections, $(nproc) cores, kernel $(uname -r))"
 echo "| response | off req/s | on req/s | on/off | off p50/p90/p99 (µs) | on p50/p90/p99 (µs) | on/off p50 / p90 / p99 |"
@@ -83,4 +92,17 @@ for path in small large; do
         name, a[1], b[1], b[1] / a[1], a[2], a[3], a[4], b[2], b[3], b[4], b[2] / a[2], b[3] / a[3], b[4] / a[4]
     }'
 done
-echo "per run (req/s p50 p90 p99): small off ${off[small]} on ${on[small]}; large off ${off[large]} on ${on[large]}"
+if [ -n "${AGENT_BEFORE:-}" ]; then
+  echo
+  echo "| response | AGENT_BEFORE req/s | its on/off | its p50/p90/p99 (µs) | after/before req/s |"
+  echo "|---|---|---|---|---|"
+  for path in small large; do
+    printf '%s\n%s\n%s\n' "${off[$path]}" "${on[$path]}" "${before[$path]}" | awk -F';' -v name="$path" '
+      { for (i = 1; i < NF; i++) { split($i, v, " "); for (k = 1; k <= 4; k++) x[NR, k] += v[k]; n[NR]++ } }
+      END {
+        for (r = 1; r <= 3; r++) for (k = 1; k <= 4; k++) x[r, k] /= n[r]
+        printf "| %s | %.0f | %.3f | %.0f/%.0f/%.0f | %.3f |\n", name, x[3, 1], x[3, 1] / x[1, 1], x[3, 2], x[3, 3], x[3, 4], x[2, 1] / x[3, 1]
+      }'
+  done
+fi
+echo "per run (req/s p50 p90 p99): small off ${off[small]} on ${on[small]} before ${before[small]:-}; large off ${off[large]} on ${on[large]} before ${before[large]:-}"

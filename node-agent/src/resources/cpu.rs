@@ -167,13 +167,13 @@ impl CpuCollector {
         //    (In this order a slice ending between the two reads is missed now and counted
         //    next time, never counted twice.)
         let mut running = [(0u32, 0u64, 0u32); 256];
-        let nrun = self.progs.running_slices(mono_ns(), &mut running);
+        let nrun = self.progs.running_slices(&mut running);
         let tracked = self.scan.len() as u64;
         for ts in &self.scan {
             let mut pending = [0u64; MAX_SOCKETS];
-            for &(tid, ns, sock) in &running[..nrun] {
+            for &(tid, rt, sock) in &running[..nrun] {
                 if tid == ts.tid {
-                    pending[sock as usize] += ns;
+                    pending[sock as usize] += rt.saturating_sub(ts.rt_seen);
                 }
             }
             let k = (ts.tid, ts.thread_start_ns);

@@ -135,8 +135,9 @@ struct {
 } shed_counts SEC(".maps");
 
 // A softirq can interrupt a socket program running in process context on the same CPU (a
-// state change while a send builds an entry). Per CPU: how deep the socket programs are
-// nested, and whether handle_set_state is among them.
+// state change while a send builds an entry). Per CPU: how many programs hold a scratch slot
+// now (new_entry), and whether handle_set_state is running. Nesting on one CPU is strictly
+// last in, first out, so only the time a slot is in use needs counting.
 #define NEST_MAX 3
 struct nest_state {
 	__u32 depth;
@@ -161,11 +162,16 @@ struct {
 // When the sendmsg now running on this CPU began (tcp_sendmsg_locked, before any byte is
 // pushed): sock_send_length fires only after the send returned, and on loopback that is after
 // the peer was woken and may already have answered. A new sendmsg is told from the same one by
-// the bytes still to copy, which only shrink within one call.
+// the bytes still to copy, which only shrink within one call. idle_sk / idle_seq: the socket of
+// the last send that returned on this CPU and its read position (copied_seq) then; a new send on
+// it while that is unchanged continues the request or response, and needs no time.
 struct send_begin {
 	__u64 sk;
 	__u64 left;
 	__u64 ts;
+	__u64 idle_sk;
+	__u32 idle_seq;
+	__u32 _pad;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -179,6 +185,21 @@ static __always_inline void stat_inc(__u32 idx)
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
 	if (v)
 		*v += 1;
+}
+
+// The socket's cookie: a plain load once the kernel has made one (the first
+// bpf_get_socket_cookie of the socket), which saves a helper call per event.
+static __always_inline __u64 sock_cookie(struct sock *sk)
+{
+	__u64 c = sk->__sk_common.skc_cookie.counter;
+	return c ? c : bpf_get_socket_cookie(sk);
+}
+
+// The application's read position in the byte stream: it moves with every byte read (not
+// with a peek), so an unchanged value means nothing was received since.
+static __always_inline __u32 copied_seq(struct sock *sk)
+{
+	return bpf_core_cast(sk, struct tcp_sock)->copied_seq;
 }
 
 static __always_inline __u32 sk_netns(const struct sock *sk)
@@ -220,9 +241,9 @@ static __always_inline void fill_tuple(struct sock_info *si, const struct sock *
 		__builtin_memcpy(si->raddr, sk->__sk_common.skc_v6_daddr.in6_u.u6_addr8, 16);
 	}
 	// inet_sport rather than skc_num: skc_num is cleared before close. inet_sock lies beyond
-	// struct sock, where the verifier allows no direct read: a probe read.
-	const struct inet_sock *inet = (const struct inet_sock *)sk;
-	si->lport = bpf_ntohs(BPF_CORE_READ(inet, inet_sport));
+	// struct sock, where the typed pointer does not reach: a read-only cast (a plain load that
+	// cannot fault) instead of a probe-read helper call.
+	si->lport = bpf_ntohs(bpf_core_cast(sk, struct inet_sock)->inet_sport);
 	si->rport = bpf_ntohs(sk->__sk_common.skc_dport);
 }
 
@@ -466,6 +487,15 @@ static __attribute__((noinline)) __u64 http_route_of_payload(__u64 len)
 	return id;
 }
 
+// Boot-clock ns, read at the first need: a clock read costs about as much as the rest of a
+// send or receive (65 ns of ~230 on the 2-vCPU VM, docs/benchmarks/agent.md).
+static __always_inline __u64 clock_now(__u64 *now)
+{
+	if (!*now)
+		*now = bpf_ktime_get_boot_ns();
+	return *now;
+}
+
 // One completed transaction: histogram cell +1 (the only map operation), totals in
 // the socket's own entry. Runs once per transaction (at a change of direction).
 static __attribute__((noinline)) void txn_done(struct sock_info *si, __u8 kind, __u64 dt, __u64 req, __u64 resp)
@@ -502,14 +532,15 @@ static __attribute__((noinline)) void txn_done(struct sock_info *si, __u8 kind, 
 // The request's first bytes name its HTTP route (client: the send that starts it; server: the
 // receive that starts it); the transaction is filed under that route when it completes.
 // Called before the bytes of this event are added to the socket's counters.
-// `now` is when the send began for a send (see send_begins), when it returned for a receive.
-static __always_inline void txn_on_bytes(struct sock_info *si, bool is_send, __u64 now, __u64 len)
+// `*now` is when the send began for a send (see send_begins), when it returned for a receive;
+// 0 = not read yet (clock_now reads it, only where a time is kept).
+static __always_inline void txn_on_bytes(struct sock_info *si, bool is_send, __u64 *now, __u64 len)
 {
 	__u8 phase = si->txn_phase;
 	if (!is_send) {
 		if (track_http && si->role == ROLE_SERVER && phase != TXN_RECEIVED)
 			si->route = http_route_of_payload(len);
-		si->txn_last_ns = now;
+		si->txn_last_ns = clock_now(now);
 		si->txn_phase = TXN_RECEIVED;
 		return;
 	}
@@ -520,11 +551,12 @@ static __always_inline void txn_on_bytes(struct sock_info *si, bool is_send, __u
 		if (phase == TXN_RECEIVED && si->txn_start_ns)
 			txn_done(si, TXN_CLIENT_RTT, si->txn_last_ns - si->txn_start_ns,
 				 si->bytes_sent, si->bytes_recv);
-		si->txn_start_ns = now;
+		si->txn_start_ns = clock_now(now);
 		if (track_http)
 			si->route = http_route_of_payload(len);
 	} else if (si->role == ROLE_SERVER && phase == TXN_RECEIVED) {
-		txn_done(si, TXN_SERVER_TIME, now > si->txn_last_ns ? now - si->txn_last_ns : 0,
+		__u64 t = clock_now(now);
+		txn_done(si, TXN_SERVER_TIME, t > si->txn_last_ns ? t - si->txn_last_ns : 0,
 			 si->bytes_recv, si->bytes_sent);
 	}
 }
@@ -566,31 +598,24 @@ static __attribute__((noinline)) void txn_on_close(struct sock_info *si, __u64 n
 		stat_inc(STAT_TXN_CONN_FULL);
 }
 
-static __always_inline struct nest_state *nest_enter(void)
+static __always_inline struct nest_state *nest_state(void)
 {
 	__u32 zero = 0;
-	struct nest_state *n = bpf_map_lookup_elem(&nest, &zero);
-	if (n)
-		n->depth++;
-	return n;
-}
-
-static __always_inline void nest_exit(struct nest_state *n)
-{
-	if (n && n->depth)
-		n->depth--;
+	return bpf_map_lookup_elem(&nest, &zero);
 }
 
 static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie, __u32 ns, __u8 role, __u64 open_ns)
 {
-	__u32 zero = 0;
-	struct nest_state *n = bpf_map_lookup_elem(&nest, &zero);
-	__u32 slot = n && n->depth ? n->depth - 1 : 0;
+	struct nest_state *n = nest_state();
+	if (!n)
+		return NULL;
+	__u32 slot = n->depth;
 	if (slot >= NEST_MAX)
 		return NULL;
 	struct sock_info *si = bpf_map_lookup_elem(&scratch, &slot);
 	if (!si)
 		return NULL;
+	n->depth = slot + 1; // a program interrupting this one takes the next slot
 	__builtin_memset(si, 0, sizeof(*si));
 	si->cookie = cookie;
 	si->netns = ns;
@@ -600,6 +625,7 @@ static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie
 	fill_tuple(si, sk);
 	// NOEXIST: another CPU may have created it meanwhile; keep that one (and count once).
 	long err = bpf_map_update_elem(&socks, &cookie, si, BPF_NOEXIST);
+	n->depth = slot;
 	if (!err)
 		stat_inc(STAT_SOCK_INSERTS);
 	else if (err != -EEXIST)
@@ -607,12 +633,16 @@ static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie
 	return bpf_map_lookup_elem(&socks, &cookie);
 }
 
-static __always_inline int set_state(const struct sock *sk, int oldstate, int newstate)
+// The state changes that matter (about half of a connection's): the filter first, then the
+// cookie; the clock only where a time is kept.
+static __always_inline int set_state(struct sock *sk, int oldstate, int newstate)
 {
+	if (newstate != TCP_SYN_SENT && newstate != TCP_CLOSE &&
+	    !(newstate == TCP_ESTABLISHED && (oldstate == TCP_SYN_SENT || oldstate == TCP_SYN_RECV)))
+		return 0;
 	if (!is_tcp_inet(sk))
 		return 0;
-	__u64 cookie = bpf_get_socket_cookie((void *)sk);
-	__u64 now = bpf_ktime_get_boot_ns();
+	__u64 cookie = sock_cookie(sk);
 	struct sock_info *si;
 
 	if (newstate == TCP_SYN_SENT) {
@@ -622,65 +652,63 @@ static __always_inline int set_state(const struct sock *sk, int oldstate, int ne
 			return 0;
 		if (self_tgid && (bpf_get_current_pid_tgid() >> 32) == self_tgid)
 			return 0;
-		si = new_entry((struct sock *)sk, cookie, ns, ROLE_CLIENT, now);
+		si = new_entry(sk, cookie, ns, ROLE_CLIENT, bpf_ktime_get_boot_ns());
 		if (si)
 			fill_identity(si);
 		return 0;
 	}
 
+	si = bpf_map_lookup_elem(&socks, &cookie);
 	if (newstate == TCP_ESTABLISHED) {
-		si = bpf_map_lookup_elem(&socks, &cookie);
 		if (oldstate == TCP_SYN_SENT) {
 			if (!si)
 				return 0; // not ours (filtered, or agent started mid-handshake)
 			// Source port is 0 at SYN_SENT: take the 4-tuple again.
 			fill_tuple(si, sk);
 			if (si->has_identity && !si->opened)
-				open_conn(si, now);
+				open_conn(si, bpf_ktime_get_boot_ns());
 			return 0;
 		}
-		if (oldstate == TCP_SYN_RECV && !si) {
-			// Softirq: current task is unrelated. Register now, identify
+		if (!si) {
+			// From SYN_RECV, in softirq: current task is unrelated. Register now, identify
 			// and emit OPENED at the first send/recv (process context).
 			__u32 ns = sk_netns(sk);
 			if (!netns_allowed(ns))
 				return 0;
-			new_entry((struct sock *)sk, cookie, ns, ROLE_SERVER, now);
+			new_entry(sk, cookie, ns, ROLE_SERVER, bpf_ktime_get_boot_ns());
 		}
 		return 0;
 	}
 
-	if (newstate == TCP_CLOSE) {
-		si = bpf_map_lookup_elem(&socks, &cookie);
-		if (!si)
-			return 0;
-		if (!si->ignored) {
-			if (track_txn)
-				txn_on_close(si, now);
-			// An accepted socket closed without any payload: still a connection.
-			if (!si->opened && si->role == ROLE_SERVER)
-				open_conn(si, now);
-			if (shed_mode != SHED_OFF && si->shed == SHED_UNREPORTED)
-				shed_closed_unreported(si);
-			else if (si->opened)
-				emit(si, EV_CLOSED, now);
-		}
-		if (!bpf_map_delete_elem(&socks, &cookie))
-			stat_inc(STAT_SOCK_DELETES);
+	// TCP_CLOSE
+	if (!si)
+		return 0;
+	if (!si->ignored) {
+		__u64 now = bpf_ktime_get_boot_ns();
+		if (track_txn)
+			txn_on_close(si, now);
+		// An accepted socket closed without any payload: still a connection.
+		if (!si->opened && si->role == ROLE_SERVER)
+			open_conn(si, now);
+		if (shed_mode != SHED_OFF && si->shed == SHED_UNREPORTED)
+			shed_closed_unreported(si);
+		else if (si->opened)
+			emit(si, EV_CLOSED, now);
 	}
+	if (!bpf_map_delete_elem(&socks, &cookie))
+		stat_inc(STAT_SOCK_DELETES);
 	return 0;
 }
 
 SEC("tp_btf/inet_sock_set_state")
-int BPF_PROG(handle_set_state, const struct sock *sk, int oldstate, int newstate)
+int BPF_PROG(handle_set_state, struct sock *sk, int oldstate, int newstate)
 {
-	struct nest_state *n = nest_enter();
+	struct nest_state *n = nest_state();
 	if (n)
 		n->in_set_state++;
 	set_state(sk, oldstate, newstate);
 	if (n && n->in_set_state)
 		n->in_set_state--;
-	nest_exit(n);
 	return 0;
 }
 
@@ -688,47 +716,40 @@ int BPF_PROG(handle_set_state, const struct sock *sk, int oldstate, int newstate
 // interrupts handle_set_state is skipped for it (its recursion_misses). This second program on
 // the same tracepoint runs for every change too, and does the work only in exactly that case.
 SEC("tp_btf/inet_sock_set_state")
-int BPF_PROG(handle_set_state_nested, const struct sock *sk, int oldstate, int newstate)
+int BPF_PROG(handle_set_state_nested, struct sock *sk, int oldstate, int newstate)
 {
-	__u32 zero = 0;
-	struct nest_state *n = bpf_map_lookup_elem(&nest, &zero);
+	struct nest_state *n = nest_state();
 	if (!n || !n->in_set_state)
 		return 0;
 	stat_inc(STAT_SET_STATE_NESTED);
-	nest_enter();
 	set_state(sk, oldstate, newstate);
-	nest_exit(n);
 	return 0;
 }
 
 // The begin time of the send that just returned on this CPU, or 0 when it was not seen (the
-// send slept and moved to another CPU, or began before the agent). Consumes the slot.
-static __always_inline __u64 send_began(struct sock *sk)
+// send slept and moved to another CPU, or began before the agent) or not needed. Consumes it.
+static __always_inline __u64 send_began(struct send_begin *b, struct sock *sk)
 {
-	__u32 zero = 0;
-	struct send_begin *b = bpf_map_lookup_elem(&send_begins, &zero);
-	if (!b || b->sk != (__u64)sk)
+	if (b->sk != (__u64)sk)
 		return 0;
 	b->sk = 0;
 	return b->ts;
-}
-
-// Boot-clock ns, read at the first need: a clock read costs about as much as the rest of a
-// send or receive (65 ns of ~230 on the 2-vCPU VM, docs/benchmarks/agent.md).
-static __always_inline __u64 clock_now(__u64 *now)
-{
-	if (!*now)
-		*now = bpf_ktime_get_boot_ns();
-	return *now;
 }
 
 static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 {
 	if (ret <= 0 || !is_tcp_inet(sk))
 		return 0;
-	__u64 cookie = bpf_get_socket_cookie(sk);
+	__u64 cookie = sock_cookie(sk);
 	// A send's transaction time is when it began (send_begins); a receive's, when it returned.
-	__u64 now = track_txn && is_send ? send_began(sk) : 0;
+	__u32 zero = 0;
+	struct send_begin *b = track_txn && is_send ? bpf_map_lookup_elem(&send_begins, &zero) : NULL;
+	__u64 now = 0;
+	__u32 seq = 0;
+	if (b) {
+		seq = copied_seq(sk); // before this send's phase change (a racing receive voids it)
+		now = send_began(b, sk);
+	}
 	struct sock_info *si = bpf_map_lookup_elem(&socks, &cookie);
 
 	if (!si) {
@@ -762,8 +783,13 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 		open_conn(si, clock_now(&now));
 	}
 
-	if (track_txn)
-		txn_on_bytes(si, is_send, clock_now(&now), (__u64)ret);
+	// A socket of unknown role has no transactions (txn_on_bytes would only flip its phase).
+	if (track_txn && si->role != ROLE_UNKNOWN)
+		txn_on_bytes(si, is_send, &now, (__u64)ret);
+	if (b) {
+		b->idle_sk = (__u64)sk;
+		b->idle_seq = seq;
+	}
 
 	if (is_send)
 		__sync_fetch_and_add(&si->bytes_sent, (__u64)ret);
@@ -797,7 +823,9 @@ int BPF_PROG(handle_sendmsg_begin, struct sock *sk, struct msghdr *msg, struct s
 	__u64 left = msg->msg_iter.count;
 	if (b->sk != (__u64)sk || left >= b->left) {
 		b->sk = (__u64)sk;
-		b->ts = bpf_ktime_get_boot_ns();
+		// The last send here was on this socket and nothing was read since: the request or
+		// response continues, and its begin time is not used (0: read at the send if it is).
+		b->ts = b->idle_sk == (__u64)sk && copied_seq(sk) == b->idle_seq ? 0 : bpf_ktime_get_boot_ns();
 	}
 	b->left = left;
 	return 0;
@@ -806,9 +834,7 @@ int BPF_PROG(handle_sendmsg_begin, struct sock *sk, struct msghdr *msg, struct s
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(handle_send, struct sock *sk, int ret, int flags)
 {
-	struct nest_state *n = nest_enter();
 	on_bytes(sk, ret, true);
-	nest_exit(n);
 	return 0;
 }
 
@@ -817,8 +843,6 @@ int BPF_PROG(handle_recv, struct sock *sk, int ret, int flags)
 {
 	if (flags & MSG_PEEK)
 		return 0; // peeked bytes are received again later
-	struct nest_state *n = nest_enter();
 	on_bytes(sk, ret, false);
-	nest_exit(n);
 	return 0;
 }

@@ -35,7 +35,7 @@ pub const TRACEPOINTS: [&str; 2] = ["sched:sched_switch", "sched:sched_process_e
 
 pub type ThreadStat = types::thread_stat;
 const _: () = assert!(size_of::<ThreadStat>() == 152);
-const _: () = assert!(size_of::<types::cpu_state>() == 72);
+const _: () = assert!(size_of::<types::cpu_state>() == 96);
 
 // ---------------------------------------------------------------- topology
 
@@ -255,9 +255,13 @@ impl SchedPrograms {
         }
     }
 
-    /// What runs on each CPU now: (tid, its slice so far at `now` in ns, socket), which the
-    /// thread map does not hold yet; fills `running` and returns how many CPUs it holds.
-    pub fn running_slices(&self, now: u64, running: &mut [(u32, u64, u32); 256]) -> usize {
+    /// What runs on each CPU now: (tid, its scheduler runtime now in ns, socket), whose running
+    /// slice (runtime now minus the entry's `rt_seen`) the thread map does not hold yet; fills
+    /// `running` and returns how many CPUs it holds. The runtime is `/proc/<tid>/schedstat`'s,
+    /// as the scheduler last brought it up to date (its tick), so the switch itself reads no
+    /// clock; the rest of the slice counts at the next read. A thread whose file cannot be read
+    /// (gone, another pid namespace) is left out and counted at its switch-out.
+    pub fn running_slices(&self, running: &mut [(u32, u64, u32); 256]) -> usize {
         let nrun = self.ncpus.min(running.len());
         let cfd = self.skel.maps.cpus.as_fd().as_raw_fd();
         for (cpu, slot) in running.iter_mut().enumerate().take(nrun) {
@@ -266,10 +270,13 @@ impl SchedPrograms {
             let rc = unsafe {
                 libbpf_sys::bpf_map_lookup_elem(cfd, &k as *const u32 as *const _, st.as_mut_ptr() as *mut _)
             };
+            *slot = (0, 0, 0);
             if rc == 0 {
                 let st = unsafe { st.assume_init() };
-                if st.tid != 0 && st.ts_in != 0 && now > st.ts_in {
-                    *slot = (st.tid, now - st.ts_in, st.socket % MAX_SOCKETS as u32);
+                if st.tid != 0 {
+                    if let Some(rt) = thread_runtime_ns(st.tid) {
+                        *slot = (st.tid, rt, st.socket % MAX_SOCKETS as u32);
+                    }
                 }
             }
         }
@@ -277,6 +284,56 @@ impl SchedPrograms {
     }
 }
 
+/// First field of `/proc/<tid>/schedstat`: the thread's `se.sum_exec_runtime` in ns. Stack
+/// buffers only (read once per CPU per sample interval).
+fn thread_runtime_ns(tid: u32) -> Option<u64> {
+    use std::io::{Read, Write};
+    let mut path = [0u8; 40];
+    let n = {
+        let mut w = &mut path[..];
+        write!(w, "/proc/{tid}/schedstat").ok()?;
+        40 - w.len()
+    };
+    let path = std::str::from_utf8(&path[..n]).ok()?;
+    let mut buf = [0u8; 96];
+    let got = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
+    let text = std::str::from_utf8(&buf[..got]).ok()?;
+    text.split_ascii_whitespace().next()?.parse().ok()
+}
+
 fn sum_percpu(v: &[Vec<u8>]) -> u64 {
     v.iter().filter_map(|b| b.get(..8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()))).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thread_runtime_ns;
+
+    fn thread_cpu_ns() -> u64 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        assert_eq!(unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) }, 0);
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
+    #[test]
+    fn thread_runtime_is_the_schedulers_own() {
+        let tid = unsafe { libc::gettid() } as u32;
+        // schedstat prints se.sum_exec_runtime as last brought up to date (a tick, a switch);
+        // the thread's CPU clock brings it up to date first. So a <= b, and once a switch-out
+        // (the sleep) has updated it, c <= d <= e.
+        let a = thread_runtime_ns(tid).expect("own schedstat readable");
+        let b = thread_cpu_ns();
+        let mut x = 0u64;
+        while thread_cpu_ns() < b + 20_000_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let c = thread_cpu_ns();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let d = thread_runtime_ns(tid).expect("own schedstat readable");
+        let e = thread_cpu_ns();
+        assert!(a <= b, "schedstat {a} ahead of the thread's CPU clock {b}");
+        assert!(c <= d && d <= e, "schedstat {d} not between the CPU clock's {c} and {e}");
+        assert_eq!(thread_runtime_ns(u32::MAX), None, "no such thread");
+    }
 }

@@ -145,11 +145,30 @@ static __always_inline void flush_thread(struct thread_stat *ts, __u32 tid)
 	sstat_inc(SSTAT_EXITS);
 }
 
+static __always_inline bool known_here(struct cpu_state *c, __u32 tid)
+{
+	for (int i = 0; i < KNOWN_TIDS; i++)
+		if (c->known[i] == tid)
+			return true;
+	return false;
+}
+
+static __always_inline void forget_here(struct cpu_state *c, __u32 tid)
+{
+	for (int i = 0; i < KNOWN_TIDS; i++)
+		if (c->known[i] == tid)
+			c->known[i] = 0;
+}
+
+/* Work per switch: the leaving thread's runtime delta (one lookup), and for the entering one a
+ * lookup only when it is not among the last KNOWN_TIDS threads with an entry switched in here.
+ * A thread whose entry went meanwhile (LRU eviction) is re-created at its switch-out from the
+ * runtime it had at its switch-in here (rt_in), so its slice still counts; only its visibility
+ * while it runs waits for that switch-out. The clock is read only for the counters. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(wg_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct cpu_state *c = bpf_map_lookup_elem(&cpus, &cpu);
 	if (!c)
@@ -158,12 +177,17 @@ int BPF_PROG(wg_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	/* tp_btf: typed pointers, read directly (CO-RE relocated, no probe_read helper). */
 	__u32 prev_tid = prev->pid;
 	__u32 next_tid = next->pid;
-	__u64 cyc = read_counter(&cycles_pe, have_counters);
-	__u64 ins = read_counter(&instr_pe, have_counters);
-	__u64 cref = read_counter(&cache_ref_pe, have_cache_counters);
-	__u64 cmiss = read_counter(&cache_miss_pe, have_cache_counters);
-	bool ours = prev_tid != 0 && c->tid == prev_tid && c->ts_in && now > c->ts_in;
-	__u64 slice = ours ? now - c->ts_in : 0;
+	__u64 now = 0, slice = 0, cyc = 0, ins = 0, cref = 0, cmiss = 0;
+	bool ours = false;
+	if (have_counters) {
+		now = bpf_ktime_get_ns();
+		cyc = read_counter(&cycles_pe, have_counters);
+		ins = read_counter(&instr_pe, have_counters);
+		cref = read_counter(&cache_ref_pe, have_cache_counters);
+		cmiss = read_counter(&cache_miss_pe, have_cache_counters);
+		ours = prev_tid != 0 && c->tid == prev_tid && c->ts_in && now > c->ts_in;
+		slice = ours ? now - c->ts_in : 0;
+	}
 
 	/* Leaving thread. On-CPU time is the scheduler's own runtime counter (what
 	 * /proc/<pid>/stat reports: excludes steal and, with IRQ_TIME_ACCOUNTING, irq
@@ -173,8 +197,11 @@ int BPF_PROG(wg_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	if (prev_tid != 0) {
 		__u64 rt = prev->se.sum_exec_runtime;
 		struct thread_stat *ts = bpf_map_lookup_elem(&threads, &prev_tid);
-		if (!ts)
-			ts = thread_entry(prev, prev_tid, rt);
+		if (!ts) {
+			/* Switched in here without an entry (gone meanwhile): count from then. */
+			__u64 from = c->tid == prev_tid && c->rt_in <= rt ? c->rt_in : rt;
+			ts = thread_entry(prev, prev_tid, from);
+		}
 		if (ts) {
 			__u32 s = c->socket & (MAX_SOCKETS - 1);
 			ts->oncpu_ns[s] += rt > ts->rt_seen ? rt - ts->rt_seen : 0;
@@ -210,23 +237,34 @@ int BPF_PROG(wg_sched_switch, bool preempt, struct task_struct *prev, struct tas
 				__builtin_memcpy(ts->comm, prev->comm, sizeof(ts->comm));
 			/* Final switch of a dead thread (do_task_dead): hand the totals over.
 			 * Only here: a thread preempted while exiting runs again. */
-			if (prev_state & TASK_DEAD)
+			if (prev_state & TASK_DEAD) {
 				flush_thread(ts, prev_tid);
+				forget_here(c, prev_tid);
+			}
 		}
 	}
-	c->busy_ns += slice;
 
 	/* Entering thread: its entry exists from now on, so a thread that runs for long
 	 * without a switch-out is visible (user space adds the running slice). */
-	if (next_tid != 0 && !bpf_map_lookup_elem(&threads, &next_tid))
-		thread_entry(next, next_tid, next->se.sum_exec_runtime);
+	__u64 next_rt = next->se.sum_exec_runtime;
+	if (next_tid != 0 && !known_here(c, next_tid)) {
+		if (bpf_map_lookup_elem(&threads, &next_tid) || thread_entry(next, next_tid, next_rt)) {
+			__u32 at = c->known_at & (KNOWN_TIDS - 1);
+			c->known[at] = next_tid;
+			c->known_at = at + 1;
+		}
+	}
 	c->tid = next_tid;
-	c->ts_in = now;
-	c->cycles_in = cyc;
-	c->instr_in = ins;
-	c->cache_ref_in = cref;
-	c->cache_miss_in = cmiss;
-	c->sib_busy_in = c->sibling != NO_SIBLING ? cpu_busy_now(c->sibling, now) : 0;
+	c->rt_in = next_rt;
+	if (have_counters) {
+		c->busy_ns += slice;
+		c->ts_in = now;
+		c->cycles_in = cyc;
+		c->instr_in = ins;
+		c->cache_ref_in = cref;
+		c->cache_miss_in = cmiss;
+		c->sib_busy_in = c->sibling != NO_SIBLING ? cpu_busy_now(c->sibling, now) : 0;
+	}
 	return 0;
 }
 

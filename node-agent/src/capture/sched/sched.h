@@ -28,19 +28,25 @@ struct thread_stat {
 	char comm[16];                 /* the group leader's (process) name */
 };
 
-/* Per logical CPU scratchpad (PowerThesis's processor topology map). */
+/* Threads per CPU remembered as having an entry (struct cpu_state.known). */
+#define KNOWN_TIDS 4
+
+/* Per logical CPU scratchpad (PowerThesis's processor topology map). The clock and the
+ * busy/sibling/counter fields are kept only with hardware counters (their HT weighting). */
 struct cpu_state {
-	__u64 ts_in;          /* ktime when the running thread was switched in */
-	__u64 busy_ns;        /* cumulative non-idle ns on this CPU (completed slices) */
+	__u64 ts_in;          /* ktime when the running thread was switched in (counters only) */
+	__u64 busy_ns;        /* cumulative non-idle ns on this CPU (completed slices; counters only) */
 	__u64 sib_busy_in;    /* sibling's busy ns (incl. its running slice) at our switch-in */
 	__u64 cycles_in;      /* this CPU's cycle counter at switch-in */
 	__u64 instr_in;
 	__u64 cache_ref_in;
 	__u64 cache_miss_in;
+	__u64 rt_in;          /* the running thread's se.sum_exec_runtime at its switch-in */
 	__u32 tid;            /* running thread, 0 = idle */
 	__u32 sibling;        /* HT sibling CPU or NO_SIBLING (filled by user space) */
 	__u32 socket;         /* physical package (filled by user space), < MAX_SOCKETS */
-	__u32 _pad;
+	__u32 known_at;       /* next slot of known to overwrite */
+	__u32 known[KNOWN_TIDS]; /* threads recently switched in here that had an entry */
 };
 
 #endif
