@@ -58,6 +58,8 @@ KEPT_LABELS = {"app", "app.kubernetes.io/name", "app.kubernetes.io/instance", "a
 # pairing horizon, windows, checkpoints): a deadline for polling, generous for 2 shared cores.
 SETTLE_S = 420
 TIMINGS = {}
+# The fault test's connections: 250 ms apart, so its load spans both faults and their recoveries.
+FAULT_CONNECTIONS = 240
 DNS_IP = env_value("K8S_DNS_IP")
 STATE = env_value("K8S_STATE")
 
@@ -144,6 +146,7 @@ def kept_labels(pod):
 
 class ClusterEndToEndTest(unittest.TestCase):
     torn_down = None  # False once setUpClass has the lock, True after the teardown
+    maxDiff = None
     # Filled by setUpClass: the pods by name and the edges the clients counted.
     servers = {}
     clients = {}
@@ -293,7 +296,10 @@ class ClusterEndToEndTest(unittest.TestCase):
                 for k, v in self.expected.items()}
 
     def assert_edges_exact(self):
-        self.assertEqual(self.expected_edges(), self.pod_edges(), "pod -> pod edges into the server pods")
+        want, got = self.expected_edges(), self.pod_edges()
+        differ = {f"{k[0]}>{k[1]}": {"expected": want.get(k), "graph": got.get(k)}
+                  for k in sorted(set(want) | set(got), key=str) if want.get(k) != got.get(k)}
+        self.assertEqual(want, got, f"pod -> pod edges into the server pods differ: {json.dumps(differ)}")
 
     def level(self, level, namespace):
         g = self.api.call("GET", f"/service-graph?level={level}&namespace={namespace}")
@@ -420,6 +426,39 @@ class ClusterEndToEndTest(unittest.TestCase):
         self.assertEqual(0.0, series["flink_taskmanager_job_task_operator_deserializer_deadLetters"])
         log(f"job metrics: {len(series)} operator series, vipTranslated "
             f"{series.get('flink_taskmanager_job_task_operator_vipTranslated')}")
+
+    def test_7_faults_during_traffic_lose_nothing(self):
+        # Short connections at a steady pace while the Flink JobManager's pod and then one Kafka broker's
+        # pod are deleted: the job recovers from its checkpoint (Kubernetes HA), the agents' producers
+        # move to the other brokers, and the edges end exact, the earlier workloads' untouched.
+        cron = next(d for d in workload_documents() if d["kind"] == "CronJob")
+        job = {"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "faultload", "namespace": BATCH_NS},
+               "spec": json.loads(json.dumps(cron["spec"]["jobTemplate"]["spec"]))}
+        pod_spec = job["spec"]["template"]
+        pod_spec["metadata"]["labels"] = {"app": "faultload"}
+        container = pod_spec["spec"]["containers"][0]
+        container["name"] = "faultload"
+        container["env"] = [e for e in container["env"] if e["name"] not in ("SHORT_CONNECTIONS", "PACE_MS")] + [
+            {"name": "SHORT_CONNECTIONS", "value": str(FAULT_CONNECTIONS)}, {"name": "PACE_MS", "value": "250"}]
+        apply([job])
+        pod = eventually("the fault load's pod", lambda: self.one_running(BATCH_NS, "app=faultload"))
+        start = time.monotonic()
+        time.sleep(10)
+        kubectl("-n", WATTGRAPH_NS, "delete", "pod", "-l",
+                "app.kubernetes.io/name=flink,app.kubernetes.io/component=jobmanager", "--wait=false")
+        time.sleep(20)
+        kubectl("-n", WATTGRAPH_NS, "delete", "pod", "kafka-1", "--wait=false")
+        tally = eventually("the fault load's tally", lambda: tally_of(BATCH_NS, pod), timeout=300)
+        log(f"fault load: {sum(c['connections'] for c in tally['backends'].values())} connections in "
+            f"{time.monotonic() - start:.0f} s, JobManager and kafka-1 deleted at 10 s and 30 s")
+        for backend, counts in tally["backends"].items():
+            self.assertIn(backend, self.servers)
+            type(self).expected[(tally["pod"], backend)] = counts
+        kubectl("-n", WATTGRAPH_NS, "rollout", "status", "deployment/flink-jobmanager", "--timeout=300s")
+        kubectl("-n", WATTGRAPH_NS, "rollout", "status", "statefulset/kafka", "--timeout=300s")
+        eventually("exact pod -> pod edges after the faults", self.assert_edges_exact)
+        TIMINGS["faults"] = time.monotonic() - start
 
     def test_8_totals_stay_exact(self):
         # Later windows, checkpoints and the correlator's horizons added nothing and took nothing away.

@@ -138,8 +138,10 @@ def client():
 def short():
     tally = Tally()
     service = os.environ["SERVICE_HOST"]
+    pace = env_int("PACE_MS", 0) / 1000
     for _ in range(env_int("SHORT_CONNECTIONS", 20)):
         exchange(tally, (service, 80), 1, "/short")
+        time.sleep(pace)
     tally.print()
     # Alive past the agent's next sampling interval: a container gone within the interval it worked in
     # has its CPU counted under the host and no pod name in the graph (k8s/README.md, limits).
