@@ -44,9 +44,21 @@ final class TestNeo4j {
     }
 
     private static Neo4j start() {
+        return builder("neo4j-harness").withFixture(GraphFixture.CYPHER).build();
+    }
+
+    /**
+     * A Neo4j of its own, with the stream job's schema and no data, for a test class that writes its own graph
+     * (in {@code target/neo4j-NAME}); the caller closes it.
+     */
+    static Neo4j startEmpty(String name) {
+        return builder("neo4j-" + name).build();
+    }
+
+    private static Neo4jBuilder builder(String dirName) {
         try {
             // Under target/ (not /tmp); surefire also sets java.io.tmpdir to target/tmp.
-            Path dir = Files.createDirectories(Path.of("target", "neo4j-harness"));
+            Path dir = Files.createDirectories(Path.of("target", dirName));
             Neo4jBuilder builder = Neo4jBuilders.newInProcessBuilder(dir);
             // As the local stack's Neo4j: no file or URL import, a memory bound per transaction.
             Neo4jServer.queryHardening().forEach((setting, value) -> set(builder, setting, value));
@@ -63,9 +75,7 @@ final class TestNeo4j {
                     .withFixture("CREATE CONSTRAINT FOR (n:Host) REQUIRE n.id IS UNIQUE")
                     .withFixture("CREATE CONSTRAINT FOR (n:Process) REQUIRE n.id IS UNIQUE")
                     .withFixture("CREATE CONSTRAINT FOR (n:Container) REQUIRE n.id IS UNIQUE")
-                    .withFixture("CREATE CONSTRAINT FOR (n:External) REQUIRE n.id IS UNIQUE")
-                    .withFixture(GraphFixture.CYPHER)
-                    .build();
+                    .withFixture("CREATE CONSTRAINT FOR (n:External) REQUIRE n.id IS UNIQUE");
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
