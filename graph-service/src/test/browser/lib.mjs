@@ -56,7 +56,13 @@ export async function withPage(pathAndQuery, options, fn) {
 
 /** Waits until the page finished its n-th refresh (body[data-refreshes]). */
 export async function refreshed(page, n = 1) {
-  await page.waitForFunction((k) => Number(document.body.dataset.refreshes || 0) >= k, n);
+  const done = await page.waitForFunction((k) => {
+    const refreshes = Number(document.body.dataset.refreshes || 0);
+    const status = document.getElementById('status');
+    return refreshes >= k ? { ok: true } : status.className === 'error' ? { ok: false, status: status.textContent } : null;
+  }, n, { timeout: 120000 }); // a guard for a loaded machine, not a performance assertion
+  const r = await done.jsonValue();
+  assert.ok(r.ok, 'the page failed to refresh: ' + r.status);
 }
 
 export const refreshes = (page) => page.evaluate(() => Number(document.body.dataset.refreshes || 0));

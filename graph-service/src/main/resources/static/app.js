@@ -182,15 +182,12 @@ async function refresh() {
     if (state.hosts.length === 0) await loadHosts();
     const level = $('level').value;
     const f = { host: $('host').value, namespace: $('namespace').value, fromNs: bounds.fromNs, toNs: bounds.toNs };
-    const [graph, matrix] = await Promise.all([
+    const [graph, matrix, cp] = await Promise.all([
       api('/api/v1/service-graph' + query({ level, ...f })),
       api('/api/v1/projections/host' + query(f)),
+      api('/api/v1/analysis/critical-path' + query({ level, ...f, percentile: $('percentile').value,
+        mode: $('mode').value })).catch(() => null), // no path is no highlight, not an error
     ]);
-    let cp = null;
-    try {
-      cp = await api('/api/v1/analysis/critical-path' + query({ level, ...f, percentile: $('percentile').value,
-        mode: $('mode').value }));
-    } catch (e) { cp = null; }
     state.graph = graph;
     state.path = cp;
     samples.record(level, graph, Date.now());

@@ -19,6 +19,7 @@ const edgeLatencyKey = (p, of) => (of === 'server' ? 'serverTime' : 'latency') +
 const GREY = '#aab4bf';
 // Above this many nodes a first layout is a "draft" (spectral only): proof-quality fcose takes seconds there.
 const DRAFT_ABOVE = 1200;
+const LARGE = 3000; // elements (nodes and edges) above which drawing is simplified, see render()
 
 /** Mirrors the service's Aggregator.groupId: the id that node {@code n} (its fields) has at {@code level}. */
 export function groupId(n, level) {
@@ -57,6 +58,7 @@ const STYLE = [
   { selector: 'edge', style: {
     width: 'data(width)', 'line-color': 'data(colour)', 'target-arrow-color': 'data(colour)',
     'target-arrow-shape': 'triangle', 'arrow-scale': 0.8, 'curve-style': 'bezier', opacity: 0.85 } },
+  { selector: 'edge.straight', style: { 'curve-style': 'straight' } },
   { selector: 'node.critical', style: { 'border-color': '#e8590c', 'border-width': 4 } },
   { selector: 'edge.critical', style: { 'underlay-color': '#e8590c', 'underlay-opacity': 0.45,
     'underlay-padding': 4 } },
@@ -111,6 +113,7 @@ export class ServiceMap {
    */
   render(g, opts) {
     const cy = this.cy;
+    const t0 = performance.now();
     const key = opts.level + '|' + opts.groupBy;
     const oldLevel = this.level, viewChanged = key !== this.key;
     if (viewChanged) this.savePositions();
@@ -121,7 +124,7 @@ export class ServiceMap {
     this.level = opts.level;
     const model = buildElements(g, opts);
     const saved = this.store.load(key);
-    const fresh = [];
+    const fresh = [], added = new Set();
     cy.batch(() => {
       const want = new Map(model.elements.map((e) => [e.data.id, e]));
       // A node changing group leaves its old one first: removing a parent would remove its children with it.
@@ -136,9 +139,12 @@ export class ServiceMap {
         const have = cy.getElementById(e.data.id);
         if (have.empty()) {
           const p = saved.get(e.data.id);
-          const added = cy.add({ group: e.group, data: e.data, classes: e.classes,
+          const node = cy.add({ group: e.group, data: e.data, classes: e.classes,
             position: e.group === 'nodes' && p ? { x: p.x, y: p.y } : undefined });
-          if (e.group === 'nodes' && !e.isParent && !p) fresh.push(added);
+          if (e.group === 'nodes' && !e.isParent) {
+            added.add(e.data.id);
+            if (!p) fresh.push(node);
+          }
           continue;
         }
         const { id, parent, source, target, ...rest } = e.data; // eslint-disable-line no-unused-vars
@@ -148,6 +154,14 @@ export class ServiceMap {
       }
     });
     this.summary = model.summary;
+    // Large maps: straight edges (no per-pair control points) and, while the user pans or zooms, a bitmap of
+    // the map instead of a redraw of every element (Cytoscape's textureOnViewport, an init option set live).
+    // Large maps: while the user pans or zooms, a bitmap of the map instead of a redraw of every element
+    // (Cytoscape's init option textureOnViewport, set live on its renderer; edges are straight there too).
+    if (cy.renderer()) cy.renderer().textureOnViewport = model.big;
+    // User Timing marks (DevTools' Performance panel, the page benchmark): building vs laying out the map.
+    performance.measure('map: elements', { start: t0 });
+    const t1 = performance.now();
     this.legend(model);
     const leaves = cy.nodes().filter((n) => !n.isParent());
     let done = Promise.resolve();
@@ -155,17 +169,23 @@ export class ServiceMap {
       // Another level or grouping: its own saved positions where it has them. Ungrouped, the other nodes start
       // where their members (or their group) were in the previous view, then fcose relaxes the map from there.
       let unplaced = fresh.length;
-      const freshIds = new Set(fresh.map((n) => n.id()));
-      leaves.forEach((n) => {
-        if (freshIds.has(n.id())) return;
+      cy.batch(() => leaves.forEach((n) => {
+        if (added.has(n.id())) return; // added at its saved position, or fresh
         const p = saved.get(n.id());
         if (p) n.position({ x: p.x, y: p.y }); else unplaced++;
-      });
+      }));
       if (opts.groupBy !== 'none' && unplaced) {
         done = this.layout(true); // fcose separates groups well only from scratch
       } else if (before.length && unplaced) {
-        placeNear(cy, fresh, (n) => centroid(before.filter((b) => groupId(b.d, opts.level) === n.id()
-          || groupId(n.data(), oldLevel) === b.d.id).map((b) => b.p)));
+        // Where a new node's members were (finer to coarser), or the group it was part of (coarser to finer).
+        const members = new Map(), byId = new Map(before.map((b) => [b.d.id, b.p]));
+        for (const b of before) {
+          const g = groupId(b.d, opts.level);
+          if (!members.has(g)) members.set(g, []);
+          members.get(g).push(b.p);
+        }
+        placeNear(cy, fresh, (n) => centroid(members.get(n.id())
+          || (byId.has(groupId(n.data(), oldLevel)) ? [byId.get(groupId(n.data(), oldLevel))] : [])));
         done = this.layout(false);
       } else if (unplaced > leaves.length / 2) {
         done = this.layout(true);
@@ -179,7 +199,10 @@ export class ServiceMap {
       placeNear(cy, fresh);
       this.savePositions();
     }
-    return done.then(() => { if (this.focused) this.focus(); });
+    return done.then(() => {
+      if (this.focused) this.focus();
+      performance.measure('map: layout and placement', { start: t1 });
+    });
   }
 
   /** fcose over the whole map: from scratch ({@code randomize}) or from the current positions. */
@@ -374,18 +397,19 @@ function buildElements(g, opts) {
         members: nd.members, parent, size: 2 * (v == null ? 6 : 6 + 18 * Math.sqrt(Math.max(0, v) / maxSize)),
         colour: ext ? '#fff' : hostColour.get(nd.hostId) || '#868e96', bytes: bytesOf.get(nd.id), tip } });
   }
+  const big = nodes.length + edges.length > LARGE;
   for (const e of edges) {
     const bytes = e.bytesClientToServer + e.bytesServerToClient;
     const lat = e[lk];
     const colour = lat == null ? GREY : latencyColour(maxLat > minLat ? (lat - minLat) / (maxLat - minLat) : 0.5);
     const id = e.source + '>' + e.target;
-    elements.push({ group: 'edges', classes: cpEdges.has(id) ? 'critical' : '',
+    elements.push({ group: 'edges', classes: (cpEdges.has(id) ? 'critical' : '') + (big ? ' straight' : ''),
       data: { id, source: e.source, target: e.target, bytes, width: 1 + 9 * Math.sqrt(bytes / maxBytes), colour,
         latency: lat == null ? null : lat, latencyOf: of,
         tip: e.source + ' → ' + e.target + '\n' + fmtBytes(e.bytesClientToServer) + ' c→s, '
           + fmtBytes(e.bytesServerToClient) + ' s→c' + (e.requestRate != null ? '\n' + fmt(e.requestRate, 1) + ' req/s' : '')
           + (lat != null ? '\n' + pct + ' ' + LATENCY_OF[of] + ' ' + fmt(lat) + ' ms' : '') } });
   }
-  return { elements, hostColour, pct, of, lats, minLat, maxLat, maxBytes,
+  return { elements, hostColour, pct, of, lats, minLat, maxLat, maxBytes, big,
     summary: { nodes: nodes.length, edges: g.edges.length, sizeBy } };
 }

@@ -44,6 +44,10 @@ const SPACING = 36;
  * around {@code seed(node)} (a position or null), else around its already placed neighbours, else beside the map.
  */
 export function placeNear(cy, nodes, seed) {
+  cy.batch(() => place(cy, nodes, seed));
+}
+
+function place(cy, nodes, seed) {
   const pending = new Set(nodes.map((n) => n.id()));
   const grid = new Map();
   const cell = (x, y) => Math.floor(x / SPACING) + ',' + Math.floor(y / SPACING);
@@ -65,16 +69,16 @@ export function placeNear(cy, nodes, seed) {
   midY = count ? midY / count : 0;
   if (!Number.isFinite(maxX)) maxX = 0;
   // Nodes with the most placed neighbours first: each one placed is a neighbour for the next.
-  const placedNeighbours = (n) => n.neighborhood('node').filter((m) => !pending.has(m.id())).length;
-  const order = nodes.slice().sort((a, b) => placedNeighbours(b) - placedNeighbours(a) || (a.id() < b.id() ? -1 : 1));
+  const placed = new Map(nodes.map((n) => [n.id(), n.neighborhood('node').filter((m) => !pending.has(m.id())).length]));
+  const order = nodes.slice().sort((a, b) => placed.get(b.id()) - placed.get(a.id()) || (a.id() < b.id() ? -1 : 1));
   let beside = 0;
   for (const n of order) {
     let base = seed ? seed(n) : null;
     if (!base) {
-      const placed = n.neighborhood('node').filter((m) => !m.isParent() && !pending.has(m.id()));
-      if (placed.length) {
+      const near = n.neighborhood('node').filter((m) => !m.isParent() && !pending.has(m.id()));
+      if (near.length) {
         base = { x: 0, y: 0 };
-        placed.forEach((m) => { base.x += m.position('x') / placed.length; base.y += m.position('y') / placed.length; });
+        near.forEach((m) => { base.x += m.position('x') / near.length; base.y += m.position('y') / near.length; });
       } else {
         base = { x: maxX + 2 * SPACING, y: midY + (beside++) * SPACING };
       }

@@ -99,6 +99,7 @@ final class BrowserScenarios {
         Process p = pb.start();
         // A guard against a hung browser, not a performance assertion.
         if (!p.waitFor(300, TimeUnit.SECONDS)) {
+            p.descendants().forEach(ProcessHandle::destroyForcibly); // node's test child and its browser
             p.destroyForcibly().waitFor();
             fail(name + ": the browser test did not finish:\n" + Files.readString(log, StandardCharsets.UTF_8));
         }
