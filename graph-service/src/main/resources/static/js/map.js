@@ -59,6 +59,7 @@ const STYLE = [
     width: 'data(width)', 'line-color': 'data(colour)', 'target-arrow-color': 'data(colour)',
     'target-arrow-shape': 'triangle', 'arrow-scale': 0.8, 'curve-style': 'bezier', opacity: 0.85 } },
   { selector: 'edge.straight', style: { 'curve-style': 'straight' } },
+  { selector: 'node.crowded', style: { 'min-zoomed-font-size': 24 } }, // labels once zoomed in
   { selector: 'node.critical', style: { 'border-color': '#e8590c', 'border-width': 4 } },
   { selector: 'edge.critical', style: { 'underlay-color': '#e8590c', 'underlay-opacity': 0.45,
     'underlay-padding': 4 } },
@@ -375,6 +376,8 @@ function buildElements(g, opts) {
   const groupBy = opts.groupBy === opts.level ? 'none' : opts.groupBy;
   const groupKey = groupBy === 'host' ? 'hostId' : groupBy === 'namespace' ? 'namespace' : null;
 
+  // Radius from 6 to 24 px; smaller on a crowded map, where a draft layout puts nodes closer than that.
+  const [r0, dr] = nodes.length > 300 ? [3, 7] : [6, 18];
   const elements = [];
   const parents = new Set();
   for (const nd of nodes) {
@@ -391,10 +394,11 @@ function buildElements(g, opts) {
     const tip = [nd.id, nd.kind + (nd.hostId ? ' on ' + nd.hostId : '') + (nd.namespace ? ', ns ' + nd.namespace : ''),
       m.cpuUsage != null ? 'CPU ' + fmt(m.cpuUsage) + ' cores' : null, m.powerW != null ? 'power ' + fmt(m.powerW) + ' W' : null,
       'traffic ' + fmtBytes(bytesOf.get(nd.id))].filter(Boolean).join('\n');
-    elements.push({ group: 'nodes', classes: [ext ? 'external' : '', cpNodes.has(nd.id) ? 'critical' : ''].join(' ').trim(),
+    elements.push({ group: 'nodes', classes: [ext ? 'external' : '', cpNodes.has(nd.id) ? 'critical' : '',
+      nodes.length > 300 ? 'crowded' : ''].join(' ').trim(),
       data: { id: nd.id, label: label.length > 28 ? label.slice(0, 27) + '…' : label, kind: nd.kind, name: nd.name,
         hostId: nd.hostId, namespace: nd.namespace, pod: nd.pod, service: nd.service, containerId: nd.containerId,
-        members: nd.members, parent, size: 2 * (v == null ? 6 : 6 + 18 * Math.sqrt(Math.max(0, v) / maxSize)),
+        members: nd.members, parent, size: 2 * (v == null ? r0 : r0 + dr * Math.sqrt(Math.max(0, v) / maxSize)),
         colour: ext ? '#fff' : hostColour.get(nd.hostId) || '#868e96', bytes: bytesOf.get(nd.id), tip } });
   }
   const big = nodes.length + edges.length > LARGE;
