@@ -28,14 +28,14 @@ public final class ServiceMapPageServer {
 
     public static void main(String[] args) throws Exception {
         String bolt;
+        Neo4j db = null;
         if (args.length >= 1 && args[0].equals("fixture")) {
             bolt = TestNeo4j.boltUri();
         } else if (args.length >= 2 && args[0].equals("synthetic")) {
             int n = Integer.parseInt(args[1]);
             Path dir = Files.createDirectories(Path.of("target", "page-server-neo4j"));
-            Neo4j db = Neo4jBuilders.newInProcessBuilder(dir).withDisabledServer()
+            db = Neo4jBuilders.newInProcessBuilder(dir).withDisabledServer()
                     .withConfig(GraphDatabaseSettings.preallocate_logical_logs, false).build();
-            Runtime.getRuntime().addShutdownHook(new Thread(db::close));
             try (Driver driver = GraphDatabase.driver(db.boltURI(), AuthTokens.none());
                  Session s = driver.session()) {
                 GraphServiceBenchmark.write(s, GraphServiceBenchmark.synthetic(n, 42));
@@ -49,6 +49,15 @@ public final class ServiceMapPageServer {
         GraphServiceBenchmark.App app = new GraphServiceBenchmark.App("page", bolt, false, "5s", "2s");
         System.out.println("URL " + app.base);
         System.out.flush();
+        // Stopped by a signal: the service before its Neo4j, then out (Neo4j's threads would keep the JVM up).
+        Neo4j ownDb = db;
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            app.context.close();
+            if (ownDb != null) {
+                ownDb.close();
+            }
+            Runtime.getRuntime().halt(0);
+        }));
         Thread.currentThread().join();
     }
 }
