@@ -91,7 +91,8 @@ class AuthAndOpenApiTest extends HarnessApiTest {
 
     @Test
     void servicePageAndAssetsStayOpenDataDoesNot() {
-        for (String path : new String[] {"/", "/index.html", "/app.js", "/app.css"}) {
+        for (String path : new String[] {"/", "/index.html", "/app.js", "/app.css", "/js/map.js",
+                "/vendor/cytoscape.min.js"}) {
             assertThat(call(HttpMethod.GET, path, null, null).getStatusCode()).as(path).isEqualTo(HttpStatus.OK);
         }
         assertThat(call(HttpMethod.GET, "/api/v1/service-graph", null, null).getStatusCode())

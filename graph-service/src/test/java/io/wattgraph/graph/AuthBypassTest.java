@@ -29,7 +29,8 @@ import org.springframework.web.servlet.mvc.method.RequestMappingInfoHandlerMappi
 class AuthBypassTest extends HarnessApiTest {
 
     /** GET/HEAD without a token; everything else needs a token. */
-    static final Set<String> OPEN = Set.of("/", "/index.html", "/app.js", "/app.css", "/actuator/health",
+    static final Set<String> OPEN = Set.of("/", "/index.html", "/app.js", "/app.css", "/js/map.js",
+            "/vendor/cytoscape.min.js", "/actuator/health",
             "/actuator/health/liveness", "/actuator/health/readiness", "/v3/api-docs");
     private static final String QUERY = "{\"query\": \"MATCH (h:Host) RETURN h.id AS id\"}";
 
@@ -140,7 +141,9 @@ class AuthBypassTest extends HarnessApiTest {
     @Test
     void unknownPathsAreRefusedWithoutATokenNotAnswered404() throws Exception {
         for (String path : List.of("/nope", "/api/v1/nope", "/actuator/env", "/actuator/info", "/v3/api-docs.yaml",
-                "/v3/api-docs/swagger-config", "/index.html/../app.js")) {
+                "/v3/api-docs/swagger-config", "/index.html/../app.js", "/vendor/../api/v1/hosts",
+                "/vendor/%2e%2e/api/v1/hosts", "/js/..;/api/v1/hosts", "/vendor/x/../../api/v1/hosts",
+                "/vendor/nope.js/api/v1/hosts")) {
             RawHttp.Response r = send("GET", path, null);
             assertThat(r.status()).as(path + ": " + r.body()).isIn(400, 401);
         }
@@ -175,7 +178,7 @@ class AuthBypassTest extends HarnessApiTest {
                 }
             }
         }
-        for (String page : List.of("/", "/index.html", "/app.js", "/app.css")) {
+        for (String page : List.of("/", "/index.html", "/app.js", "/app.css", "/js/map.js", "/vendor/cytoscape.min.js")) {
             routes.add(new Route("GET", page));
         }
         return new ArrayList<>(routes);

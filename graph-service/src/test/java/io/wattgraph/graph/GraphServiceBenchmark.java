@@ -391,51 +391,7 @@ public final class GraphServiceBenchmark {
                 ServiceGraph g = synthetic(n, 42);
                 try (Session s = driver.session()) {
                     s.run("MATCH (x) DETACH DELETE x").consume();
-                    List<Map<String, Object>> procs = processRows(g);
-                    s.run("CREATE INDEX host_id IF NOT EXISTS FOR (h:Host) ON (h.id)").consume();
-                    s.run("CREATE INDEX proc_id IF NOT EXISTS FOR (p:Process) ON (p.id)").consume();
-                    s.run("CREATE INDEX ctr_id IF NOT EXISTS FOR (c:Container) ON (c.id)").consume();
-                    s.run("CREATE INDEX ext_id IF NOT EXISTS FOR (e:External) ON (e.id)").consume();
-                    s.run("UNWIND $rows AS r MERGE (h:Host {id: r.host}) SET h.cores = 4", Map.of("rows", procs))
-                            .consume();
-                    s.run("""
-                            UNWIND $rows AS r MATCH (h:Host {id: r.host})
-                            CREATE (c:Container {id: r.ctr, hostId: r.host, pod: r.pod, namespace: r.ns, service: r.svc})
-                                   -[:RUNS_ON]->(h)
-                            CREATE (p:Process {id: r.id, hostId: r.host, pid: 1, startTimeNs: 1, comm: 'java',
-                                   cmdline: 'java -jar app.jar', containerId: r.ctr, cpuUsage: r.cpu,
-                                   requestRate: r.rate, powerW: r.power, utilization: r.cpu,
-                                   serverTimeMeanNs: r.lat * 1e6, serverTimeP50Ns: r.lat * 0.8e6,
-                                   serverTimeP75Ns: r.lat * 1.2e6, serverTimeP90Ns: r.lat * 2e6,
-                                   serverTimeP99Ns: r.lat * 4e6})-[:RUNS_ON]->(h)
-                            CREATE (p)-[:IN_CONTAINER]->(c)
-                            """, Map.of("rows", procs)).consume();
-                    List<Map<String, Object>> rels = new ArrayList<>();
-                    for (ServiceEdge e : g.edges()) {
-                        Map<String, Object> m = new HashMap<>();
-                        m.put("s", e.source());
-                        m.put("t", e.target());
-                        m.put("c2s", e.bytesClientToServer());
-                        m.put("s2c", e.bytesServerToClient());
-                        m.put("rate", e.requestRate());
-                        m.put("p99", e.latencyP99Ms());
-                        rels.add(m);
-                    }
-                    s.run("UNWIND $rows AS r WITH r WHERE r.s STARTS WITH '198.' "
-                            + "MERGE (:External {id: r.s, address: r.s})", Map.of("rows", rels)).consume();
-                    s.run("""
-                            UNWIND $rows AS r
-                            MATCH (a {id: r.s}) WHERE a:Process OR a:External
-                            MATCH (b:Process {id: r.t})
-                            CREATE (a)-[:TALKS_TO {bytesClientToServer: r.c2s, bytesServerToClient: r.s2c,
-                                   connections: 1, firstSeenNs: 0, lastSeenNs: 1, requestRate: r.rate,
-                                   clientRttMeanNs: r.p99 * 0.3e6, clientRttP50Ns: r.p99 * 0.25e6,
-                                   clientRttP75Ns: r.p99 * 0.4e6, clientRttP90Ns: r.p99 * 0.6e6,
-                                   clientRttP99Ns: r.p99 * 1e6, serverTimeMeanNs: r.p99 * 0.2e6,
-                                   serverTimeP50Ns: r.p99 * 0.15e6, serverTimeP75Ns: r.p99 * 0.3e6,
-                                   serverTimeP90Ns: r.p99 * 0.45e6, serverTimeP99Ns: r.p99 * 0.8e6,
-                                   networkTimeMeanNs: r.p99 * 0.1e6}]->(b)
-                            """, Map.of("rows", rels)).consume();
+                    write(s, g);
                 }
                 apps.forEach(App::invalidate);
                 int[] size = new int[2];
@@ -466,5 +422,73 @@ public final class GraphServiceBenchmark {
             apps.forEach(a -> a.context.close());
             refreshing.context.close();
         }
+    }
+
+    /**
+     * Writes synthetic graph {@code g} into an empty Neo4j as the stream job would: Host, Container, Process and
+     * External nodes, RUNS_ON, IN_CONTAINER and TALKS_TO with traffic and latencies (every edge seen at 0-1 ns).
+     */
+    static void write(Session s, ServiceGraph g) {
+        List<Map<String, Object>> procs = new ArrayList<>();
+        for (ServiceNode p : g.nodes()) {
+            if (!p.external()) {
+                Map<String, Object> m = new HashMap<>();
+                m.put("id", p.id());
+                m.put("host", p.hostId());
+                m.put("ctr", p.containerId());
+                m.put("pod", p.pod());
+                m.put("ns", p.namespace());
+                m.put("svc", p.service());
+                m.put("cpu", p.metrics().cpuUsage());
+                m.put("rate", p.metrics().requestRate());
+                m.put("lat", p.metrics().latencyAvgMs());
+                m.put("power", p.metrics().powerW());
+                procs.add(m);
+            }
+        }
+        s.run("CREATE INDEX host_id IF NOT EXISTS FOR (h:Host) ON (h.id)").consume();
+        s.run("CREATE INDEX proc_id IF NOT EXISTS FOR (p:Process) ON (p.id)").consume();
+        s.run("CREATE INDEX ctr_id IF NOT EXISTS FOR (c:Container) ON (c.id)").consume();
+        s.run("CREATE INDEX ext_id IF NOT EXISTS FOR (e:External) ON (e.id)").consume();
+        s.run("UNWIND $rows AS r MERGE (h:Host {id: r.host}) SET h.cores = 4", Map.of("rows", procs))
+                .consume();
+        s.run("""
+                UNWIND $rows AS r MATCH (h:Host {id: r.host})
+                CREATE (c:Container {id: r.ctr, hostId: r.host, pod: r.pod, namespace: r.ns, service: r.svc})
+                       -[:RUNS_ON]->(h)
+                CREATE (p:Process {id: r.id, hostId: r.host, pid: 1, startTimeNs: 1, comm: 'java',
+                       cmdline: 'java -jar app.jar', containerId: r.ctr, cpuUsage: r.cpu,
+                       requestRate: r.rate, powerW: r.power, utilization: r.cpu,
+                       serverTimeMeanNs: r.lat * 1e6, serverTimeP50Ns: r.lat * 0.8e6,
+                       serverTimeP75Ns: r.lat * 1.2e6, serverTimeP90Ns: r.lat * 2e6,
+                       serverTimeP99Ns: r.lat * 4e6})-[:RUNS_ON]->(h)
+                CREATE (p)-[:IN_CONTAINER]->(c)
+                """, Map.of("rows", procs)).consume();
+        List<Map<String, Object>> rels = new ArrayList<>();
+        for (ServiceEdge e : g.edges()) {
+            Map<String, Object> m = new HashMap<>();
+            m.put("s", e.source());
+            m.put("t", e.target());
+            m.put("c2s", e.bytesClientToServer());
+            m.put("s2c", e.bytesServerToClient());
+            m.put("rate", e.requestRate());
+            m.put("p99", e.latencyP99Ms());
+            rels.add(m);
+        }
+        s.run("UNWIND $rows AS r WITH r WHERE r.s STARTS WITH '198.' "
+                + "MERGE (:External {id: r.s, address: r.s})", Map.of("rows", rels)).consume();
+        s.run("""
+                UNWIND $rows AS r
+                MATCH (a {id: r.s}) WHERE a:Process OR a:External
+                MATCH (b:Process {id: r.t})
+                CREATE (a)-[:TALKS_TO {bytesClientToServer: r.c2s, bytesServerToClient: r.s2c,
+                       connections: 1, firstSeenNs: 0, lastSeenNs: 1, requestRate: r.rate,
+                       clientRttMeanNs: r.p99 * 0.3e6, clientRttP50Ns: r.p99 * 0.25e6,
+                       clientRttP75Ns: r.p99 * 0.4e6, clientRttP90Ns: r.p99 * 0.6e6,
+                       clientRttP99Ns: r.p99 * 1e6, serverTimeMeanNs: r.p99 * 0.2e6,
+                       serverTimeP50Ns: r.p99 * 0.15e6, serverTimeP75Ns: r.p99 * 0.3e6,
+                       serverTimeP90Ns: r.p99 * 0.45e6, serverTimeP99Ns: r.p99 * 0.8e6,
+                       networkTimeMeanNs: r.p99 * 0.1e6}]->(b)
+                """, Map.of("rows", rels)).consume();
     }
 }

@@ -46,7 +46,7 @@ class MetricsExportOtlpTest {
 
     @BeforeAll
     static void start() throws Exception {
-        neo4j = TestNeo4j.empty("metrics-export-otlp");
+        neo4j = TestNeo4j.startEmpty("metrics-export-otlp");
         nowNs = System.currentTimeMillis() * 1_000_000L;
         ExportFixture.seed(neo4j.boltURI().toString(), nowNs);
         receiver = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);

@@ -76,7 +76,7 @@ class PrometheusMonitoringTest {
         }
         work = Files.createDirectories(Path.of("target", "prometheus-" + ProcessHandle.current().pid()))
                 .toAbsolutePath();
-        neo4j = TestNeo4j.empty("prometheus-monitoring");
+        neo4j = TestNeo4j.startEmpty("prometheus-monitoring");
         long nowNs = System.currentTimeMillis() * 1_000_000L;
         ExportFixture.seed(neo4j.boltURI().toString(), nowNs);
         try (Driver driver = GraphDatabase.driver(neo4j.boltURI(), AuthTokens.none());

@@ -48,17 +48,17 @@ final class TestNeo4j {
     }
 
     /**
-     * Another in-process Neo4j, empty but for the stream job's constraints, for a test that writes its own graph
-     * (the shared one must stay {@link GraphFixture}'s); the caller closes it.
+     * A Neo4j of its own, with the stream job's schema and no data, for a test class that writes its own graph
+     * (in {@code target/neo4j-NAME}); the caller closes it.
      */
-    static Neo4j empty(String name) {
+    static Neo4j startEmpty(String name) {
         return builder("neo4j-" + name).build();
     }
 
-    private static Neo4jBuilder builder(String directory) {
+    private static Neo4jBuilder builder(String dirName) {
         try {
             // Under target/ (not /tmp); surefire also sets java.io.tmpdir to target/tmp.
-            Path dir = Files.createDirectories(Path.of("target", directory));
+            Path dir = Files.createDirectories(Path.of("target", dirName));
             Neo4jBuilder builder = Neo4jBuilders.newInProcessBuilder(dir);
             // As the local stack's Neo4j: no file or URL import, a memory bound per transaction.
             Neo4jServer.queryHardening().forEach((setting, value) -> set(builder, setting, value));

@@ -44,13 +44,15 @@ public class SecurityConfiguration {
      * Everything that answers without a token, in one place. Each entry serves no graph data:
      * health (kubelet probes carry no token; details only with a token), the OpenAPI document (the
      * API's shape, public in the source anyway; clients and fuzzers read it before they have a token), the
-     * service-map page and its two assets (they hold no data and ask for the token). Prometheus metrics only
-     * with {@code wattgraph.auth.prometheus-open=true}: with the metrics export they name workloads, hosts
-     * and who talks to whom, which the API gives only to token holders; Prometheus scrapes with a read token.
+     * service-map page and its assets (its scripts under /js/, the libraries under /vendor/: they hold no data and
+     * the page asks for the token). Prometheus metrics only with {@code wattgraph.auth.prometheus-open=true}: with
+     * the metrics export they name workloads, hosts and who talks to whom, which the API gives only to token
+     * holders; Prometheus scrapes with a read token.
      */
     public static List<String> openPaths(AuthProperties auth) {
         List<String> open = new ArrayList<>(List.of("/actuator/health", "/actuator/health/liveness",
-                "/actuator/health/readiness", "/v3/api-docs", "/", "/index.html", "/app.js", "/app.css"));
+                "/actuator/health/readiness", "/v3/api-docs", "/", "/index.html", "/app.js", "/app.css", "/js/*",
+                "/vendor/*"));
         if (auth.prometheusOpen()) {
             open.add("/actuator/prometheus");
         }

@@ -1,0 +1,25 @@
+/* The published-budgets panel with the budget loop on (ServiceMapBudgetLoopBrowserTest ran two cycles). */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { refreshed, shot, withPage } from './lib.mjs';
+
+test('the panel shows the published budget of every host', async () => {
+  await withPage('/', { viewport: { width: 1400, height: 1300 } }, async (page) => {
+    await refreshed(page);
+    await shot(page, 'service-map-budget-loop');
+    assert.equal(await page.locator('#budgetLoopOff').count(), 0);
+    assert.equal(await page.locator('#budgetLoopError').count(), 0);
+    const rows = page.locator('#loopBudgets tr[data-budget-host]');
+    assert.equal(await rows.count(), 2);
+    // host-a: its own bounds, the fixture's 3.5 W raised to the 20 W minimum; host-b: the default bounds.
+    const a = page.locator('tr[data-budget-host="host-a"]');
+    assert.equal(await a.getAttribute('data-budget-watts'), '20');
+    assert.equal(await a.getAttribute('data-budget-policy'), 'HYPPO');
+    assert.equal(await a.locator('td[data-bounds]').getAttribute('data-bounds'), '20.00–120.00');
+    const b = page.locator('tr[data-budget-host="host-b"]');
+    assert.equal(await b.getAttribute('data-budget-watts'), '10');
+    assert.equal(await b.locator('td[data-bounds]').getAttribute('data-bounds'), '10.00–100.00');
+    assert.match(await page.locator('#loopResult').textContent(), /raised to the host minimum 20\.00 W/);
+    assert.match(await page.locator('#loopSummary').textContent(), new RegExp('hyppo every 3600 s to ' + process.env.WATTGRAPH_TOPIC));
+  });
+});
