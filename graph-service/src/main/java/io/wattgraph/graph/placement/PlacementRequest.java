@@ -10,7 +10,8 @@ import java.util.List;
  * current node from the host), {@code nodes} from Host {@code cores}/{@code memoryBytes}. {@code cpuBasis}
  * (latest, the default; peak; p95) says which {@code cpuUsage}: the latest window's, or the peak / 95th
  * percentile over the windows the graph keeps (the stream job's history), summed per window over the workload's
- * containers (processes outside containers, or a host's own at host level).
+ * containers (processes outside containers, or a host's own at host level). With peak or p95, memory is each
+ * container's highest over its kept cgroup windows (summed over the workload's containers).
  */
 public record PlacementRequest(
         String method,
