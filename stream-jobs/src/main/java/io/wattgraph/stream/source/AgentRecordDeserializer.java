@@ -9,7 +9,6 @@ import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDe
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.util.Collector;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
@@ -25,7 +24,6 @@ import org.slf4j.LoggerFactory;
 public abstract class AgentRecordDeserializer<A extends SpecificRecord, V, D extends DecodedRecord<V>>
     implements KafkaRecordDeserializationSchema<D> {
   private static final long serialVersionUID = 1L;
-  private static final Logger LOG = LoggerFactory.getLogger(AgentRecordDeserializer.class);
 
   private final String deadLetterMetric;
   private transient RecordDecoder<A> decoder;
@@ -83,7 +81,9 @@ public abstract class AgentRecordDeserializer<A extends SpecificRecord, V, D ext
     if (deadLetters != null) {
       deadLetters.inc();
     }
-    LOG.warn("Dead letter {}-{}@{}: {}", record.topic(), record.partition(), record.offset(), reason);
+    // Logged under the concrete deserializer's name, as before the shared path (dead letters are rare).
+    LoggerFactory.getLogger(getClass()).warn("Dead letter {}-{}@{}: {}", record.topic(), record.partition(),
+        record.offset(), reason);
     out.collect(dead(DeadLetter.of(record, reason)));
   }
 }
