@@ -13,7 +13,7 @@ import org.neo4j.driver.Session;
  * windows ending at the time it is written:
  * <pre>
  *   node-1: container c-web (shop/web-5d8f, app=web) with processes web-a and web-b; curl outside containers
- *   node-2: container c-db (shop/db-0, app=db) with process db; container c-batch (batch/report-1, no app label,
+ *   node-2: container c-db (shop/db-0, app=db) with process db, and a cgroup window (3 GiB peak memory); container c-batch (batch/report-1, no app label,
  *           no transactions)
  *   node-2: container c-old (shop/gone-1, app=gone), its latest window and its edge to db an hour old (stale)
  *   edges: web-a -> db, web-b -> db (merged into web -> db), curl -> web-a (load-shed: 2 observed, 5 estimated),
@@ -73,6 +73,8 @@ final class ExportFixture {
             CREATE (db:Container {id: $db, hostId: 'node-2', podUid: 'uid-db', podName: 'db-0', podNamespace: 'shop',
                     podLabels: ['app=db'], powerW: 22.0, cpuUsage: 0.7, requestRate: 20.0, serverTimeP50Ns: 1000000,
                     serverTimeP90Ns: 2500000, serverTimeP99Ns: 4000000,
+                    memoryBytes: 3221225472, memoryLastBytes: 2684354560, throttledS: 0.25, cpuPeakCores: 1.75,
+                    cgroupWindowStartNs: now - w, cgroupWindowEndNs: now, cgroupRevision: 0,
                     metricsWindowStartNs: now - w, metricsWindowEndNs: now, metricsRevision: 0, energyJ: 220.0,
                     historyWindowEndNs: [now - 3 * w, now - 2 * w, now - w, now], historyRevision: [0, 0, 0, 0],
                     historyPowerW: $p.db})-[:RUNS_ON]->(n2)

@@ -14,7 +14,7 @@ package io.wattgraph.graph;
  * typed cpuUsage on curl (read as absent). The stream job's properties (ns): client RTT, server time and network
  * time on nginx -> postgres and curl -> nginx (p90 only), server time percentiles and utilization on postgres;
  * HTTP routes (httpRoute* lists) on nginx (one CLIENT, three SERVER, one truncated) and postgres (one SERVER).
- * The stream job's window history (history* lists, NaN = unknown) on ctr-1 (four windows, a 6-core peak) and
+ * The stream job's window history (history* lists, NaN = unknown) on ctr-1 (four windows, a 6-core and 3 GB peak) and
  * host-a (two windows). The stream job's sampled-connection estimate on curl -> nginx (2 connections observed,
  * one of them kept with probability 1/4: estimated 5, 1 sampled); the other edges were written without one.
  * </pre>
@@ -26,7 +26,9 @@ final class GraphFixture {
             CREATE (ctr:Container {id: 'ctr-1', hostId: 'host-a', pod: 'web-0', namespace: 'shop', service: 'web',
                     cpuUsage: 0.5, historyWindowEndNs: [100, 110, 120, 130], historyRevision: [0, 0, 1, 0],
                     historyCpuUsage: [0.5, 6.0, 1.0, 0.5], historyPowerW: [3.0, 9.0, 4.0, 0.0 / 0.0],
-                    historyRequestRate: [0.0 / 0.0, 40.0, 50.0, 45.0]})-[:RUNS_ON]->(ha)
+                    historyRequestRate: [0.0 / 0.0, 40.0, 50.0, 45.0], historyCgroupWindowEndNs: [100, 110, 120, 130],
+                    historyCgroupRevision: [0, 0, 0, 0], historyMemoryBytes: [1.0e9, 3.0e9, 0.0 / 0.0, 2.0e9]})
+                    -[:RUNS_ON]->(ha)
             SET ha.historyWindowEndNs = [120, 130], ha.historyRevision = [0, 0], ha.historyCpuUsage = [1.5, 2.5],
                 ha.historyPowerW = [30.0, 35.0], ha.historyRequestRate = [0.0 / 0.0, 0.0 / 0.0]
             CREATE (nginx:Process {id: 'host-a/100/1000', hostId: 'host-a', pid: 100, startTimeNs: 1000,

@@ -12,7 +12,7 @@ import org.springframework.http.ResponseEntity;
 
 /**
  * {@code GET /api/v1/history} and placement's {@code cpuBasis} over the shared harness Neo4j ({@link GraphFixture}:
- * ctr-1 with four windows peaking at 6 cores, host-a with two).
+ * ctr-1 with four windows peaking at 6 cores and 3 GB, host-a with two).
  */
 class HistoryApiTest extends HarnessApiTest {
 
@@ -92,9 +92,13 @@ class HistoryApiTest extends HarnessApiTest {
     }
 
     private static double cpuLoad(JsonNode placement) {
+        return load(placement, "cpu");
+    }
+
+    private static double load(JsonNode placement, String resource) {
         double sum = 0;
         for (JsonNode l : placement.get("loads")) {
-            sum += l.get("cpu").asDouble();
+            sum += l.get(resource).asDouble();
         }
         return sum;
     }
@@ -104,16 +108,20 @@ class HistoryApiTest extends HarnessApiTest {
         // Latest (default): ctr-1 at 0.5 cores fits host-a (4 cores) where it is.
         JsonNode latest = place(Map.of("method", "exact"));
         assertThat(cpuLoad(latest)).isEqualTo(0.5);
+        assertThat(load(latest, "memory")).as("ctr-1 has no memoryBytes").isZero();
         assertThat(latest.get("feasible").asBoolean()).isTrue();
         // Peak: ctr-1 needed 6 cores in one window; only host-b (8 cores) holds it, and its peers follow it there.
         JsonNode peak = place(Map.of("method", "exact", "cpuBasis", "peak"));
         assertThat(cpuLoad(peak)).isEqualTo(6.0);
+        // Memory over the kept cgroup windows: ctr-1's highest (3 GB; the NaN window unknown).
+        assertThat(load(peak, "memory")).isEqualTo(3.0e9);
         assertThat(peak.at("/assignment/container:ctr-1").asText()).isEqualTo("host-b");
         assertThat(peak.get("moves").toString()).contains("container:ctr-1");
         assertThat(peak.get("feasible").asBoolean()).isTrue();
         // Host level: host-a's own history (peak 2.5), host-b has none and keeps its latest (none: 0).
         JsonNode hosts = place(Map.of("method", "exact", "level", "host", "cpuBasis", "p95"));
         assertThat(cpuLoad(hosts)).isEqualTo(2.5);
+        assertThat(load(hosts, "memory")).as("host-a's containers' peak").isEqualTo(3.0e9);
 
         ResponseEntity<String> bad = rest.postForEntity("/api/v1/placement", Map.of("cpuBasis", "mean"), String.class);
         assertThat(bad.getStatusCode()).isEqualTo(HttpStatus.BAD_REQUEST);

@@ -157,6 +157,11 @@ class MetricsExportOtlpTest {
         expected.put(key("wattgraph.container.server.time", web, "quantile", "0.9"), 0.005);
         expected.put(key("wattgraph.container.server.time", web, "quantile", "0.99"), 0.009);
         expected.put(key("wattgraph.container.server.time", db, "quantile", "0.99"), 0.004);
+        // c-db's cgroup window (CgroupStats): memory peak and last, throttling, CPU peak.
+        expected.put(key("wattgraph.container.memory.peak", db), 3221225472.0);
+        expected.put(key("wattgraph.container.memory.usage", db), 2684354560.0);
+        expected.put(key("wattgraph.container.cpu.throttled", db), 0.25);
+        expected.put(key("wattgraph.container.cpu.peak", db), 1.75);
         expected.put(key("wattgraph.host.energy", node1), ExportFixture.energy("node-1"));
         expected.put(key("wattgraph.host.energy", node2), ExportFixture.energy("node-2"));
         expected.put(key("wattgraph.host.power", node1), 120.0);
@@ -190,7 +195,8 @@ class MetricsExportOtlpTest {
                 .containsEntry("wattgraph.container.power#unit:watts", 1.0);
         // No series for what the graph does not have (c-batch served nothing), nothing per process or client address,
         // nothing stale (c-old, its edge).
-        assertThat(pushed.keySet()).doesNotContain(key("wattgraph.container.requests.per.second", batch))
+        assertThat(pushed.keySet()).doesNotContain(key("wattgraph.container.requests.per.second", batch),
+                        key("wattgraph.container.memory.peak", web))
                 .noneMatch(k -> k.contains("198.51.100.9")).noneMatch(k -> k.contains("node-1/10/1"))
                 .noneMatch(k -> k.contains(ExportFixture.OLD)).noneMatch(k -> k.contains("gone"));
 
@@ -204,6 +210,8 @@ class MetricsExportOtlpTest {
                         + "service=\"web\"} 335.0")
                 .contains("wattgraph_edge_client_rtt_seconds{application=\"wattgraph-graph-service\",quantile=\"0.99\","
                         + "source_namespace=\"shop\",source_workload=\"web\",target_namespace=\"shop\",target_workload=\"db\"} 0.007")
+                .contains("wattgraph_container_memory_peak_bytes{application=\"wattgraph-graph-service\",container_id=\""
+                        + ExportFixture.DB + "\",host=\"node-2\",namespace=\"shop\",pod=\"db-0\",service=\"db\"} 3.221225472E9")
                 .contains("wattgraph_export_series{application=\"wattgraph-graph-service\",kind=\"container\"}")
                 .contains("wattgraph_export_omitted_total{application=\"wattgraph-graph-service\",kind=\"edge\"} 0.0");
     }

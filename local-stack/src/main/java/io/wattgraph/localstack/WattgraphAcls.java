@@ -23,9 +23,9 @@ public final class WattgraphAcls {
   /** What the agents write (ConnectionEvent, ResourceSample, CgroupStats, TransactionStats). */
   public static final List<String> AGENT_TOPICS = List.of("wattgraph.connections", "wattgraph.resources",
       "wattgraph.cgroups", "wattgraph.transactions");
-  /** What the stream job reads: the agents' topics but the cgroups, and the service mappings. */
+  /** What the stream job reads: the agents' topics and the service mappings. */
   public static final List<String> JOB_INPUTS = List.of("wattgraph.connections", "wattgraph.resources",
-      "wattgraph.transactions", "wattgraph.service-mappings");
+      "wattgraph.cgroups", "wattgraph.transactions", "wattgraph.service-mappings");
   /** What the stream job writes, transactionally. */
   public static final List<String> JOB_OUTPUTS = List.of("wattgraph.metrics", "wattgraph.edge-metrics",
       "wattgraph.namespace-metrics", "wattgraph.dlq");

@@ -125,6 +125,8 @@ class SecureKafkaBrokerTest {
         assertThrows(RuntimeException.class, () -> read(Principal.AGENT, "wattgraph.metrics", null)));
     // The job commits offsets in groups under its prefix, and nowhere else.
     assertTrue(read(Principal.STREAM_JOBS, "wattgraph.connections", WattgraphAcls.JOB_GROUP_PREFIX + "-x") >= 0);
+    // Its container windows read the agents' CgroupStats.
+    assertTrue(read(Principal.STREAM_JOBS, "wattgraph.cgroups", WattgraphAcls.JOB_GROUP_PREFIX + "-cgroups") >= 0);
     assertInstanceOf(GroupAuthorizationException.class,
         assertThrows(RuntimeException.class, () -> read(Principal.STREAM_JOBS, "wattgraph.connections", "other")));
   }

@@ -83,6 +83,19 @@ public final class PoisonRecords {
     return p;
   }
 
+  public static List<Poison> cgroupStats() {
+    Schema s = CgroupStats.getClassSchema();
+    byte[] bytes = vectors("cgroup-stats").get(3);
+    CgroupStats valid = decode(bytes, WattgraphSchemas.cgroupStatsDecoder()::decode);
+    List<Poison> p = new ArrayList<>(List.of(
+        new Poison("hostId length 1,500,000,000", RecordBytes.of(s).varint(HUGE_LENGTH).bytes(),
+            "Attempted to read 1500000000 bytes"),
+        new Poison("podLabels map of 1,000,000,000 entries", RecordBytes.of(s).fieldsBefore(valid, "podLabels")
+            .varint(HUGE_COUNT).bytes(), "EOFException")));
+    p.addAll(common(bytes));
+    return p;
+  }
+
   public static List<Poison> serviceMappings() {
     Schema s = ServiceMapping.getClassSchema();
     byte[] bytes = vectors("service-mapping").get(0);

@@ -4,6 +4,7 @@ import io.wattgraph.stream.connection.ConnectionCorrelator;
 import io.wattgraph.stream.connection.ConnectionUpdate;
 import io.wattgraph.stream.connection.ConnectionsPerEdge;
 import io.wattgraph.stream.connection.EdgeRow;
+import io.wattgraph.stream.source.CgroupSample;
 import io.wattgraph.stream.source.DeadLetter;
 import io.wattgraph.stream.source.DecodedSample;
 import io.wattgraph.stream.source.DecodedTransaction;
@@ -20,6 +21,9 @@ import io.wattgraph.stream.vip.AbstractVirtualIpResolver;
 import io.wattgraph.stream.vip.ConnectionVirtualIpResolver;
 import io.wattgraph.stream.vip.DataTimeBroadcastOperator;
 import io.wattgraph.stream.vip.TransactionVirtualIpResolver;
+import io.wattgraph.stream.window.CgroupRow;
+import io.wattgraph.stream.window.CgroupWindowAggregate;
+import io.wattgraph.stream.window.CgroupWindowFunction;
 import io.wattgraph.stream.window.EntityWindowAggregate;
 import io.wattgraph.stream.window.EntityWindowFunction;
 import io.wattgraph.stream.window.MetricInput;
@@ -67,6 +71,8 @@ public final class CorrelationJob {
   public static final OutputTag<MetricInput> LATE = new OutputTag<>("late-samples") {};
   /** Edge window inputs that came after their window's end plus the allowed lateness. */
   public static final OutputTag<EdgeInput> LATE_EDGES = new OutputTag<>("late-edge-inputs") {};
+  /** Container window inputs (CgroupStats) that came after their window's end plus the allowed lateness. */
+  public static final OutputTag<CgroupSample> LATE_CGROUPS = new OutputTag<>("late-cgroup-stats") {};
 
   /**
    * Combined transaction inputs buffered at most per subtask between watermarks (each a few hundred
@@ -133,9 +139,17 @@ public final class CorrelationJob {
     sinks.entityAndNamespaceWindows(windows.entities(), windows.namespaces());
     sinks.edgeWindows(windows.edges());
 
+    // The container windows: CgroupStats -> per container -> Container nodes.
+    SingleOutputStreamOperator<CgroupSample> cgroups = sources.cgroupStats()
+        .process(new SplitDeadLetters<>(), TypeInformation.of(CgroupSample.class))
+        .uid("split-cgroup-stats")
+        .name("split cgroup stats");
+    sinks.containerWindows(containerWindows(cgroups, config));
+
     // What no step can use, from every input: the dead-letter topic.
     sinks.deadLetters(observations.getSideOutput(SplitDeadLetters.DEAD_LETTERS)
-        .union(mappings.getSideOutput(SplitDeadLetters.DEAD_LETTERS), windows.deadLetters()));
+        .union(mappings.getSideOutput(SplitDeadLetters.DEAD_LETTERS), windows.deadLetters(),
+            cgroups.getSideOutput(SplitDeadLetters.DEAD_LETTERS)));
   }
 
   /**
@@ -291,6 +305,18 @@ public final class CorrelationJob {
         new EdgeWindowFunction(), config)
         .uid("edge-windows")
         .name("edge windows");
+  }
+
+  /**
+   * Per container (keyed {@code hostId|containerId}): the agents' CgroupStats in the entity windows'
+   * size, lateness, revisions and triggers; later inputs to {@link #LATE_CGROUPS}.
+   */
+  public static SingleOutputStreamOperator<CgroupRow> containerWindows(DataStream<CgroupSample> inputs,
+      JobConfig config) {
+    return tumbling(inputs, new CgroupWindowAggregate.ByContainer(), LATE_CGROUPS, new CgroupWindowAggregate(),
+        new CgroupWindowFunction(), config)
+        .uid("container-windows")
+        .name("container windows");
   }
 
   /**

@@ -34,6 +34,7 @@ public class JobConfig implements Serializable {
           "ServiceMappings, compacted (in)"),
       new Option("--resources-topic", "resourcesTopic", "TOPIC", "wattgraph.resources", "ResourceSamples (in)"),
       new Option("--transactions-topic", "transactionsTopic", "TOPIC", "wattgraph.transactions", "TransactionStats (in)"),
+      new Option("--cgroups-topic", "cgroupsTopic", "TOPIC", "wattgraph.cgroups", "CgroupStats (in)"),
       new Option("--metrics-topic", "metricsTopic", "TOPIC", "wattgraph.metrics", "WindowMetrics (out)"),
       new Option("--edge-metrics-topic", "edgeMetricsTopic", "TOPIC", "wattgraph.edge-metrics", "EdgeMetrics (out)"),
       new Option("--namespace-metrics-topic", "namespaceMetricsTopic", "TOPIC", "wattgraph.namespace-metrics",
@@ -143,6 +144,8 @@ public class JobConfig implements Serializable {
   public String metricsTopic = "wattgraph.metrics";
   /** Agents' TransactionStats (keyed by connection). */
   public String transactionsTopic = "wattgraph.transactions";
+  /** Agents' CgroupStats (keyed by host id). */
+  public String cgroupsTopic = "wattgraph.cgroups";
   /** Edge window results (EdgeMetrics), written transactionally. */
   public String edgeMetricsTopic = "wattgraph.edge-metrics";
   /** Namespace window results (NamespaceMetrics), written transactionally. */
@@ -242,6 +245,7 @@ public class JobConfig implements Serializable {
     c.resourcesTopic = text(flags, "--resources-topic", c.resourcesTopic);
     c.metricsTopic = text(flags, "--metrics-topic", c.metricsTopic);
     c.transactionsTopic = text(flags, "--transactions-topic", c.transactionsTopic);
+    c.cgroupsTopic = text(flags, "--cgroups-topic", c.cgroupsTopic);
     c.edgeMetricsTopic = text(flags, "--edge-metrics-topic", c.edgeMetricsTopic);
     c.namespaceMetricsTopic = text(flags, "--namespace-metrics-topic", c.namespaceMetricsTopic);
     c.windowMs = positive(flags, "--window-ms", c.windowMs);
@@ -250,7 +254,8 @@ public class JobConfig implements Serializable {
     c.idlenessMs = positive(flags, "--idleness-ms", c.idlenessMs);
     String[][] topics = {{"--resources-topic", c.resourcesTopic}, {"--metrics-topic", c.metricsTopic},
         {"--dlq-topic", c.dlqTopic}, {"--topic", c.topic}, {"--transactions-topic", c.transactionsTopic},
-        {"--edge-metrics-topic", c.edgeMetricsTopic}, {"--namespace-metrics-topic", c.namespaceMetricsTopic}};
+        {"--cgroups-topic", c.cgroupsTopic}, {"--edge-metrics-topic", c.edgeMetricsTopic},
+        {"--namespace-metrics-topic", c.namespaceMetricsTopic}};
     for (String[] same : topics) {
       for (String[] other : topics) {
         if (!same[0].equals(other[0]) && same[1].equals(other[1])) {

@@ -5,12 +5,14 @@ import io.wattgraph.stream.sink.kafka.DeadLetterSerializer;
 import io.wattgraph.stream.sink.kafka.EdgeMetricsSerializer;
 import io.wattgraph.stream.sink.kafka.NamespaceMetricsSerializer;
 import io.wattgraph.stream.sink.kafka.WindowMetricsSerializer;
+import io.wattgraph.stream.sink.neo4j.CgroupGraphWriter;
 import io.wattgraph.stream.sink.neo4j.ConnectionGraphWriter;
 import io.wattgraph.stream.sink.neo4j.EdgeMetricsGraphWriter;
 import io.wattgraph.stream.sink.neo4j.Neo4jSink;
 import io.wattgraph.stream.sink.neo4j.NodeMetricsGraphWriter;
 import io.wattgraph.stream.source.DeadLetter;
 import io.wattgraph.stream.transaction.EdgeMetricsRow;
+import io.wattgraph.stream.window.CgroupRow;
 import io.wattgraph.stream.window.LateSampleCounter;
 import io.wattgraph.stream.window.MetricsRow;
 import org.apache.flink.connector.base.DeliveryGuarantee;
@@ -76,6 +78,19 @@ final class Sinks {
     edges.sinkTo(new Neo4jSink<>(config.neo4j(), edges.getType(), EdgeMetricsGraphWriter::new))
         .uid("edge-metrics-neo4j-sink")
         .name("neo4j: edge metrics")
+        .setParallelism(1);
+  }
+
+  /** Container windows: late inputs counted, results onto the Container nodes (no topic of their own). */
+  void containerWindows(SingleOutputStreamOperator<CgroupRow> containers) {
+    containers.getSideOutput(CorrelationJob.LATE_CGROUPS)
+        .sinkTo(LateSampleCounter.records())
+        .uid("late-cgroup-stats")
+        .name("count late cgroup stats");
+    int historyWindows = config.historyWindows;
+    containers.sinkTo(new Neo4jSink<>(config.neo4j(), containers.getType(), s -> new CgroupGraphWriter(s, historyWindows)))
+        .uid("cgroup-neo4j-sink")
+        .name("neo4j: container cgroups")
         .setParallelism(1);
   }
 

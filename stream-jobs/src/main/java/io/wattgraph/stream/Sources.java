@@ -1,6 +1,8 @@
 package io.wattgraph.stream;
 
+import io.wattgraph.stream.source.CgroupStatsDeserializer;
 import io.wattgraph.stream.source.ConnectionEventDeserializer;
+import io.wattgraph.stream.source.DecodedCgroup;
 import io.wattgraph.stream.source.DecodedMapping;
 import io.wattgraph.stream.source.DecodedObservation;
 import io.wattgraph.stream.source.DecodedSample;
@@ -17,6 +19,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.regex.Pattern;
+import org.apache.flink.api.common.eventtime.SerializableTimestampAssigner;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.connector.kafka.source.KafkaSource;
@@ -32,9 +35,9 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 import org.apache.kafka.common.errors.TopicExistsException;
 
 /**
- * The job's four Kafka inputs, decoded ({@code source/}): ConnectionEvents and service mappings with
- * their dead letters split off (no event time), ResourceSamples and TransactionStats with their event
- * time and watermarks (their dead letters are split off by the window steps, which the benchmark
+ * The job's five Kafka inputs, decoded ({@code source/}): ConnectionEvents and service mappings with
+ * their dead letters split off (no event time), ResourceSamples, TransactionStats and CgroupStats with
+ * their event time and watermarks (their dead letters are split off by the window steps, which the benchmark
  * runs from decoded records).
  */
 public final class Sources {
@@ -122,6 +125,17 @@ public final class Sources {
   }
 
   /**
+   * The CgroupStats topic, decoded, with the ResourceSamples' event-time settings (per partition and
+   * host): an agent reports every container every interval, as it does its ResourceSamples.
+   */
+  DataStream<DecodedCgroup> cgroupStats() {
+    return env
+        .fromSource(agentTopicSource(config.cgroupsTopic, "-cgroups", new CgroupStatsDeserializer()),
+            cgroupWatermarks(config), "kafka: " + config.cgroupsTopic)
+        .uid("kafka-cgroup-stats");
+  }
+
+  /**
    * A topic the agents write to (one consumer group per topic, resuming where it left off), as
    * the metric windows read it: bounded runs read to the end of a topic made if missing; live ones
    * follow a pattern, since the job may start before any agent created the topic.
@@ -152,12 +166,21 @@ public final class Sources {
   public static WatermarkStrategy<DecodedSample> sampleWatermarks(JobConfig config) {
     // Per host: every agent reports every interval, so a host that goes quiet is gone, and a host
     // whose clock is behind holds the watermark back instead of its samples being late.
+    return perHost(config, d -> d.sample == null ? null : d.sample.hostId, (d, previous) -> d.eventTimeMs());
+  }
+
+  /** As {@link #sampleWatermarks}: per host, the interval end, the same bound and idleness. */
+  public static WatermarkStrategy<DecodedCgroup> cgroupWatermarks(JobConfig config) {
+    return perHost(config, d -> d.sample == null ? null : d.sample.hostId, (d, previous) -> d.eventTimeMs());
+  }
+
+  private static <T> WatermarkStrategy<T> perHost(JobConfig config, PerHostWatermarks.HostOf<T> hostOf,
+      SerializableTimestampAssigner<T> eventTimeMs) {
     long bound = config.maxOutOfOrdernessMs;
     long idleness = config.idlenessMs;
-    PerHostWatermarks.HostOf<DecodedSample> hostOf = d -> d.sample == null ? null : d.sample.hostId;
-    return WatermarkStrategy.<DecodedSample>forGenerator(
+    return WatermarkStrategy.<T>forGenerator(
             ctx -> new PerHostWatermarks<>(hostOf, bound, idleness, ctx.getInputActivityClock()))
-        .withTimestampAssigner((d, previous) -> d.eventTimeMs());
+        .withTimestampAssigner(eventTimeMs);
   }
 
   /**

@@ -7,7 +7,7 @@
  * find them under those names. Connection graph: {@code ConnectionState}, {@code Side},
  * {@code Role}, {@code ConnectionStats}, {@code EdgeTotals}. Transactions waiting in state:
  * {@code Transaction}, {@code HttpRoute}, {@code LatencyHistogram}. Window accumulators:
- * {@code MetricsAccumulator}, {@code NamespaceAccumulator}, {@code EdgeAccumulator},
+ * {@code MetricsAccumulator}, {@code NamespaceAccumulator}, {@code EdgeAccumulator}, {@code CgroupAccumulator},
  * {@code TransactionTotals}, {@code HttpRouteTotals}, {@code PodMetadata}, {@code RecordIdSet},
  * {@code SeenRecords} (its nested {@code Windows}). VIP resolution: {@code ServiceMappingUpdate}.
  * The serializer snapshots of {@code typeinfo} are named in checkpoints too. Moving or renaming one

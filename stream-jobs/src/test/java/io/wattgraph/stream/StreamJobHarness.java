@@ -120,6 +120,7 @@ public final class StreamJobHarness implements AutoCloseable {
     c.serviceMappingsTopic = prefix + ".mappings";
     c.resourcesTopic = prefix + ".resources";
     c.transactionsTopic = prefix + ".transactions";
+    c.cgroupsTopic = prefix + ".cgroups";
     c.metricsTopic = prefix + ".metrics";
     c.namespaceMetricsTopic = prefix + ".namespace-metrics";
     c.edgeMetricsTopic = prefix + ".edge-metrics";

@@ -5,15 +5,18 @@ import io.wattgraph.graph.model.ServiceEdge;
 import io.wattgraph.graph.model.ServiceGraph;
 import io.wattgraph.graph.model.ServiceNode;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * Projects a process-level graph onto a coarser {@link Level}. Node metrics: summed over members (cpuUsage,
- * threads, requestRate, powerW, memory, requests), latencies the maximum, unless the group itself has measured
- * metrics ({@code groupMetrics}, e.g. a Container's own properties), which win field by field. Edges between
+ * threads, requestRate, powerW), latencies the maximum; memory and requests summed over the members' distinct
+ * containers ({@link #containersOwn}); unless the group itself has measured metrics ({@code groupMetrics}, e.g. a
+ * Container's own properties), which win field by field. Edges between
  * the same two groups are merged: bytes, connections (observed, estimated and sampled) and request rates summed,
  * latencies the maximum,
  * firstSeenNs the minimum and lastSeenNs the maximum. Traffic inside a group becomes a self-loop edge.
@@ -53,7 +56,8 @@ public final class Aggregator {
             groups.computeIfAbsent(g, k -> new ArrayList<>()).add(n);
         }
         List<ServiceNode> nodes = new ArrayList<>();
-        groups.forEach((g, members) -> nodes.add(groupNode(g, members, groupMetrics.get(g))));
+        groups.forEach((g, members) -> nodes.add(groupNode(g, members, groupMetrics.get(g),
+                containersOwn(members, groupMetrics))));
 
         Map<String, ServiceEdge> edges = new LinkedHashMap<>();
         for (ServiceEdge e : graph.edges()) {
@@ -64,7 +68,28 @@ public final class Aggregator {
         return new ServiceGraph(nodes, new ArrayList<>(edges.values()));
     }
 
-    private static ServiceNode groupNode(String id, List<ServiceNode> members, Metrics measured) {
+    /**
+     * What only containers measure (memory, from their cgroup windows; requests), summed over the distinct
+     * containers of the members: a pod's, service's or namespace's memory is its containers', not its processes'
+     * (which have none), and a container with several processes counts once.
+     */
+    static Metrics containersOwn(List<ServiceNode> members, Map<String, Metrics> groupMetrics) {
+        Double memory = null, cpuRequest = null, memoryRequest = null;
+        Set<String> seen = new HashSet<>();
+        for (ServiceNode n : members) {
+            Metrics c = n.containerId() == null || !seen.add(n.containerId()) ? null
+                    : groupMetrics.get("container:" + n.containerId());
+            if (c != null) {
+                memory = sum(memory, c.memoryBytes());
+                cpuRequest = sum(cpuRequest, c.cpuRequest());
+                memoryRequest = sum(memoryRequest, c.memoryRequestBytes());
+            }
+        }
+        return new Metrics(null, null, null, null, null, null, null, null, null, memory, cpuRequest, memoryRequest,
+                null);
+    }
+
+    private static ServiceNode groupNode(String id, List<ServiceNode> members, Metrics measured, Metrics containers) {
         ServiceNode first = members.get(0);
         if (members.size() == 1 && id.equals(first.id())) {
             return first; // not grouped at this level (external, or no key)
@@ -74,7 +99,7 @@ public final class Aggregator {
         if (kind.equals("pod") || kind.equals("service")) {
             name = name.substring(name.indexOf('/') + 1);
         }
-        Metrics combined = Metrics.combine(members.stream().map(ServiceNode::metrics).toList());
+        Metrics combined = containers.orElse(Metrics.combine(members.stream().map(ServiceNode::metrics).toList()));
         Metrics metrics = measured == null ? combined : measured.orElse(combined);
         return new ServiceNode(id, kind, name, common(members, ServiceNode::hostId),
                 common(members, ServiceNode::containerId), common(members, ServiceNode::pod),

@@ -1,6 +1,7 @@
 package io.wattgraph.graph.export;
 
 import io.micrometer.core.instrument.Tags;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
@@ -18,7 +19,7 @@ public enum ExportKind {
             Series.gauge("wattgraph.host.window.end.timestamp", "seconds",
                     "Unix time at which the host's latest window in the graph ended (exported even when stale)"))),
     NAMESPACE(List.of("namespace"), workload("namespace")),
-    CONTAINER(List.of("namespace", "pod", "service", "container_id", "host"), workload("container")),
+    CONTAINER(List.of("namespace", "pod", "service", "container_id", "host"), container()),
     EDGE(List.of("source_namespace", "source_workload", "target_namespace", "target_workload"), List.of(
             Series.counter("wattgraph.edge.bytes", "bytes", Series.BYTES, "direction", "request"),
             Series.counter("wattgraph.edge.bytes", "bytes", Series.BYTES, "direction", "response"),
@@ -34,6 +35,7 @@ public enum ExportKind {
     static final int ENERGY = 0, POWER = 1, CPU = 2;
     static final int REQUESTS = 3, P50 = 4, P90 = 5, P99 = 6;
     static final int HOST_IDLE = 3, HOST_WINDOW_END = 4;
+    static final int MEMORY_PEAK = 7, MEMORY_LAST = 8, THROTTLED = 9, CPU_PEAK = 10;
     static final int BYTES_REQUEST = 0, BYTES_RESPONSE = 1, CONNECTIONS = 2, CONNECTIONS_ESTIMATED = 3,
             EDGE_REQUESTS = 4, RTT_P50 = 5, RTT_P90 = 6, RTT_P99 = 7;
 
@@ -78,6 +80,21 @@ public enum ExportKind {
 
     public String tagValue() {
         return name().toLowerCase(Locale.ROOT);
+    }
+
+    /** A workload's series and the container's own, from its CgroupStats window (docs/graph-model.md). */
+    private static List<Series> container() {
+        String cgroup = " in its latest cgroup window (the agent's 10 ms ticks)";
+        List<Series> series = new ArrayList<>(workload("container"));
+        series.add(Series.gauge("wattgraph.container.memory.peak", "bytes",
+                "Highest memory usage of the container" + cgroup + ": what it needs"));
+        series.add(Series.gauge("wattgraph.container.memory.usage", "bytes",
+                "Memory usage of the container at the end of its latest cgroup window"));
+        series.add(Series.gauge("wattgraph.container.cpu.throttled", "seconds",
+                "Seconds the container was throttled by its CPU quota" + cgroup));
+        series.add(Series.gauge("wattgraph.container.cpu.peak", "cores",
+                "Highest tick-to-tick CPU of the container" + cgroup + ", cores"));
+        return List.copyOf(series);
     }
 
     private static List<Series> workload(String kind) {

@@ -40,13 +40,19 @@ public class GraphMetricsReader {
                 + ".historyPowerW[-$tail..]";
     }
 
+    /** The columns of {@link #windowOf}. */
+    private static final int WINDOW_COLUMNS = 7;
+
     static final String HOSTS = "MATCH (h:Host) RETURN h.id, h.idlePowerW, " + metricsOf("h") + ", " + windowOf("h");
 
     static final String NAMESPACES = "MATCH (n:Namespace) WHERE n.metricsWindowEndNs >= $sinceNs RETURN n.id, "
             + metricsOf("n") + ", " + windowOf("n");
 
-    static final String CONTAINERS = "MATCH (c:Container) WHERE c.metricsWindowEndNs >= $sinceNs RETURN c.id, "
-            + "c.hostId, " + kubernetesOf("c") + ", " + metricsOf("c") + ", " + windowOf("c");
+    /** Containers with a window since then, of ResourceSamples or of CgroupStats (+ the cgroup columns). */
+    static final String CONTAINERS = "MATCH (c:Container) WHERE c.metricsWindowEndNs >= $sinceNs "
+            + "OR c.cgroupWindowEndNs >= $sinceNs RETURN c.id, c.hostId, " + kubernetesOf("c") + ", " + metricsOf("c")
+            + ", " + windowOf("c") + ", c.cgroupWindowEndNs >= $sinceNs, c.memoryLastBytes, c.throttledS, "
+            + "c.cpuPeakCores";
 
     /**
      * A Host, Namespace or Container as read: identity (null where the label has none), metrics of the latest
@@ -54,13 +60,27 @@ public class GraphMetricsReader {
      */
     public record EntityRow(String id, String host, String pod, String namespace, String service, Metrics metrics,
                             Double idlePowerW, Long windowStartNs, Long windowEndNs, long revision, Double energyJ,
-                            MetricHistory history) {
+                            MetricHistory history, Cgroup cgroup) {
+
+        public EntityRow(String id, String host, String pod, String namespace, String service, Metrics metrics,
+                         Double idlePowerW, Long windowStartNs, Long windowEndNs, long revision, Double energyJ,
+                         MetricHistory history) {
+            this(id, host, pod, namespace, service, metrics, idlePowerW, windowStartNs, windowEndNs, revision, energyJ,
+                    history, null);
+        }
 
         /** The window length (ns) of the stream job, from the latest window; null when unknown. */
         Long windowNs() {
             return windowStartNs == null || windowEndNs == null || windowEndNs <= windowStartNs ? null
                     : windowEndNs - windowStartNs;
         }
+    }
+
+    /**
+     * A Container's latest CgroupStats window (docs/graph-model.md; its peak memory is {@code metrics.memoryBytes}):
+     * null when it has none since the refresh's {@code sinceNs}.
+     */
+    public record Cgroup(Double memoryLastBytes, Double throttledS, Double cpuPeakCores) {
     }
 
     /** Everything one refresh reads. */
@@ -91,8 +111,14 @@ public class GraphMetricsReader {
             }
             List<EntityRow> containers = new ArrayList<>();
             for (Record r : tx.run(CONTAINERS, params).list()) {
-                containers.add(row(r, string(r.get(0)), string(r.get(1)), string(r.get(2)), string(r.get(3)),
-                        string(r.get(4)), null, 5));
+                EntityRow c = row(r, string(r.get(0)), string(r.get(1)), string(r.get(2)), string(r.get(3)),
+                        string(r.get(4)), null, 5);
+                int g = 5 + ServiceGraphLoader.METRIC_COLUMNS + WINDOW_COLUMNS;
+                Cgroup cgroup = r.get(g).isTrue()
+                        ? new Cgroup(dbl(r.get(g + 1)), dbl(r.get(g + 2)), dbl(r.get(g + 3))) : null;
+                containers.add(new EntityRow(c.id(), c.host(), c.pod(), c.namespace(), c.service(), c.metrics(),
+                        c.idlePowerW(), c.windowStartNs(), c.windowEndNs(), c.revision(), c.energyJ(), c.history(),
+                        cgroup));
             }
             return new Rows(hosts, namespaces, containers, null);
         });

@@ -48,10 +48,7 @@ final class SnapshotBuilder {
         all.put(ExportKind.HOST, hosts);
         all.put(ExportKind.NAMESPACE, rows.namespaces().stream().map(n -> workload(ExportKind.NAMESPACE,
                 "namespace:" + n.id(), Tags.of("namespace", label(n.id())), n, counters)).toList());
-        all.put(ExportKind.CONTAINER, rows.containers().stream().map(c -> workload(ExportKind.CONTAINER,
-                "container:" + c.id(), Tags.of("namespace", label(c.namespace()), "pod", label(c.pod()),
-                        "service", label(c.service()), "container_id", label(c.id()), "host", label(c.host())),
-                c, counters)).toList());
+        all.put(ExportKind.CONTAINER, rows.containers().stream().map(c -> container(c, counters)).toList());
         all.put(ExportKind.EDGE, edges(rows, properties.edgeLevel().equals("service"), counters));
 
         Map<ExportKind, List<Item>> kept = new EnumMap<>(ExportKind.class);
@@ -90,6 +87,20 @@ final class SnapshotBuilder {
         v[ExportKind.P90] = seconds(m.latencyP90Ms());
         v[ExportKind.P99] = seconds(m.latencyP99Ms());
         return new Item(key, tags, v);
+    }
+
+    /** A container's workload series, and its cgroup window's when it has a recent one (NaN: no series). */
+    private static Item container(EntityRow c, Counters counters) {
+        Item item = workload(ExportKind.CONTAINER, "container:" + c.id(), Tags.of("namespace", label(c.namespace()),
+                "pod", label(c.pod()), "service", label(c.service()), "container_id", label(c.id()),
+                "host", label(c.host())), c, counters);
+        double[] v = item.values();
+        boolean cgroup = c.cgroup() != null;
+        v[ExportKind.MEMORY_PEAK] = cgroup ? value(c.metrics().memoryBytes()) : Double.NaN;
+        v[ExportKind.MEMORY_LAST] = cgroup ? value(c.cgroup().memoryLastBytes()) : Double.NaN;
+        v[ExportKind.THROTTLED] = cgroup ? value(c.cgroup().throttledS()) : Double.NaN;
+        v[ExportKind.CPU_PEAK] = cgroup ? value(c.cgroup().cpuPeakCores()) : Double.NaN;
+        return item;
     }
 
     /**

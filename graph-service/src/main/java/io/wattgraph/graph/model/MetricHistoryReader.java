@@ -25,6 +25,9 @@ public class MetricHistoryReader {
             "host", "UNWIND $ids AS id MATCH (n:Host {id: id})" + COLUMNS,
             "namespace", "UNWIND $ids AS id MATCH (n:Namespace {id: id})" + COLUMNS);
 
+    private static final String CONTAINER_MEMORY =
+            "UNWIND $ids AS id MATCH (n:Container {id: id}) RETURN n.id, n.historyMemoryBytes";
+
     private final Neo4jReader reader;
 
     public MetricHistoryReader(Neo4jReader reader) {
@@ -40,6 +43,30 @@ public class MetricHistoryReader {
         for (Record r : reader.read("history_" + level, BY_IDS.get(level), Map.of("ids", List.copyOf(ids)), r -> r)) {
             out.put(r.get(0).asString(), MetricHistory.of(list(r.get(1)), list(r.get(2)), list(r.get(3)),
                     list(r.get(4)), list(r.get(5))));
+        }
+        return out;
+    }
+
+    /**
+     * Each container's highest memory over its kept cgroup windows ({@code historyMemoryBytes}: each window's peak);
+     * a container without any (no list, or only NaN) is absent.
+     */
+    public Map<String, Double> peakMemory(Collection<String> containerIds) {
+        Map<String, Double> out = new HashMap<>();
+        if (containerIds.isEmpty()) {
+            return out;
+        }
+        for (Record r : reader.read("history_container_memory", CONTAINER_MEMORY,
+                Map.of("ids", List.copyOf(containerIds)), r -> r)) {
+            Double max = null;
+            for (Object o : r.get(1).isNull() ? List.of() : r.get(1).asList()) {
+                if (o instanceof Number n && !Double.isNaN(n.doubleValue())) {
+                    max = max == null ? n.doubleValue() : Math.max(max, n.doubleValue());
+                }
+            }
+            if (max != null) {
+                out.put(r.get(0).asString(), max);
+            }
         }
         return out;
     }

@@ -40,8 +40,13 @@ public class PlacementController {
         if (workloads == null) {
             GraphFilter filter = GraphParams.filter(r.host(), r.namespace(), null, null);
             ServiceGraph graph = service.graph(filter, level);
-            workloads = PlacementInputs.workloadsOf(graph, basis.equals("latest") ? Map.of()
-                    : inputs.observedCpu(service.graph(filter, Level.PROCESS), level, basis));
+            if (basis.equals("latest")) {
+                workloads = PlacementInputs.workloadsOf(graph, Map.of());
+            } else {
+                ServiceGraph processes = service.graph(filter, Level.PROCESS);
+                workloads = PlacementInputs.workloadsOf(graph, inputs.observedCpu(processes, level, basis),
+                        inputs.observedMemory(processes, level));
+            }
             if (traffic == null) {
                 traffic = PlacementInputs.trafficOf(graph);
             }

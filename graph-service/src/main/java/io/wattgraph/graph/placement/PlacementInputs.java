@@ -35,6 +35,12 @@ public class PlacementInputs {
 
     /** {@code observedCpu}: a workload's CPU over its history, used instead of its latest {@code cpuUsage}. */
     static List<PlacementProblem.Workload> workloadsOf(ServiceGraph graph, Map<String, Double> observedCpu) {
+        return workloadsOf(graph, observedCpu, Map.of());
+    }
+
+    /** And {@code observedMemory}: its memory over its history, used instead of its latest {@code memoryBytes}. */
+    static List<PlacementProblem.Workload> workloadsOf(ServiceGraph graph, Map<String, Double> observedCpu,
+                                                       Map<String, Double> observedMemory) {
         List<PlacementProblem.Workload> workloads = new ArrayList<>();
         for (ServiceNode n : graph.nodes()) {
             if (n.external()) {
@@ -43,8 +49,8 @@ public class PlacementInputs {
             Metrics m = n.metrics();
             Double usage = observedCpu.getOrDefault(n.id(), m.cpuUsage());
             double cpu = m.cpuRequest() != null ? m.cpuRequest() : usage != null ? usage : 0;
-            double mem = m.memoryRequestBytes() != null ? m.memoryRequestBytes()
-                    : m.memoryBytes() != null ? m.memoryBytes() : 0;
+            Double used = observedMemory.getOrDefault(n.id(), m.memoryBytes());
+            double mem = m.memoryRequestBytes() != null ? m.memoryRequestBytes() : used != null ? used : 0;
             String name = n.service() != null && n.id().startsWith("service:") ? n.service()
                     : n.pod() != null ? n.pod() : n.name();
             workloads.add(new PlacementProblem.Workload(n.id(), cpu, mem, n.hostId(), n.namespace(), name));
@@ -87,6 +93,25 @@ public class PlacementInputs {
             }
         });
         return cpu;
+    }
+
+    /**
+     * Each workload's memory over the kept windows: the sum over its distinct containers of each one's highest
+     * cgroup window peak (memory is not elastic: the peak for either CPU basis). Workloads without a container
+     * memory history are absent (their latest {@code memoryBytes} stays).
+     */
+    Map<String, Double> observedMemory(ServiceGraph processes, Level level) {
+        List<ServiceNode> nodes = processes.nodes().stream().filter(n -> !n.external()).toList();
+        Map<String, Double> peaks = history.peakMemory(ids(nodes, ServiceNode::containerId));
+        Map<String, Set<String>> containers = new HashMap<>();
+        for (ServiceNode n : nodes) {
+            if (n.containerId() != null && peaks.containsKey(n.containerId())) {
+                containers.computeIfAbsent(Aggregator.groupId(n, level), g -> new HashSet<>()).add(n.containerId());
+            }
+        }
+        Map<String, Double> memory = new HashMap<>();
+        containers.forEach((group, ids) -> memory.put(group, ids.stream().mapToDouble(peaks::get).sum()));
+        return memory;
     }
 
     private static boolean hasWindows(MetricHistory h) {

@@ -1,68 +1,48 @@
 package io.wattgraph.stream.source;
 
 import io.wattgraph.schema.PowerSource;
-import io.wattgraph.schema.RecordDecoder;
 import io.wattgraph.schema.ResourceSample;
-import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.stream.PodMetadata;
-import org.apache.flink.api.common.serialization.DeserializationSchema;
+import org.apache.avro.Schema;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
-import org.apache.flink.metrics.Counter;
-import org.apache.flink.util.Collector;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Kafka value ({@code ResourceSample}, Avro single-object encoding) to {@link Sample}, validated.
  * What does not decode or is invalid becomes a {@link DeadLetter} (same DLQ as connection events).
  */
-public class ResourceSampleDeserializer implements KafkaRecordDeserializationSchema<DecodedSample> {
+public class ResourceSampleDeserializer
+    extends AgentRecordDeserializer<ResourceSample, Sample, DecodedSample> {
   private static final long serialVersionUID = 1L;
-  private static final Logger LOG = LoggerFactory.getLogger(ResourceSampleDeserializer.class);
 
-  private transient RecordDecoder<ResourceSample> decoder;
-  private transient Counter deadLetters;
-
-  @Override
-  public void open(DeserializationSchema.InitializationContext context) {
-    decoder = WattgraphSchemas.recordDecoder(ResourceSample.getClassSchema());
-    deadLetters = context.getMetricGroup().counter("resourceDeadLetters");
+  public ResourceSampleDeserializer() {
+    super("resourceDeadLetters");
   }
 
   @Override
-  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<DecodedSample> out) {
-    if (decoder == null) {
-      decoder = WattgraphSchemas.recordDecoder(ResourceSample.getClassSchema());
-    }
-    String reason;
-    Sample sample = null;
-    try {
-      if (record.value() == null) {
-        reason = "undecodable: null value";
-      } else {
-        ResourceSample r = decoder.decode(record.value());
-        reason = invalidReason(r);
-        if (reason == null) {
-          sample = toSample(r);
-          sample.recordId = RecordIds.of(record.value());
-        }
-      }
-    } catch (Exception e) {
-      reason = "undecodable: " + e;
-    }
-    if (sample != null) {
-      // Outside the try: an exception of a chained downstream operator must fail the task, not
-      // turn a good record into a dead letter.
-      out.collect(DecodedSample.ok(sample));
-      return;
-    }
-    if (deadLetters != null) {
-      deadLetters.inc();
-    }
-    LOG.warn("Dead letter {}-{}@{}: {}", record.topic(), record.partition(), record.offset(), reason);
-    out.collect(DecodedSample.dead(DeadLetter.of(record, reason)));
+  protected Schema schema() {
+    return ResourceSample.getClassSchema();
+  }
+
+  @Override
+  protected String invalid(ResourceSample r) {
+    return invalidReason(r);
+  }
+
+  @Override
+  protected Sample toValue(ResourceSample r, long recordId) {
+    Sample s = toSample(r);
+    s.recordId = recordId;
+    return s;
+  }
+
+  @Override
+  protected DecodedSample ok(Sample s) {
+    return DecodedSample.ok(s);
+  }
+
+  @Override
+  protected DecodedSample dead(DeadLetter l) {
+    return DecodedSample.dead(l);
   }
 
   /** Why a decoded sample cannot be used, or null when it can. */

@@ -3,75 +3,56 @@ package io.wattgraph.stream.source;
 import io.wattgraph.schema.HttpRouteStats;
 import io.wattgraph.schema.IpAddress;
 import io.wattgraph.schema.IpAddresses;
-import io.wattgraph.schema.RecordDecoder;
 import io.wattgraph.schema.TransactionAddress;
 import io.wattgraph.schema.TransactionNat;
 import io.wattgraph.schema.TransactionRole;
 import io.wattgraph.schema.TransactionStats;
-import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.stream.HttpRoute;
 import io.wattgraph.stream.Transaction;
 import java.util.List;
-import org.apache.flink.api.common.serialization.DeserializationSchema;
+import org.apache.avro.Schema;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
-import org.apache.flink.metrics.Counter;
-import org.apache.flink.util.Collector;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Kafka value ({@code TransactionStats}, Avro single-object encoding) to {@link Transaction},
  * validated. What does not decode or is invalid becomes a {@link DeadLetter} (the shared DLQ).
  */
-public class TransactionStatsDeserializer implements KafkaRecordDeserializationSchema<DecodedTransaction> {
+public class TransactionStatsDeserializer
+    extends AgentRecordDeserializer<TransactionStats, Transaction, DecodedTransaction> {
   private static final long serialVersionUID = 1L;
-  private static final Logger LOG = LoggerFactory.getLogger(TransactionStatsDeserializer.class);
 
   /** The only bucket scheme merged (the agent's, and the schema's default): others cannot be added. */
   public static final int SUB_BUCKET_BITS = 7;
 
-  private transient RecordDecoder<TransactionStats> decoder;
-  private transient Counter deadLetters;
-
-  @Override
-  public void open(DeserializationSchema.InitializationContext context) {
-    decoder = WattgraphSchemas.recordDecoder(TransactionStats.getClassSchema());
-    deadLetters = context.getMetricGroup().counter("transactionDeadLetters");
+  public TransactionStatsDeserializer() {
+    super("transactionDeadLetters");
   }
 
   @Override
-  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<DecodedTransaction> out) {
-    if (decoder == null) {
-      decoder = WattgraphSchemas.recordDecoder(TransactionStats.getClassSchema());
-    }
-    String reason;
-    Transaction t = null;
-    try {
-      if (record.value() == null) {
-        reason = "undecodable: null value";
-      } else {
-        TransactionStats r = decoder.decode(record.value());
-        reason = invalidReason(r);
-        if (reason == null) {
-          t = toTransaction(r);
-          t.recordId = RecordIds.of(record.value());
-        }
-      }
-    } catch (Exception e) {
-      reason = "undecodable: " + e;
-    }
-    if (t != null) {
-      // Outside the try: an exception of a chained downstream operator must fail the task.
-      out.collect(DecodedTransaction.ok(t));
-      return;
-    }
-    if (deadLetters != null) {
-      deadLetters.inc();
-    }
-    LOG.warn("Dead letter {}-{}@{}: {}", record.topic(), record.partition(), record.offset(), reason);
-    out.collect(DecodedTransaction.dead(DeadLetter.of(record, reason)));
+  protected Schema schema() {
+    return TransactionStats.getClassSchema();
+  }
+
+  @Override
+  protected String invalid(TransactionStats r) {
+    return invalidReason(r);
+  }
+
+  @Override
+  protected Transaction toValue(TransactionStats r, long recordId) {
+    Transaction t = toTransaction(r);
+    t.recordId = recordId;
+    return t;
+  }
+
+  @Override
+  protected DecodedTransaction ok(Transaction t) {
+    return DecodedTransaction.ok(t);
+  }
+
+  @Override
+  protected DecodedTransaction dead(DeadLetter l) {
+    return DecodedTransaction.dead(l);
   }
 
   /** Why a decoded record cannot be used, or null when it can. */

@@ -42,6 +42,11 @@ public class LateSampleCounter<T> implements Sink<T> {
 
   /** Every input counts as one record, as an edge window input does; generic, so the windows need no edge type. */
   public static <T> LateSampleCounter<T> edgeInputs() {
+    return records();
+  }
+
+  /** Every input counts as one record (edge window inputs, CgroupStats). */
+  public static <T> LateSampleCounter<T> records() {
     return new LateSampleCounter<>(in -> 1);
   }
 

@@ -40,6 +40,7 @@ class PoisonRecordTest {
     CONNECTION_EVENTS(ConnectionEventDeserializer::new, PoisonRecords::connectionEvents, "connection-event"),
     RESOURCE_SAMPLES(ResourceSampleDeserializer::new, PoisonRecords::resourceSamples, "resource-sample"),
     TRANSACTION_STATS(TransactionStatsDeserializer::new, PoisonRecords::transactionStats, "transaction-stats"),
+    CGROUP_STATS(CgroupStatsDeserializer::new, PoisonRecords::cgroupStats, "cgroup-stats"),
     SERVICE_MAPPINGS(ServiceMappingDeserializer::new, PoisonRecords::serviceMappings, "service-mapping");
 
     final Supplier<KafkaRecordDeserializationSchema<? extends DecodedRecord<?>>> deserializer;

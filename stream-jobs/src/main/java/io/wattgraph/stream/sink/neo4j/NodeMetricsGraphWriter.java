@@ -6,7 +6,6 @@ import io.wattgraph.stream.window.MetricInput;
 import io.wattgraph.stream.window.MetricsRow;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -47,10 +46,7 @@ import org.neo4j.driver.TransactionContext;
  */
 public class NodeMetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
 
-  private static final String NEWER = """
-      (n.metricsWindowEndNs IS NULL OR n.metricsWindowEndNs < r.windowEndNs
-       OR (n.metricsWindowEndNs = r.windowEndNs AND coalesce(n.metricsRevision, -1) <= r.revision))
-      """;
+  private static final String NEWER = NodeWindows.newer("metricsWindowEndNs", "metricsRevision");
 
   private static final String COMMON = """
       SET n.cpuUsage = r.cpuUsage, n.powerW = r.powerW, n.energyJ = r.energyJ, n.powerSource = r.powerSource,
@@ -69,37 +65,17 @@ public class NodeMetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
           n.httpRouteP50Ns = r.httpRouteP50Ns, n.httpRouteP90Ns = r.httpRouteP90Ns, n.httpRouteP99Ns = r.httpRouteP99Ns
       """;
 
-  /**
-   * The bounded history: parallel lists sorted by window end, one entry per window (its latest
-   * revision), the newest {@code $historyWindows} kept. Runs before the NEWER filter: a late revision
-   * of an older window still corrects its entry. An entry of a higher revision is never replaced;
-   * the new entry is appended to the old lists (index size(he)) and {@code ord} lists the indices
-   * to keep, in order. Unknown values are NaN (list properties cannot hold nulls).
-   */
-  private static final String HISTORY = """
-      WITH n, r, coalesce(n.historyWindowEndNs, []) AS he, coalesce(n.historyRevision, []) AS hr,
-           coalesce(n.historyCpuUsage, []) AS hc, coalesce(n.historyPowerW, []) AS hp,
-           coalesce(n.historyRequestRate, []) AS hq
-      WITH n, r, he, hr, hc, hp, hq, [i IN range(0, size(he) - 1) WHERE he[i] <> r.windowEndNs] AS others,
-           any(i IN range(0, size(he) - 1) WHERE he[i] = r.windowEndNs AND hr[i] > r.revision) AS superseded
-      WITH n, r, he, hr, hc, hp, hq, superseded,
-           [i IN others WHERE he[i] < r.windowEndNs] + [size(he)] + [i IN others WHERE he[i] > r.windowEndNs] AS ord
-      WITH n, r, he, hr, hc, hp, hq, superseded,
-           CASE WHEN size(ord) > $historyWindows THEN ord[size(ord) - $historyWindows..] ELSE ord END AS ord
-      FOREACH (_ IN CASE WHEN superseded THEN [] ELSE [1] END |
-        SET n.historyWindowEndNs = [i IN ord | (he + [r.windowEndNs])[i]],
-            n.historyRevision = [i IN ord | (hr + [r.revision])[i]],
-            n.historyCpuUsage = [i IN ord | (hc + [r.historyCpuUsage])[i]],
-            n.historyPowerW = [i IN ord | (hp + [r.historyPowerW])[i]],
-            n.historyRequestRate = [i IN ord | (hq + [r.historyRequestRate])[i]])
-      """;
+  /** The bounded history of the windows' CPU, power and request rate ({@link NodeWindows#history}). */
+  private static final String HISTORY = NodeWindows.history("historyWindowEndNs", "historyRevision",
+      "historyCpuUsage", "historyPowerW", "historyRequestRate");
 
   private static final String PROCESSES = """
       UNWIND $rows AS r
       MATCH (n:Process {id: r.id})
       """;
 
-  private static final String CONTAINERS = """
+  /** Container nodes as ConnectionGraphWriter makes them (CgroupGraphWriter writes onto them too). */
+  static final String CONTAINERS = """
       UNWIND $rows AS r
       MERGE (h:Host {id: r.hostId})
       MERGE (n:Container {id: r.id}) ON CREATE SET n.hostId = r.hostId
@@ -208,23 +184,8 @@ public class NodeMetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
   /** Writes one batch (at most one row per key) in one transaction. */
   @Override
   public void write(Collection<MetricsRow> rows) {
-    // Rounds: each holds at most one row per node, oldest windows first. Rows of one UNWIND do not
-    // see each other's writes (Cypher evaluates clause by clause), so two windows of a node in one
-    // statement would lose a history entry; later statements of the transaction see earlier ones.
-    List<MetricsRow> sorted = new ArrayList<>(rows);
-    sorted.sort(Comparator.comparingLong((MetricsRow r) -> r.windowEndNs).thenComparingInt(r -> r.revision));
-    List<List<MetricsRow>> rounds = new ArrayList<>();
-    Map<String, Integer> seen = new HashMap<>();
-    for (MetricsRow r : sorted) {
-      if (!hasNode(r)) {
-        continue;
-      }
-      int round = seen.merge(r.key(), 1, Integer::sum) - 1;
-      if (round == rounds.size()) {
-        rounds.add(new ArrayList<>());
-      }
-      rounds.get(round).add(r);
-    }
+    List<List<MetricsRow>> rounds = NodeWindows.rounds(rows.stream().filter(NodeMetricsGraphWriter::hasNode).toList(),
+        MetricsRow::key, r -> r.windowEndNs, r -> r.revision);
     if (rounds.isEmpty()) {
       return;
     }
@@ -302,9 +263,9 @@ public class NodeMetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
         // Thread counts are per host interval: not summed over hosts (null removes the property).
         m.put("threads", null);
       }
-      m.put("historyCpuUsage", orNaN((Double) m.get("cpuUsage")));
-      m.put("historyPowerW", orNaN((Double) m.get("powerW")));
-      m.put("historyRequestRate", orNaN((Double) m.get("requestRate")));
+      m.put("historyCpuUsage", NodeWindows.orNaN((Double) m.get("cpuUsage")));
+      m.put("historyPowerW", NodeWindows.orNaN((Double) m.get("powerW")));
+      m.put("historyRequestRate", NodeWindows.orNaN((Double) m.get("requestRate")));
       switch (r.level) {
         case MetricInput.PROCESS -> processRows.add(m);
         case MetricInput.GROUP -> containerRows.add(m);
@@ -319,10 +280,6 @@ public class NodeMetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
     if (!rows.isEmpty()) {
       tx.run(cypher, Map.of("rows", rows, "historyWindows", historyWindows)).consume();
     }
-  }
-
-  private static double orNaN(Double v) {
-    return v == null ? Double.NaN : v;
   }
 
   /**
