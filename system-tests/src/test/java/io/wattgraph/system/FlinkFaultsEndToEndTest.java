@@ -13,7 +13,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -41,14 +41,9 @@ class FlinkFaultsEndToEndTest {
   static final long PER_SECOND = 300;
   static final long KILL_AFTER_MS = 10_000;
 
+  /** Closed after the test, also when it fails: the cluster, agents, loads, Kafka, Neo4j, namespaces. */
+  @AutoClose
   private OutageStack stack;
-
-  @AfterEach
-  void tearDown() {
-    if (stack != null) {
-      stack.close();
-    }
-  }
 
   @Test
   void aTaskManagerAndAJobManagerKilledMidLoadLoseNothing() throws Exception {
