@@ -74,6 +74,19 @@ final class ClusterJob implements OutageStack.Job {
         "job " + jobId + " RUNNING with a checkpoint after " + id);
   }
 
+  /**
+   * Waits until the job has been restored from a checkpoint later than {@code restoreTimestamp} (a
+   * restart: a checkpoint completing after a kill, acknowledged just before it, proves none) and has
+   * completed a checkpoint since.
+   */
+  void awaitRestoreAfter(long restoreTimestamp) throws Exception {
+    cluster.await(() -> {
+      JsonNode restored = restored();
+      return "RUNNING".equals(status()) && restored.path("restore_timestamp").asLong(-1) > restoreTimestamp
+          && latestCompleted().path("id").asLong(-1) > restored.path("id").asLong();
+    }, "job " + jobId + " restored (after " + restoreTimestamp + ") and checkpointing");
+  }
+
   /** The REST API's newest completed checkpoint ({@code id}, {@code external_path}), missing if none. */
   JsonNode latestCompleted() {
     return checkpoints().path("latest").path("completed");

@@ -56,9 +56,10 @@ class FlinkFaultsEndToEndTest {
     Thread.sleep(KILL_AFTER_MS);
     String firstJob = job.jobId();
     long beforeTmKill = job.latestCompleted().path("id").asLong();
+    long lastRestore = job.restored().path("restore_timestamp").asLong(-1);
     job.cluster.killTaskManager();
     job.cluster.startTaskManager();
-    job.awaitCheckpointAfter(beforeTmKill);
+    job.awaitRestoreAfter(lastRestore);
     JsonNode tmRestore = job.restored();
     Map<String, Long> tmCounts = tmLoad.finish();
     System.out.printf("flink faults: TaskManager killed after checkpoint %d, job %s restored from %s; load %s%n",
