@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.wattgraph.localstack.Neo4jServer;
 import io.wattgraph.stream.JobConfig;
-import io.wattgraph.stream.window.LateSampleCounter;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -28,7 +27,8 @@ import org.neo4j.driver.Session;
 /**
  * What the outage tests stand on, each part a real process or server that a test can fail:
  * namespace hosts ({@code host-a}, {@code host-b}, ...), local-stack's Kafka in a JVM of its own,
- * Neo4j, the production job (in this JVM) and one real agent per host; and the checks that every
+ * Neo4j, the production job (in this JVM, or on a standalone cluster: {@link ClusterJob}) and one
+ * real agent per host; and the checks that every
  * figure of the graph and of the windows equals what a {@link ConnectionLoad} counted. Closed in
  * reverse order of starting, also when a test fails.
  */
@@ -45,21 +45,39 @@ final class OutageStack implements AutoCloseable {
   /** Each host's agent (null until started) and its metrics port. */
   final AgentProcess[] agents;
   final int[] metrics;
-  final RunningJob job;
+  final Job job;
   private Neo4jServer neo4j;
   private final int boltPort;
   private final Teardown started = new Teardown();
-  /** The JVM's count of late window inputs dropped when this stack's job started. */
-  private final long lateBefore;
   /** The most connections seen on External edges while waiting (transient ones a late peer moved). */
   private long maxExternal;
   private int exchangePort = 9000;
 
-  /**
-   * {@code hosts} namespace hosts, Kafka, Neo4j and the job (pairing horizon {@link #HORIZON_MS},
-   * checkpoints every 2 s, then {@code jobFlags}); the agents follow with {@link #startAgent}.
-   */
+  /** The job under test, wherever it runs. */
+  interface Job extends AutoCloseable {
+    /** RUNNING, or what else the job is (e.g. RESTARTING after a failure). */
+    String status() throws Exception;
+
+    /** Window inputs the job dropped as late (beyond the allowed lateness) since it started; 0 when none. */
+    long lateInputsDropped() throws Exception;
+  }
+
+  /** Starts the job with its full command line; {@code work} is the stack's directory. */
+  interface JobStarter {
+    Job start(Path work, List<String> flags) throws Exception;
+  }
+
+  /** As below, the job in this JVM ({@link RunningJob}). */
   OutageStack(String tag, int subnet, int hosts, List<String> jobFlags) throws Exception {
+    this(tag, subnet, hosts, jobFlags, (work, flags) -> RunningJob.start(JobConfig.parse(flags.toArray(String[]::new))));
+  }
+
+  /**
+   * {@code hosts} namespace hosts, Kafka, Neo4j and the job started by {@code starter} (pairing
+   * horizon {@link #HORIZON_MS}, checkpoints every 2 s, then {@code jobFlags}); the agents follow
+   * with {@link #startAgent}.
+   */
+  OutageStack(String tag, int subnet, int hosts, List<String> jobFlags, JobStarter starter) throws Exception {
     Preconditions.requireRoot();
     long pid = ProcessHandle.current().pid();
     work = Files.createDirectories(Path.of("target", "system-test-" + tag + "-" + pid).toAbsolutePath());
@@ -78,13 +96,12 @@ final class OutageStack implements AutoCloseable {
         }
       });
       driver = add(GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none()));
-      lateBefore = LateSampleCounter.DROPPED.get();
       List<String> flags = new ArrayList<>(List.of(
           "--kafka-brokers", kafka.bootstrapServers(), "--topic", TOPIC, "--group-id", tag + "-test",
           "--neo4j-uri", neo4j.boltUri(), "--checkpoint-dir", work.resolve("flink").toUri().toString(),
           "--pairing-horizon-ms", String.valueOf(HORIZON_MS), "--checkpoint-interval-ms", "2000"));
       flags.addAll(jobFlags);
-      job = add(RunningJob.start(JobConfig.parse(flags.toArray(String[]::new))));
+      job = add(starter.start(work, flags));
       agents = new AgentProcess[hosts];
       metrics = KafkaProcess.freePorts(hosts);
     } catch (Exception | AssertionError e) {
@@ -236,15 +253,15 @@ final class OutageStack implements AutoCloseable {
     }
     var delivered = EdgeWindows.delivered(kafka.bootstrapServers(), h.client(), load.client().pid(), h.server(),
         load.server().pid(), WINDOW_MS);
-    System.out.printf("%s: %s; delivered by the agents %s; late inputs dropped by the job %d%n", phase, w, delivered,
-        LateSampleCounter.DROPPED.get() - lateBefore);
+    long late = job.lateInputsDropped();
+    System.out.printf("%s: %s; delivered by the agents %s; late inputs dropped by the job %d%n", phase, w, delivered, late);
     assertEquals(List.of(), w.duplicates(), phase + ": a window emitted twice with one revision");
     assertEquals(delivered, w.perWindow(), phase + ": transactions per window: the job's windows against what the agents delivered");
     assertEquals(counts.get("connections"), w.clientTransactions(), phase + ": client transactions over the windows: " + w);
     assertEquals(counts.get("connections"), w.serverTransactions(), phase + ": server transactions over the windows: " + w);
     // Nor the entity windows (samples, transactions per process): with 30 s of lateness a 59 s outage
     // dropped 1,063 of their inputs while the edge windows stayed exact.
-    assertEquals(0, LateSampleCounter.DROPPED.get() - lateBefore, phase + ": inputs dropped as late by the job's windows");
+    assertEquals(0, late, phase + ": inputs dropped as late by the job's windows");
   }
 
   /** The load's edge windows committed on Kafka so far. */

@@ -2,6 +2,7 @@ package io.wattgraph.system;
 
 import io.wattgraph.stream.CorrelationJob;
 import io.wattgraph.stream.JobConfig;
+import io.wattgraph.stream.window.LateSampleCounter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -12,11 +13,14 @@ import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 /** The production correlation job, unbounded, on a local Flink cluster in this JVM. */
-final class RunningJob implements AutoCloseable {
+final class RunningJob implements OutageStack.Job {
   private final JobClient client;
+  /** The JVM's count of late window inputs dropped when this job started. */
+  private final long lateBefore;
 
-  private RunningJob(JobClient client) {
+  private RunningJob(JobClient client, long lateBefore) {
     this.client = client;
+    this.lateBefore = lateBefore;
   }
 
   /** With the production flags for these servers, then {@code flags} (e.g. shorter windows). */
@@ -36,12 +40,19 @@ final class RunningJob implements AutoCloseable {
     conf.set(RestOptions.BIND_PORT, "0");
     StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(2, conf);
     CorrelationJob.build(env, config);
-    return new RunningJob(env.executeAsync("wattgraph-correlation (system test)"));
+    long lateBefore = LateSampleCounter.DROPPED.get();
+    return new RunningJob(env.executeAsync("wattgraph-correlation (system test)"), lateBefore);
   }
 
-  /** RUNNING, or what else the job is (e.g. RESTARTING after a failure). */
-  String status() throws Exception {
+  @Override
+  public String status() throws Exception {
     return client.getJobStatus().get(30, TimeUnit.SECONDS).name();
+  }
+
+  /** The JVM's count: exact while one job runs in it. */
+  @Override
+  public long lateInputsDropped() {
+    return LateSampleCounter.DROPPED.get() - lateBefore;
   }
 
   @Override
