@@ -2,7 +2,7 @@
  * The panels beside the map: host×host heat-map, critical path list, placement and power-budget forms, the
  * slowest HTTP routes and the budget loop's published budgets.
  */
-import { $, api, el, fmt, fmtBytes, query, table } from './util.js';
+import { $, ago, api, el, fmt, fmtBytes, query, table } from './util.js';
 
 export function drawHeatmap(m) {
   const svg = $('heatmap');
@@ -151,11 +151,7 @@ export async function httpRoutes(host, name) {
 }
 
 /** Age of a Unix-ns instant, e.g. "4 s", "3 min" (ns beyond 2^53 lose sub-µs precision: irrelevant here). */
-function age(ns) {
-  if (ns == null) return '–';
-  const s = Math.max(0, (Date.now() - ns / 1e6) / 1000);
-  return s < 120 ? s.toFixed(0) + ' s' : s < 7200 ? (s / 60).toFixed(0) + ' min' : (s / 3600).toFixed(1) + ' h';
-}
+const age = (ns) => (ns == null ? '–' : ago(Date.now() - ns / 1e6));
 
 export async function budgetLoop() {
   const out = $('loopResult');

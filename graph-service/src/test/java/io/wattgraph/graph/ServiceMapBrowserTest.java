@@ -52,7 +52,7 @@ class ServiceMapBrowserTest {
         assertThat(index.getStatusCode()).isEqualTo(HttpStatus.OK);
         assertThat(index.getBody()).contains("<div id=\"map\"").contains("app.js").doesNotContain("http://", "https://");
         for (String asset : List.of("/app.js", "/js/util.js", "/js/map.js", "/js/positions.js", "/js/charts.js",
-                "/js/timerange.js", "/js/panels.js")) {
+                "/js/timerange.js", "/js/panels.js", "/js/health.js")) {
             ResponseEntity<String> js = rest.getForEntity(asset, String.class);
             assertThat(js.getStatusCode()).as(asset).isEqualTo(HttpStatus.OK);
             assertThat(js.getBody()).as(asset).doesNotContain("https://").doesNotContain("innerHTML");
