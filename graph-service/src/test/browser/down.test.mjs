@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { andRefresh, drawn, refreshed, refreshes, shot, withPage } from './lib.mjs';
+import { andRefresh, drawn, refreshed, refreshes, seriousViolations, shot, withPage } from './lib.mjs';
 
 const CONTROL = process.env.WATTGRAPH_CONTROL;
 assert.ok(CONTROL, 'WATTGRAPH_CONTROL (the test class\'s control server) is not set');
@@ -38,6 +38,7 @@ test('Neo4j stopped: a banner names it and since when, the map stays, and the pa
     assert.equal(await banner(page).getAttribute('role'), 'alert');
     assert.deepEqual((await drawn(page)).nodes, before.nodes, 'the last map is kept');
     await shot(page, 'service-map-neo4j-down');
+    assert.deepEqual(await seriousViolations(page), [], 'the banner is readable');
 
     const n = await refreshes(page);
     await control('/neo4j/start');
@@ -67,6 +68,7 @@ test('the job\'s newest window is old: a stale-data banner with its time, gone w
       assert.match(text, /^Stale data\. The stream job is down or lagging: the newest metrics window ended at .+ \((10|11) min ago\); the map shows the graph as of then\.$/);
       assert.equal((await drawn(page)).nodes.length, 5);
       await shot(page, 'service-map-job-stale');
+      assert.deepEqual(await seriousViolations(page), [], 'the banner is readable');
 
       await control('/windows?ageMs=0');
       await page.waitForSelector('body[data-down=""]', WAIT);

@@ -60,8 +60,8 @@ const STYLE = [
     'target-arrow-shape': 'triangle', 'arrow-scale': 0.8, 'curve-style': 'bezier', opacity: 0.85 } },
   { selector: 'edge.straight', style: { 'curve-style': 'straight' } },
   { selector: 'node.crowded', style: { 'min-zoomed-font-size': 24 } }, // labels once zoomed in
-  { selector: 'node.critical', style: { 'border-color': '#e8590c', 'border-width': 4 } },
-  { selector: 'edge.critical', style: { 'underlay-color': '#e8590c', 'underlay-opacity': 0.45,
+  { selector: 'node.critical', style: { 'border-color': '#c2410c', 'border-width': 4 } },
+  { selector: 'edge.critical', style: { 'underlay-color': '#c2410c', 'underlay-opacity': 0.45,
     'underlay-padding': 4 } },
   { selector: 'node.match', style: { 'border-color': '#f59f00', 'border-width': 5 } },
   { selector: ':selected', style: { 'overlay-color': '#1d2733', 'overlay-opacity': 0.18, 'overlay-padding': 6 } },
@@ -327,7 +327,7 @@ export class ServiceMap {
       + (model.lats ? fmt(model.minLat, 1) + ' ms' : ''), el('span', { class: 'bar' }),
     model.lats ? fmt(model.maxLat, 1) + ' ms' : '(none: grey)'));
     legend.appendChild(el('span', {}, 'edge width ∝ √bytes (max ' + fmtBytes(model.maxBytes) + ')'));
-    legend.appendChild(el('span', { style: 'color:#e8590c' }, '— critical path'));
+    legend.appendChild(el('span', { style: 'color:#c2410c' }, '— critical path'));
   }
 }
 

@@ -87,7 +87,7 @@ export async function placement(level, namespace) {
     }
     for (const p of r.patches || []) {
       out.appendChild(el('div', { class: 'meta', text: 'patch for ' + p.workload + ' → ' + p.node }));
-      out.appendChild(el('pre', { class: 'patch', text: p.kubectl + '\n' + JSON.stringify(p.nodeSelectorPatch) }));
+      out.appendChild(el('pre', { class: 'patch', tabindex: 0, text: p.kubectl + '\n' + JSON.stringify(p.nodeSelectorPatch) }));
     }
   } catch (e) {
     out.textContent = e.message;

@@ -68,4 +68,10 @@ class ServiceMapBrowserTest {
     Stream<DynamicTest> browserTests() throws Exception {
         return BrowserScenarios.each(FILE, () -> port, Map.of());
     }
+
+    /** Accessibility: axe-core with the panels open, and the keyboard alone ({@code a11y.test.mjs}). */
+    @TestFactory
+    Stream<DynamicTest> accessibilityTests() throws Exception {
+        return BrowserScenarios.each("a11y.test.mjs", () -> port, Map.of());
+    }
 }
