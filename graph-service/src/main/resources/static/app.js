@@ -257,11 +257,12 @@ function init() {
   $('focus').addEventListener('click', () => map.focus());
   $('unfocus').addEventListener('click', () => { map.unfocus(); map.fit(); });
   $('relayout').addEventListener('click', () => map.relayout());
-  $('placementForm').addEventListener('submit', (e) => { e.preventDefault(); panels.placement($('level').value, $('namespace').value); });
+  const placement = () => panels.placement($('level').value, $('namespace').value, (r, lvl) => map.showPlacement(r, lvl));
+  $('placementForm').addEventListener('submit', (e) => { e.preventDefault(); placement(); });
   $('powerForm').addEventListener('submit', (e) => { e.preventDefault(); panels.power($('level').value, $('namespace').value); });
   // ?run=placement,power runs the panels once after the first load.
   const run = (params.get('run') || '').split(',');
-  refresh().then(() => Promise.all([run.includes('placement') ? panels.placement($('level').value, $('namespace').value) : null,
+  refresh().then(() => Promise.all([run.includes('placement') ? placement() : null,
     run.includes('power') ? panels.power($('level').value, $('namespace').value) : null]))
     .then(() => document.body.setAttribute('data-panels', 'done'));
 }
