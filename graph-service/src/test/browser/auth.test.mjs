@@ -24,6 +24,8 @@ test('a read token typed into the page draws the map and stays out of every URL'
     await refreshed(page);
     assert.equal((await drawn(page)).nodes.length, 5);
     assert.equal(await page.evaluate(() => sessionStorage.getItem('wattgraph.token')), 'page-reader');
+    // Kept for the tab only: nothing of it in localStorage, which outlives the session.
+    assert.ok(!(await page.evaluate(() => JSON.stringify({ ...localStorage }))).includes('page-reader'));
     // A reload keeps the token (sessionStorage) without it being in the address.
     await page.reload();
     await refreshed(page);

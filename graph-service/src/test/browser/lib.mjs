@@ -6,6 +6,8 @@
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
 import path from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 
 export const BASE = process.env.WATTGRAPH_URL;
 const SHOTS = process.env.WATTGRAPH_SHOTS || 'target/screenshots';
@@ -132,4 +134,14 @@ export function detailRows(page) {
     });
     return out;
   });
+}
+
+const AXE = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's violations of impact serious or critical on the page as it is now, one line each. */
+export async function seriousViolations(page) {
+  await page.evaluate(AXE); // evaluated by the test in the page, never served by the service
+  const violations = await page.evaluate(async () => (await window.axe.run(document)).violations);
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => v.id + ' (' + v.impact + '): ' + v.help + ' at ' + v.nodes.map((n) => n.target.join(' ')).join(', '));
 }

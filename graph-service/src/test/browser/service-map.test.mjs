@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { andRefresh, clickOn, detailRows, drawn, positions, refreshed, screenPoint, shot, withPage } from './lib.mjs';
+import { andRefresh, BASE, clickOn, detailRows, drawn, positions, refreshed, screenPoint, shot, withPage } from './lib.mjs';
 
 const NGINX = 'host-a/100/1000', CURL = 'host-a/200/2000', PG = 'host-b/300/3000';
 const VISITOR = '198.51.100.9', WEB = '203.0.113.7:443';
@@ -273,5 +273,41 @@ test('a selected container shows its CPU, power and request-rate history', async
     await andRefresh(page, () => page.selectOption('#level', 'pod'));
     await page.waitForSelector('#chartsFor[data-key="pod:shop/web-0"]');
     assert.match(await page.locator('#charts').textContent(), /No history at pod level/);
+  });
+});
+
+test('the critical path shows its latency at each hop; a placement\'s moves are drawn on the map, with patches to copy', async () => {
+  const cp = await (await fetch(BASE + '/api/v1/analysis/critical-path?level=process&percentile=p99&mode=widest')).json();
+  assert.deepEqual(cp.path, [NGINX, PG]);
+  const hop = cp.edgeLatenciesMs[0].toFixed(2) + ' ms';
+  await withPage('/', { viewport: { width: 1400, height: 1300 } }, async (page) => {
+    await refreshed(page);
+    let d = await drawn(page);
+    assert.equal(d.data[NGINX + '>' + PG].note, hop);
+    assert.equal(d.data[CURL + '>' + NGINX].note, '');
+    // A placement requested in its panel: postgres (host-b) joins nginx (host-a, container ctr-1).
+    await page.click('#placementForm button[type=submit]');
+    await page.waitForSelector('#placementMoves');
+    assert.equal(await page.locator('#placementSaved').textContent(), '7.50 kB');
+    d = await drawn(page);
+    assert.ok(d.data[PG].classes.includes('moved'), d.data[PG].classes);
+    assert.equal(d.data[PG].moveLabel, 'postgres\nhost-b → host-a');
+    assert.ok(!d.data[NGINX].classes.includes('moved'));
+    assert.ok(d.data[NGINX + '>' + PG].classes.includes('localised'));
+    assert.equal(d.data[NGINX + '>' + PG].note, hop + '\n−7.50 kB cross-node');
+    assert.equal(d.data[CURL + '>' + NGINX].note, '');
+    await shot(page, 'service-map-placement-moves');
+    // The patch, copied with its button.
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: BASE });
+    await page.click('button.copy[data-workload="' + PG + '"]');
+    await page.waitForFunction(() => document.querySelector('button.copy').textContent === 'Copied');
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    assert.match(copied, /^kubectl patch deployment 'postgres' .*"kubernetes.io\/hostname":"host-a"/);
+    assert.equal(copied, await page.locator('pre.patch').textContent());
+    // The moves stay on the map through a refresh and at the container level.
+    await andRefresh(page, () => page.selectOption('#level', 'container'));
+    d = await drawn(page);
+    assert.ok(d.data[PG].classes.includes('moved'));
+    assert.ok(d.data['container:ctr-1>' + PG].classes.includes('localised'));
   });
 });

@@ -11,6 +11,7 @@ import { ServiceMap, PCTS, latencyKey, pctSuffix } from './js/map.js';
 import { Charts, LatencySamples } from './js/charts.js';
 import { TimeRange } from './js/timerange.js';
 import * as panels from './js/panels.js';
+import { Health } from './js/health.js';
 
 const state = { graph: null, path: null, hosts: [], timer: null, detail: null, selection: [], refreshes: 0 };
 const samples = new LatencySamples();
@@ -18,6 +19,7 @@ const charts = new Charts($('charts'));
 const range = new TimeRange(() => refresh());
 const map = new ServiceMap($('map'), { select: (key) => select(key ? [key] : []) });
 window.serviceMap = map; // for the browser tests and the benchmark: what is drawn, where
+const health = new Health(() => refresh(), () => $('live').checked);
 
 // ---------------------------------------------------------------- selection, detail, charts
 
@@ -119,6 +121,7 @@ function pick(id) {
 
 // ---------------------------------------------------------------- data loading
 
+/** The hosts (for the host filter, the power panel and the data's age), every refresh. */
 async function loadHosts() {
   try {
     const h = await api('/api/v1/hosts');
@@ -131,8 +134,9 @@ async function loadHosts() {
       $('powerHosts').value = JSON.stringify(state.hosts.map((id) => ({ host: id, currentPowerW: 60,
         actionablePowerW: 30, idlePowerW: 20, minW: 20, maxW: 120 })), null, 1);
     }
+    return h.hosts;
   } catch (e) {
-    status(e.message + (e.status === 401 ? ' — type a bearer token above' : ''), true);
+    if (e.status === 401) e.message += ' — type a bearer token above';
     throw e;
   }
 }
@@ -179,7 +183,7 @@ async function refresh() {
   }
   status('loading…');
   try {
-    if (state.hosts.length === 0) await loadHosts();
+    const hosts = await loadHosts();
     const level = $('level').value;
     const f = { host: $('host').value, namespace: $('namespace').value, fromNs: bounds.fromNs, toNs: bounds.toNs };
     const [graph, matrix, cp] = await Promise.all([
@@ -201,10 +205,12 @@ async function refresh() {
     });
     await panels.budgetLoop();
     status('updated ' + new Date().toLocaleTimeString());
+    health.ok(hosts);
     document.body.setAttribute('data-loaded', 'true');
     document.body.setAttribute('data-refreshes', String(++state.refreshes));
   } catch (e) {
-    if (!$('status').classList.contains('error')) status(e.message, true);
+    status(e.message, true);
+    health.failed(e);
   }
 }
 
@@ -251,11 +257,12 @@ function init() {
   $('focus').addEventListener('click', () => map.focus());
   $('unfocus').addEventListener('click', () => { map.unfocus(); map.fit(); });
   $('relayout').addEventListener('click', () => map.relayout());
-  $('placementForm').addEventListener('submit', (e) => { e.preventDefault(); panels.placement($('level').value, $('namespace').value); });
+  const placement = () => panels.placement($('level').value, $('namespace').value, (r, lvl) => map.showPlacement(r, lvl));
+  $('placementForm').addEventListener('submit', (e) => { e.preventDefault(); placement(); });
   $('powerForm').addEventListener('submit', (e) => { e.preventDefault(); panels.power($('level').value, $('namespace').value); });
   // ?run=placement,power runs the panels once after the first load.
   const run = (params.get('run') || '').split(',');
-  refresh().then(() => Promise.all([run.includes('placement') ? panels.placement($('level').value, $('namespace').value) : null,
+  refresh().then(() => Promise.all([run.includes('placement') ? placement() : null,
     run.includes('power') ? panels.power($('level').value, $('namespace').value) : null]))
     .then(() => document.body.setAttribute('data-panels', 'done'));
 }

@@ -60,9 +60,16 @@ const STYLE = [
     'target-arrow-shape': 'triangle', 'arrow-scale': 0.8, 'curve-style': 'bezier', opacity: 0.85 } },
   { selector: 'edge.straight', style: { 'curve-style': 'straight' } },
   { selector: 'node.crowded', style: { 'min-zoomed-font-size': 24 } }, // labels once zoomed in
-  { selector: 'node.critical', style: { 'border-color': '#e8590c', 'border-width': 4 } },
-  { selector: 'edge.critical', style: { 'underlay-color': '#e8590c', 'underlay-opacity': 0.45,
+  { selector: 'node.critical', style: { 'border-color': '#c2410c', 'border-width': 4 } },
+  { selector: 'edge.critical', style: { 'underlay-color': '#c2410c', 'underlay-opacity': 0.45,
     'underlay-padding': 4 } },
+  // Notes on edges: the critical path's latency per hop, and the cross-node bytes a placement move saves.
+  { selector: 'edge[?note]', style: { label: 'data(note)', 'font-size': 10, color: '#1d2733', 'text-wrap': 'wrap',
+    'text-background-color': '#fff', 'text-background-opacity': 0.9, 'text-background-padding': 2,
+    'text-rotation': 'autorotate', 'min-zoomed-font-size': 6 } },
+  { selector: 'node.moved', style: { 'border-color': '#7048e8', 'border-width': 5, 'border-style': 'double',
+    label: 'data(moveLabel)', 'text-wrap': 'wrap', color: '#5f3dc4' } },
+  { selector: 'edge.localised', style: { 'line-style': 'dashed' } },
   { selector: 'node.match', style: { 'border-color': '#f59f00', 'border-width': 5 } },
   { selector: ':selected', style: { 'overlay-color': '#1d2733', 'overlay-opacity': 0.18, 'overlay-padding': 6 } },
   { selector: '.hidden', style: { display: 'none' } },
@@ -79,6 +86,7 @@ export class ServiceMap {
     this.level = 'process';
     this.focused = false;
     this.summary = { nodes: 0, edges: 0 };
+    this.placement = null;
     const cy = this.cy;
     cy.on('tap', 'node, edge', (ev) => {
       if (ev.target.isParent()) return;
@@ -155,6 +163,7 @@ export class ServiceMap {
       }
     });
     this.summary = model.summary;
+    this.applyPlacement();
     // Large maps: straight edges (no per-pair control points) and, while the user pans or zooms, a bitmap of
     // the map instead of a redraw of every element (Cytoscape's textureOnViewport, an init option set live).
     // Large maps: while the user pans or zooms, a bitmap of the map instead of a redraw of every element
@@ -203,6 +212,48 @@ export class ServiceMap {
     return done.then(() => {
       if (this.focused) this.focus();
       performance.measure('map: layout and placement', { start: t1 });
+    });
+  }
+
+  /**
+   * Shows placement answer {@code r} on the map ({@code level}: its workloads' level, container or pod): each moved
+   * workload's nodes with their host before and after, each edge a move takes off (or puts on) the network with
+   * its bytes. Kept across refreshes, and at finer levels than the workloads'; null clears it.
+   */
+  showPlacement(r, level) {
+    this.placement = r ? { r, level } : null;
+    this.applyPlacement();
+  }
+
+  applyPlacement() {
+    const cy = this.cy;
+    cy.batch(() => {
+      cy.nodes('.moved').removeClass('moved');
+      cy.edges('.localised, .delocalised').removeClass('localised delocalised');
+      cy.edges().forEach((e) => e.data('note', e.data('hop') || ''));
+      if (!this.placement) return;
+      const { r, level } = this.placement;
+      const moves = new Map((r.moves || []).map((m) => [m.workload, m]));
+      const hostAfter = new Map();
+      cy.nodes().forEach((n) => {
+        if (n.isParent()) return;
+        const m = moves.get(n.id()) || moves.get(groupId(n.data(), level));
+        if (!m) return;
+        hostAfter.set(n.id(), m.to);
+        n.data('moveLabel', n.data('label') + '\n' + m.from + ' → ' + m.to);
+        n.addClass('moved');
+      });
+      if (hostAfter.size === 0) return;
+      const after = (n) => hostAfter.get(n.id()) || n.data('hostId');
+      cy.edges().forEach((e) => {
+        const a = e.source(), b = e.target();
+        if (!a.data('hostId') || !b.data('hostId') || !(hostAfter.has(a.id()) || hostAfter.has(b.id()))) return;
+        const crossBefore = a.data('hostId') !== b.data('hostId'), crossAfter = after(a) !== after(b);
+        if (crossBefore === crossAfter) return;
+        e.addClass(crossBefore ? 'localised' : 'delocalised');
+        const note = (crossBefore ? '−' : '+') + fmtBytes(e.data('bytes')) + ' cross-node';
+        e.data('note', [e.data('hop'), note].filter(Boolean).join('\n'));
+      });
     });
   }
 
@@ -327,7 +378,7 @@ export class ServiceMap {
       + (model.lats ? fmt(model.minLat, 1) + ' ms' : ''), el('span', { class: 'bar' }),
     model.lats ? fmt(model.maxLat, 1) + ' ms' : '(none: grey)'));
     legend.appendChild(el('span', {}, 'edge width ∝ √bytes (max ' + fmtBytes(model.maxBytes) + ')'));
-    legend.appendChild(el('span', { style: 'color:#e8590c' }, '— critical path'));
+    legend.appendChild(el('span', { style: 'color:#c2410c' }, '— critical path'));
   }
 }
 
@@ -370,8 +421,8 @@ function buildElements(g, opts) {
     if (nd.hostId && !hostColour.has(nd.hostId)) hostColour.set(nd.hostId, PALETTE[hostColour.size % PALETTE.length]);
   }
   const cp = opts.path && opts.path.path ? opts.path.path : [];
-  const cpEdges = new Set();
-  for (let i = 0; i + 1 < cp.length; i++) cpEdges.add(cp[i] + '>' + cp[i + 1]);
+  const cpEdges = new Map(); // edge id -> its latency on the path (ms)
+  for (let i = 0; i + 1 < cp.length; i++) cpEdges.set(cp[i] + '>' + cp[i + 1], (opts.path.edgeLatenciesMs || [])[i]);
   const cpNodes = new Set(cp);
   const groupBy = opts.groupBy === opts.level ? 'none' : opts.groupBy;
   const groupKey = groupBy === 'host' ? 'hostId' : groupBy === 'namespace' ? 'namespace' : null;
@@ -410,6 +461,7 @@ function buildElements(g, opts) {
     elements.push({ group: 'edges', classes: (cpEdges.has(id) ? 'critical' : '') + (big ? ' straight' : ''),
       data: { id, source: e.source, target: e.target, bytes, width: 1 + 9 * Math.sqrt(bytes / maxBytes), colour,
         latency: lat == null ? null : lat, latencyOf: of,
+        hop: cpEdges.has(id) && cpEdges.get(id) != null ? fmt(cpEdges.get(id)) + ' ms' : '',
         tip: e.source + ' → ' + e.target + '\n' + fmtBytes(e.bytesClientToServer) + ' c→s, '
           + fmtBytes(e.bytesServerToClient) + ' s→c' + (e.requestRate != null ? '\n' + fmt(e.requestRate, 1) + ' req/s' : '')
           + (lat != null ? '\n' + pct + ' ' + LATENCY_OF[of] + ' ' + fmt(lat) + ' ms' : '') } });

@@ -2,7 +2,7 @@
  * The panels beside the map: host×host heat-map, critical path list, placement and power-budget forms, the
  * slowest HTTP routes and the budget loop's published budgets.
  */
-import { $, api, el, fmt, fmtBytes, query, table } from './util.js';
+import { $, ago, api, el, fmt, fmtBytes, query, table } from './util.js';
 
 export function drawHeatmap(m) {
   const svg = $('heatmap');
@@ -60,7 +60,8 @@ export function drawCritical(cp, percentile) {
   box.appendChild(ol);
 }
 
-export async function placement(level, namespace) {
+/** Requests a placement and shows it; {@code show(answer, workloadLevel)} draws its moves on the map. */
+export async function placement(level, namespace, show) {
   const out = $('placementResult');
   out.textContent = 'computing…';
   const body = { method: $('placementMethod').value, level: level === 'pod' ? 'pod' : 'container' };
@@ -74,8 +75,13 @@ export async function placement(level, namespace) {
         el('b', { text: fmtBytes(r.crossNodeBytesAfter) })),
       el('span', { class: 'kpi' }, 'nodes ', el('b', { text: r.nodesUsedBefore == null ? '–' : r.nodesUsedBefore }),
         ' → ', el('b', { text: r.nodesUsedAfter })),
+      el('span', { class: 'kpi' }, 'saved ', el('b', { id: 'placementSaved',
+        text: fmtBytes(r.crossNodeBytesBefore - r.crossNodeBytesAfter) }), r.crossNodeBytesBefore > 0
+        ? ' (' + fmt(100 * (1 - r.crossNodeBytesAfter / r.crossNodeBytesBefore), 0) + ' %)' : ''),
       el('span', { class: 'kpi' }, 'method ', el('b', { text: r.method }), r.feasible ? '' : ' (infeasible!)')));
-    out.appendChild(el('div', { class: 'meta', text: (r.moves || []).length + ' moves' }));
+    out.appendChild(el('div', { class: 'meta', text: (r.moves || []).length + ' moves'
+      + ((r.moves || []).length ? ', drawn on the map (double purple ring: before → after host; dashed edge: '
+        + 'traffic that stops crossing nodes)' : '') }));
     if (r.moves && r.moves.length) {
       const t = table(['workload', 'from', 'to'], r.moves.map((m) => [m.workload, m.from, m.to]));
       t.id = 'placementMoves';
@@ -86,11 +92,27 @@ export async function placement(level, namespace) {
         r.loads.map((l) => [l.node, l.cpu, l.cpuCapacity, String(l.workloads)])));
     }
     for (const p of r.patches || []) {
-      out.appendChild(el('div', { class: 'meta', text: 'patch for ' + p.workload + ' → ' + p.node }));
-      out.appendChild(el('pre', { class: 'patch', text: p.kubectl + '\n' + JSON.stringify(p.nodeSelectorPatch) }));
+      const pre = el('pre', { class: 'patch', tabindex: 0, text: p.kubectl });
+      const copy = el('button', { type: 'button', class: 'copy', 'data-workload': p.workload,
+        'aria-label': 'copy the patch for ' + p.workload, text: 'Copy' });
+      copy.addEventListener('click', () => copyText(p.kubectl, pre, copy));
+      out.appendChild(el('div', { class: 'meta' }, 'patch for ' + p.workload + ' → ' + p.node + ' ', copy));
+      out.appendChild(pre);
     }
+    if (show) show(r, body.level);
   } catch (e) {
     out.textContent = e.message;
+  }
+}
+
+/** Copies {@code text} to the clipboard (or, where the page is not a secure context, selects {@code pre} to copy). */
+async function copyText(text, pre, button) {
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = 'Copied';
+  } catch (e) { // no clipboard API over plain http to another host: the text is selected for Ctrl+C
+    window.getSelection().selectAllChildren(pre);
+    button.textContent = 'Selected: Ctrl+C';
   }
 }
 
@@ -151,11 +173,7 @@ export async function httpRoutes(host, name) {
 }
 
 /** Age of a Unix-ns instant, e.g. "4 s", "3 min" (ns beyond 2^53 lose sub-µs precision: irrelevant here). */
-function age(ns) {
-  if (ns == null) return '–';
-  const s = Math.max(0, (Date.now() - ns / 1e6) / 1000);
-  return s < 120 ? s.toFixed(0) + ' s' : s < 7200 ? (s / 60).toFixed(0) + ' min' : (s / 3600).toFixed(1) + ' h';
-}
+const age = (ns) => (ns == null ? '–' : ago(Date.now() - ns / 1e6));
 
 export async function budgetLoop() {
   const out = $('loopResult');

@@ -29,6 +29,12 @@ export function fmtBytes(b) {
   return (i === 0 ? b.toFixed(0) : b.toFixed(b < 10 ? 2 : 1)) + ' ' + u[i];
 }
 
+/** A duration in ms as people say it: "4 s", "3 min", "1.5 h". */
+export function ago(ms) {
+  const s = Math.max(0, ms / 1000);
+  return s < 120 ? s.toFixed(0) + ' s' : s < 7200 ? (s / 60).toFixed(0) + ' min' : (s / 3600).toFixed(1) + ' h';
+}
+
 export const fmt = (x, d = 2) => (x === null || x === undefined || Number.isNaN(x) ? '–' : Number(x).toFixed(d));
 
 export function status(msg, error) {

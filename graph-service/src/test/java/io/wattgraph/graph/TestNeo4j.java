@@ -5,6 +5,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.neo4j.configuration.GraphDatabaseSettings;
+import org.neo4j.configuration.connectors.BoltConnector;
+import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.configuration.connectors.BoltConnectorInternalSettings;
 import org.neo4j.harness.Neo4j;
 import io.wattgraph.localstack.Neo4jServer;
@@ -53,6 +55,14 @@ final class TestNeo4j {
      */
     static Neo4j startEmpty(String name) {
         return builder("neo4j-" + name).build();
+    }
+
+    /** As {@link #startEmpty(String)}, with Bolt on 127.0.0.1:{@code boltPort}: a restart keeps the service's URI. */
+    static Neo4j startEmpty(String name, int boltPort) {
+        return builder("neo4j-" + name)
+                .withConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", boltPort))
+                .withConfig(BoltConnector.advertised_address, new SocketAddress("127.0.0.1", boltPort))
+                .build();
     }
 
     private static Neo4jBuilder builder(String dirName) {

@@ -33,7 +33,8 @@ public class GraphRepository {
             MATCH (h:Host)
             RETURN h.id AS id,
                    COUNT { (:Process)-[:RUNS_ON]->(h) } AS processCount,
-                   COUNT { (:Container)-[:RUNS_ON]->(h) } AS containerCount
+                   COUNT { (:Container)-[:RUNS_ON]->(h) } AS containerCount,
+                   h.metricsWindowEndNs AS windowEndNs
             ORDER BY id
             """;
 
@@ -53,7 +54,8 @@ public class GraphRepository {
 
     public List<HostSummary> hosts() {
         return reader.read("hosts", HOSTS, Map.of(), r -> new HostSummary(
-                r.get("id").asString(null), r.get("processCount").asLong(), r.get("containerCount").asLong()));
+                r.get("id").asString(null), r.get("processCount").asLong(), r.get("containerCount").asLong(),
+                r.get("windowEndNs").isNull() ? null : r.get("windowEndNs").asLong()));
     }
 
     private static TalksToRow toRow(Record r) {

@@ -1,5 +1,8 @@
 package io.wattgraph.graph.topology;
 
-/** One monitored host and how many processes and containers run on it (via RUNS_ON). */
-public record HostSummary(String id, long processCount, long containerCount) {
+/**
+ * One monitored host, how many processes and containers run on it (via RUNS_ON), and the end of its latest
+ * metrics window (Unix ns; null when the stream job wrote none): how current the job's data is.
+ */
+public record HostSummary(String id, long processCount, long containerCount, Long metricsWindowEndNs) {
 }
