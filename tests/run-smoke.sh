@@ -111,6 +111,32 @@ for series in flink_taskmanager_job_task_operator_deserializer_deadLetters flink
     flink_taskmanager_job_task_operator_currentInputWatermark; do
   grep -q "^$series{" <<<"$job_metrics" || fail "the job's metrics have no $series"
 done
+# Every discard counter docs/architecture.md names (its "Discards" table) is exported by the running stack.
+service_metrics=$(curl -fsS "$API/actuator/prometheus") || fail "the service's Prometheus endpoint did not answer"
+discards=0
+while IFS='|' read -r _ component series _; do
+  component=$(xargs <<<"$component"); series=$(tr -d ' `' <<<"$series")
+  case "$component" in
+    agent) grep -q "^$series[{ ]" <<<"$metrics" || fail "the agent does not export $series (docs/architecture.md, Discards)" ;;
+    "agent, shedding") continue ;; # only with --shed-mode (control::shedding::metrics tests them)
+    job) grep -Eq "^flink_taskmanager_job_task_operator_([A-Za-z]+_)?$series[{ ]" <<<"$job_metrics" \
+           || fail "the job does not export $series (docs/architecture.md, Discards)" ;;
+    service) grep -q "^$series[{ ]" <<<"$service_metrics" || fail "the service does not export $series (docs/architecture.md, Discards)" ;;
+    *) continue ;;
+  esac
+  discards=$((discards + 1))
+done < <(sed -n '/^<!-- discards:/,/^$/p' "$ROOT/docs/architecture.md")
+[ "$discards" -ge 20 ] || fail "docs/architecture.md's Discards table has $discards rows"
+echo "run-smoke: all $discards discard counters of docs/architecture.md exported"
+# The agent's and the job's dashboard panels, through a real Prometheus scraping this stack.
+if [ -x /usr/bin/prometheus ]; then
+  python3 "$ROOT/tests/dashboards-live.py" "$BASE_RUN_DIR/prometheus" "http://127.0.0.1:$WATTGRAPH_AGENT_METRICS_PORT/metrics" \
+    "http://127.0.0.1:$WATTGRAPH_FLINK_METRICS_PORT/metrics" "$API/actuator/prometheus" || fail "the dashboards on the running stack"
+elif [ "${CI:-}" = true ]; then
+  fail "/usr/bin/prometheus is missing (Debian's prometheus: bin/wattgraph test installs it)"
+else
+  echo "run-smoke: no /usr/bin/prometheus: the dashboards on the running stack not checked"
+fi
 echo "run-smoke: the job's metrics: $(grep -c '^flink_' <<<"$job_metrics") flink_ series, dead letters: $(grep '^flink_taskmanager_job_task_operator_deserializer_deadLetters{' <<<"$job_metrics" | awk '{s+=$NF} END {print s}')"
 
 # The power-budget loop: graph-service publishes this host's budget to Kafka, the agent (dry-run)

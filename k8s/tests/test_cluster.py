@@ -428,9 +428,10 @@ class ClusterEndToEndTest(unittest.TestCase):
             f"{series.get('flink_taskmanager_job_task_operator_vipTranslated')}")
 
     def test_7_faults_during_traffic_lose_nothing(self):
-        # Short connections at a steady pace while the Flink JobManager's pod and then one Kafka broker's
-        # pod are deleted: the job recovers from its checkpoint (Kubernetes HA), the agents' producers
-        # move to the other brokers, and the edges end exact, the earlier workloads' untouched.
+        # Short connections at a steady pace while the Flink JobManager's pod, one Kafka broker's pod and
+        # Neo4j's pod are deleted: the job recovers from its checkpoint (Kubernetes HA), the agents'
+        # producers move to the other brokers, the Neo4j sink's unwritten rows wait in its checkpointed
+        # state for the new Neo4j pod (same volume), and the edges end exact, the earlier workloads' untouched.
         cron = next(d for d in workload_documents() if d["kind"] == "CronJob")
         job = {"apiVersion": "batch/v1", "kind": "Job",
                "metadata": {"name": "faultload", "namespace": BATCH_NS},
@@ -449,14 +450,17 @@ class ClusterEndToEndTest(unittest.TestCase):
                 "app.kubernetes.io/name=flink,app.kubernetes.io/component=jobmanager", "--wait=false")
         time.sleep(20)
         kubectl("-n", WATTGRAPH_NS, "delete", "pod", "kafka-1", "--wait=false")
+        time.sleep(15)
+        kubectl("-n", WATTGRAPH_NS, "delete", "pod", "neo4j-0", "--wait=false")
         tally = eventually("the fault load's tally", lambda: tally_of(BATCH_NS, pod), timeout=300)
         log(f"fault load: {sum(c['connections'] for c in tally['backends'].values())} connections in "
-            f"{time.monotonic() - start:.0f} s, JobManager and kafka-1 deleted at 10 s and 30 s")
+            f"{time.monotonic() - start:.0f} s, JobManager, kafka-1 and neo4j-0 deleted at 10 s, 30 s and 45 s")
         for backend, counts in tally["backends"].items():
             self.assertIn(backend, self.servers)
             type(self).expected[(tally["pod"], backend)] = counts
         kubectl("-n", WATTGRAPH_NS, "rollout", "status", "deployment/flink-jobmanager", "--timeout=300s")
         kubectl("-n", WATTGRAPH_NS, "rollout", "status", "statefulset/kafka", "--timeout=300s")
+        kubectl("-n", WATTGRAPH_NS, "rollout", "status", "statefulset/neo4j", "--timeout=300s")
         eventually("exact pod -> pod edges after the faults", self.assert_edges_exact)
         TIMINGS["faults"] = time.monotonic() - start
 

@@ -2,10 +2,11 @@
 default values and with every option on): no privileged container, a securityContext per
 container, the node agent's capabilities and mounts, NetworkPolicies that admit exactly the
 intended connections, secrets only from Secrets, Neo4j's file and memory limits, Kafka's
-replication, one power-budget loop whatever the replica count.
+replication, one power-budget loop whatever the replica count, the dashboards and alert rules shipped unchanged.
 Run: python3 k8s/tests/test_manifests.py (PyYAML, Debian's python3-yaml; helm from
 k8s/cluster/build.sh, built on first use)."""
 import functools
+import json
 import os
 import pathlib
 import re
@@ -18,7 +19,7 @@ K8S = pathlib.Path(__file__).resolve().parent.parent
 CHART = K8S / "chart" / "wattgraph"
 KUBE_VERSION = "v1.34.4"
 # Every option that changes what is rendered, for the checks that must hold whatever the values.
-ALL_ON = ["monitoring.podMonitors=true", "graphService.tls.secret=gs-tls", "kafka.security.protocol=SASL_SSL",
+ALL_ON = ["monitoring.podMonitors=true", "monitoring.dashboards=true", "monitoring.prometheusRule=true", "graphService.tls.secret=gs-tls", "kafka.security.protocol=SASL_SSL",
           "kafka.security.brokerSecret=kafka-broker", "kafka.security.clientSecrets.nodeAgent=k-agent",
           "kafka.security.clientSecrets.streamJobs=k-job", "kafka.security.clientSecrets.graphService=k-gs",
           "kafka.security.clientSecrets.serviceMapper=k-mapper", "graphService.replicas=5"]
@@ -41,9 +42,6 @@ def render(*settings):
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     return tuple(d for d in yaml.safe_load_all(out) if d)
 
-
-def load(name):
-    return [d for d in yaml.safe_load_all((K8S / name).read_text()) if d]
 POD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job"}
 AGENT_MOUNTS = {  # hostPath -> (mountPath, readOnly)
     "/sys/fs/cgroup": ("/sys/fs/cgroup", True),
@@ -196,6 +194,22 @@ class Manifests(unittest.TestCase):
             "monitoring.podMonitors=true", "monitoring.graphServiceToken.secret=prom-token",
             "monitoring.graphServiceToken.key=token") if d["kind"] == "PodMonitor"}
         self.assertEqual(mine["graph-service"]["authorization"]["credentials"], {"name": "prom-token", "key": "token"})
+
+    def test_the_chart_ships_every_dashboard_and_alert_rule_of_k8s_monitoring_unchanged(self):
+        self.assertFalse([d for d in render() if d["kind"] == "PrometheusRule"
+                          or "grafana_dashboard" in d["metadata"].get("labels", {})], "monitoring is opt-in")
+        docs = render("monitoring.dashboards=true", "monitoring.prometheusRule=true", "monitoring.labels.release=prom")
+        shipped = {}
+        for d in docs:
+            if d["kind"] == "ConfigMap" and d["metadata"]["labels"].get("grafana_dashboard") == "1":
+                self.assertEqual(d["metadata"]["labels"]["release"], "prom")
+                shipped.update({k: json.loads(v) for k, v in d["data"].items()})
+        files = {p.name: json.loads(p.read_text()) for p in (K8S / "monitoring" / "dashboards").glob("*.json")}
+        self.assertEqual(len(files), 4)
+        self.assertEqual(shipped, files)
+        (rule,) = [d for d in docs if d["kind"] == "PrometheusRule"]
+        self.assertEqual(rule["spec"], yaml.safe_load((K8S / "monitoring" / "alerts" / "wattgraph-alerts.yaml").read_text()))
+        self.assertEqual(rule["metadata"]["labels"]["release"], "prom")
 
     def test_flink_has_kubernetes_ha_and_checkpoints_on_a_volume_of_every_flink_pod(self):
         (cm,) = [d for d in applied() if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "flink-config"]

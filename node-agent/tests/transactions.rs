@@ -437,7 +437,9 @@ fn a_close_storm_larger_than_a_map_batch_is_reported_exactly() {
 
 /// Client port masking (PowerThesis §3.3.1): short connections with fewer transactions than the
 /// threshold are merged per process and server port with the client port 0 (exact sums); a
-/// connection with more, or one that lives on past an interval, keeps its own records.
+/// connection with more, or one that lives on past an interval, keeps its own records. On a loaded
+/// machine a short connection can live past an interval too (its client descheduled across two
+/// sweeps, as in a CI run beside other jobs): then it is on its own, and the sums still hold.
 #[test]
 fn short_connections_merged_with_client_port_masked() {
     let Some(h) = start_with(CaptureOptions { mask_client_port_below: 10, ..common::transaction_options() }) else { return };
@@ -451,46 +453,53 @@ fn short_connections_merged_with_client_port_masked() {
     // Masked records: (local port, remote port) = (0, sport) for the client, (sport, 0) for the server.
     let mut masked: HashMap<(u16, u16), Vec<ConnTxn>> = HashMap::new();
     let mut own: HashMap<(u16, u16), Vec<ConnTxn>> = HashMap::new();
+    // Short connections that outlived an interval, per side (client, server).
+    let mut short_own: [Vec<ConnTxn>; 2] = [Vec::new(), Vec::new()];
     let short_ports: std::collections::HashSet<u16> = short.iter().map(|e| e.client_port).collect();
     let n = |v: Option<&Vec<ConnTxn>>| v.map_or(0, |v| v.iter().map(|r| r.transactions).sum::<u64>());
-    let done = |masked: &HashMap<(u16, u16), Vec<ConnTxn>>, own: &HashMap<(u16, u16), Vec<ConnTxn>>| {
-        n(masked.get(&(0, sport))) == K as u64
-            && n(masked.get(&(sport, 0))) == K as u64
+    let done = |masked: &HashMap<(u16, u16), Vec<ConnTxn>>, own: &HashMap<(u16, u16), Vec<ConnTxn>>, short_own: &[Vec<ConnTxn>; 2]| {
+        n(masked.get(&(0, sport))) + n(Some(&short_own[0])) == K as u64
+            && n(masked.get(&(sport, 0))) + n(Some(&short_own[1])) == K as u64
             && [(busy.client_port, busy.server_port), (busy.server_port, busy.client_port), (pcp, psp), (psp, pcp)]
                 .iter()
                 .all(|k| own.get(k).is_some_and(|v| v.iter().any(|r| r.closed)))
     };
     let deadline = Instant::now() + Duration::from_secs(15);
-    while Instant::now() < deadline && !done(&masked, &own) {
+    while Instant::now() < deadline && !done(&masked, &own, &short_own) {
         if let Ok(r) = h.transactions().recv_timeout(Duration::from_millis(100)) {
             let k = (r.local_port, r.remote_port);
-            assert!(!short_ports.contains(&k.0) && !short_ports.contains(&k.1), "a short connection reported on its own: {r:?}");
-            if k == (0, sport) || k == (sport, 0) {
+            if short_ports.contains(&k.0) || short_ports.contains(&k.1) {
+                assert_ne!(r.cookie, 0, "{r:?}");
+                short_own[(r.role == TxnRole::Server) as usize].push(r);
+            } else if k == (0, sport) || k == (sport, 0) {
                 masked.entry(k).or_default().push(r);
             } else if [busy.client_port, busy.server_port, pcp, psp].contains(&k.0) {
                 own.entry(k).or_default().push(r);
             }
         }
     }
-    assert!(done(&masked, &own), "masked: {masked:?}\nown: {own:?}");
-    for (k, role) in [((0, sport), TxnRole::Client), ((sport, 0), TxnRole::Server)] {
+    assert!(done(&masked, &own, &short_own), "masked: {masked:?}\nown: {own:?}\nshort on their own: {short_own:?}");
+    for (side, k, role) in [(0, (0, sport), TxnRole::Client), (1, (sport, 0), TxnRole::Server)] {
         let recs = &masked[&k];
         for r in recs {
             assert_eq!((r.role, r.cookie, r.closed, r.tgid), (role, 0, true, std::process::id()), "{r:?}");
             assert_eq!((r.local_addr, r.remote_addr), (ip, ip));
             assert!(r.connections >= 1 && r.interval_end_boot_ns >= r.interval_start_boot_ns);
         }
-        let sum = |f: fn(&ConnTxn) -> u64| recs.iter().map(f).sum::<u64>();
-        assert_eq!(sum(|r| r.connections), K as u64, "{role:?} connections");
+        let all = || recs.iter().chain(short_own[side].iter());
+        let sum = |f: fn(&ConnTxn) -> u64| all().map(f).sum::<u64>();
+        let alone: std::collections::HashSet<u64> = short_own[side].iter().map(|r| r.cookie).collect();
+        // A connection on its own is one per record (held, then closed): counted by its cookie.
+        assert_eq!(recs.iter().map(|r| r.connections).sum::<u64>() + alone.len() as u64, K as u64, "{role:?} connections");
         assert_eq!((sum(|r| r.request_bytes), sum(|r| r.response_bytes)), (5 * K as u64, 6 * K as u64), "{role:?} bytes");
         let mut hist = Histogram::default();
-        recs.iter().for_each(|r| hist.merge(r.latency()));
+        all().for_each(|r| hist.merge(r.latency()));
         assert_eq!(hist.total(), K as u64, "{role:?} histogram total");
         if role == TxnRole::Server {
             assert!(hist.cells.iter().all(|c| c.0 >= bucket_of(2 * MS)), "server time below 2 ms: {hist:?}");
         }
         // Fewer records than connections: that is the point.
-        assert!(recs.len() < K, "{} {role:?} records for {K} connections", recs.len());
+        assert!(recs.len() + short_own[side].len() < K, "{} {role:?} records for {K} connections", recs.len());
     }
     for (k, want) in [((busy.client_port, busy.server_port), 12), ((busy.server_port, busy.client_port), 12), ((pcp, psp), 2), ((psp, pcp), 2)] {
         let recs = &own[&k];
@@ -502,7 +511,8 @@ fn short_connections_merged_with_client_port_masked() {
     let first = &own[&(psp, pcp)][0];
     assert_eq!((first.transactions, first.closed), (1, false), "{first:?}");
     let masked_total = h.stats().txn_masked_connections.load(std::sync::atomic::Ordering::Relaxed);
-    assert!(masked_total >= 2 * K as u64, "masked connections counted: {masked_total}");
+    let alone: usize = short_own.iter().map(|v| v.iter().map(|r| r.cookie).collect::<std::collections::HashSet<_>>().len()).sum();
+    assert!(masked_total >= (2 * K - alone) as u64, "masked connections counted: {masked_total}, {alone} on their own");
     println!(
         "{K} short connections: {} client and {} server masked records; keep-alive and paused connections on their own",
         masked[&(0, sport)].len(),

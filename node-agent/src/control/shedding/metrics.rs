@@ -87,3 +87,47 @@ pub fn render_metrics(s: &ShedStats, metric: &mut dyn FnMut(&str, &str, &str, &[
 fn as_ref(x: &[(String, f64)]) -> Vec<(&str, f64)> {
     x.iter().map(|(l, v)| (l.as_str(), *v)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::shedding::DomainRow;
+
+    fn rendered(s: &ShedStats) -> Vec<String> {
+        let mut out = Vec::new();
+        render_metrics(s, &mut |name, _, _, samples| {
+            for (labels, v) in samples {
+                out.push(if labels.is_empty() { format!("{name} {v}") } else { format!("{name}{{{labels}}} {v}") });
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn the_shed_counts_are_exported_per_domain_and_outcome_while_shedding() {
+        let s = ShedStats::default();
+        assert!(rendered(&s).is_empty(), "shedding off: no series");
+        s.mode.store(3, Ordering::Relaxed);
+        s.domains.lock().unwrap().push(DomainRow {
+            label: "pod:web".into(),
+            keep: 0.25,
+            kept: 30,
+            shed: 90,
+            shed_bytes_sent: 4096,
+            shed_bytes_recv: 512,
+            estimated: 120.0,
+            rescaled: true,
+        });
+        let out = rendered(&s);
+        for line in [
+            "wattgraph_agent_shed_mode{mode=\"kernel\"} 1",
+            "wattgraph_agent_shed_connections_total{domain=\"pod:web\",outcome=\"kept\"} 30",
+            "wattgraph_agent_shed_connections_total{domain=\"pod:web\",outcome=\"shed\"} 90",
+            "wattgraph_agent_shed_unreported_bytes_total{domain=\"pod:web\",direction=\"sent\"} 4096",
+            "wattgraph_agent_shed_unreported_bytes_total{domain=\"pod:web\",direction=\"received\"} 512",
+            "wattgraph_agent_shed_connections_estimated_total{domain=\"pod:web\",rescaled=\"true\"} 120",
+        ] {
+            assert!(out.iter().any(|l| l == line), "{line} missing from {out:#?}");
+        }
+    }
+}

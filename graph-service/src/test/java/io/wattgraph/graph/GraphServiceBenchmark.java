@@ -429,23 +429,7 @@ public final class GraphServiceBenchmark {
      * External nodes, RUNS_ON, IN_CONTAINER and TALKS_TO with traffic and latencies (every edge seen at 0-1 ns).
      */
     static void write(Session s, ServiceGraph g) {
-        List<Map<String, Object>> procs = new ArrayList<>();
-        for (ServiceNode p : g.nodes()) {
-            if (!p.external()) {
-                Map<String, Object> m = new HashMap<>();
-                m.put("id", p.id());
-                m.put("host", p.hostId());
-                m.put("ctr", p.containerId());
-                m.put("pod", p.pod());
-                m.put("ns", p.namespace());
-                m.put("svc", p.service());
-                m.put("cpu", p.metrics().cpuUsage());
-                m.put("rate", p.metrics().requestRate());
-                m.put("lat", p.metrics().latencyAvgMs());
-                m.put("power", p.metrics().powerW());
-                procs.add(m);
-            }
-        }
+        List<Map<String, Object>> procs = processRows(g);
         s.run("CREATE INDEX host_id IF NOT EXISTS FOR (h:Host) ON (h.id)").consume();
         s.run("CREATE INDEX proc_id IF NOT EXISTS FOR (p:Process) ON (p.id)").consume();
         s.run("CREATE INDEX ctr_id IF NOT EXISTS FOR (c:Container) ON (c.id)").consume();

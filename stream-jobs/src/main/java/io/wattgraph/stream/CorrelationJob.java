@@ -11,6 +11,7 @@ import io.wattgraph.stream.source.DecodedTransaction;
 import io.wattgraph.stream.source.Observation;
 import io.wattgraph.stream.source.SplitDeadLetters;
 import io.wattgraph.stream.transaction.EdgeInput;
+import io.wattgraph.stream.transaction.MaskedPeers;
 import io.wattgraph.stream.transaction.EdgeMetricsRow;
 import io.wattgraph.stream.transaction.EdgeWindowAggregate;
 import io.wattgraph.stream.transaction.EdgeWindowFunction;
@@ -223,11 +224,17 @@ public final class CorrelationJob {
     // ResourceSamples' watermarks (as in the entity windows): agents send TransactionStats only for
     // connections with traffic, so alone they would keep a window open until the next request.
     DataStream<Transaction> timed = transactions.union(agentClock(processSamples));
-    DataStream<EdgeInput> edgeInputs = resolveTransactionVips(timed, mappings, config)
+    SingleOutputStreamOperator<EdgeInput> paired = resolveTransactionVips(timed, mappings, config)
         .keyBy(new TransactionEdges.ByConnection())
         .process(new TransactionEdges(config.idleTimeoutMs, config.windowMs, config.allowedLatenessMs))
         .uid("transaction-edges")
         .name("pair transaction ends");
+    // An end merged into its client-port-0 record while the other reported on its own.
+    DataStream<EdgeInput> edgeInputs = paired.union(paired.getSideOutput(TransactionEdges.UNPAIRED)
+        .keyBy(new MaskedPeers.ByMaskedKey())
+        .process(new MaskedPeers(config.idleTimeoutMs, config.windowMs))
+        .uid("masked-peers")
+        .name("pair ends across client port masking"));
 
     return new Windows(entityWindows(entityInputs, config), namespaceWindows(namespaceInputs, config),
         edgeWindows(edgeInputs, config),

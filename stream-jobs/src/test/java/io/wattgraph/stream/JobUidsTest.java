@@ -27,7 +27,7 @@ class JobUidsTest {
       "split-transaction-stats", "transaction-edges");
   /** Operators added since (a checkpoint without them restores; they start empty). */
   static final List<String> ADDED = List.of("cgroup-neo4j-sink", "container-windows", "kafka-cgroup-stats",
-      "late-cgroup-stats", "split-cgroup-stats");
+      "late-cgroup-stats", "masked-peers", "split-cgroup-stats");
 
   static final String COMMITTER = "Sink Committer: ";
 

@@ -10,6 +10,7 @@ import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
+import org.apache.flink.util.OutputTag;
 
 /**
  * Pairs the two ends of a connection's TransactionStats into its edge, keyed by the sorted
@@ -17,9 +18,11 @@ import org.apache.flink.util.Collector;
  * client process, the SERVER record the server process. A record whose other end is known goes on
  * at once as input of the edge client process -> server process. One whose other end has not
  * reported yet waits until the watermark reaches the end of its window ({@link PendingRelease}); if the
- * other end is still unknown then, no agent watches it and the record counts for the edge to an
+ * other end is still unknown then, the record goes to {@link MaskedPeers} ({@link #UNPAIRED}), which
+ * pairs it when its peer end was merged into a client-port-0 record, else counts it for the edge to an
  * External node, named as ConnectionGraphWriter names it ({@code ip:port} for a server, {@code ip} for a
- * client). Both ends are kept while the connection reports (state TTL {@code idleTimeoutMs} of
+ * client): no agent watches that end. Each end's process, the first time it reports on its key, goes there
+ * too. Both ends are kept while the connection reports (state TTL {@code idleTimeoutMs} of
  * processing time, refreshed by every record).
  *
  * <p>Virtual IPs are resolved before, by {@code TransactionVirtualIpResolver} (the connection path's
@@ -36,6 +39,8 @@ import org.apache.flink.util.Collector;
  */
 public class TransactionEdges extends KeyedProcessFunction<String, Transaction, EdgeInput> {
   private static final long serialVersionUID = 1L;
+  /** Records without a peer on their key, and each end's process: for {@link MaskedPeers}. */
+  public static final OutputTag<PeerNote> UNPAIRED = new OutputTag<>("unpaired-transactions") {};
 
   private final long retentionMs;
   private final long windowMs;
@@ -67,10 +72,15 @@ public class TransactionEdges extends KeyedProcessFunction<String, Transaction, 
     ValueState<String> peer = t.isClient() ? serverProcess : clientProcess;
     if (!t.processId().equals(own.value())) {
       own.update(t.processId());
+      ctx.output(UNPAIRED, PeerNote.process(t));
+    }
+    if (peer.value() != null) {
+      out.collect(edge(t));
+      return;
     }
     long release = PendingRelease.releaseTime(ctx.timestamp(), windowMs);
-    if (peer.value() != null || release <= ctx.timerService().currentWatermark()) {
-      out.collect(edge(t));
+    if (release <= ctx.timerService().currentWatermark()) {
+      ctx.output(UNPAIRED, PeerNote.unpaired(t));
       return;
     }
     pending.add(t);
@@ -80,15 +90,22 @@ public class TransactionEdges extends KeyedProcessFunction<String, Transaction, 
   @Override
   public void onTimer(long timestamp, OnTimerContext ctx, Collector<EdgeInput> out) throws Exception {
     for (Transaction t : PendingRelease.due(pending, timestamp, windowMs)) {
-      out.collect(edge(t));
+      if ((t.isClient() ? serverProcess : clientProcess).value() != null) {
+        out.collect(edge(t));
+      } else {
+        ctx.output(UNPAIRED, PeerNote.unpaired(t));
+      }
     }
   }
 
   private EdgeInput edge(Transaction t) throws Exception {
+    return edge(t, t.isClient() ? t.processId() : clientProcess.value(), t.isClient() ? serverProcess.value() : t.processId());
+  }
+
+  /** Record {@code t} as input of the edge between these processes (null: the External node of that end). */
+  static EdgeInput edge(Transaction t, String client, String server) {
     EdgeInput e = new EdgeInput();
     e.transaction = t;
-    String client = t.isClient() ? t.processId() : clientProcess.value();
-    String server = t.isClient() ? serverProcess.value() : t.processId();
     if (client != null) {
       e.clientKind = EdgeInput.PROCESS;
       e.clientId = client;
