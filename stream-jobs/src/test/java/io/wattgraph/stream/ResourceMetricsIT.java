@@ -367,6 +367,9 @@ public class ResourceMetricsIT {
           assertRow(m.get("HOST|" + host + "|" + host + "@" + (T0 + (10L * w + 10) * S)),
               sumK / 100.0, sumK / 100.0 / 10, (double) sumK, sumK / 10.0, "MEASURED", h, 1);
         }
+        // Kafka's windows commit with the checkpoint; the Neo4j sink writes on its own thread after it.
+        stack.await(() -> count("MATCH (n:Host {id: $id}) WHERE n.metricsWindowEndNs = " + (T0 + 30 * S)
+            + " RETURN count(n)", host) == 1, host + "'s last window in Neo4j");
         assertNode("MATCH (n:Host {id: $id}) RETURN n", host, 255 / 100.0 / 10, 25.5, 255.0, "MEASURED", h,
             T0 + 30 * S);
       }
