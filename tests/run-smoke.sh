@@ -101,6 +101,18 @@ done
 delay_ms=$(( ($(date +%s%N) - sent_at) / 1000000 ))
 echo "run-smoke: edge visible in the REST graph ${delay_ms} ms after the exchange: $found"
 echo "run-smoke: (health body was ${#BODY} bytes)"
+# The page on this stack as a person uses it: Debian's Chromium driven by playwright-core (graph-service's
+# node_modules, installed by its build).
+if [ -x /usr/bin/chromium ] && [ -d "$ROOT/graph-service/node_modules/playwright-core" ]; then
+  mkdir -p "$BASE_RUN_DIR/screenshots"
+  (cd "$ROOT/graph-service" && WATTGRAPH_URL=$API WATTGRAPH_EDGE=$(jq -r '.source + ">" + .target' <<<"$found" | head -1) \
+    WATTGRAPH_HOST=$HOST WATTGRAPH_SHOTS=$BASE_RUN_DIR/screenshots node --test src/test/browser/stack.test.mjs) \
+    || fail "the service map on the running stack (screenshots in $BASE_RUN_DIR/screenshots)"
+elif [ "${CI:-}" = true ]; then
+  fail "/usr/bin/chromium or graph-service/node_modules is missing (bin/wattgraph test installs Chromium; the build, the modules)"
+else
+  echo "run-smoke: no /usr/bin/chromium or graph-service/node_modules: the page on the running stack not checked"
+fi
 metrics=$(curl -fsS "http://127.0.0.1:$WATTGRAPH_AGENT_METRICS_PORT/metrics") || fail "agent metrics endpoint did not answer"
 grep -q '^wattgraph_agent' <<<"$metrics" || fail "agent metrics have no wattgraph_agent series"
 # The job's own counters in Prometheus' format, on the port the banner names.
