@@ -1,8 +1,11 @@
 //! The cgroup sampler's steady state allocates nothing: reading the targets, aggregating a tick,
-//! ending an interval and encoding its records (a counting global allocator, per thread).
+//! ending an interval and encoding its records, a pod's names and its container's requests
+//! included (a counting global allocator, per thread).
 mod common;
 use common::alloc_count::{allocs, Counting};
 
+use std::sync::Arc;
+use wattgraph_agent::identity::pod_metadata::{parse_pod_list, PodDirectory};
 use wattgraph_agent::output::avro::cgroup::CgroupStatsEncoder;
 use wattgraph_agent::resources::cgroup_report::CgroupAggregator;
 use wattgraph_agent::resources::cgroup_sampler::{CgroupSampler, CgroupStats, Hierarchy};
@@ -33,6 +36,16 @@ fn ticks_intervals_and_encoding_allocate_nothing() {
     assert_eq!(sampler.targets.len(), 2);
     let mut agg = CgroupAggregator::new("h", &h, 10_000_000, 0);
     agg.sync(&sampler.targets);
+    let pods = format!(
+        r#"{{"kind":"PodList","items":[{{"metadata":{{"uid":"11111111-2222-3333-4444-555555555555","name":"web-0","namespace":"shop","labels":{{"app":"web"}}}},
+          "spec":{{"containers":[{{"name":"web","resources":{{"requests":{{"cpu":"250m","memory":"64Mi"}}}}}}]}},
+          "status":{{"containerStatuses":[{{"name":"web","containerID":"containerd://{}"}}]}}}}]}}"#,
+        "1".repeat(64)
+    );
+    let dir = Arc::new(PodDirectory::default());
+    dir.replace(parse_pod_list(pods.as_bytes(), &["app".to_string()]).unwrap());
+    agg.set_pods(dir);
+    let mut requests = 0usize;
     let enc = CgroupStatsEncoder::new().unwrap();
     let mut buf = Vec::with_capacity(1024);
     let mut sent = 0usize;
@@ -43,6 +56,9 @@ fn ticks_intervals_and_encoding_allocate_nothing() {
             agg.on_tick((from + k) * 10_000_000, &sampler.targets, &st);
         }
         agg.finish(|r| {
+            if r.cpu_request_cores == Some(0.25) && r.memory_request_bytes == Some(64 << 20) && r.pod.name == Some("web-0") {
+                requests += 1;
+            }
             enc.encode(r, &mut buf);
             sent += buf.len();
         })
@@ -57,5 +73,6 @@ fn ticks_intervals_and_encoding_allocate_nothing() {
     drop(std::hint::black_box(vec![1u8; 10]));
     assert_eq!(allocs() - b, 1, "the counter counts");
     assert!(sent > 0);
+    assert_eq!(requests, 5, "the pod's record carries its requests every interval");
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -39,6 +39,9 @@ fn to_record(e: &Value) -> OwnedCgroupStats {
         io_write_bytes: l("ioWriteBytes"),
         pids: l("pids"),
         pod: common::pod_fields(e),
+        // v3, absent in older vectors: null.
+        cpu_request_cores: e.get("cpuRequestCores").and_then(Value::as_f64),
+        memory_request_bytes: e.get("memoryRequestBytes").filter(|v| !v.is_null()).map(|v| v.as_i64().expect("memoryRequestBytes is a long")),
     }
 }
 
@@ -46,7 +49,7 @@ fn to_record(e: &Value) -> OwnedCgroupStats {
 fn shared_cgroup_stats_vectors_encode_and_decode() {
     let enc = CgroupStatsEncoder::new().unwrap();
     let mut buf = Vec::new();
-    common::check_vectors("cgroup-stats", 4, to_record, |r| {
+    common::check_vectors("cgroup-stats", 5, to_record, |r| {
         enc.encode(&r.as_ref(), &mut buf);
         buf.clone()
     }, decode_single_object);

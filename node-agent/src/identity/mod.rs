@@ -7,3 +7,4 @@ pub mod kube_api;
 pub mod listening;
 pub mod pod_metadata;
 pub mod proc_info;
+pub mod quantity;

@@ -1,7 +1,9 @@
 //! Pod names, namespaces and labels from the cluster (optional): the cgroup path only gives a
 //! pod's UID. A background thread polls a PodList — the kubelet's `/pods` or the API server's
 //! `/api/v1/pods?fieldSelector=spec.nodeName=<node>` — and keeps the last good one, so an
-//! outage of the source leaves the names as they were (counted, never fatal).
+//! outage of the source leaves the names as they were (counted, never fatal). Each running
+//! container's resource requests are kept by container id (from the pod's status), so a cgroup
+//! finds its own.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -13,18 +15,39 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value as Json;
 
 use crate::identity::kube_api::KubeClient;
+use crate::identity::quantity;
 
 /// Label keys kept when none are configured: the well-known application labels.
 pub const DEFAULT_LABELS: [&str; 5] = ["app", "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component", "k8s-app"];
 /// A PodList larger than this is refused (a node runs at most a few hundred pods).
 const MAX_BODY: u64 = 64 << 20;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PodMeta {
     pub name: String,
     pub namespace: String,
     /// Only the configured keys, sorted by key.
     pub labels: Vec<(String, String)>,
+    /// The containers with a container id in the pod's status: its regular containers and
+    /// sidecars (init containers with restartPolicy Always), not the run-to-completion init
+    /// containers nor ephemeral ones, which the scheduler does not count either.
+    pub containers: Vec<ContainerRequests>,
+}
+
+/// A container's `resources.requests`; None where it has no request of that resource.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ContainerRequests {
+    /// The runtime's container id without its scheme (containerd://, cri-o://, docker://).
+    pub id: String,
+    pub cpu_cores: Option<f64>,
+    pub memory_bytes: Option<i64>,
+}
+
+impl PodMeta {
+    /// The requests of the container with this id (a cgroup's group id).
+    pub fn container(&self, id: &str) -> Option<&ContainerRequests> {
+        self.containers.iter().find(|c| c.id == id)
+    }
 }
 
 /// Pods by UID, shared between the refresher and the record builders.
@@ -85,7 +108,50 @@ pub fn parse_pod_list(body: &[u8], keep: &[String]) -> Result<HashMap<String, Ar
             Some(_) => bail!("items[{i}].metadata.labels is not an object"),
         };
         labels.sort();
-        out.insert(uid, Arc::new(PodMeta { name, namespace, labels }));
+        let containers = container_requests(item, i)?;
+        out.insert(uid, Arc::new(PodMeta { name, namespace, labels, containers }));
+    }
+    Ok(out)
+}
+
+/// `parent.key`, an optional JSON array (a Go nil slice is null or absent); `at` names it.
+fn array<'a>(parent: Option<&'a Json>, key: &str, i: usize, at: &str) -> Result<&'a [Json]> {
+    match parent.and_then(|p| p.get(key)) {
+        None | Some(Json::Null) => Ok(&[]),
+        Some(Json::Array(a)) => Ok(a),
+        Some(_) => bail!("items[{i}].{at}.{key} is not an array"),
+    }
+}
+
+/// Requests of the containers of `item` that have a container id in its status. Errors name
+/// the item, container and value.
+fn container_requests(item: &Json, i: usize) -> Result<Vec<ContainerRequests>> {
+    let spec = item.get("spec");
+    let status = item.get("status");
+    let sidecars = array(spec, "initContainers", i, "spec")?.iter().filter(|c| c.get("restartPolicy").and_then(Json::as_str) == Some("Always"));
+    let specs: Vec<&Json> = array(spec, "containers", i, "spec")?.iter().chain(sidecars).collect();
+    let statuses = array(status, "containerStatuses", i, "status")?.iter().chain(array(status, "initContainerStatuses", i, "status")?);
+    let mut out = Vec::new();
+    for st in statuses {
+        let (Some(name), Some(cid)) = (st.get("name").and_then(Json::as_str), st.get("containerID").and_then(Json::as_str)) else { continue };
+        // A run-to-completion init container has a status but is not among `specs`.
+        let Some(c) = specs.iter().find(|c| c.get("name").and_then(Json::as_str) == Some(name)) else { continue };
+        let id = cid.split_once("://").map_or(cid, |(_, id)| id);
+        if id.is_empty() {
+            continue;
+        }
+        let req = c.get("resources").and_then(|r| r.get("requests"));
+        let at = |k: &str| -> Result<Option<&str>> {
+            match req.and_then(|r| r.get(k)) {
+                None | Some(Json::Null) => Ok(None),
+                Some(Json::String(s)) => Ok(Some(s)),
+                Some(_) => bail!("items[{i}] container {name:?}: resources.requests.{k} is not a string"),
+            }
+        };
+        let ctx = |k: &str| format!("items[{i}] container {name:?}: resources.requests.{k}");
+        let cpu_cores = at("cpu")?.map(quantity::cpu_cores).transpose().with_context(|| ctx("cpu"))?;
+        let memory_bytes = at("memory")?.map(quantity::bytes).transpose().with_context(|| ctx("memory"))?;
+        out.push(ContainerRequests { id: id.to_string(), cpu_cores, memory_bytes });
     }
     Ok(out)
 }
@@ -220,6 +286,65 @@ mod tests {
         assert_eq!(web.labels, vec![("app".into(), "web".into()), ("app.kubernetes.io/component".into(), "frontend".into())], "pod-template-hash is not kept");
         assert!(pods["11111111-2222-3333-4444-555555555555"].labels.is_empty());
         assert!(parse_pod_list(br#"{"kind":"PodList","items":null}"#, &keep()).unwrap().is_empty());
+    }
+
+    const A: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
+    const B: &str = "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2";
+    const I: &str = "c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3";
+    const S: &str = "d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4";
+
+    /// A kubelet PodList item: `web` (requests), `log` (none), an init container `migrate`
+    /// (requests, ran to completion), a sidecar `proxy` (init, restartPolicy Always), `late`
+    /// (requests, not started: no container id).
+    fn pod_with_requests(web_cpu: &str, web_mem: &str) -> String {
+        format!(
+            r#"{{"kind":"PodList","items":[{{"metadata":{{"name":"web-0","namespace":"shop","uid":"u1"}},
+              "spec":{{"initContainers":[
+                  {{"name":"migrate","resources":{{"requests":{{"cpu":"2","memory":"1Gi"}}}}}},
+                  {{"name":"proxy","restartPolicy":"Always","resources":{{"requests":{{"cpu":"100m","memory":"64Mi"}},"limits":{{"cpu":"1"}}}}}}],
+                "containers":[
+                  {{"name":"web","resources":{{"requests":{{"cpu":{web_cpu},"memory":{web_mem}}},"limits":{{"memory":"1Gi"}}}}}},
+                  {{"name":"log","resources":{{}}}},
+                  {{"name":"late","resources":{{"requests":{{"cpu":"3"}}}}}}]}},
+              "status":{{"initContainerStatuses":[
+                  {{"name":"migrate","containerID":"containerd://{I}"}},
+                  {{"name":"proxy","containerID":"containerd://{S}"}}],
+                "containerStatuses":[
+                  {{"name":"web","containerID":"containerd://{A}"}},
+                  {{"name":"log","containerID":"cri-o://{B}"}},
+                  {{"name":"late"}}]}}}}]}}"#
+        )
+    }
+
+    #[test]
+    fn container_requests_by_container_id() {
+        let pods = parse_pod_list(pod_with_requests(r#""250m""#, r#""128Mi""#).as_bytes(), &[]).unwrap();
+        let p = &pods["u1"];
+        assert_eq!(p.container(A), Some(&ContainerRequests { id: A.into(), cpu_cores: Some(0.25), memory_bytes: Some(128 << 20) }));
+        assert_eq!(p.container(B), Some(&ContainerRequests { id: B.into(), cpu_cores: None, memory_bytes: None }), "no requests: absent, not 0");
+        assert_eq!(p.container(S), Some(&ContainerRequests { id: S.into(), cpu_cores: Some(0.1), memory_bytes: Some(64 << 20) }), "a sidecar counts");
+        assert_eq!(p.container(I), None, "a run-to-completion init container does not count");
+        assert_eq!(p.containers.len(), 3, "a container without an id yet is left out");
+        let pods = parse_pod_list(pod_with_requests(r#""1.5""#, r#"null"#).as_bytes(), &[]).unwrap();
+        assert_eq!(pods["u1"].container(A), Some(&ContainerRequests { id: A.into(), cpu_cores: Some(1.5), memory_bytes: None }));
+        // The kubelet fixture pods of the integration tests carry no requests.
+        let pods = parse_pod_list(br#"{"kind":"PodList","items":[{"metadata":{"uid":"u","name":"a","namespace":"b"},"spec":{"containers":[{"name":"c"}]},"status":{"containerStatuses":[{"name":"c","containerID":"docker://e5"}]}}]}"#, &[]).unwrap();
+        assert_eq!(pods["u"].containers, vec![ContainerRequests { id: "e5".into(), cpu_cores: None, memory_bytes: None }]);
+    }
+
+    #[test]
+    fn bad_requests_name_the_container_and_value() {
+        for (cpu, mem, want) in [
+            (r#""250x""#, r#""1Gi""#, r#"items[0] container "web": resources.requests.cpu: quantity "250x": unknown suffix "x""#),
+            (r#""1""#, r#""12 Mi""#, r#"items[0] container "web": resources.requests.memory: quantity "12 Mi""#),
+            (r#""1""#, r#""-1Gi""#, r#"quantity "-1Gi": negative"#),
+            (r#"0.5"#, r#""1Gi""#, r#"items[0] container "web": resources.requests.cpu is not a string"#),
+        ] {
+            let e = format!("{:#}", parse_pod_list(pod_with_requests(cpu, mem).as_bytes(), &[]).unwrap_err());
+            assert!(e.contains(want), "{e:?} should say {want:?}");
+        }
+        let e = format!("{:#}", parse_pod_list(br#"{"kind":"PodList","items":[{"metadata":{"uid":"u","name":"a","namespace":"b"},"spec":{"containers":{}}}]}"#, &[]).unwrap_err());
+        assert!(e.contains("items[0].spec.containers is not an array"), "{e}");
     }
 
     #[test]

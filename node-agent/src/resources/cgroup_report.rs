@@ -210,6 +210,7 @@ impl CgroupAggregator {
                 (Some(d), Some(uid)) => d.get(uid),
                 _ => None,
             };
+            let req = meta.as_deref().and_then(|m| m.container(&e.group));
             let rec = CgroupStatsRecord {
                 host_id: &self.host_id,
                 interval_start_ns: e.start as i64 + self.mono_to_unix_ns,
@@ -234,6 +235,8 @@ impl CgroupAggregator {
                 io_write_bytes: clamp_i64(e.io_write),
                 pids: clamp_i64(last.pids),
                 pod: PodRef::of(meta.as_deref()),
+                cpu_request_cores: req.and_then(|r| r.cpu_cores),
+                memory_request_bytes: req.and_then(|r| r.memory_bytes),
             };
             out(&rec);
             e.reset();
@@ -384,12 +387,14 @@ mod tests {
     }
 
     #[test]
-    fn records_of_known_pods_carry_their_names() {
+    fn records_of_known_pods_carry_their_names_and_requests() {
         let uid = "11111111-2222-3333-4444-555555555555";
         let targets = vec![target(&format!("/kubepods/burstable/pod{uid}/{ID}")), target(&format!("/system.slice/docker-{ID}.scope"))];
         let mut agg = CgroupAggregator::new("node-a", &Hierarchy::V1("/x".into()), 100 * MS, 0);
         let dir = Arc::new(PodDirectory::default());
-        let list = format!(r#"{{"kind":"PodList","items":[{{"metadata":{{"uid":"{uid}","name":"web-1","namespace":"shop","labels":{{"app":"web","tier":"x"}}}}}}]}}"#);
+        let list = format!(r#"{{"kind":"PodList","items":[{{"metadata":{{"uid":"{uid}","name":"web-1","namespace":"shop","labels":{{"app":"web","tier":"x"}}}},
+            "spec":{{"containers":[{{"name":"web","resources":{{"requests":{{"cpu":"250m","memory":"64Mi"}}}}}}]}},
+            "status":{{"containerStatuses":[{{"name":"web","containerID":"containerd://{ID}"}}]}}}}]}}"#);
         dir.replace(crate::identity::pod_metadata::parse_pod_list(list.as_bytes(), &["app".to_string()]).unwrap());
         agg.set_pods(dir.clone());
         agg.sync(&targets);
@@ -401,11 +406,13 @@ mod tests {
         let (pod, other) = if recs[0].pod_uid.is_some() { (&recs[0], &recs[1]) } else { (&recs[1], &recs[0]) };
         assert_eq!((pod.pod.name.as_deref(), pod.pod.namespace.as_deref()), (Some("web-1"), Some("shop")));
         assert_eq!(pod.pod.labels, vec![("app".to_string(), "web".to_string())], "only the kept key");
+        assert_eq!((pod.cpu_request_cores, pod.memory_request_bytes), (Some(0.25), Some(64 << 20)), "its container's requests");
         assert_eq!(other.pod, PodFields::default(), "not a pod");
+        assert_eq!((other.cpu_request_cores, other.memory_request_bytes), (None, None));
         // A pod the source no longer lists: UID only.
         dir.replace(Default::default());
         agg.on_tick(200 * MS, &targets, &[s, s]);
-        assert!(collect(&mut agg).iter().all(|r| r.pod == PodFields::default()));
+        assert!(collect(&mut agg).iter().all(|r| r.pod == PodFields::default() && r.cpu_request_cores.is_none() && r.memory_request_bytes.is_none()));
     }
 
     #[test]

@@ -142,6 +142,9 @@ pub struct CgroupStatsRecord<'a> {
     pub io_write_bytes: i64,
     pub pids: i64,
     pub pod: PodRef<'a>,
+    /// The container's Kubernetes requests (None: no request of that resource, or unknown).
+    pub cpu_request_cores: Option<f64>,
+    pub memory_request_bytes: Option<i64>,
 }
 
 /// Owned form, for decoding, `--once` and tests.
@@ -170,6 +173,8 @@ pub struct OwnedCgroupStats {
     pub io_write_bytes: i64,
     pub pids: i64,
     pub pod: PodFields,
+    pub cpu_request_cores: Option<f64>,
+    pub memory_request_bytes: Option<i64>,
 }
 
 impl OwnedCgroupStats {
@@ -198,6 +203,8 @@ impl OwnedCgroupStats {
             io_write_bytes: self.io_write_bytes,
             pids: self.pids,
             pod: self.pod.as_ref(),
+            cpu_request_cores: self.cpu_request_cores,
+            memory_request_bytes: self.memory_request_bytes,
         }
     }
 }
@@ -228,6 +235,8 @@ impl CgroupStatsRecord<'_> {
             io_write_bytes: self.io_write_bytes,
             pids: self.pids,
             pod: self.pod.to_owned(),
+            cpu_request_cores: self.cpu_request_cores,
+            memory_request_bytes: self.memory_request_bytes,
         }
     }
 }

@@ -96,7 +96,7 @@ mod tests {
         // Names need the metadata: unknown until it is read, then by name, namespace/name, namespace.
         assert_eq!(priority_of(&path, &p("pod:web-0"), true, None), 1);
         let dir = PodDirectory::default();
-        let meta = PodMeta { name: "web-0".into(), namespace: "shop".into(), labels: vec![] };
+        let meta = PodMeta { name: "web-0".into(), namespace: "shop".into(), labels: vec![], containers: vec![] };
         dir.replace(HashMap::from([(uid.to_string(), Arc::new(meta))]));
         for key in ["pod:web-0", "pod:shop/web-0", "namespace:shop"] {
             assert_eq!(priority_of(&path, &p(key), true, Some(&dir)), 8, "{key}");

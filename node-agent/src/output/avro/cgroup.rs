@@ -8,13 +8,14 @@ use apache_avro::Schema;
 
 use crate::output::avro::pod::{decode_pod, pod_values, write_pod};
 use crate::resources::record::{CgroupStatsRecord, OwnedCgroupStats};
-use crate::output::avro::{write_double, write_long, write_opt_str, write_str, RecordSchema, SingleObjectWriter};
+use crate::output::avro::{write_double, write_long, write_opt_double, write_opt_long, write_opt_str, write_str, RecordSchema, SingleObjectWriter};
 
-const FIELD_LAYOUT: [&str; 25] = [
+const FIELD_LAYOUT: [&str; 27] = [
     "hostId", "intervalStartNs", "intervalEndNs", "groupId", "runtime", "podUid", "qosClass",
     "cgroupPath", "hierarchy", "tickIntervalNs", "ticks", "maxTickGapNs", "cpuNs", "cpuMeanCores",
     "cpuPeakCores", "throttledPeriods", "throttledNs", "memoryBytes", "memoryPeakBytes",
     "ioReadBytes", "ioWriteBytes", "pids", "podName", "podNamespace", "podLabels",
+    "cpuRequestCores", "memoryRequestBytes",
 ];
 
 static SCHEMA: RecordSchema = RecordSchema::new("CgroupStats", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/avro/CgroupStats.avsc")), &FIELD_LAYOUT, file!());
@@ -64,6 +65,8 @@ impl CgroupStatsEncoder {
         write_long(out, r.io_write_bytes);
         write_long(out, r.pids);
         write_pod(out, &r.pod);
+        write_opt_double(out, r.cpu_request_cores);
+        write_opt_long(out, r.memory_request_bytes);
     }
 }
 
@@ -94,6 +97,8 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedCgroupStats> {
             io_write_bytes: f.long("ioWriteBytes")?,
             pids: f.long("pids")?,
             pod: decode_pod(f)?,
+            cpu_request_cores: f.opt_double("cpuRequestCores")?,
+            memory_request_bytes: f.opt_long("memoryRequestBytes")?,
         })
     })
 }
@@ -130,6 +135,12 @@ pub fn to_value(r: &CgroupStatsRecord<'_>) -> Value {
         ("pids".into(), Value::Long(r.pids)),
     ];
     fields.extend(pod_values(&r.pod));
+    let opt = |v: Option<Value>| match v {
+        None => Value::Union(0, Box::new(Value::Null)),
+        Some(v) => Value::Union(1, Box::new(v)),
+    };
+    fields.push(("cpuRequestCores".into(), opt(r.cpu_request_cores.map(Value::Double))));
+    fields.push(("memoryRequestBytes".into(), opt(r.memory_request_bytes.map(Value::Long))));
     Value::Record(fields)
 }
 
@@ -169,6 +180,8 @@ mod tests {
             } else {
                 PodFields::default()
             },
+            cpu_request_cores: (i % 3 == 1).then_some(if i == 4 { f64::MAX } else { i as f64 * 0.25 }),
+            memory_request_bytes: (i % 6 == 1).then_some(if i == 7 { i64::MAX } else { i << 27 }),
         }
     }
 

@@ -16,6 +16,9 @@ public class CgroupAccumulator {
   /** Pod metadata of the latest record that had any (see MetricsAccumulator#pod). */
   public PodMetadata pod;
   public long podIntervalEndNs = Long.MIN_VALUE;
+  /** The container's requests, from the same record as {@link #pod} (null there: no request). */
+  public Double cpuRequestCores;
+  public Long memoryRequestBytes;
   /** intervalEndNs of the latest record, whose gauges (memoryBytes, pids) are the window's last. */
   public long latestIntervalEndNs = Long.MIN_VALUE;
   public int samples;
@@ -56,6 +59,8 @@ public class CgroupAccumulator {
     if (s.pod != null && s.intervalEndNs >= podIntervalEndNs) {
       pod = s.pod;
       podIntervalEndNs = s.intervalEndNs;
+      cpuRequestCores = s.cpuRequestCores;
+      memoryRequestBytes = s.memoryRequestBytes;
     }
     samples++;
     ticks += s.ticks;
@@ -93,6 +98,8 @@ public class CgroupAccumulator {
     if (o.pod != null && o.podIntervalEndNs >= podIntervalEndNs) {
       pod = o.pod;
       podIntervalEndNs = o.podIntervalEndNs;
+      cpuRequestCores = o.cpuRequestCores;
+      memoryRequestBytes = o.memoryRequestBytes;
     }
     samples += o.samples;
     ticks += o.ticks;

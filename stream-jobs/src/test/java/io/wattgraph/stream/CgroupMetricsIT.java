@@ -75,7 +75,7 @@ class CgroupMetricsIT {
         .setThrottledPeriods(3).setThrottledNs(250_000_000L).setMemoryBytes(300 * MIB).setMemoryPeakBytes(400 * MIB)
         .setIoReadBytes(4096).setIoWriteBytes(8192).setPids(7).setTicks(50).setMaxTickGapNs(12_000_000L)
         .setPodUid("11111111-2222-3333-4444-555555555555").setPodName("shop-0").setPodNamespace("shop")
-        .setPodLabels(Map.of("app", "shop")).build();
+        .setPodLabels(Map.of("app", "shop")).setCpuRequestCores(0.25).setMemoryRequestBytes(128 * MIB).build();
     CgroupStats b = CgroupRecords.stats("host-a", C1, T0 + 5 * S, T0 + 10 * S).setCpuNs(3 * S).setCpuPeakCores(2.25)
         .setThrottledPeriods(5).setThrottledNs(500_000_000L).setMemoryBytes(200 * MIB).setMemoryPeakBytes(350 * MIB)
         .setIoReadBytes(1000).setPids(9).setTicks(50).setMaxTickGapNs(30_000_000L).build();
@@ -86,10 +86,13 @@ class CgroupMetricsIT {
       records.add(record(0, s));
     }
     // host-b, partition 1: C2 over w0 only; then an invalid record and undecodable bytes.
+    // C2's pod is known but it has no requests.
     records.add(record(1, CgroupRecords.stats("host-b", C2, T0, T0 + 10 * S).setCpuNs(S / 4).setCpuPeakCores(0.125)
-        .setMemoryBytes(64 * MIB).setMemoryPeakBytes(64 * MIB).setTicks(100).setMaxTickGapNs(10_000_000L).build()));
+        .setMemoryBytes(64 * MIB).setMemoryPeakBytes(64 * MIB).setTicks(100).setMaxTickGapNs(10_000_000L)
+        .setPodUid("22222222-3333-4444-5555-666666666666").setPodName("db-0").setPodNamespace("shop").build()));
     records.add(record(1, CgroupRecords.stats("host-b", C2, T0 + 10 * S, T0 + 20 * S).setMemoryBytes(-5).build()));
     records.add(new ProducerRecord<>("cg.cgroups", 1, "host-b", new byte[] {(byte) 0xC3, 0x01, 9}));
+    records.add(record(1, CgroupRecords.stats("host-b", C2, T0 + 10 * S, T0 + 20 * S).setCpuRequestCores(-1.0).build()));
     stack.produce(records);
 
     run("cgroups-1");
@@ -116,6 +119,9 @@ class CgroupMetricsIT {
     assertEquals("shop-0", c1.get("podName").asString());
     assertEquals("shop", c1.get("podNamespace").asString());
     assertEquals(List.of("app=shop"), c1.get("podLabels").asList());
+    // The Kubernetes requests, from w0's record with pod metadata; w1's has none and keeps them.
+    assertEquals(0.25, c1.get("cpuRequest").asDouble());
+    assertEquals(128 * MIB, c1.get("memoryRequestBytes").asLong());
     // The history: w0 (the duplicate counted once) and w1.
     assertEquals(List.of(T0 + 10 * S, T0 + 20 * S), c1.get("historyCgroupWindowEndNs").asList());
     assertEquals(List.of(0L, 0L), c1.get("historyCgroupRevision").asList());
@@ -130,16 +136,19 @@ class CgroupMetricsIT {
     assertEquals(0.125, c2.get("cpuPeakCores").asDouble());
     assertEquals(64 * MIB, c2.get("memoryBytes").asLong());
     assertEquals(List.of(64.0 * MIB), c2.get("historyMemoryBytes").asList());
+    assertEquals("db-0", c2.get("podName").asString());
+    assertTrue(c2.get("cpuRequest").isNull() && c2.get("memoryRequestBytes").isNull(), "no requests: absent, not 0");
 
-    // Dead letters: both bad records, from the cgroups topic, in the shared DLQ.
-    stack.await(() -> stack.readAll("cg.dlq").size() >= 2, "2 dead letters committed");
+    // Dead letters: the three bad records, from the cgroups topic, in the shared DLQ.
+    stack.await(() -> stack.readAll("cg.dlq").size() >= 3, "3 dead letters committed");
     List<ConsumerRecord<byte[], byte[]>> dead = new ArrayList<>(stack.readAll("cg.dlq"));
-    assertEquals(2, dead.size());
+    assertEquals(3, dead.size());
     dead.sort(Comparator.comparingLong(r -> Long.parseLong(StreamJobHarness.header(r, DeadLetterSerializer.OFFSET))));
     assertEquals("invalid: negative count or size -5 (cpuNs, throttled, memory, io, pids, ticks)",
         StreamJobHarness.header(dead.get(0), DeadLetterSerializer.REASON));
     assertTrue(StreamJobHarness.header(dead.get(1), DeadLetterSerializer.REASON).startsWith("undecodable: "));
     assertEquals("cg.cgroups", StreamJobHarness.header(dead.get(1), DeadLetterSerializer.TOPIC));
+    assertEquals("invalid: cpuRequestCores -1.0", StreamJobHarness.header(dead.get(2), DeadLetterSerializer.REASON));
 
     // A replay (a new consumer group reads the same records again): the same graph.
     List<String> before = stack.dump();

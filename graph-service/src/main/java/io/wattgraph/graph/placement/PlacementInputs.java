@@ -50,7 +50,8 @@ public class PlacementInputs {
             Double usage = observedCpu.getOrDefault(n.id(), m.cpuUsage());
             double cpu = m.cpuRequest() != null ? m.cpuRequest() : usage != null ? usage : 0;
             Double used = observedMemory.getOrDefault(n.id(), m.memoryBytes());
-            double mem = m.memoryRequestBytes() != null ? m.memoryRequestBytes() : used != null ? used : 0;
+            // The node reserves the request, and the workload uses what it uses: the larger of the two.
+            double mem = Math.max(m.memoryRequestBytes() != null ? m.memoryRequestBytes() : 0, used != null ? used : 0);
             String name = n.service() != null && n.id().startsWith("service:") ? n.service()
                     : n.pod() != null ? n.pod() : n.name();
             workloads.add(new PlacementProblem.Workload(n.id(), cpu, mem, n.hostId(), n.namespace(), name));

@@ -5,8 +5,9 @@ import java.util.List;
 /**
  * Body of {@code POST /api/v1/placement}. Anything left out is taken from the live graph: {@code workloads}
  * and {@code traffic} from the graph aggregated to {@code level} (default container; CPU from
- * {@code cpuRequest}, else {@code cpuUsage}; memory from {@code memoryRequestBytes}, else {@code memoryBytes}
- * (containers' cgroup window peaks, summed per pod, service or namespace over distinct containers);
+ * {@code cpuRequest}, else {@code cpuUsage}; memory the larger of {@code memoryRequestBytes} and {@code memoryBytes}
+ * (containers' Kubernetes requests and cgroup window peaks, each summed per pod, service or namespace over
+ * distinct containers);
  * current node from the host), {@code nodes} from Host {@code cores}/{@code memoryBytes}. {@code cpuBasis}
  * (latest, the default; peak; p95) says which {@code cpuUsage}: the latest window's, or the peak / 95th
  * percentile over the windows the graph keeps (the stream job's history), summed per window over the workload's

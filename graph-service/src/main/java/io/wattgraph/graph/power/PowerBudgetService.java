@@ -93,7 +93,8 @@ public class PowerBudgetService {
                 Map.of("policy", "hyppo", "proportionalWattsPerCore", p, "budgets", budgets));
     }
 
-    private static List<Hyppo.ContainerPower> containerPowers(ServiceGraph containerLevel) {
+    /** HyPPO's inputs from the container-level graph: each Container's powerW, cpuUsage and cpuRequest. */
+    public static List<Hyppo.ContainerPower> containerPowers(ServiceGraph containerLevel) {
         List<Hyppo.ContainerPower> containers = new ArrayList<>();
         for (ServiceNode n : containerLevel.nodes()) {
             if (!n.external() && n.hostId() != null && n.metrics().powerW() != null) {

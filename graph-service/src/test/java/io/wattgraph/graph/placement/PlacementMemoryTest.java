@@ -57,6 +57,27 @@ class PlacementMemoryTest {
                 new Workload("pod:shop/db-0", 1, 3 * GIB, "n1", "shop", "db-0"));
     }
 
+    /**
+     * A container's Kubernetes memory request (the stream job's {@code memoryRequestBytes}) counts when larger than
+     * its measured peak (the node reserves it), the peak when larger (the container uses it).
+     */
+    @Test
+    void theLargerOfTheMemoryRequestAndTheMeasuredPeak() {
+        ServiceGraph processes = new ServiceGraph(List.of(
+                ServiceNode.process("n0/1/1", "java", "n0", WEB, "java", null, cpu(0.5)).withKubernetes("web-0", "shop", "web"),
+                ServiceNode.process("n1/3/1", "postgres", "n1", DB, "postgres", null, cpu(1)).withKubernetes("db-0", "shop", "db")),
+                List.of());
+        Metrics web = new Metrics(1.0, null, null, null, null, null, null, null, null, 6 * GIB, 0.5, 2 * GIB, null);
+        Metrics db = new Metrics(1.0, null, null, null, null, null, null, null, null, 3 * GIB, null, 5 * GIB, null);
+        ServiceGraph pods = Aggregator.aggregate(processes, Level.POD, Map.of("container:" + WEB, web, "container:" + DB, db));
+        assertThat(PlacementInputs.workloadsOf(pods, Map.of())).containsExactlyInAnyOrder(
+                new Workload("pod:shop/web-0", 0.5, 6 * GIB, "n0", "shop", "web-0"),
+                new Workload("pod:shop/db-0", 1, 5 * GIB, "n1", "shop", "db-0"));
+        // Over the kept windows too: db's highest window (7 GiB) is above its request.
+        assertThat(PlacementInputs.workloadsOf(pods, Map.of(), Map.of("pod:shop/db-0", 7 * GIB)))
+                .contains(new Workload("pod:shop/db-0", 1, 7 * GIB, "n1", "shop", "db-0"));
+    }
+
     @Test
     void noMovePastAHostsKnownMemory() {
         // 6 + 3 GiB fit on neither 8 GiB host: the pods stay apart, whatever the traffic between them.

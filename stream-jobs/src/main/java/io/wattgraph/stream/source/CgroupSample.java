@@ -12,6 +12,9 @@ public class CgroupSample {
   public String podUid;
   /** Pod name, namespace, labels; null when the record has none. */
   public PodMetadata pod;
+  /** The container's Kubernetes requests (CgroupStats v3): cores and bytes, null where none or unknown. */
+  public Double cpuRequestCores;
+  public Long memoryRequestBytes;
   public int ticks;
   public long maxTickGapNs;
   public long cpuNs;

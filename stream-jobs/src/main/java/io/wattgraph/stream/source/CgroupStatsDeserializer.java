@@ -48,6 +48,13 @@ public class CgroupStatsDeserializer extends AgentRecordDeserializer<CgroupStats
     if (!(r.getCpuPeakCores() >= 0) || Double.isInfinite(r.getCpuPeakCores())) {
       return "invalid: cpuPeakCores " + r.getCpuPeakCores();
     }
+    Double cpuRequest = r.getCpuRequestCores();
+    if (cpuRequest != null && (!(cpuRequest >= 0) || Double.isInfinite(cpuRequest))) {
+      return "invalid: cpuRequestCores " + cpuRequest;
+    }
+    if (r.getMemoryRequestBytes() != null && r.getMemoryRequestBytes() < 0) {
+      return "invalid: memoryRequestBytes " + r.getMemoryRequestBytes();
+    }
     return null;
   }
 
@@ -60,6 +67,8 @@ public class CgroupStatsDeserializer extends AgentRecordDeserializer<CgroupStats
     s.groupId = r.getGroupId();
     s.podUid = r.getPodUid();
     s.pod = PodMetadata.of(r.getPodName(), r.getPodNamespace(), r.getPodLabels());
+    s.cpuRequestCores = r.getCpuRequestCores();
+    s.memoryRequestBytes = r.getMemoryRequestBytes();
     s.ticks = r.getTicks();
     s.maxTickGapNs = r.getMaxTickGapNs();
     s.cpuNs = r.getCpuNs();

@@ -9,6 +9,9 @@ public class CgroupRow {
   public String groupId;
   public String podUid;
   public PodMetadata pod;
+  /** The container's Kubernetes requests (with {@link #pod}; null: none, or the pod unknown). */
+  public Double cpuRequestCores;
+  public Long memoryRequestBytes;
   public long windowStartNs;
   public long windowEndNs;
   public int revision;

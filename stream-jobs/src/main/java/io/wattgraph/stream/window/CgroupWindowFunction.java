@@ -24,6 +24,8 @@ public class CgroupWindowFunction extends RevisionWindowFunction<CgroupAccumulat
     r.groupId = acc.groupId;
     r.podUid = acc.podUid;
     r.pod = acc.pod;
+    r.cpuRequestCores = acc.cpuRequestCores;
+    r.memoryRequestBytes = acc.memoryRequestBytes;
     r.windowStartNs = w.getStart() * 1_000_000L;
     r.windowEndNs = w.getEnd() * 1_000_000L;
     r.revision = revision;

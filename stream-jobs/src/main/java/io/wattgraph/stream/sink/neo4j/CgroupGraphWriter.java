@@ -13,7 +13,9 @@ import org.neo4j.driver.Session;
  * Writes the container windows of the agents' CgroupStats onto {@code Container {id: containerId}}
  * (MERGE, with its {@code RUNS_ON} host, as the other writers): CPU mean and peak, throttling,
  * memory (the window's peak as {@code memoryBytes}, what placement sizes a container by; the last
- * and the mean too), block I/O, tasks (docs/graph-model.md). Guarded by its own
+ * and the mean too), block I/O, tasks, and the Kubernetes requests {@code cpuRequest} (cores) and
+ * {@code memoryRequestBytes} (docs/graph-model.md). A window with pod metadata sets the requests
+ * as the pod spec has them (null: no request); one without leaves them as they were. Guarded by its own
  * ({@code cgroupWindowEndNs}, {@code cgroupRevision}): idempotent and monotonic, like
  * {@link NodeMetricsGraphWriter}, with which it shares the history rules ({@link NodeWindows}); its
  * history lists are {@code historyCgroupWindowEndNs}, {@code historyCgroupRevision},
@@ -32,7 +34,9 @@ public class CgroupGraphWriter implements Neo4jBatchTarget<CgroupRow> {
           n.cgroupTicks = r.ticks, n.cgroupMaxTickGapNs = r.maxTickGapNs,
           n.cgroupWindowStartNs = r.windowStartNs, n.cgroupWindowEndNs = r.windowEndNs, n.cgroupRevision = r.revision,
           n.podUid = coalesce(r.podUid, n.podUid), n.podName = coalesce(r.podName, n.podName),
-          n.podNamespace = coalesce(r.podNamespace, n.podNamespace), n.podLabels = coalesce(r.podLabels, n.podLabels)
+          n.podNamespace = coalesce(r.podNamespace, n.podNamespace), n.podLabels = coalesce(r.podLabels, n.podLabels),
+          n.cpuRequest = CASE WHEN r.podName IS NULL THEN n.cpuRequest ELSE r.cpuRequest END,
+          n.memoryRequestBytes = CASE WHEN r.podName IS NULL THEN n.memoryRequestBytes ELSE r.memoryRequestBytes END
       """;
 
   private final Driver driver;
@@ -113,6 +117,8 @@ public class CgroupGraphWriter implements Neo4jBatchTarget<CgroupRow> {
       m.put("podName", r.pod == null ? null : r.pod.name);
       m.put("podNamespace", r.pod == null ? null : r.pod.namespace);
       m.put("podLabels", r.pod == null ? null : List.of(r.pod.labels));
+      m.put("cpuRequest", r.cpuRequestCores);
+      m.put("memoryRequestBytes", r.memoryRequestBytes);
       m.put("historyMemoryBytes", (double) r.memoryPeakBytes);
       m.put("historyCpuPeakCores", r.cpuPeakCores);
       m.put("historyThrottledS", r.throttledSeconds);
