@@ -11,6 +11,7 @@ import { ServiceMap, PCTS, latencyKey, pctSuffix } from './js/map.js';
 import { Charts, LatencySamples } from './js/charts.js';
 import { TimeRange } from './js/timerange.js';
 import * as panels from './js/panels.js';
+import * as power from './js/power.js';
 import { Health } from './js/health.js';
 
 const state = { graph: null, path: null, hosts: [], timer: null, detail: null, selection: [], refreshes: 0 };
@@ -130,10 +131,6 @@ async function loadHosts() {
     while (sel.options.length > 1) sel.remove(1);
     for (const id of state.hosts) sel.appendChild(el('option', { value: id, text: id }));
     sel.value = state.hosts.includes(keep) ? keep : '';
-    if (!$('powerHosts').value.trim()) {
-      $('powerHosts').value = JSON.stringify(state.hosts.map((id) => ({ host: id, currentPowerW: 60,
-        actionablePowerW: 30, idlePowerW: 20, minW: 20, maxW: 120 })), null, 1);
-    }
     return h.hosts;
   } catch (e) {
     if (e.status === 401) e.message += ' — type a bearer token above';
@@ -204,6 +201,7 @@ async function refresh() {
       return nd && nd.name && nd.name !== id ? nd.name + ' (' + id + ')' : id;
     });
     await panels.budgetLoop();
+    state.power = await power.load(hosts);
     status('updated ' + new Date().toLocaleTimeString());
     health.ok(hosts);
     document.body.setAttribute('data-loaded', 'true');
@@ -259,11 +257,11 @@ function init() {
   $('relayout').addEventListener('click', () => map.relayout());
   const placement = () => panels.placement($('level').value, $('namespace').value, (r, lvl) => map.showPlacement(r, lvl));
   $('placementForm').addEventListener('submit', (e) => { e.preventDefault(); placement(); });
-  $('powerForm').addEventListener('submit', (e) => { e.preventDefault(); panels.power($('level').value, $('namespace').value); });
+  $('powerForm').addEventListener('submit', (e) => { e.preventDefault(); power.compute($('level').value, $('namespace').value); });
   // ?run=placement,power runs the panels once after the first load.
   const run = (params.get('run') || '').split(',');
   refresh().then(() => Promise.all([run.includes('placement') ? placement() : null,
-    run.includes('power') ? panels.power($('level').value, $('namespace').value) : null]))
+    run.includes('power') ? power.compute($('level').value, $('namespace').value) : null]))
     .then(() => document.body.setAttribute('data-panels', 'done'));
 }
 
