@@ -55,3 +55,29 @@ test('the power panel starts from the hosts\' measured figures, empty with a not
     await shot(page, 'service-map-power-computed');
   });
 });
+
+test('the power panel charts each host\'s measured power over the time range, with the budget computed there', async () => {
+  await withPage('/', { viewport: { width: 1400, height: 1300 } }, async (page) => {
+    await refreshed(page);
+    // host-a: its two windows (30 and 35 W); no published budget (the loop is off); host-b: nothing measured.
+    const a = page.locator('#powerCharts .chart[data-chart="power-host-a"]');
+    await a.waitFor();
+    assert.equal(await a.getAttribute('data-points'), '2');
+    assert.equal(await a.locator('canvas').count(), 1);
+    assert.equal(await a.getAttribute('data-published'), null);
+    assert.match(await a.textContent(), /no published budget for host-a \(budget loop off/);
+    assert.equal(await page.locator('#powerCharts [data-power-chart-none="host-b"]').textContent(),
+      'host-b: no measured power in all time.');
+    // A computed budget is drawn against the measurements (HyPPO: host-a raised to its 20 W minimum).
+    await fillBounds(page, FIXTURE_BOUNDS);
+    await page.click('#powerForm button[type=submit]');
+    await page.waitForSelector('#powerCharts .chart[data-chart="power-host-a"][data-computed]');
+    assert.equal(await a.getAttribute('data-computed'), '20');
+    assert.match(await a.locator('.u-legend').textContent(), /computed budget/);
+    await shot(page, 'service-map-power-chart');
+    // The time range filters the windows: none in the last 5 minutes.
+    await page.selectOption('#range', '5m');
+    await page.waitForSelector('#powerCharts [data-power-chart-none="host-a"]');
+    assert.equal(await page.locator('#powerCharts .chart').count(), 0);
+  });
+});

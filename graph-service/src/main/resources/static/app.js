@@ -17,6 +17,7 @@ import { Health } from './js/health.js';
 const state = { graph: null, path: null, hosts: [], timer: null, detail: null, selection: [], refreshes: 0 };
 const samples = new LatencySamples();
 const charts = new Charts($('charts'));
+const powerCharts = new Charts($('powerCharts'));
 const range = new TimeRange(() => refresh());
 const map = new ServiceMap($('map'), { select: (key) => select(key ? [key] : []) });
 window.serviceMap = map; // for the browser tests and the benchmark: what is drawn, where
@@ -96,6 +97,22 @@ function when(ns) {
   if (ns == null) return '–';
   const d = new Date(Number(BigInt(ns) / 1000000n));
   return d.toLocaleString();
+}
+
+/** The power panel's charts over the time range, with the budgets computed last (state.computed). */
+function showPowerCharts() {
+  if (!state.power) return;
+  let bounds;
+  try { bounds = range.bounds(); } catch (err) { bounds = { fromNs: null, toNs: null }; }
+  power.drawCharts(powerCharts, state.power, { ...bounds, label: range.describe() }, state.computed);
+}
+
+async function computePower() {
+  const budgets = await power.compute($('level').value, $('namespace').value);
+  if (budgets) {
+    state.computed = new Map(budgets.map((b) => [b.host, b.budgetW]));
+    showPowerCharts();
+  }
 }
 
 // ---------------------------------------------------------------- search and focus
@@ -202,6 +219,7 @@ async function refresh() {
     });
     await panels.budgetLoop();
     state.power = await power.load(hosts);
+    showPowerCharts();
     status('updated ' + new Date().toLocaleTimeString());
     health.ok(hosts);
     document.body.setAttribute('data-loaded', 'true');
@@ -257,11 +275,11 @@ function init() {
   $('relayout').addEventListener('click', () => map.relayout());
   const placement = () => panels.placement($('level').value, $('namespace').value, (r, lvl) => map.showPlacement(r, lvl));
   $('placementForm').addEventListener('submit', (e) => { e.preventDefault(); placement(); });
-  $('powerForm').addEventListener('submit', (e) => { e.preventDefault(); power.compute($('level').value, $('namespace').value); });
+  $('powerForm').addEventListener('submit', (e) => { e.preventDefault(); computePower(); });
   // ?run=placement,power runs the panels once after the first load.
   const run = (params.get('run') || '').split(',');
   refresh().then(() => Promise.all([run.includes('placement') ? placement() : null,
-    run.includes('power') ? power.compute($('level').value, $('namespace').value) : null]))
+    run.includes('power') ? computePower() : null]))
     .then(() => document.body.setAttribute('data-panels', 'done'));
 }
 

@@ -2,8 +2,9 @@
  * The power-budget panel: one row of inputs per host, filled from what was measured (power and CPU from the
  * host's latest window in /api/v1/history, idle power from /api/v1/hosts) and the bounds the budget loop
  * published (/api/v1/power/budgets/current); a figure nobody measured stays empty with a note, never a default.
+ * Below, each host's measured power over the time range against its published and computed budgets.
  */
-import { $, api, el, fmt, query, table } from './util.js';
+import { $, ago, api, el, fmt, query, table } from './util.js';
 
 const FIELDS = [ // input name, HostPower field, header
   ['current', 'currentPowerW', 'power W'],
@@ -148,5 +149,37 @@ export async function compute(level, namespace) {
   } catch (e) {
     out.textContent = e.message;
     return null;
+  }
+}
+
+/**
+ * Each host's measured power in {@code range} ({fromNs, toNs, label}) from {@code loaded} (what {@link load}
+ * returned), with its budgets as lines: the one the loop published (the API keeps no budget history, so the
+ * current one is drawn across the range) and {@code computed} (host -> W, the panel's last computation, or null).
+ */
+export function drawCharts(charts, loaded, range, computed) {
+  charts.clear();
+  for (const [host, hist] of loaded.histories) {
+    const w = (hist ? hist.windows : []).filter((v) => v.powerW != null
+      && (range.fromNs == null || v.windowEndNs >= range.fromNs) && (range.toNs == null || v.windowEndNs <= range.toNs));
+    const b = loaded.published.get(host), c = computed ? computed.get(host) : null;
+    if (w.length === 0) {
+      charts.box.appendChild(el('div', { class: 'meta', 'data-power-chart-none': host,
+        text: host + ': no measured power in ' + range.label + '.' }));
+      continue;
+    }
+    const x = w.map((v) => v.windowEndNs / 1e9);
+    const ys = [w.map((v) => v.powerW)], names = ['measured'], colours = ['#e8590c'];
+    if (b) { ys.push(x.map(() => b.budgetWatts)); names.push('published budget'); colours.push('#1c7ed6'); }
+    if (c != null) { ys.push(x.map(() => c)); names.push('computed budget'); colours.push('#7048e8'); }
+    const wrap = charts.plot('power-' + host, host + ': power (W) against its budgets, ' + range.label, x, ys,
+      colours, names, null);
+    wrap.setAttribute('data-host', host);
+    if (b) wrap.setAttribute('data-published', String(b.budgetWatts));
+    if (c != null) wrap.setAttribute('data-computed', String(c));
+    wrap.appendChild(el('div', { class: 'meta', text: b ? 'published budget ' + fmt(b.budgetWatts) + ' W ('
+      + b.policy + ', ' + ago(Date.now() - b.computedAtNs / 1e6) + ' ago): the API keeps no budget history, the '
+      + 'current one is drawn across the range' : 'no published budget for ' + host + ' (budget loop off, or the '
+      + 'host not budgeted)' }));
   }
 }
