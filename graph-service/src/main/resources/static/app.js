@@ -12,6 +12,7 @@ import { Charts, LatencySamples } from './js/charts.js';
 import { TimeRange } from './js/timerange.js';
 import * as panels from './js/panels.js';
 import * as power from './js/power.js';
+import { showRoutes } from './js/routes.js';
 import { Health } from './js/health.js';
 
 const state = { graph: null, path: null, hosts: [], timer: null, detail: null, selection: [], refreshes: 0 };
@@ -90,6 +91,7 @@ function showDetail(key) {
     t.appendChild(el('tr', { 'data-row': attr || null }, el('th', { text: k }), el('td', { class: 'num', text: v })));
   }
   box.appendChild(t);
+  if (node && node.kind !== 'external') showRoutes(box, node);
 }
 
 /** A Unix-ns instant as local date and time (to the second). */
