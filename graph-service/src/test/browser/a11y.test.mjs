@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { clickOn, refreshed, seriousViolations, shot, withPage } from './lib.mjs';
+import { clickOn, fillBounds, FIXTURE_BOUNDS, refreshed, seriousViolations, shot, withPage } from './lib.mjs';
 
 const NGINX = 'host-a/100/1000', PG = 'host-b/300/3000';
 
@@ -16,6 +16,7 @@ test('axe-core finds no serious or critical violation with the panels open', asy
     await clickOn(page, NGINX);
     await page.waitForSelector('#detailTable');
     await page.click('#placementForm button[type=submit]');
+    await fillBounds(page, FIXTURE_BOUNDS);
     await page.click('#powerForm button[type=submit]');
     await page.waitForSelector('#powerBudgets');
     await page.waitForFunction(() => !/computing/.test(document.getElementById('placementResult').textContent));
@@ -90,6 +91,7 @@ test('the keyboard reaches and operates the search, the level, the time range an
     await tabTo(page, '#placementForm button[type=submit]');
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => /kubectl patch deployment|moves/.test(document.getElementById('placementResult').textContent));
+    await fillBounds(page, FIXTURE_BOUNDS);
     await tabTo(page, '#powerForm button[type=submit]');
     await page.keyboard.press('Space');
     await page.waitForSelector('#powerBudgets');

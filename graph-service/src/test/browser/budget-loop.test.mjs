@@ -23,3 +23,22 @@ test('the panel shows the published budget of every host', async () => {
     assert.match(await page.locator('#loopSummary').textContent(), new RegExp('hyppo every 3600 s to ' + process.env.WATTGRAPH_TOPIC));
   });
 });
+
+test('the power panel starts from the published bounds and charts measured power against the published budget', async () => {
+  await withPage('/', { viewport: { width: 1400, height: 1300 } }, async (page) => {
+    await refreshed(page);
+    const input = (host, name) => page.locator('tr[data-power-host="' + host + '"] input[name="' + name + '"]').inputValue();
+    assert.equal(await input('host-a', 'min'), '20');
+    assert.equal(await input('host-a', 'max'), '120');
+    assert.equal(await input('host-b', 'min'), '10');
+    assert.equal(await input('host-b', 'max'), '100');
+    const a = page.locator('#powerCharts .chart[data-chart="power-host-a"]');
+    await a.waitFor();
+    assert.equal(await a.getAttribute('data-published'), '20');
+    assert.equal(await a.getAttribute('data-points'), '2');
+    assert.match(await a.locator('.u-legend').textContent(), /measured.*published budget/);
+    assert.match(await a.textContent(), /published budget 20\.00 W \(HYPPO, .* ago\): the API keeps no budget history/);
+    assert.equal(await page.locator('#powerCharts [data-power-chart-none="host-b"]').count(), 1);
+    await shot(page, 'service-map-budget-loop-power-chart');
+  });
+});

@@ -145,3 +145,14 @@ export async function seriousViolations(page) {
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => v.id + ' (' + v.impact + '): ' + v.help + ' at ' + v.nodes.map((n) => n.target.join(' ')).join(', '));
 }
+
+/** Types power bounds into the power panel for every host there ({@code bounds}: host -> [min, max] W). */
+export async function fillBounds(page, bounds) {
+  for (const [host, [min, max]] of Object.entries(bounds)) {
+    await page.fill('tr[data-power-host="' + host + '"] input[name="min"]', String(min));
+    await page.fill('tr[data-power-host="' + host + '"] input[name="max"]', String(max));
+  }
+}
+
+/** The fixture's two hosts with bounds typed in, as the power tests need them. */
+export const FIXTURE_BOUNDS = { 'host-a': [20, 120], 'host-b': [10, 100] };

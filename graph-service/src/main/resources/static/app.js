@@ -11,11 +11,14 @@ import { ServiceMap, PCTS, latencyKey, pctSuffix } from './js/map.js';
 import { Charts, LatencySamples } from './js/charts.js';
 import { TimeRange } from './js/timerange.js';
 import * as panels from './js/panels.js';
+import * as power from './js/power.js';
+import { showRoutes } from './js/routes.js';
 import { Health } from './js/health.js';
 
 const state = { graph: null, path: null, hosts: [], timer: null, detail: null, selection: [], refreshes: 0 };
 const samples = new LatencySamples();
 const charts = new Charts($('charts'));
+const powerCharts = new Charts($('powerCharts'));
 const range = new TimeRange(() => refresh());
 const map = new ServiceMap($('map'), { select: (key) => select(key ? [key] : []) });
 window.serviceMap = map; // for the browser tests and the benchmark: what is drawn, where
@@ -88,6 +91,7 @@ function showDetail(key) {
     t.appendChild(el('tr', { 'data-row': attr || null }, el('th', { text: k }), el('td', { class: 'num', text: v })));
   }
   box.appendChild(t);
+  if (node && node.kind !== 'external') showRoutes(box, node);
 }
 
 /** A Unix-ns instant as local date and time (to the second). */
@@ -95,6 +99,22 @@ function when(ns) {
   if (ns == null) return '–';
   const d = new Date(Number(BigInt(ns) / 1000000n));
   return d.toLocaleString();
+}
+
+/** The power panel's charts over the time range, with the budgets computed last (state.computed). */
+function showPowerCharts() {
+  if (!state.power) return;
+  let bounds;
+  try { bounds = range.bounds(); } catch (err) { bounds = { fromNs: null, toNs: null }; }
+  power.drawCharts(powerCharts, state.power, { ...bounds, label: range.describe() }, state.computed);
+}
+
+async function computePower() {
+  const budgets = await power.compute($('level').value, $('namespace').value);
+  if (budgets) {
+    state.computed = new Map(budgets.map((b) => [b.host, b.budgetW]));
+    showPowerCharts();
+  }
 }
 
 // ---------------------------------------------------------------- search and focus
@@ -130,10 +150,6 @@ async function loadHosts() {
     while (sel.options.length > 1) sel.remove(1);
     for (const id of state.hosts) sel.appendChild(el('option', { value: id, text: id }));
     sel.value = state.hosts.includes(keep) ? keep : '';
-    if (!$('powerHosts').value.trim()) {
-      $('powerHosts').value = JSON.stringify(state.hosts.map((id) => ({ host: id, currentPowerW: 60,
-        actionablePowerW: 30, idlePowerW: 20, minW: 20, maxW: 120 })), null, 1);
-    }
     return h.hosts;
   } catch (e) {
     if (e.status === 401) e.message += ' — type a bearer token above';
@@ -204,6 +220,8 @@ async function refresh() {
       return nd && nd.name && nd.name !== id ? nd.name + ' (' + id + ')' : id;
     });
     await panels.budgetLoop();
+    state.power = await power.load(hosts);
+    showPowerCharts();
     status('updated ' + new Date().toLocaleTimeString());
     health.ok(hosts);
     document.body.setAttribute('data-loaded', 'true');
@@ -259,11 +277,11 @@ function init() {
   $('relayout').addEventListener('click', () => map.relayout());
   const placement = () => panels.placement($('level').value, $('namespace').value, (r, lvl) => map.showPlacement(r, lvl));
   $('placementForm').addEventListener('submit', (e) => { e.preventDefault(); placement(); });
-  $('powerForm').addEventListener('submit', (e) => { e.preventDefault(); panels.power($('level').value, $('namespace').value); });
+  $('powerForm').addEventListener('submit', (e) => { e.preventDefault(); computePower(); });
   // ?run=placement,power runs the panels once after the first load.
   const run = (params.get('run') || '').split(',');
   refresh().then(() => Promise.all([run.includes('placement') ? placement() : null,
-    run.includes('power') ? panels.power($('level').value, $('namespace').value) : null]))
+    run.includes('power') ? computePower() : null]))
     .then(() => document.body.setAttribute('data-panels', 'done'));
 }
 

@@ -121,5 +121,6 @@ export class Charts {
       series: [{}, ...names.map((n, i) => ({ label: n, stroke: colours[i], width: 1.5, spanGaps: false,
         points: { show: x.length < 40 } }))] };
     this.plots.push(new uPlot(opts, [x, ...ys], wrap));
+    return wrap;
   }
 }

@@ -1,5 +1,5 @@
 /*
- * The panels beside the map: host×host heat-map, critical path list, placement and power-budget forms, the
+ * The panels beside the map: host×host heat-map, critical path list, placement form (power: power.js), the
  * slowest HTTP routes and the budget loop's published budgets.
  */
 import { $, ago, api, el, fmt, fmtBytes, query, table } from './util.js';
@@ -113,38 +113,6 @@ async function copyText(text, pre, button) {
   } catch (e) { // no clipboard API over plain http to another host: the text is selected for Ctrl+C
     window.getSelection().selectAllChildren(pre);
     button.textContent = 'Selected: Ctrl+C';
-  }
-}
-
-export async function power(level, namespace) {
-  const out = $('powerResult');
-  out.textContent = 'computing…';
-  let hosts;
-  try { hosts = JSON.parse($('powerHosts').value || '[]'); } catch (e) {
-    out.textContent = 'hosts: not valid JSON (' + e.message + ')';
-    return;
-  }
-  const body = { policy: $('powerPolicy').value, hosts };
-  if (body.policy === 'presto') {
-    body.slaMs = Number($('slaMs').value);
-    body.level = level === 'container' ? 'container' : 'pod';
-    if ($('entryPoint').value.trim()) body.entryPoint = $('entryPoint').value.trim();
-  }
-  if (namespace) body.namespace = namespace;
-  try {
-    const r = await api('/api/v1/power/budgets', body);
-    out.textContent = '';
-    if (r.latencyMs !== undefined) {
-      out.appendChild(el('div', { class: 'meta', text: 'entry ' + r.entryPoint + ': latency ' + fmt(r.latencyMs)
-        + ' ms vs SLA ' + fmt(r.slaMs) + ' ms, e_l ' + fmt(r.latencyError, 3) + (r.slaEscape ? ' — SLA escape' : '') }));
-    }
-    const t = table(['host', 'previous W', 'budget W', 'reason'],
-      r.budgets.map((b) => [b.host, b.previousW == null ? '–' : b.previousW, b.budgetW, b.reason]));
-    t.id = 'powerBudgets';
-    out.appendChild(t);
-    for (const w of r.warnings || []) out.appendChild(el('div', { class: 'meta', text: '⚠ ' + w }));
-  } catch (e) {
-    out.textContent = e.message;
   }
 }
 

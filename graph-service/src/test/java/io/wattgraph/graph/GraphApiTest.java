@@ -99,8 +99,8 @@ class GraphApiTest extends HarnessApiTest {
 
         assertThat(response.getStatusCode()).isEqualTo(HttpStatus.OK);
         JSONAssert.assertEquals("""
-                {"hosts":[{"id":"host-a","processCount":2,"containerCount":1,"metricsWindowEndNs":null},
-                          {"id":"host-b","processCount":2,"containerCount":0,"metricsWindowEndNs":null}]}""",
+                {"hosts":[{"id":"host-a","processCount":2,"containerCount":1,"metricsWindowEndNs":null,"idlePowerW":null},
+                          {"id":"host-b","processCount":2,"containerCount":0,"metricsWindowEndNs":null,"idlePowerW":null}]}""",
                 response.getBody(), JSONCompareMode.STRICT);
     }
 

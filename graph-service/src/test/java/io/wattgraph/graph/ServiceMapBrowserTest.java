@@ -52,7 +52,7 @@ class ServiceMapBrowserTest {
         assertThat(index.getStatusCode()).isEqualTo(HttpStatus.OK);
         assertThat(index.getBody()).contains("<div id=\"map\"").contains("app.js").doesNotContain("http://", "https://");
         for (String asset : List.of("/app.js", "/js/util.js", "/js/map.js", "/js/positions.js", "/js/charts.js",
-                "/js/timerange.js", "/js/panels.js", "/js/health.js")) {
+                "/js/timerange.js", "/js/panels.js", "/js/power.js", "/js/routes.js", "/js/health.js")) {
             ResponseEntity<String> js = rest.getForEntity(asset, String.class);
             assertThat(js.getStatusCode()).as(asset).isEqualTo(HttpStatus.OK);
             assertThat(js.getBody()).as(asset).doesNotContain("https://").doesNotContain("innerHTML");
@@ -67,6 +67,18 @@ class ServiceMapBrowserTest {
     @TestFactory
     Stream<DynamicTest> browserTests() throws Exception {
         return BrowserScenarios.each(FILE, () -> port, Map.of());
+    }
+
+    /** The power panel's inputs and budgets ({@code power.test.mjs}). */
+    @TestFactory
+    Stream<DynamicTest> powerPanelTests() throws Exception {
+        return BrowserScenarios.each("power.test.mjs", () -> port, Map.of());
+    }
+
+    /** HTTP routes of the selected node ({@code routes.test.mjs}). */
+    @TestFactory
+    Stream<DynamicTest> routesTests() throws Exception {
+        return BrowserScenarios.each("routes.test.mjs", () -> port, Map.of());
     }
 
     /** Accessibility: axe-core with the panels open, and the keyboard alone ({@code a11y.test.mjs}). */

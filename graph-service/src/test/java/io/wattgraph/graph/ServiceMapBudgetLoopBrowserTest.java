@@ -59,5 +59,7 @@ class ServiceMapBudgetLoopBrowserTest {
 
         BrowserScenarios.run("budget-loop.test.mjs", "the panel shows the published budget of every host", port,
                 Map.of("WATTGRAPH_TOPIC", TOPIC));
+        BrowserScenarios.run("budget-loop.test.mjs", "the power panel starts from the published bounds and charts "
+                + "measured power against the published budget", port, Map.of());
     }
 }

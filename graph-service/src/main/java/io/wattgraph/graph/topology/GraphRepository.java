@@ -34,7 +34,8 @@ public class GraphRepository {
             RETURN h.id AS id,
                    COUNT { (:Process)-[:RUNS_ON]->(h) } AS processCount,
                    COUNT { (:Container)-[:RUNS_ON]->(h) } AS containerCount,
-                   h.metricsWindowEndNs AS windowEndNs
+                   h.metricsWindowEndNs AS windowEndNs,
+                   h.idlePowerW AS idlePowerW
             ORDER BY id
             """;
 
@@ -55,7 +56,8 @@ public class GraphRepository {
     public List<HostSummary> hosts() {
         return reader.read("hosts", HOSTS, Map.of(), r -> new HostSummary(
                 r.get("id").asString(null), r.get("processCount").asLong(), r.get("containerCount").asLong(),
-                r.get("windowEndNs").isNull() ? null : r.get("windowEndNs").asLong()));
+                r.get("windowEndNs").isNull() ? null : r.get("windowEndNs").asLong(),
+                r.get("idlePowerW").isNull() ? null : r.get("idlePowerW").asDouble()));
     }
 
     private static TalksToRow toRow(Record r) {
