@@ -86,16 +86,21 @@ def main(work, agent, job, service):
                 sys.exit(f"dashboards-live: FAIL: targets not all up and scraped {SCRAPES} times within "
                          f"{WAIT_S} s: {scraped} (log: {work / 'prometheus.log'})")
             time.sleep(1)
-        empty = []
-        checked = 0
-        for title, expr in queries(DASHBOARD):
-            q = expr.replace("$__rate_interval", "1m").replace("$__range", "5m")
-            if "$" in q:
-                sys.exit(f"dashboards-live: FAIL: unknown variable in {title!r}: {expr}")
-            result = get(api, "/api/v1/query", query=q)["result"]
-            checked += 1
-            if not result:
-                empty.append(f"{title}: {expr}")
+        # The service's series follow its export refresh (15 s) and the first windows: ask until each has data.
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            empty = []
+            checked = 0
+            for title, expr in queries(DASHBOARD):
+                q = expr.replace("$__rate_interval", "1m").replace("$__range", "5m")
+                if "$" in q:
+                    sys.exit(f"dashboards-live: FAIL: unknown variable in {title!r}: {expr}")
+                checked += 1
+                if not get(api, "/api/v1/query", query=q)["result"]:
+                    empty.append(f"{title}: {expr}")
+            if not empty or time.monotonic() > deadline:
+                break
+            time.sleep(2)
         if empty:
             sys.exit("dashboards-live: FAIL: panels without data on the running stack:\n  " + "\n  ".join(empty))
         print(f"dashboards-live: all {checked} queries of {DASHBOARD.name} return data from the running agent, "
