@@ -45,16 +45,17 @@ fn check(got: &HashMap<u64, u64>) {
     assert!(got.iter().all(|(k, v)| *v == k * 3), "a value does not belong to its key");
 }
 
-/// 20,000 entries (32,768 buckets, so many share one) in batches of 4,096 and of 7: a hash map
-/// returns short batches whenever a bucket does not fit in what is left of one; every entry must
-/// still come exactly once.
+/// 20,000 entries (32,768 buckets, so many share one) in batches of 4,096, 7 and 1: a hash map
+/// returns short batches whenever a bucket does not fit in what is left of one, and refuses a
+/// batch (ENOSPC) when the next bucket alone holds more entries than it; every entry must still
+/// come exactly once. With batch 1, thousands of buckets hold two or more, whatever the map's seed.
 #[test]
 fn every_entry_once_in_hash_and_lru_maps() {
     for kind in [MapType::Hash, MapType::LruHash] {
         let Some(m) = map(kind) else { return };
         fill(&m);
         let mut reader = BatchReader::default();
-        for batch in [4096, 7] {
+        for batch in [4096, 7, 1] {
             check(&read_all(&m, &mut reader, batch, false));
         }
         // For the record: what libbpf-rs 0.27's own batch iterator returns on the same map.
@@ -70,5 +71,9 @@ fn read_and_delete_empties_the_map() {
     let mut reader = BatchReader::default();
     check(&read_all(&m, &mut reader, 4096, true));
     assert_eq!(m.keys().count(), 0, "entries left after reading and deleting");
+    // A batch smaller than a bucket: the reader grows it rather than fail or lose the bucket.
+    fill(&m);
+    check(&read_all(&m, &mut reader, 1, true));
+    assert_eq!(m.keys().count(), 0, "entries left after reading and deleting in batches of 1");
     assert_eq!(read_all(&m, &mut reader, 4096, true).len(), 0, "an empty map reads as empty");
 }

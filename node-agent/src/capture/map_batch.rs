@@ -5,7 +5,9 @@
 //! as the last one. A hash map returns short batches in the middle too, whenever the next bucket
 //! does not fit in what is left of the batch, so with more entries than one batch the iterator
 //! usually stopped after the first (measured: a sweep saw 4,095 of 80,003 live sockets). The
-//! kernel says the end with ENOENT; this reads until then.
+//! kernel says the end with ENOENT; this reads until then. It also refuses a batch (ENOSPC, nothing
+//! read or deleted) when the next bucket alone holds more entries than the batch: this doubles the
+//! batch for the rest of the read and asks again from the same bucket.
 
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::MapCore;
@@ -27,9 +29,8 @@ impl BatchReader {
     /// Entries inserted or deleted meanwhile may or may not be seen. Returns how many were read.
     pub fn for_each(&mut self, map: &impl MapCore, batch: u32, delete: bool, mut f: impl FnMut(&[u8], &[u8])) -> std::io::Result<usize> {
         let (ks, vs) = (map.key_size() as usize, map.value_size() as usize);
-        let batch = batch.max(1);
-        self.keys.resize(ks * batch as usize, 0);
-        self.values.resize(vs * batch as usize, 0);
+        let mut batch = batch.max(1);
+        self.grow(ks, vs, batch);
         self.token_in.resize(ks.max(8), 0);
         self.token_out.resize(ks.max(8), 0);
         let opts = libbpf_sys::bpf_map_batch_opts { sz: size_of::<libbpf_sys::bpf_map_batch_opts>() as _, elem_flags: 0, flags: 0 };
@@ -49,6 +50,12 @@ impl BatchReader {
             if ret == -libc::EINTR {
                 continue;
             }
+            // A bucket larger than the batch: nothing was read; ask again from the same place.
+            if ret == -libc::ENOSPC && count == 0 && batch < map.max_entries().max(1) {
+                batch = batch.saturating_mul(2).min(map.max_entries().max(1));
+                self.grow(ks, vs, batch);
+                continue;
+            }
             if ret < 0 && !end {
                 return Err(std::io::Error::from_raw_os_error(-ret));
             }
@@ -63,5 +70,10 @@ impl BatchReader {
             std::mem::swap(&mut self.token_in, &mut self.token_out);
             first = false;
         }
+    }
+
+    fn grow(&mut self, key_size: usize, value_size: usize, batch: u32) {
+        self.keys.resize(key_size * batch as usize, 0);
+        self.values.resize(value_size * batch as usize, 0);
     }
 }
