@@ -28,7 +28,8 @@ public record PlacementResult(
     public record Move(String workload, String from, String to) {
     }
 
-    public record NodeLoad(String node, double cpu, double cpuCapacity, double memory, double memoryCapacity,
+    /** {@code memoryCapacity} is null for a node whose memory is not known (only its CPU bounds it). */
+    public record NodeLoad(String node, double cpu, double cpuCapacity, double memory, Double memoryCapacity,
                            int workloads) {
     }
 

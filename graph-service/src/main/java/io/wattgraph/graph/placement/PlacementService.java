@@ -105,7 +105,8 @@ public final class PlacementService {
                     count++;
                 }
             }
-            loads.add(new PlacementResult.NodeLoad(p.nodes().get(j).id(), c, in.capCpu[j], mem, in.capMem[j], count));
+            Double memCap = in.capMem[j] < Double.MAX_VALUE ? in.capMem[j] : null;
+            loads.add(new PlacementResult.NodeLoad(p.nodes().get(j).id(), c, in.capCpu[j], mem, memCap, count));
         }
         return new PlacementResult(method, in.feasible(a), assignment, before ? in.crossBytes(in.current) : null,
                 in.crossBytes(a), before ? in.nodesUsed(in.current) : null, in.nodesUsed(a),

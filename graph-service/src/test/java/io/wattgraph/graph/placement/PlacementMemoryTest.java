@@ -91,5 +91,10 @@ class PlacementMemoryTest {
         PlacementResult unknown = PlacementService.solve(problem(Double.MAX_VALUE), "exact");
         assertThat(unknown.assignment()).isEqualTo(Map.of("pod:shop/web-0", "n1", "pod:shop/db-0", "n1"));
         assertThat(unknown.crossNodeBytesAfter()).isZero();
+        // Said as unknown, not as a capacity of 1.8e308 bytes.
+        assertThat(unknown.loads()).filteredOn(l -> l.node().equals("n1")).singleElement()
+                .satisfies(l -> assertThat(l.memoryCapacity()).isNull());
+        assertThat(unknown.loads()).filteredOn(l -> l.node().equals("n0")).singleElement()
+                .satisfies(l -> assertThat(l.memoryCapacity()).isEqualTo(8 * GIB));
     }
 }
