@@ -70,6 +70,11 @@ for t in "${TARGETS[@]}"; do
   elif [ $rc -ne 0 ]; then
     grep -E -A30 '^==[0-9]+==|panicked at|ERROR: libFuzzer|SUMMARY' "$work/$t.log" | head -60 >&2 || tail -60 "$work/$t.log" >&2
     say "$t: CRASH (exit $rc); input kept in $FUZZ/artifacts/$t/"
+    # The input itself, for a CI log that outlives the machine (up to 4 KiB: larger ones stay in the file).
+    crash=$(ls -t "$FUZZ/artifacts/$t/" 2>/dev/null | head -1)
+    if [ -n "$crash" ] && [ "$(stat -c %s "$FUZZ/artifacts/$t/$crash")" -le 4096 ]; then
+      say "$t: $crash, base64: $(base64 -w0 "$FUZZ/artifacts/$t/$crash")"
+    fi
     failed+=("$t")
   fi
 done

@@ -6,8 +6,8 @@ import io.wattgraph.stream.connection.ConnectionsPerEdge;
 import io.wattgraph.stream.connection.EdgeRow;
 import io.wattgraph.stream.source.CgroupSample;
 import io.wattgraph.stream.source.DeadLetter;
-import io.wattgraph.stream.source.DecodedSample;
-import io.wattgraph.stream.source.DecodedTransaction;
+import io.wattgraph.stream.source.Decoded;
+import io.wattgraph.stream.source.Sample;
 import io.wattgraph.stream.source.Observation;
 import io.wattgraph.stream.source.SplitDeadLetters;
 import io.wattgraph.stream.transaction.EdgeInput;
@@ -190,8 +190,8 @@ public final class CorrelationJob {
    * window results, without sinks: what the job and the benchmark run. {@code tap} applies to the
    * sample window inputs (tests inject failures there).
    */
-  public static Windows windows(DataStream<DecodedSample> decodedSamples,
-      DataStream<DecodedTransaction> decodedTransactions, DataStream<ServiceMappingUpdate> mappings,
+  public static Windows windows(DataStream<Decoded<Sample>> decodedSamples,
+      DataStream<Decoded<Transaction>> decodedTransactions, DataStream<ServiceMappingUpdate> mappings,
       JobConfig config, UnaryOperator<DataStream<MetricInput>> tap) {
     SingleOutputStreamOperator<MetricInput> sampleInputs = decodedSamples
         .process(new SplitResourceSamples())

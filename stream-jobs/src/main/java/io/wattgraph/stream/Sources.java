@@ -2,11 +2,9 @@ package io.wattgraph.stream;
 
 import io.wattgraph.stream.source.CgroupStatsDeserializer;
 import io.wattgraph.stream.source.ConnectionEventDeserializer;
-import io.wattgraph.stream.source.DecodedCgroup;
-import io.wattgraph.stream.source.DecodedMapping;
-import io.wattgraph.stream.source.DecodedObservation;
-import io.wattgraph.stream.source.DecodedSample;
-import io.wattgraph.stream.source.DecodedTransaction;
+import io.wattgraph.stream.source.Decoded;
+import io.wattgraph.stream.source.CgroupSample;
+import io.wattgraph.stream.source.Sample;
 import io.wattgraph.stream.source.Observation;
 import io.wattgraph.stream.source.PerHostWatermarks;
 import io.wattgraph.stream.source.ResourceSampleDeserializer;
@@ -51,7 +49,7 @@ public final class Sources {
 
   /** Valid observations; their dead letters on the {@link SplitDeadLetters#DEAD_LETTERS} side output. */
   SingleOutputStreamOperator<Observation> connectionEvents() {
-    KafkaSourceBuilder<DecodedObservation> source = KafkaSource.<DecodedObservation>builder()
+    KafkaSourceBuilder<Decoded<Observation>> source = KafkaSource.<Decoded<Observation>>builder()
         .setBootstrapServers(config.kafkaBrokers)
         .setProperties(KafkaClientProperties.source(config))
         .setTopics(config.topic)
@@ -76,7 +74,7 @@ public final class Sources {
    * client endpoint both views share); dead letters on the side output.
    */
   SingleOutputStreamOperator<ServiceMappingUpdate> serviceMappings() {
-    KafkaSourceBuilder<DecodedMapping> mappingSource = KafkaSource.<DecodedMapping>builder()
+    KafkaSourceBuilder<Decoded<ServiceMappingUpdate>> mappingSource = KafkaSource.<Decoded<ServiceMappingUpdate>>builder()
         .setBootstrapServers(config.kafkaBrokers)
         .setProperties(KafkaClientProperties.source(config))
         .setGroupId(config.groupId + "-service-mappings")
@@ -104,7 +102,7 @@ public final class Sources {
   }
 
   /** The ResourceSamples topic, decoded, with timestamps and watermarks per partition and host. */
-  DataStream<DecodedSample> resourceSamples() {
+  DataStream<Decoded<Sample>> resourceSamples() {
     // Given to the source, the strategy runs per Kafka partition (split): the source's watermark is
     // the minimum over its partitions, idle partitions excluded.
     return env
@@ -117,7 +115,7 @@ public final class Sources {
    * The TransactionStats topic, decoded, with the same event-time settings as the ResourceSamples
    * (per partition, out-of-orderness, idleness), though not per host.
    */
-  DataStream<DecodedTransaction> transactionStats() {
+  DataStream<Decoded<Transaction>> transactionStats() {
     return env
         .fromSource(agentTopicSource(config.transactionsTopic, "-transactions", new TransactionStatsDeserializer()),
             transactionWatermarks(config), "kafka: " + config.transactionsTopic)
@@ -128,7 +126,7 @@ public final class Sources {
    * The CgroupStats topic, decoded, with the ResourceSamples' event-time settings (per partition and
    * host): an agent reports every container every interval, as it does its ResourceSamples.
    */
-  DataStream<DecodedCgroup> cgroupStats() {
+  DataStream<Decoded<CgroupSample>> cgroupStats() {
     return env
         .fromSource(agentTopicSource(config.cgroupsTopic, "-cgroups", new CgroupStatsDeserializer()),
             cgroupWatermarks(config), "kafka: " + config.cgroupsTopic)
@@ -163,15 +161,15 @@ public final class Sources {
    * several hosts' clocks and delivery delays), idleness (a partition without records, e.g. its
    * hosts are gone, stops holding the watermark back).
    */
-  public static WatermarkStrategy<DecodedSample> sampleWatermarks(JobConfig config) {
+  public static WatermarkStrategy<Decoded<Sample>> sampleWatermarks(JobConfig config) {
     // Per host: every agent reports every interval, so a host that goes quiet is gone, and a host
     // whose clock is behind holds the watermark back instead of its samples being late.
-    return perHost(config, d -> d.sample == null ? null : d.sample.hostId, (d, previous) -> d.eventTimeMs());
+    return perHost(config, d -> d.value == null ? null : d.value.hostId, (d, previous) -> d.eventTimeMs(Sample::eventTimeMs));
   }
 
   /** As {@link #sampleWatermarks}: per host, the interval end, the same bound and idleness. */
-  public static WatermarkStrategy<DecodedCgroup> cgroupWatermarks(JobConfig config) {
-    return perHost(config, d -> d.sample == null ? null : d.sample.hostId, (d, previous) -> d.eventTimeMs());
+  public static WatermarkStrategy<Decoded<CgroupSample>> cgroupWatermarks(JobConfig config) {
+    return perHost(config, d -> d.value == null ? null : d.value.hostId, (d, previous) -> d.eventTimeMs(CgroupSample::eventTimeMs));
   }
 
   private static <T> WatermarkStrategy<T> perHost(JobConfig config, PerHostWatermarks.HostOf<T> hostOf,
@@ -188,9 +186,9 @@ public final class Sources {
    * idleness of the partition. Not per host: an agent sends TransactionStats only for connections
    * with traffic, so a host without traffic would hold the watermark back for the whole idleness.
    */
-  public static WatermarkStrategy<DecodedTransaction> transactionWatermarks(JobConfig config) {
-    return WatermarkStrategy.<DecodedTransaction>forBoundedOutOfOrderness(Duration.ofMillis(config.maxOutOfOrdernessMs))
-        .withTimestampAssigner((d, previous) -> d.eventTimeMs())
+  public static WatermarkStrategy<Decoded<Transaction>> transactionWatermarks(JobConfig config) {
+    return WatermarkStrategy.<Decoded<Transaction>>forBoundedOutOfOrderness(Duration.ofMillis(config.maxOutOfOrdernessMs))
+        .withTimestampAssigner((d, previous) -> d.eventTimeMs(Transaction::eventTimeMs))
         .withIdleness(Duration.ofMillis(config.idlenessMs));
   }
 

@@ -19,10 +19,9 @@ import org.slf4j.LoggerFactory;
  *
  * @param <A> the Avro record
  * @param <V> the value the job uses
- * @param <D> the deserializer's output: value or dead letter
  */
-public abstract class AgentRecordDeserializer<A extends SpecificRecord, V, D extends DecodedRecord<V>>
-    implements KafkaRecordDeserializationSchema<D> {
+public abstract class AgentRecordDeserializer<A extends SpecificRecord, V>
+    implements KafkaRecordDeserializationSchema<Decoded<V>> {
   private static final long serialVersionUID = 1L;
 
   private final String deadLetterMetric;
@@ -42,10 +41,6 @@ public abstract class AgentRecordDeserializer<A extends SpecificRecord, V, D ext
   /** A valid record as the job's value, with its record id. */
   protected abstract V toValue(A record, long recordId);
 
-  protected abstract D ok(V value);
-
-  protected abstract D dead(DeadLetter deadLetter);
-
   @Override
   public void open(DeserializationSchema.InitializationContext context) {
     decoder = WattgraphSchemas.recordDecoder(schema());
@@ -53,7 +48,7 @@ public abstract class AgentRecordDeserializer<A extends SpecificRecord, V, D ext
   }
 
   @Override
-  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<D> out) {
+  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<Decoded<V>> out) {
     if (decoder == null) {
       decoder = WattgraphSchemas.recordDecoder(schema());
     }
@@ -75,7 +70,7 @@ public abstract class AgentRecordDeserializer<A extends SpecificRecord, V, D ext
     if (value != null) {
       // Outside the try: an exception of a chained downstream operator must fail the task, not
       // turn a good record into a dead letter.
-      out.collect(ok(value));
+      out.collect(Decoded.ok(value));
       return;
     }
     if (deadLetters != null) {
@@ -84,6 +79,6 @@ public abstract class AgentRecordDeserializer<A extends SpecificRecord, V, D ext
     // Logged under the concrete deserializer's name, as before the shared path (dead letters are rare).
     LoggerFactory.getLogger(getClass()).warn("Dead letter {}-{}@{}: {}", record.topic(), record.partition(),
         record.offset(), reason);
-    out.collect(dead(DeadLetter.of(record, reason)));
+    out.collect(Decoded.dead(DeadLetter.of(record, reason)));
   }
 }

@@ -3,13 +3,14 @@ package io.wattgraph.stream.source;
 import io.wattgraph.schema.CgroupStats;
 import io.wattgraph.stream.PodMetadata;
 import org.apache.avro.Schema;
+import org.apache.flink.api.common.typeinfo.TypeHint;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 
 /**
  * Kafka value ({@code CgroupStats}, Avro single-object encoding) to {@link CgroupSample},
  * validated; what does not decode or is invalid becomes a {@link DeadLetter} (the shared DLQ).
  */
-public class CgroupStatsDeserializer extends AgentRecordDeserializer<CgroupStats, CgroupSample, DecodedCgroup> {
+public class CgroupStatsDeserializer extends AgentRecordDeserializer<CgroupStats, CgroupSample> {
   private static final long serialVersionUID = 1L;
 
   public CgroupStatsDeserializer() {
@@ -85,17 +86,7 @@ public class CgroupStatsDeserializer extends AgentRecordDeserializer<CgroupStats
   }
 
   @Override
-  protected DecodedCgroup ok(CgroupSample s) {
-    return DecodedCgroup.ok(s);
-  }
-
-  @Override
-  protected DecodedCgroup dead(DeadLetter l) {
-    return DecodedCgroup.dead(l);
-  }
-
-  @Override
-  public TypeInformation<DecodedCgroup> getProducedType() {
-    return TypeInformation.of(DecodedCgroup.class);
+  public TypeInformation<Decoded<CgroupSample>> getProducedType() {
+    return TypeInformation.of(new TypeHint<Decoded<CgroupSample>>() {});
   }
 }

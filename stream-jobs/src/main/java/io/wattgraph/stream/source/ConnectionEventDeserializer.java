@@ -8,6 +8,7 @@ import io.wattgraph.schema.RecordDecoder;
 import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.stream.Role;
 import org.apache.flink.api.common.serialization.DeserializationSchema;
+import org.apache.flink.api.common.typeinfo.TypeHint;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
 import org.apache.flink.metrics.Counter;
@@ -23,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * (see {@link #invalidReason}) becomes a {@link DeadLetter} with the reason, counted
  * ({@code deadLetters}): failing the job would make it restart on the same poison record forever.
  */
-public class ConnectionEventDeserializer implements KafkaRecordDeserializationSchema<DecodedObservation> {
+public class ConnectionEventDeserializer implements KafkaRecordDeserializationSchema<Decoded<Observation>> {
   private static final long serialVersionUID = 1L;
   private static final Logger LOG = LoggerFactory.getLogger(ConnectionEventDeserializer.class);
 
@@ -38,7 +39,7 @@ public class ConnectionEventDeserializer implements KafkaRecordDeserializationSc
   }
 
   @Override
-  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<DecodedObservation> out) {
+  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<Decoded<Observation>> out) {
     if (decoder == null) {
       decoder = WattgraphSchemas.recordDecoder(ConnectionEvent.getClassSchema());
     }
@@ -60,14 +61,14 @@ public class ConnectionEventDeserializer implements KafkaRecordDeserializationSc
     if (observation != null) {
       // Outside the try: an exception of a chained downstream operator (the collector pushes the
       // record through them) must fail the task, not turn a good record into a dead letter.
-      out.collect(DecodedObservation.ok(observation));
+      out.collect(Decoded.ok(observation));
       return;
     }
     if (undecodable != null) {
       undecodable.inc();
     }
     LOG.warn("Dead letter {}-{}@{}: {}", record.topic(), record.partition(), record.offset(), reason);
-    out.collect(DecodedObservation.dead(DeadLetter.of(record, reason)));
+    out.collect(Decoded.dead(DeadLetter.of(record, reason)));
   }
 
   /** Why a decoded event cannot be used, or null when it can. */
@@ -148,7 +149,7 @@ public class ConnectionEventDeserializer implements KafkaRecordDeserializationSc
   }
 
   @Override
-  public TypeInformation<DecodedObservation> getProducedType() {
-    return TypeInformation.of(DecodedObservation.class);
+  public TypeInformation<Decoded<Observation>> getProducedType() {
+    return TypeInformation.of(new TypeHint<Decoded<Observation>>() {});
   }
 }

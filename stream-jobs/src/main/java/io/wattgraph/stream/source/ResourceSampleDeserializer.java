@@ -4,6 +4,7 @@ import io.wattgraph.schema.PowerSource;
 import io.wattgraph.schema.ResourceSample;
 import io.wattgraph.stream.PodMetadata;
 import org.apache.avro.Schema;
+import org.apache.flink.api.common.typeinfo.TypeHint;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 
 /**
@@ -11,7 +12,7 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
  * What does not decode or is invalid becomes a {@link DeadLetter} (same DLQ as connection events).
  */
 public class ResourceSampleDeserializer
-    extends AgentRecordDeserializer<ResourceSample, Sample, DecodedSample> {
+    extends AgentRecordDeserializer<ResourceSample, Sample> {
   private static final long serialVersionUID = 1L;
 
   public ResourceSampleDeserializer() {
@@ -33,16 +34,6 @@ public class ResourceSampleDeserializer
     Sample s = toSample(r);
     s.recordId = recordId;
     return s;
-  }
-
-  @Override
-  protected DecodedSample ok(Sample s) {
-    return DecodedSample.ok(s);
-  }
-
-  @Override
-  protected DecodedSample dead(DeadLetter l) {
-    return DecodedSample.dead(l);
   }
 
   /** Why a decoded sample cannot be used, or null when it can. */
@@ -104,7 +95,7 @@ public class ResourceSampleDeserializer
   }
 
   @Override
-  public TypeInformation<DecodedSample> getProducedType() {
-    return TypeInformation.of(DecodedSample.class);
+  public TypeInformation<Decoded<Sample>> getProducedType() {
+    return TypeInformation.of(new TypeHint<Decoded<Sample>>() {});
   }
 }

@@ -34,7 +34,7 @@ public class Sample {
    * Event time in ms: the interval end, minus 1 ns so that an interval ending exactly on a window
    * boundary belongs to the window it ends, not to the next one.
    */
-  long eventTimeMs() {
+  public long eventTimeMs() {
     return Math.floorDiv(intervalEndNs - 1, 1_000_000L);
   }
 

@@ -8,6 +8,7 @@ import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.stream.ServiceMappingUpdate;
 import java.nio.charset.StandardCharsets;
 import org.apache.flink.api.common.serialization.DeserializationSchema;
+import org.apache.flink.api.common.typeinfo.TypeHint;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
 import org.apache.flink.metrics.Counter;
@@ -23,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * (the shared DLQ): {@code undecodable:} when the value is not a ServiceMapping, {@code invalid:}
  * when its content cannot be used (not TCP, a port or address out of range, a tombstone without key).
  */
-public class ServiceMappingDeserializer implements KafkaRecordDeserializationSchema<DecodedMapping> {
+public class ServiceMappingDeserializer implements KafkaRecordDeserializationSchema<Decoded<ServiceMappingUpdate>> {
   private static final long serialVersionUID = 1L;
   private static final Logger LOG = LoggerFactory.getLogger(ServiceMappingDeserializer.class);
 
@@ -37,7 +38,7 @@ public class ServiceMappingDeserializer implements KafkaRecordDeserializationSch
   }
 
   @Override
-  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<DecodedMapping> out) {
+  public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<Decoded<ServiceMappingUpdate>> out) {
     if (decoder == null) {
       decoder = WattgraphSchemas.recordDecoder(ServiceMapping.getClassSchema());
     }
@@ -55,14 +56,14 @@ public class ServiceMappingDeserializer implements KafkaRecordDeserializationSch
     }
     // Outside the try: a downstream failure must fail the task, not turn a good mapping into a dead letter.
     if (update != null) {
-      out.collect(DecodedMapping.ok(update));
+      out.collect(Decoded.ok(update));
       return;
     }
     if (bad != null) {
       bad.inc();
     }
     LOG.warn("Dead letter {}-{}@{}: {}", record.topic(), record.partition(), record.offset(), reason);
-    out.collect(DecodedMapping.dead(DeadLetter.of(record, reason)));
+    out.collect(Decoded.dead(DeadLetter.of(record, reason)));
   }
 
   public static ServiceMappingUpdate decode(byte[] key, byte[] value, RecordDecoder<ServiceMapping> decoder)
@@ -112,7 +113,7 @@ public class ServiceMappingDeserializer implements KafkaRecordDeserializationSch
   }
 
   @Override
-  public TypeInformation<DecodedMapping> getProducedType() {
-    return TypeInformation.of(DecodedMapping.class);
+  public TypeInformation<Decoded<ServiceMappingUpdate>> getProducedType() {
+    return TypeInformation.of(new TypeHint<Decoded<ServiceMappingUpdate>>() {});
   }
 }

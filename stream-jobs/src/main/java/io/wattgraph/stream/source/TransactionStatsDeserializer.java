@@ -11,6 +11,7 @@ import io.wattgraph.stream.HttpRoute;
 import io.wattgraph.stream.Transaction;
 import java.util.List;
 import org.apache.avro.Schema;
+import org.apache.flink.api.common.typeinfo.TypeHint;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 
 /**
@@ -18,7 +19,7 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
  * validated. What does not decode or is invalid becomes a {@link DeadLetter} (the shared DLQ).
  */
 public class TransactionStatsDeserializer
-    extends AgentRecordDeserializer<TransactionStats, Transaction, DecodedTransaction> {
+    extends AgentRecordDeserializer<TransactionStats, Transaction> {
   private static final long serialVersionUID = 1L;
 
   /** The only bucket scheme merged (the agent's, and the schema's default): others cannot be added. */
@@ -43,16 +44,6 @@ public class TransactionStatsDeserializer
     Transaction t = toTransaction(r);
     t.recordId = recordId;
     return t;
-  }
-
-  @Override
-  protected DecodedTransaction ok(Transaction t) {
-    return DecodedTransaction.ok(t);
-  }
-
-  @Override
-  protected DecodedTransaction dead(DeadLetter l) {
-    return DecodedTransaction.dead(l);
   }
 
   /** Why a decoded record cannot be used, or null when it can. */
@@ -180,7 +171,7 @@ public class TransactionStatsDeserializer
   }
 
   @Override
-  public TypeInformation<DecodedTransaction> getProducedType() {
-    return TypeInformation.of(DecodedTransaction.class);
+  public TypeInformation<Decoded<Transaction>> getProducedType() {
+    return TypeInformation.of(new TypeHint<Decoded<Transaction>>() {});
   }
 }

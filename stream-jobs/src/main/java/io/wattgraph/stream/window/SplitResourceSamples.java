@@ -1,6 +1,6 @@
 package io.wattgraph.stream.window;
 
-import io.wattgraph.stream.source.DecodedSample;
+import io.wattgraph.stream.source.Decoded;
 import io.wattgraph.stream.source.Sample;
 import io.wattgraph.stream.source.SplitDeadLetters;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
@@ -11,16 +11,16 @@ import org.apache.flink.util.Collector;
  * pod, and its namespace when the record names one); dead letters go to
  * {@link SplitDeadLetters#DEAD_LETTERS}. Timestamps pass through.
  */
-public class SplitResourceSamples extends ProcessFunction<DecodedSample, MetricInput> {
+public class SplitResourceSamples extends ProcessFunction<Decoded<Sample>, MetricInput> {
   private static final long serialVersionUID = 1L;
 
   @Override
-  public void processElement(DecodedSample d, Context ctx, Collector<MetricInput> out) {
-    if (d.sample == null) {
+  public void processElement(Decoded<Sample> d, Context ctx, Collector<MetricInput> out) {
+    if (d.value == null) {
       ctx.output(SplitDeadLetters.DEAD_LETTERS, d.deadLetter);
       return;
     }
-    Sample s = d.sample;
+    Sample s = d.value;
     switch (s.scope) {
       case "PROCESS" -> out.collect(MetricInput.of(s, MetricInput.PROCESS,
           s.hostId + "/" + s.tgid + "/" + s.processStartTimeNs));

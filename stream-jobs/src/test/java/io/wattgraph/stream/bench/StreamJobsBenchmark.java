@@ -12,8 +12,7 @@ import io.wattgraph.stream.connection.EdgeRow;
 import io.wattgraph.stream.connection.GraphNode;
 import io.wattgraph.stream.sink.neo4j.ConnectionGraphWriter;
 import io.wattgraph.stream.sink.neo4j.Neo4jSettings;
-import io.wattgraph.stream.source.DecodedSample;
-import io.wattgraph.stream.source.DecodedTransaction;
+import io.wattgraph.stream.source.Decoded;
 import io.wattgraph.stream.source.Observation;
 import io.wattgraph.stream.source.RecordIds;
 import io.wattgraph.stream.source.Sample;
@@ -27,6 +26,7 @@ import java.util.Map;
 import java.util.function.UnaryOperator;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.typeinfo.TypeHint;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -227,11 +227,11 @@ public final class StreamJobsBenchmark {
       CorrelationJob.connectionGraph(observations, mappings, config).sinkTo(new DiscardingSink<>());
     }
     if (samples > 0) {
-      DataStream<DecodedSample> decodedSamples = env.fromSequence(0, samples - 1)
-          .map(new GenerateSamples()).returns(TypeInformation.of(DecodedSample.class)).name("generate samples")
+      DataStream<Decoded<Sample>> decodedSamples = env.fromSequence(0, samples - 1)
+          .map(new GenerateSamples()).returns(TypeInformation.of(new TypeHint<Decoded<Sample>>() {})).name("generate samples")
           .assignTimestampsAndWatermarks(Sources.sampleWatermarks(config));
-      DataStream<DecodedTransaction> decodedTransactions = env.fromSequence(0, transactions - 1)
-          .map(new GenerateTransactions(hot)).returns(TypeInformation.of(DecodedTransaction.class))
+      DataStream<Decoded<Transaction>> decodedTransactions = env.fromSequence(0, transactions - 1)
+          .map(new GenerateTransactions(hot)).returns(TypeInformation.of(new TypeHint<Decoded<Transaction>>() {}))
           .name("generate transactions")
           .assignTimestampsAndWatermarks(Sources.transactionWatermarks(config));
       CorrelationJob.Windows results = CorrelationJob.windows(decodedSamples, decodedTransactions, mappings,
@@ -261,12 +261,12 @@ public final class StreamJobsBenchmark {
    * Sample j: per 1 s interval and host, 20 PROCESS samples (the processes of {@link Generate}),
    * 4 GROUP samples (pods of 5 processes each, in 2 namespaces) and 1 HOST sample.
    */
-  static final class GenerateSamples implements MapFunction<Long, DecodedSample> {
+  static final class GenerateSamples implements MapFunction<Long, Decoded<Sample>> {
     private static final long serialVersionUID = 1L;
     static final int PER_HOST = PROCS_PER_HOST + PODS_PER_HOST + 1;
 
     @Override
-    public DecodedSample map(Long j) {
+    public Decoded<Sample> map(Long j) {
       long interval = j / (HOSTS * PER_HOST);
       int host = (int) (j % (HOSTS * PER_HOST)) / PER_HOST;
       int slot = (int) (j % PER_HOST);
@@ -307,9 +307,7 @@ public final class StreamJobsBenchmark {
         s.energyJoules = 120;
         s.idlePowerWatts = 60;
       }
-      DecodedSample d = new DecodedSample();
-      d.sample = s;
-      return d;
+      return Decoded.ok(s);
     }
 
     static String group(int host, int pod) {
@@ -334,7 +332,7 @@ public final class StreamJobsBenchmark {
    * the next host, reported by both ends (client round-trip and server time histograms of 8
    * buckets, 100 transactions).
    */
-  static final class GenerateTransactions implements MapFunction<Long, DecodedTransaction> {
+  static final class GenerateTransactions implements MapFunction<Long, Decoded<Transaction>> {
     private static final long serialVersionUID = 1L;
     static final int PER_INTERVAL = HOSTS * PROCS_PER_HOST * 2;
     /** Every connection's server is one process (host 1's first): one hot service. */
@@ -345,7 +343,7 @@ public final class StreamJobsBenchmark {
     }
 
     @Override
-    public DecodedTransaction map(Long j) {
+    public Decoded<Transaction> map(Long j) {
       long interval = j / PER_INTERVAL;
       int conn = (int) (j % PER_INTERVAL) / 2;
       boolean client = j % 2 == 0;
@@ -376,9 +374,7 @@ public final class StreamJobsBenchmark {
       t.buckets = new int[] {base, base + 3, base + 9, base + 20, base + 41, base + 80, base + 130, base + 200};
       t.counts = new long[] {30, 25, 15, 10, 8, 6, 4, 2};
       t.recordId = recordId(j, 250);
-      DecodedTransaction d = new DecodedTransaction();
-      d.transaction = t;
-      return d;
+      return Decoded.ok(t);
     }
   }
 

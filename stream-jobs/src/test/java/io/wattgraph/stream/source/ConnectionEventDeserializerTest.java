@@ -42,21 +42,21 @@ import org.junit.jupiter.api.Test;
 
 class ConnectionEventDeserializerTest {
 
-  static List<DecodedObservation> decodeAll(byte[] value) {
-    List<DecodedObservation> out = new ArrayList<>();
+  static List<Decoded<Observation>> decodeAll(byte[] value) {
+    List<Decoded<Observation>> out = new ArrayList<>();
     new ConnectionEventDeserializer().deserialize(
         new ConsumerRecord<>("t", 3, 17L, new byte[] {'k'}, value), new ListCollector<>(out));
     return out;
   }
 
   static List<Observation> decode(byte[] value) {
-    return decodeAll(value).stream().filter(d -> d.observation != null).map(d -> d.observation).toList();
+    return decodeAll(value).stream().filter(d -> d.value != null).map(d -> d.value).toList();
   }
 
   static DeadLetter deadLetter(byte[] value) {
-    List<DecodedObservation> out = decodeAll(value);
+    List<Decoded<Observation>> out = decodeAll(value);
     assertEquals(1, out.size());
-    assertEquals(null, out.get(0).observation);
+    assertEquals(null, out.get(0).value);
     DeadLetter d = out.get(0).deadLetter;
     assertEquals("t", d.topic);
     assertEquals(3, d.partition);
@@ -225,7 +225,12 @@ class ConnectionEventDeserializerTest {
   @Test
   void streamAndStateTypesArePojosOrHaveSerializersOfTheirOwn() {
     // Never Kryo: POJOs, or the hand-written serializers of the records shuffled per event.
-    for (Class<?> c : List.of(DecodedObservation.class, DeadLetter.class, EdgeRow.class, ConnectionState.class,
+    for (TypeInformation<?> t : List.of(new ConnectionEventDeserializer().getProducedType(),
+        new ResourceSampleDeserializer().getProducedType(), new TransactionStatsDeserializer().getProducedType(),
+        new CgroupStatsDeserializer().getProducedType(), new ServiceMappingDeserializer().getProducedType())) {
+      assertInstanceOf(PojoTypeInfo.class, t, t.toString());
+    }
+    for (Class<?> c : List.of(DeadLetter.class, EdgeRow.class, ConnectionState.class,
         EdgeTotals.class, ConnectionStats.class, Side.class)) {
       assertInstanceOf(PojoTypeInfo.class, TypeInformation.of(c), c.getName());
     }

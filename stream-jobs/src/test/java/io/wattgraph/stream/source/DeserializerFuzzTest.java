@@ -42,7 +42,7 @@ class DeserializerFuzzTest {
 
   @Test
   void anyBytesAreOneRecordOrOneDeadLetter() throws Exception {
-    Map<Input, KafkaRecordDeserializationSchema<? extends DecodedRecord<?>>> deserializers = new EnumMap<>(Input.class);
+    Map<Input, KafkaRecordDeserializationSchema<? extends Decoded<?>>> deserializers = new EnumMap<>(Input.class);
     Map<Input, long[]> counts = new EnumMap<>(Input.class); // executions, dead letters
     Random random = new Random(SEED);
     for (int t = 0; t < TRIES; t++) {
@@ -53,7 +53,7 @@ class DeserializerFuzzTest {
       // Twice: the first may build the reader of a schema version met for the first time.
       for (long allowed : new long[] {FIRST_OF_A_SCHEMA, bound(m.bytes)}) {
         long before = PoisonRecordTest.THREADS.getCurrentThreadAllocatedBytes();
-        List<DecodedRecord<?>> out;
+        List<Decoded<?>> out;
         try {
           out = PoisonRecordTest.deserialize(d, m.bytes);
         } catch (Throwable e) {
@@ -62,13 +62,13 @@ class DeserializerFuzzTest {
         long allocated = PoisonRecordTest.THREADS.getCurrentThreadAllocatedBytes() - before;
         c[0]++;
         assertEquals(1, out.size(), m::toString);
-        DecodedRecord<?> r = out.get(0);
-        if (r.value() == null) {
-          String reason = r.deadLetter().reason;
+        Decoded<?> r = out.get(0);
+        if (r.value == null) {
+          String reason = r.deadLetter.reason;
           assertTrue(reason.startsWith("undecodable: ") || reason.startsWith("invalid: "), () -> m + ": " + reason);
           c[1]++;
         } else {
-          assertNull(r.deadLetter(), m::toString);
+          assertNull(r.deadLetter, m::toString);
         }
         assertTrue(allocated <= allowed, () -> m + ": allocated " + allocated + " > " + allowed);
       }

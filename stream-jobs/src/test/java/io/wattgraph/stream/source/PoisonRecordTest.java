@@ -43,11 +43,11 @@ class PoisonRecordTest {
     CGROUP_STATS(CgroupStatsDeserializer::new, PoisonRecords::cgroupStats, "cgroup-stats"),
     SERVICE_MAPPINGS(ServiceMappingDeserializer::new, PoisonRecords::serviceMappings, "service-mapping");
 
-    final Supplier<KafkaRecordDeserializationSchema<? extends DecodedRecord<?>>> deserializer;
+    final Supplier<KafkaRecordDeserializationSchema<? extends Decoded<?>>> deserializer;
     final Supplier<List<Poison>> poison;
     final String vectors;
 
-    Input(Supplier<KafkaRecordDeserializationSchema<? extends DecodedRecord<?>>> deserializer,
+    Input(Supplier<KafkaRecordDeserializationSchema<? extends Decoded<?>>> deserializer,
         Supplier<List<Poison>> poison, String vectors) {
       this.deserializer = deserializer;
       this.poison = poison;
@@ -61,7 +61,7 @@ class PoisonRecordTest {
 
   /** What one deserializer yields for one Kafka value (key "k", partition 3, offset 17). */
   @SuppressWarnings({"unchecked", "rawtypes"})
-  static List<DecodedRecord<?>> deserialize(KafkaRecordDeserializationSchema<? extends DecodedRecord<?>> d,
+  static List<Decoded<?>> deserialize(KafkaRecordDeserializationSchema<? extends Decoded<?>> d,
       byte[] value) throws Exception {
     List out = new ArrayList<>();
     ((KafkaRecordDeserializationSchema) d).deserialize(
@@ -77,19 +77,19 @@ class PoisonRecordTest {
   @MethodSource("poison")
   void aPoisonRecordIsOneDeadLetterWithItsReasonAndTheNextRecordDecodes(Input input, Poison p) throws Exception {
     var d = input.deserializer.get();
-    assertNotNull(deserialize(d, input.valid()).get(0).value(), "the vector decodes");
+    assertNotNull(deserialize(d, input.valid()).get(0).value, "the vector decodes");
     long before = THREADS.getCurrentThreadAllocatedBytes();
-    List<DecodedRecord<?>> out = deserialize(d, p.bytes());
+    List<Decoded<?>> out = deserialize(d, p.bytes());
     long allocated = THREADS.getCurrentThreadAllocatedBytes() - before;
     assertEquals(1, out.size());
-    assertNull(out.get(0).value());
-    DeadLetter dead = out.get(0).deadLetter();
+    assertNull(out.get(0).value);
+    DeadLetter dead = out.get(0).deadLetter;
     assertTrue(dead.reason.startsWith("undecodable: ") && dead.reason.contains(p.expected()),
         () -> "expected '" + p.expected() + "' in " + dead.reason);
     assertArrayEquals(p.bytes(), dead.value);
     assertEquals(17L, dead.offset);
     assertTrue(allocated < ALLOCATION_BOUND, () -> allocated + " bytes allocated for " + dead.reason);
-    assertNotNull(deserialize(d, input.valid()).get(0).value(), "the record after it decodes");
+    assertNotNull(deserialize(d, input.valid()).get(0).value, "the record after it decodes");
   }
 
   /**
@@ -118,8 +118,8 @@ class PoisonRecordTest {
       for (Input input : Input.values()) {
         var d = input.deserializer.get();
         for (Poison p : input.poison.get()) {
-          List<DecodedRecord<?>> out = deserialize(d, p.bytes());
-          DeadLetter l = out.size() == 1 ? out.get(0).deadLetter() : null;
+          List<Decoded<?>> out = deserialize(d, p.bytes());
+          DeadLetter l = out.size() == 1 ? out.get(0).deadLetter : null;
           if (l == null || !l.reason.contains(p.expected())) {
             System.out.println(input + " " + p + ": not a dead letter with '" + p.expected() + "': " + out);
             System.exit(2);

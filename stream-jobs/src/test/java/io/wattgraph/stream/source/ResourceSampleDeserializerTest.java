@@ -30,8 +30,8 @@ import org.junit.jupiter.api.Test;
 class ResourceSampleDeserializerTest {
   static final long T = ResourceMetricsIT.T0;
 
-  static List<DecodedSample> decode(byte[] value) {
-    List<DecodedSample> out = new ArrayList<>();
+  static List<Decoded<Sample>> decode(byte[] value) {
+    List<Decoded<Sample>> out = new ArrayList<>();
     new ResourceSampleDeserializer().deserialize(
         new ConsumerRecord<>("wattgraph.resources", 0, 5L, "h".getBytes(), value), new ResourceWindowsTest.ListCollector<>(out));
     assertEquals(1, out.size());
@@ -51,7 +51,7 @@ class ResourceSampleDeserializerTest {
     s.setTgid(7);
     s.setProcessStartTimeNs(99);
     s.setComm("sh");
-    Sample d = decode(encode(s)).get(0).sample;
+    Sample d = decode(encode(s)).get(0).value;
     assertEquals("PROCESS", d.scope);
     assertEquals(7, d.tgid);
     assertEquals(99, d.processStartTimeNs);
@@ -66,7 +66,7 @@ class ResourceSampleDeserializerTest {
     String json = Files.readString(Path.of("../schemas/test-vectors/resource-sample/05-group-pod-names.json"));
     Matcher hex = Pattern.compile("\"singleObjectHex\"\\s*:\\s*\"([0-9a-f]+)\"").matcher(json);
     assertTrue(hex.find());
-    Sample d = decode(HexFormat.of().parseHex(hex.group(1))).get(0).sample;
+    Sample d = decode(HexFormat.of().parseHex(hex.group(1))).get(0).value;
     assertEquals("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", d.podUid);
     assertEquals("checkout-5f7c9-x2x4q", d.pod.name);
     assertEquals("sh\u00f6p", d.pod.namespace);
@@ -87,7 +87,7 @@ class ResourceSampleDeserializerTest {
       old.put(f.name(), s.get(f.name()));
     }
     byte[] bytes = StreamJobHarness.bytes(new BinaryMessageEncoder<GenericRecord>(GenericData.get(), v2).encode(old));
-    Sample d = decode(bytes).get(0).sample;
+    Sample d = decode(bytes).get(0).value;
     assertEquals("pod-1", d.podUid);
     assertNull(d.pod);
   }
@@ -104,17 +104,17 @@ class ResourceSampleDeserializerTest {
     blankGroup.setGroupId("");
     List<String> reasons = new ArrayList<>();
     for (ResourceSample s : List.of(noTgid, blankHost, emptyInterval, negativeCpu, nanEnergy, blankGroup)) {
-      DecodedSample d = decode(encode(s)).get(0);
-      assertNull(d.sample);
+      Decoded<Sample> d = decode(encode(s)).get(0);
+      assertNull(d.value);
       reasons.add(d.deadLetter.reason);
     }
     assertEquals(List.of("invalid: PROCESS record with tgid 0", "invalid: empty hostId",
         "invalid: interval " + T + ".." + T + " is empty or negative", "invalid: negative cpuTimeNs -1",
         "invalid: energyJoules NaN", "invalid: GROUP record with empty groupId"), reasons);
-    DecodedSample garbage = decode(new byte[] {1, 2, 3}).get(0);
+    Decoded<Sample> garbage = decode(new byte[] {1, 2, 3}).get(0);
     assertTrue(garbage.deadLetter.reason.startsWith("undecodable: "), garbage.deadLetter.reason);
     assertEquals(5L, garbage.deadLetter.offset);
-    assertEquals(Long.MIN_VALUE, garbage.eventTimeMs(), "a dead letter does not move the watermark");
+    assertEquals(Long.MIN_VALUE, garbage.eventTimeMs(Sample::eventTimeMs), "a dead letter does not move the watermark");
   }
 
   /**
@@ -124,9 +124,9 @@ class ResourceSampleDeserializerTest {
   @Test
   void aDownstreamFailureIsNotADeadLetter() throws Exception {
     ResourceSample s = ResourceMetricsIT.sample(ResourceScope.HOST, "h", T, 1, 1, true, 1, 1);
-    org.apache.flink.util.Collector<DecodedSample> failing = new org.apache.flink.util.Collector<>() {
+    org.apache.flink.util.Collector<Decoded<Sample>> failing = new org.apache.flink.util.Collector<>() {
       @Override
-      public void collect(DecodedSample d) {
+      public void collect(Decoded<Sample> d) {
         throw new IllegalStateException("downstream");
       }
 
@@ -137,9 +137,9 @@ class ResourceSampleDeserializerTest {
         () -> new ResourceSampleDeserializer().deserialize(
             new ConsumerRecord<>("wattgraph.resources", 0, 5L, null, encode(s)), failing));
     assertEquals("downstream", e.getMessage());
-    org.apache.flink.util.Collector<DecodedObservation> failingToo = new org.apache.flink.util.Collector<>() {
+    org.apache.flink.util.Collector<Decoded<Observation>> failingToo = new org.apache.flink.util.Collector<>() {
       @Override
-      public void collect(DecodedObservation d) {
+      public void collect(Decoded<Observation> d) {
         throw new IllegalStateException("downstream");
       }
 

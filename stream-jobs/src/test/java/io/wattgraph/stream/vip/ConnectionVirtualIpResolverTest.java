@@ -11,7 +11,7 @@ import io.wattgraph.schema.WattgraphSchemas;
 import io.wattgraph.stream.CorrelationJob;
 import io.wattgraph.stream.Role;
 import io.wattgraph.stream.ServiceMappingUpdate;
-import io.wattgraph.stream.source.DecodedMapping;
+import io.wattgraph.stream.source.Decoded;
 import io.wattgraph.stream.source.Observation;
 import io.wattgraph.stream.source.ServiceMappingDeserializer;
 import io.wattgraph.stream.window.ResourceWindowsTest;
@@ -221,7 +221,7 @@ class ConnectionVirtualIpResolverTest {
         .setBackends(List.of()).build();
     ServiceMapping badPort = ServiceMapping.newBuilder().setVip("10.96.0.10").setPort(80)
         .setBackends(List.of(ServiceBackend.newBuilder().setAddress("10.2.0.7").setPort(70000).build())).build();
-    List<DecodedMapping> out = new ArrayList<>();
+    List<Decoded<ServiceMappingUpdate>> out = new ArrayList<>();
     ServiceMappingDeserializer d = new ServiceMappingDeserializer();
     for (byte[] value : List.of(new byte[] {1, 2, 3}, bytes(udp), bytes(badPort))) {
       d.deserialize(new org.apache.kafka.clients.consumer.ConsumerRecord<>("maps", 0, out.size(),
@@ -230,8 +230,8 @@ class ConnectionVirtualIpResolverTest {
     d.deserialize(new org.apache.kafka.clients.consumer.ConsumerRecord<>("maps", 0, 3, null, null),
         new ResourceWindowsTest.ListCollector<>(out));
     assertEquals(4, out.size());
-    for (DecodedMapping m : out) {
-      assertEquals(null, m.update);
+    for (Decoded<ServiceMappingUpdate> m : out) {
+      assertEquals(null, m.value);
       assertEquals("maps", m.deadLetter.topic);
     }
     assertTrue(out.get(0).deadLetter.reason.startsWith("undecodable: "), out.get(0).deadLetter.reason);

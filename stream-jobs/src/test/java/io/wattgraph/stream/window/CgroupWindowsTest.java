@@ -11,7 +11,7 @@ import io.wattgraph.stream.JobConfig;
 import io.wattgraph.stream.source.CgroupRecords;
 import io.wattgraph.stream.source.CgroupSample;
 import io.wattgraph.stream.source.CgroupStatsDeserializer;
-import io.wattgraph.stream.source.DecodedCgroup;
+import io.wattgraph.stream.source.Decoded;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -61,8 +61,8 @@ class CgroupWindowsTest {
     h.close();
   }
 
-  static List<DecodedCgroup> decode(byte[] value) {
-    List<DecodedCgroup> out = new ArrayList<>();
+  static List<Decoded<CgroupSample>> decode(byte[] value) {
+    List<Decoded<CgroupSample>> out = new ArrayList<>();
     new CgroupStatsDeserializer().deserialize(new ConsumerRecord<>("wattgraph.cgroups", 0, 7L, "h1".getBytes(), value),
         new ResourceWindowsTest.ListCollector<>(out));
     return out;
@@ -70,9 +70,9 @@ class CgroupWindowsTest {
 
   /** Through the deserializer (record id from the bytes) into the window operator at its event time. */
   void send(CgroupStats s) throws Exception {
-    DecodedCgroup d = decode(CgroupRecords.encode(s)).get(0);
+    Decoded<CgroupSample> d = decode(CgroupRecords.encode(s)).get(0);
     assertNull(d.deadLetter, () -> "dead letter " + d.deadLetter);
-    h.processElement(new StreamRecord<>(d.sample, d.eventTimeMs()));
+    h.processElement(new StreamRecord<>(d.value, d.eventTimeMs(CgroupSample::eventTimeMs)));
   }
 
   List<CgroupRow> rows() {

@@ -15,7 +15,7 @@ import io.wattgraph.stream.Sources;
 import io.wattgraph.stream.Transaction;
 import io.wattgraph.stream.sink.kafka.NamespaceMetricsSerializer;
 import io.wattgraph.stream.sink.kafka.WindowMetricsSerializer;
-import io.wattgraph.stream.source.DecodedSample;
+import io.wattgraph.stream.source.Decoded;
 import io.wattgraph.stream.source.Sample;
 import java.util.ArrayList;
 import java.util.List;
@@ -116,10 +116,10 @@ public class ResourceWindowsTest {
    */
   void feed(Sample s) throws Exception {
     List<MetricInput> inputs = new ArrayList<>();
-    DecodedSample d = DecodedSample.ok(s);
+    Decoded<Sample> d = Decoded.ok(s);
     new SplitResourceSamples().processElement(d, null, new ListCollector<>(inputs));
     for (MetricInput in : inputs) {
-      (in.isNamespace() ? hn : h).processElement(new StreamRecord<>(in, d.eventTimeMs()));
+      (in.isNamespace() ? hn : h).processElement(new StreamRecord<>(in, d.eventTimeMs(Sample::eventTimeMs)));
     }
   }
 
@@ -559,7 +559,7 @@ public class ResourceWindowsTest {
     c.maxOutOfOrdernessMs = 5_000;
     c.idlenessMs = 15_000;
     ManualClock clock = new ManualClock(1_000_000_000L);
-    WatermarkGenerator<DecodedSample> g = Sources.sampleWatermarks(c).createWatermarkGenerator(
+    WatermarkGenerator<Decoded<Sample>> g = Sources.sampleWatermarks(c).createWatermarkGenerator(
         new WatermarkGeneratorSupplier.Context() {
           @Override
           public MetricGroup getMetricGroup() {
@@ -573,9 +573,9 @@ public class ResourceWindowsTest {
         });
     var ts = Sources.sampleWatermarks(c).createTimestampAssigner(null);
     Output out = new Output();
-    DecodedSample late = DecodedSample.ok(process(20, 1, 1, 1));
-    DecodedSample early = DecodedSample.ok(process(12, 1, 1, 1));
-    for (DecodedSample d : List.of(late, early)) {
+    Decoded<Sample> late = Decoded.ok(process(20, 1, 1, 1));
+    Decoded<Sample> early = Decoded.ok(process(12, 1, 1, 1));
+    for (Decoded<Sample> d : List.of(late, early)) {
       g.onEvent(d, ts.extractTimestamp(d, Long.MIN_VALUE), out);
     }
     assertEquals(T0 + 19_999, ts.extractTimestamp(late, Long.MIN_VALUE));
@@ -589,7 +589,7 @@ public class ResourceWindowsTest {
     clock.advanceTime(2_000, TimeUnit.MILLISECONDS);
     g.onPeriodicEmit(out);
     assertTrue(out.idle, "no record for longer than the idleness timeout");
-    DecodedSample next = DecodedSample.ok(process(21, 1, 1, 1));
+    Decoded<Sample> next = Decoded.ok(process(21, 1, 1, 1));
     g.onEvent(next, ts.extractTimestamp(next, Long.MIN_VALUE), out);
     g.onPeriodicEmit(out);
     assertTrue(!out.idle);

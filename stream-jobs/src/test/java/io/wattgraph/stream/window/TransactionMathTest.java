@@ -19,7 +19,7 @@ import io.wattgraph.stream.StreamJobHarness;
 import io.wattgraph.stream.Transaction;
 import io.wattgraph.stream.sink.kafka.EdgeMetricsSerializer;
 import io.wattgraph.stream.sink.kafka.WindowMetricsSerializer;
-import io.wattgraph.stream.source.DecodedTransaction;
+import io.wattgraph.stream.source.Decoded;
 import io.wattgraph.stream.source.Endpoints;
 import io.wattgraph.stream.source.TransactionStatsDeserializer;
 import io.wattgraph.stream.transaction.EdgeInput;
@@ -347,11 +347,11 @@ public class TransactionMathTest {
   void theDeserializerTurnsAnInvalidNatIntoADeadLetter() throws Exception {
     TransactionStats r = natClient();
     r.getNat().setLocalPort(65536);
-    List<DecodedTransaction> out = new ArrayList<>();
+    List<Decoded<Transaction>> out = new ArrayList<>();
     new TransactionStatsDeserializer().deserialize(new ConsumerRecord<>("t", 0, 5L, new byte[0],
         StreamJobHarness.bytes(TransactionStats.getEncoder().encode(r))), new ListCollector<>(out));
     assertEquals(1, out.size());
-    assertNull(out.get(0).transaction);
+    assertNull(out.get(0).value);
     assertEquals("invalid: nat.localPort 65536 out of range 0..65535", out.get(0).deadLetter.reason);
   }
 

@@ -4,7 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.wattgraph.stream.CorrelationJob;
 import io.wattgraph.stream.JobConfig;
-import io.wattgraph.stream.source.DecodedSample;
+import io.wattgraph.stream.source.Decoded;
+import io.wattgraph.stream.source.Sample;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
@@ -40,9 +41,9 @@ class WindowEndTriggerTest {
   /** The PROCESS sample ending at T0 + endS seconds, as the pipeline feeds it (event time = its end − 1 ns). */
   static void feed(KeyedOneInputStreamOperatorTestHarness<String, MetricInput, MetricsRow> h, double endS, long cpuNs)
       throws Exception {
-    DecodedSample d = DecodedSample.ok(ResourceWindowsTest.process(endS, cpuNs, 1.0, 1));
-    h.processElement(new StreamRecord<>(MetricInput.of(d.sample, MetricInput.PROCESS, ResourceWindowsTest.P),
-        d.eventTimeMs()));
+    Decoded<Sample> d = Decoded.ok(ResourceWindowsTest.process(endS, cpuNs, 1.0, 1));
+    h.processElement(new StreamRecord<>(MetricInput.of(d.value, MetricInput.PROCESS, ResourceWindowsTest.P),
+        d.eventTimeMs(Sample::eventTimeMs)));
   }
 
   /** The window [T0, T0 + 10 s) with one sample, fired, checkpointed by an operator of {@code latenessMs}. */
