@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.schema.CgroupStats;
 import io.wattgraph.stream.CorrelationJob;
-import io.wattgraph.stream.JobConfig;
 import io.wattgraph.stream.source.CgroupRecords;
 import io.wattgraph.stream.source.CgroupSample;
 import io.wattgraph.stream.source.CgroupStatsDeserializer;
@@ -15,10 +14,6 @@ import io.wattgraph.stream.source.Decoded;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
-import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.transformations.OneInputTransformation;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -42,18 +37,8 @@ class CgroupWindowsTest {
 
   @BeforeEach
   void setUp() throws Exception {
-    JobConfig c = new JobConfig();
-    c.windowMs = 10_000;
-    c.allowedLatenessMs = 5_000;
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-    SingleOutputStreamOperator<CgroupRow> rows =
-        CorrelationJob.containerWindows(env.fromData(new CgroupSample()).returns(CgroupSample.class), c);
-    @SuppressWarnings("unchecked")
-    OneInputTransformation<CgroupSample, CgroupRow> t =
-        (OneInputTransformation<CgroupSample, CgroupRow>) rows.getTransformation();
-    h = new KeyedOneInputStreamOperatorTestHarness<>(t.getOperatorFactory(), new CgroupWindowAggregate.ByContainer(),
-        Types.STRING);
-    h.open();
+    h = WindowHarness.open(CorrelationJob::containerWindows, CgroupSample.class, new CgroupWindowAggregate.ByContainer(),
+        WindowHarness.config(5_000));
   }
 
   @AfterEach

@@ -33,10 +33,7 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.typeutils.GenericTypeInfo;
 import org.apache.flink.api.java.typeutils.PojoTypeInfo;
-import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
-import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.operators.co.KeyedCoProcessOperator;
-import org.apache.flink.streaming.api.transformations.OneInputTransformation;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
@@ -369,16 +366,7 @@ class HttpRouteMetricsTest {
 
   static KeyedOneInputStreamOperatorTestHarness<String, MetricInput, MetricsRow> windowsHarness(JobConfig c)
       throws Exception {
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-    SingleOutputStreamOperator<MetricsRow> rows =
-        CorrelationJob.entityWindows(env.fromData(new MetricInput()).returns(MetricInput.class), c);
-    @SuppressWarnings("unchecked")
-    OneInputTransformation<MetricInput, MetricsRow> t =
-        (OneInputTransformation<MetricInput, MetricsRow>) rows.getTransformation();
-    var h = new KeyedOneInputStreamOperatorTestHarness<>(t.getOperatorFactory(), new EntityWindowAggregate.ByWindowKey(),
-        Types.STRING);
-    h.open();
-    return h;
+    return WindowHarness.open(CorrelationJob::entityWindows, MetricInput.class, new EntityWindowAggregate.ByWindowKey(), c);
   }
 
   /** Moves ProcessGroups' output records (with their timestamps) into the windows. */

@@ -25,12 +25,8 @@ import org.apache.flink.api.common.eventtime.Watermark;
 import org.apache.flink.api.common.eventtime.WatermarkGenerator;
 import org.apache.flink.api.common.eventtime.WatermarkGeneratorSupplier;
 import org.apache.flink.api.common.eventtime.WatermarkOutput;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
-import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
-import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.transformations.OneInputTransformation;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.apache.flink.util.clock.ManualClock;
@@ -58,26 +54,10 @@ public class ResourceWindowsTest {
 
   @BeforeEach
   void setUp() throws Exception {
-    JobConfig c = new JobConfig();
-    c.windowMs = 10_000;
-    c.allowedLatenessMs = 5_000;
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-    SingleOutputStreamOperator<MetricsRow> rows =
-        CorrelationJob.entityWindows(env.fromData(new MetricInput()).returns(MetricInput.class), c);
-    @SuppressWarnings("unchecked")
-    OneInputTransformation<MetricInput, MetricsRow> t =
-        (OneInputTransformation<MetricInput, MetricsRow>) rows.getTransformation();
-    h = new KeyedOneInputStreamOperatorTestHarness<>(t.getOperatorFactory(), new EntityWindowAggregate.ByWindowKey(),
-        Types.STRING);
-    h.open();
-    SingleOutputStreamOperator<MetricsRow> ns =
-        CorrelationJob.namespaceWindows(env.fromData(new MetricInput()).returns(MetricInput.class), c);
-    @SuppressWarnings("unchecked")
-    OneInputTransformation<MetricInput, MetricsRow> tn =
-        (OneInputTransformation<MetricInput, MetricsRow>) ns.getTransformation();
-    hn = new KeyedOneInputStreamOperatorTestHarness<>(tn.getOperatorFactory(), new NamespaceWindowAggregate.ByNamespace(),
-        Types.STRING);
-    hn.open();
+    JobConfig c = WindowHarness.config(5_000);
+    h = WindowHarness.open(CorrelationJob::entityWindows, MetricInput.class, new EntityWindowAggregate.ByWindowKey(), c);
+    hn = WindowHarness.open(CorrelationJob::namespaceWindows, MetricInput.class,
+        new NamespaceWindowAggregate.ByNamespace(), c);
   }
 
   @AfterEach

@@ -3,15 +3,10 @@ package io.wattgraph.stream.window;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.wattgraph.stream.CorrelationJob;
-import io.wattgraph.stream.JobConfig;
 import io.wattgraph.stream.source.Decoded;
 import io.wattgraph.stream.source.Sample;
 import java.util.List;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
-import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
-import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.transformations.OneInputTransformation;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.junit.jupiter.api.Test;
@@ -27,15 +22,8 @@ class WindowEndTriggerTest {
 
   static KeyedOneInputStreamOperatorTestHarness<String, MetricInput, MetricsRow> harness(long latenessMs)
       throws Exception {
-    JobConfig c = new JobConfig();
-    c.windowMs = 10_000;
-    c.allowedLatenessMs = latenessMs;
-    SingleOutputStreamOperator<MetricsRow> rows = CorrelationJob.entityWindows(
-        StreamExecutionEnvironment.getExecutionEnvironment().fromData(new MetricInput()).returns(MetricInput.class), c);
-    @SuppressWarnings("unchecked")
-    OneInputTransformation<MetricInput, MetricsRow> t = (OneInputTransformation<MetricInput, MetricsRow>) rows.getTransformation();
-    return new KeyedOneInputStreamOperatorTestHarness<>(t.getOperatorFactory(), new EntityWindowAggregate.ByWindowKey(),
-        Types.STRING);
+    return WindowHarness.of(CorrelationJob::entityWindows, MetricInput.class, new EntityWindowAggregate.ByWindowKey(),
+        WindowHarness.config(latenessMs));
   }
 
   /** The PROCESS sample ending at T0 + endS seconds, as the pipeline feeds it (event time = its end − 1 ns). */
