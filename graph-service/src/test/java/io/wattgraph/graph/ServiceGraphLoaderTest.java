@@ -8,14 +8,18 @@ import io.wattgraph.graph.model.ServiceEdge;
 import io.wattgraph.graph.model.ServiceGraphLoader;
 import io.wattgraph.graph.model.ServiceNode;
 import io.wattgraph.graph.neo4j.Neo4jReader;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.neo4j.driver.AuthTokens;
 import org.neo4j.driver.Driver;
 import org.neo4j.driver.GraphDatabase;
+import org.neo4j.driver.TransactionContext;
 
 /**
  * The compact loader ({@link ServiceGraphLoader#load}: projected columns, one transaction) against the first,
@@ -86,6 +90,50 @@ class ServiceGraphLoaderTest {
             } finally {
                 session.run("MATCH (n) WHERE n.id IN ['host-z', 'ctr-z', 'host-z/1/1', 'host-z/2/2'] DETACH DELETE n")
                         .consume();
+            }
+        }
+    }
+
+    /**
+     * The job writes a new process and its edge after the loader read the processes and before it reads the edges
+     * (Neo4j isolates each query, not the transaction): the new end is that process, never an External node.
+     */
+    @Test
+    void aProcessWrittenBetweenTheQueriesIsAProcessNotAnExternal() {
+        Neo4jReader writesBeforeEdges = new Neo4jReader(driver, registry) {
+            @Override
+            public <T> T readAll(String queryName, Function<TransactionContext, T> work) {
+                return super.readAll(queryName, tx -> work.apply((TransactionContext) Proxy.newProxyInstance(
+                        getClass().getClassLoader(), new Class<?>[] {TransactionContext.class}, (proxy, m, args) -> {
+                            if (m.getName().equals("run") && ServiceGraphLoader.EDGES_COMPACT.equals(args[0])) {
+                                try (var writer = driver.session()) {
+                                    writer.run("""
+                                            CREATE (p:Process {id: 'host-y/7/7', hostId: 'host-y', pid: 7, startTimeNs: 7,
+                                                    comm: 'fresh'})
+                                            WITH p MATCH (s:Process {id: 'host-b/300/3000'})
+                                            CREATE (p)-[:TALKS_TO {bytesClientToServer: 3, bytesServerToClient: 4,
+                                                    connections: 1, firstSeenNs: 1, lastSeenNs: 2}]->(s)
+                                            """).consume();
+                                }
+                            }
+                            try {
+                                return m.invoke(tx, args);
+                            } catch (InvocationTargetException e) {
+                                throw e.getCause();
+                            }
+                        })));
+            }
+        };
+        try {
+            ServiceNode fresh = new ServiceGraphLoader(writesBeforeEdges).load(GraphFilter.NONE).graph().nodesById()
+                    .get("host-y/7/7");
+            assertThat(fresh).isNotNull();
+            assertThat(fresh.external()).isFalse();
+            assertThat(fresh.name()).isEqualTo("fresh");
+            assertThat(fresh.hostId()).isEqualTo("host-y");
+        } finally {
+            try (var session = driver.session()) {
+                session.run("MATCH (p:Process {id: 'host-y/7/7'}) DETACH DELETE p").consume();
             }
         }
     }

@@ -69,15 +69,24 @@ public class ServiceGraphLoader {
                    coalesce(talk.latencyP99Ms, talk.clientRttP99Ns / 1e6), talk.serverTimeMeanNs / 1e6,
                    talk.serverTimeP50Ns / 1e6, talk.serverTimeP75Ns / 1e6, talk.serverTimeP90Ns / 1e6,
                    talk.serverTimeP99Ns / 1e6, talk.networkTimeMeanNs / 1e6, talk.connectionsEstimated,
-                   talk.connectionsSampled
+                   talk.connectionsSampled, client:Process, server:Process
             """;
+
+    private static final String PROCESS_COLUMNS = """
+            RETURN coalesce(p.id, elementId(p)), p.hostId, p.comm, p.cmdline, p.containerId,
+            """ + metricsOf("p");
 
     /** Processes: with a host filter only those of the host or talking to one of its processes. */
     public static final String PROCESSES_COMPACT = """
             MATCH (p:Process)
             WHERE $host IS NULL OR p.hostId = $host OR EXISTS { (p)-[:TALKS_TO]-(:Process {hostId: $host}) }
-            RETURN coalesce(p.id, elementId(p)), p.hostId, p.comm, p.cmdline, p.containerId,
-            """ + metricsOf("p");
+            """ + PROCESS_COLUMNS;
+
+    /** Processes by id: the endpoints of edges written after {@link #PROCESSES_COMPACT} ran. */
+    static final String PROCESSES_BY_ID = """
+            MATCH (p:Process)
+            WHERE coalesce(p.id, elementId(p)) IN $ids
+            """ + PROCESS_COLUMNS;
 
     /**
      * Pod, namespace and service columns of Container {@code c}: as configured on the node (pod, namespace), else as
@@ -128,19 +137,28 @@ public class ServiceGraphLoader {
             }
             Map<String, ServiceNode> processes = new HashMap<>();
             for (Record r : tx.run(PROCESSES_COMPACT, params).list()) {
-                String id = string(r.get(0));
-                String hostId = string(r.get(1));
-                String comm = string(r.get(2));
-                String containerId = string(r.get(4));
-                ServiceNode p = ServiceNode.process(id, comm, hostId, containerId,
-                        ProcessTypes.of(string(r.get(3)), comm), hostId == null ? null : hostCores.get(hostId),
-                        metrics(r, 5));
-                String[] k8s = containerId == null ? null : kubernetes.get(containerId);
-                processes.put(id, k8s == null ? p : p.withKubernetes(k8s[0], k8s[1], k8s[2]));
+                addProcess(r, hostCores, kubernetes, processes);
+            }
+            List<Record> edgeRows = tx.run(EDGES_COMPACT, params).list();
+            // Each query sees what was committed when it started (Neo4j isolates statements, not the transaction):
+            // an edge written after the processes were read may end at a process not read yet, never an External.
+            List<String> late = new ArrayList<>();
+            for (Record r : edgeRows) {
+                for (int end = 0; end < 2; end++) {
+                    String id = string(r.get(end));
+                    if (r.get(21 + end).asBoolean(false) && !processes.containsKey(id) && !late.contains(id)) {
+                        late.add(id);
+                    }
+                }
+            }
+            if (!late.isEmpty()) {
+                for (Record r : tx.run(PROCESSES_BY_ID, Map.of("ids", late)).list()) {
+                    addProcess(r, hostCores, kubernetes, processes);
+                }
             }
             Map<String, ServiceNode> nodes = new LinkedHashMap<>();
             List<ServiceEdge> edges = new ArrayList<>();
-            for (Record r : tx.run(EDGES_COMPACT, params).list()) {
+            for (Record r : edgeRows) {
                 String source = string(r.get(0));
                 String target = string(r.get(1));
                 nodes.computeIfAbsent(source, id -> processes.getOrDefault(id, ServiceNode.external(id)));
@@ -158,6 +176,18 @@ public class ServiceGraphLoader {
             }
             return new Loaded(graph, groupMetrics);
         });
+    }
+
+    private static void addProcess(Record r, Map<String, Double> hostCores, Map<String, String[]> kubernetes,
+                                   Map<String, ServiceNode> processes) {
+        String id = string(r.get(0));
+        String hostId = string(r.get(1));
+        String comm = string(r.get(2));
+        String containerId = string(r.get(4));
+        ServiceNode p = ServiceNode.process(id, comm, hostId, containerId, ProcessTypes.of(string(r.get(3)), comm),
+                hostId == null ? null : hostCores.get(hostId), metrics(r, 5));
+        String[] k8s = containerId == null ? null : kubernetes.get(containerId);
+        processes.put(id, k8s == null ? p : p.withKubernetes(k8s[0], k8s[1], k8s[2]));
     }
 
     /**

@@ -52,8 +52,8 @@ public class Neo4jReader {
     }
 
     /**
-     * Several queries in one managed read transaction (one consistent snapshot, retried as a whole like
-     * {@link #read}); {@code work} must consume every result it runs. The driver's default fetch size (batches of
+     * Several queries in one managed read transaction, retried as a whole like {@link #read}; {@code work} must
+     * consume every result it runs. Not one snapshot: each query sees what was committed when it started. The driver's default fetch size (batches of
      * 1000, the next one pulled while this one is decoded) is kept: fetching everything at once measured slower
      * (GraphServiceBenchmark's query profile).
      */
