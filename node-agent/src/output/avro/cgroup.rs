@@ -148,7 +148,7 @@ pub fn to_value(r: &CgroupStatsRecord<'_>) -> Value {
 mod tests {
     use super::*;
     use crate::identity::pod_metadata::PodFields;
-    use apache_avro::GenericSingleObjectWriter;
+    use crate::output::avro::round_trip::{assert_matches_apache_avro, assert_refuses_other_fingerprint};
 
     fn sample(i: i64) -> OwnedCgroupStats {
         OwnedCgroupStats {
@@ -188,26 +188,18 @@ mod tests {
     #[test]
     fn encoder_matches_apache_avro() {
         let enc = CgroupStatsEncoder::new().unwrap();
-        let mut w = GenericSingleObjectWriter::new_with_capacity(schema(), 512).unwrap();
-        let mut buf = Vec::new();
-        for i in 0..30 {
-            let r = sample(i);
-            enc.encode(&r.as_ref(), &mut buf);
-            let mut theirs = Vec::new();
-            w.write_value_ref(&to_value(&r.as_ref()), &mut theirs).unwrap();
-            assert_eq!(buf, theirs, "record {i}");
-            assert_eq!(decode_single_object(&buf).unwrap(), r);
+        let samples = (0..30).map(sample);
+        assert_matches_apache_avro(schema(), samples.clone(), |r, out| enc.encode(&r.as_ref(), out), |r| to_value(&r.as_ref()), decode_single_object);
+        for r in samples {
             assert_eq!(r.as_ref().to_owned(), r);
         }
     }
 
     #[test]
     fn decode_rejects_wrong_fingerprint() {
-        let enc = CgroupStatsEncoder::new().unwrap();
         let mut buf = Vec::new();
-        enc.encode(&sample(1).as_ref(), &mut buf);
+        CgroupStatsEncoder::new().unwrap().encode(&sample(1).as_ref(), &mut buf);
         assert_eq!(buf[2..10], fingerprint());
-        buf[4] ^= 0xff;
-        assert!(decode_single_object(&buf).unwrap_err().to_string().contains("fingerprint"));
+        assert_refuses_other_fingerprint(buf, decode_single_object);
     }
 }

@@ -12,6 +12,8 @@ pub mod service_mapping;
 pub mod transaction;
 
 mod fields;
+#[cfg(test)]
+mod round_trip;
 
 use std::sync::OnceLock;
 
