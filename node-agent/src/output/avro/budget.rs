@@ -6,7 +6,7 @@ use anyhow::{anyhow, Result};
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use crate::output::avro::RecordSchema;
+use crate::output::avro::{opt_value, RecordSchema};
 
 const FIELD_LAYOUT: [&str; 10] = [
     "hostId", "sequence", "policy", "computedAtNs", "validUntilNs", "budgetWatts", "minWatts", "maxWatts",
@@ -88,13 +88,7 @@ pub fn to_value(b: &PowerBudget) -> Value {
         ("budgetWatts".into(), Value::Double(b.budget_watts)),
         ("minWatts".into(), Value::Double(b.min_watts)),
         ("maxWatts".into(), Value::Double(b.max_watts)),
-        (
-            "previousWatts".into(),
-            match b.previous_watts {
-                None => Value::Union(0, Box::new(Value::Null)),
-                Some(w) => Value::Union(1, Box::new(Value::Double(w))),
-            },
-        ),
+        ("previousWatts".into(), opt_value(b.previous_watts, Value::Double)),
         ("reason".into(), Value::String(b.reason.clone())),
     ])
 }
