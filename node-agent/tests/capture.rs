@@ -44,7 +44,7 @@ fn tid() -> u32 {
 
 /// One connection: client sends `n` bytes, server answers `m`, client holds the
 /// connection for `hold`, then closes; the server closes on EOF.
-/// Threads are named so comm is known: "wg-cli" / "wg-srv".
+/// Threads are named ("wg-cli" / "wg-srv"): the events carry the process's name, not theirs.
 fn run_conn(bind: &str, n: usize, m: usize, chunk: usize, hold: Duration) -> Conn {
     let listener = TcpListener::bind(bind).expect("bind");
     let server_addr = listener.local_addr().unwrap();
@@ -120,9 +120,9 @@ fn comm_of(e: &ConnEvent) -> &str {
 }
 
 fn check_pair(c: &Conn, cl: &[ConnEvent], sv: &[ConnEvent], n: u64, m: u64) {
-    let me = std::process::id();
+    let (me, comm) = (std::process::id(), common::own_process_comm());
     let ip = addr16_from_ip(c.server_addr.ip());
-    for (evs, role, tid, comm) in [(cl, Role::Client, c.client_tid, "wg-cli"), (sv, Role::Server, c.server_tid, "wg-srv")] {
+    for (evs, role, tid) in [(cl, Role::Client, c.client_tid), (sv, Role::Server, c.server_tid)] {
         let first = evs.first().unwrap_or_else(|| panic!("no events for {role:?} of {c:?}"));
         assert_eq!(first.kind, Kind::Opened, "{role:?} first event: {evs:?}");
         let last = evs.last().unwrap();
@@ -195,6 +195,77 @@ fn idle_connection_bytes_are_swept() {
         assert!(snap.is_some(), "no SNAPSHOT with all bytes before CLOSED: {evs:?}");
     }
     h.stop();
+}
+
+/// A process whose dialling thread has a name of its own: prints that thread's id.
+const NAMED_THREAD_DIALER: &str = r#"
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int port;
+
+static void *dial(void *unused) {
+    prctl(PR_SET_NAME, "wg-io-thread");
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || write(fd, "hi", 2) != 2)
+        exit(2);
+    printf("%ld\n", (long)syscall(SYS_gettid));
+    close(fd);
+    return unused;
+}
+
+int main(void) {
+    if (scanf("%d", &port) != 1)
+        return 3;
+    prctl(PR_SET_NAME, "wg-proc");
+    pthread_t t;
+    return pthread_create(&t, 0, dial, 0) || pthread_join(t, 0);
+}
+"#;
+
+/// A connection carries its process's name, not the name of the thread that opened it: a
+/// service's driver thread (`Neo4jDriverIO-2`) showed on the map instead of the service (`java`).
+/// Both ends: the client in a process named `wg-proc` dialling from `wg-io-thread`, the server
+/// in this process accepting on `wg-acceptor`.
+#[test]
+fn connections_are_named_after_their_process_not_the_calling_thread() {
+    let Some(exe) = common::native::compile("named-thread-dialer", NAMED_THREAD_DIALER) else { return };
+    let Some(h) = start(opts()) else { return };
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let server_addr = listener.local_addr().unwrap();
+    let acceptor = std::thread::Builder::new()
+        .name("wg-acceptor".into())
+        .spawn(move || {
+            let (mut s, peer) = listener.accept().unwrap();
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).unwrap();
+            (got, peer.port(), tid())
+        })
+        .unwrap();
+    let dial_tid: u32 = common::native::run(&exe, format!("{}\n", server_addr.port())).trim().parse().unwrap();
+    let (got, client_port, server_tid) = acceptor.join().unwrap();
+    assert_eq!(got, b"hi");
+    let c = Conn { client_port, server_port: server_addr.port(), client_tid: dial_tid, server_tid, server_addr };
+    let (cl, sv) = collect_conn(&h, &c);
+    h.stop();
+    assert!(cl.iter().any(|e| e.kind == Kind::Closed) && sv.iter().any(|e| e.kind == Kind::Closed), "client {cl:?}\nserver {sv:?}");
+    let me = common::own_process_comm();
+    assert_ne!(me, "wg-acceptor");
+    for e in &cl {
+        assert_eq!(e.pid, dial_tid, "the named thread dialled: {e:?}");
+        assert_ne!(e.pid, e.tgid, "not the process's main thread: {e:?}");
+        assert_eq!(comm_of(e), "wg-proc", "client {:?} of the process named wg-proc", e.kind);
+    }
+    for e in &sv {
+        assert_eq!(e.pid, server_tid, "the named thread accepted: {e:?}");
+        assert_eq!(comm_of(e), me, "server {:?} of this process", e.kind);
+    }
 }
 
 /// A process that connects, sends and exits before anything reads its events still gets its

@@ -216,17 +216,16 @@ fn collect(h: &CaptureHandle, pairs: &[(u16, u16)]) -> HashMap<(u16, u16), Side>
     sides
 }
 
-fn check_identity(side: &Side, role: TxnRole, ip: [u8; 16], comm: Option<&str>) {
-    let me = std::process::id();
+/// Every record of `side` is this process's: its id and its name (not the named thread's).
+fn check_identity(side: &Side, role: TxnRole, ip: [u8; 16]) {
+    let (me, comm) = (std::process::id(), common::own_process_comm());
     for r in &side.records {
         assert_eq!(r.role, role);
         assert_eq!(r.tgid, me);
         assert_eq!((r.local_addr, r.remote_addr), (ip, ip));
         assert!(r.proc_start_ns > 0 && r.cookie != 0 && r.cgroup_id != 0);
         assert!(r.interval_end_boot_ns >= r.interval_start_boot_ns);
-        if let Some(c) = comm {
-            assert_eq!(r.comm_str(), c);
-        }
+        assert_eq!(r.comm_str(), comm);
     }
     assert_eq!(side.records.iter().filter(|r| r.closed).count(), 1, "exactly one closing record");
     assert!(side.records.last().unwrap().closed, "the closing record is the last");
@@ -252,8 +251,8 @@ fn keep_alive_transactions_ipv4_and_ipv6() {
         let ip = addr16_from_ip(if bind.starts_with('[') { "::1".parse().unwrap() } else { "127.0.0.1".parse().unwrap() });
         let cl = &sides[&(ex.client_port, ex.server_port)];
         let sv = &sides[&(ex.server_port, ex.client_port)];
-        check_identity(cl, TxnRole::Client, ip, Some("wg-tcli"));
-        check_identity(sv, TxnRole::Server, ip, Some("wg-tsrv"));
+        check_identity(cl, TxnRole::Client, ip);
+        check_identity(sv, TxnRole::Server, ip);
         // Exact counts on both sides, and histogram totals equal to them.
         assert_eq!(cl.transactions(), N as u64, "{bind} client transactions: {:?}", cl.records);
         assert_eq!(sv.transactions(), N as u64, "{bind} server transactions: {:?}", sv.records);
@@ -322,8 +321,8 @@ fn short_connections_one_transaction_each() {
     for e in &ex {
         let cl = &sides[&(e.client_port, e.server_port)];
         let sv = &sides[&(e.server_port, e.client_port)];
-        check_identity(cl, TxnRole::Client, ip, None);
-        check_identity(sv, TxnRole::Server, ip, None);
+        check_identity(cl, TxnRole::Client, ip);
+        check_identity(sv, TxnRole::Server, ip);
         assert_eq!((cl.transactions(), sv.transactions()), (1, 1), "port {}: {cl:?} {sv:?}", e.client_port);
         assert_eq!((cl.merged(TxnRole::Client).total(), sv.merged(TxnRole::Server).total()), (1, 1));
         assert!(cl.routes().is_empty() && sv.routes().is_empty(), "not HTTP, yet routes: {cl:?} {sv:?}");

@@ -116,18 +116,21 @@ impl ResourceRecord {
     }
 }
 
-/// One CgroupStats record, borrowing its strings so encoding needs no allocation.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CgroupStatsRecord<'a> {
-    pub host_id: &'a str,
+/// One CgroupStats record (`cgroup_sampler::CgroupStats` is one raw reading), one field list for
+/// both forms: `S` is its string type and `P` its pod's. The sampler encodes the borrowed form
+/// (`CgroupStatsRecord`, no allocation); decoding, `--once` and tests hold the owned one
+/// (`OwnedCgroupStats`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CgroupStatsOf<S, P> {
+    pub host_id: S,
     pub interval_start_ns: i64,
     pub interval_end_ns: i64,
-    pub group_id: &'a str,
-    pub runtime: &'a str,
-    pub pod_uid: Option<&'a str>,
-    pub qos_class: Option<&'a str>,
-    pub cgroup_path: &'a str,
-    pub hierarchy: &'a str,
+    pub group_id: S,
+    pub runtime: S,
+    pub pod_uid: Option<S>,
+    pub qos_class: Option<S>,
+    pub cgroup_path: S,
+    pub hierarchy: S,
     pub tick_interval_ns: i64,
     pub ticks: i32,
     pub max_tick_gap_ns: i64,
@@ -141,54 +144,31 @@ pub struct CgroupStatsRecord<'a> {
     pub io_read_bytes: i64,
     pub io_write_bytes: i64,
     pub pids: i64,
-    pub pod: PodRef<'a>,
+    pub pod: P,
     /// The container's Kubernetes requests (None: no request of that resource, or unknown).
     pub cpu_request_cores: Option<f64>,
     pub memory_request_bytes: Option<i64>,
 }
 
-/// Owned form, for decoding, `--once` and tests.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct OwnedCgroupStats {
-    pub host_id: String,
-    pub interval_start_ns: i64,
-    pub interval_end_ns: i64,
-    pub group_id: String,
-    pub runtime: String,
-    pub pod_uid: Option<String>,
-    pub qos_class: Option<String>,
-    pub cgroup_path: String,
-    pub hierarchy: String,
-    pub tick_interval_ns: i64,
-    pub ticks: i32,
-    pub max_tick_gap_ns: i64,
-    pub cpu_ns: i64,
-    pub cpu_mean_cores: f64,
-    pub cpu_peak_cores: f64,
-    pub throttled_periods: i64,
-    pub throttled_ns: i64,
-    pub memory_bytes: i64,
-    pub memory_peak_bytes: i64,
-    pub io_read_bytes: i64,
-    pub io_write_bytes: i64,
-    pub pids: i64,
-    pub pod: PodFields,
-    pub cpu_request_cores: Option<f64>,
-    pub memory_request_bytes: Option<i64>,
-}
+/// Borrowed form: what the sampler builds and the encoder writes.
+pub type CgroupStatsRecord<'a> = CgroupStatsOf<&'a str, PodRef<'a>>;
 
-impl OwnedCgroupStats {
-    pub fn as_ref(&self) -> CgroupStatsRecord<'_> {
-        CgroupStatsRecord {
-            host_id: &self.host_id,
+/// Owned form, for decoding, `--once` and tests.
+pub type OwnedCgroupStats = CgroupStatsOf<String, PodFields>;
+
+impl<S, P> CgroupStatsOf<S, P> {
+    /// The same record with its strings and pod converted by `s` and `p`.
+    fn convert<'s, T, Q>(&'s self, s: impl Fn(&'s S) -> T, p: impl FnOnce(&'s P) -> Q) -> CgroupStatsOf<T, Q> {
+        CgroupStatsOf {
+            host_id: s(&self.host_id),
             interval_start_ns: self.interval_start_ns,
             interval_end_ns: self.interval_end_ns,
-            group_id: &self.group_id,
-            runtime: &self.runtime,
-            pod_uid: self.pod_uid.as_deref(),
-            qos_class: self.qos_class.as_deref(),
-            cgroup_path: &self.cgroup_path,
-            hierarchy: &self.hierarchy,
+            group_id: s(&self.group_id),
+            runtime: s(&self.runtime),
+            pod_uid: self.pod_uid.as_ref().map(&s),
+            qos_class: self.qos_class.as_ref().map(&s),
+            cgroup_path: s(&self.cgroup_path),
+            hierarchy: s(&self.hierarchy),
             tick_interval_ns: self.tick_interval_ns,
             ticks: self.ticks,
             max_tick_gap_ns: self.max_tick_gap_ns,
@@ -202,42 +182,21 @@ impl OwnedCgroupStats {
             io_read_bytes: self.io_read_bytes,
             io_write_bytes: self.io_write_bytes,
             pids: self.pids,
-            pod: self.pod.as_ref(),
+            pod: p(&self.pod),
             cpu_request_cores: self.cpu_request_cores,
             memory_request_bytes: self.memory_request_bytes,
         }
+    }
+}
+
+impl OwnedCgroupStats {
+    pub fn as_ref(&self) -> CgroupStatsRecord<'_> {
+        self.convert(String::as_str, PodFields::as_ref)
     }
 }
 
 impl CgroupStatsRecord<'_> {
     pub fn to_owned(&self) -> OwnedCgroupStats {
-        OwnedCgroupStats {
-            host_id: self.host_id.to_string(),
-            interval_start_ns: self.interval_start_ns,
-            interval_end_ns: self.interval_end_ns,
-            group_id: self.group_id.to_string(),
-            runtime: self.runtime.to_string(),
-            pod_uid: self.pod_uid.map(str::to_string),
-            qos_class: self.qos_class.map(str::to_string),
-            cgroup_path: self.cgroup_path.to_string(),
-            hierarchy: self.hierarchy.to_string(),
-            tick_interval_ns: self.tick_interval_ns,
-            ticks: self.ticks,
-            max_tick_gap_ns: self.max_tick_gap_ns,
-            cpu_ns: self.cpu_ns,
-            cpu_mean_cores: self.cpu_mean_cores,
-            cpu_peak_cores: self.cpu_peak_cores,
-            throttled_periods: self.throttled_periods,
-            throttled_ns: self.throttled_ns,
-            memory_bytes: self.memory_bytes,
-            memory_peak_bytes: self.memory_peak_bytes,
-            io_read_bytes: self.io_read_bytes,
-            io_write_bytes: self.io_write_bytes,
-            pids: self.pids,
-            pod: self.pod.to_owned(),
-            cpu_request_cores: self.cpu_request_cores,
-            memory_request_bytes: self.memory_request_bytes,
-        }
+        self.convert(|s| s.to_string(), PodRef::to_owned)
     }
 }
-

@@ -106,6 +106,12 @@ pub fn start_capture(opts: wattgraph_agent::capture::connections::CaptureOptions
     }
 }
 
+/// This process's name: /proc/<pid>/comm is the thread-group leader's, which every record of
+/// the process carries (not the name of the thread that made the call).
+pub fn own_process_comm() -> String {
+    std::fs::read_to_string("/proc/self/comm").unwrap().trim_end().to_string()
+}
+
 /// Capture options of the transaction tests: snapshots only at close, the test process's own
 /// sockets seen, transactions drained every 100 ms.
 pub fn transaction_options() -> wattgraph_agent::capture::connections::CaptureOptions {

@@ -289,7 +289,9 @@ static __always_inline void fill_identity(struct sock_info *si)
 	si->tgid = id >> 32;
 	si->proc_start_ns = task->group_leader->start_boottime;
 	si->cgroup_id = bpf_get_current_cgroup_id();
-	bpf_get_current_comm(&si->comm, sizeof(si->comm));
+	// The process's name (its leader's), as the sched programs record it: the current thread's
+	// (bpf_get_current_comm) named a process after its I/O thread, e.g. Neo4jDriverIO-2.
+	__builtin_memcpy(si->comm, task->group_leader->comm, sizeof(si->comm));
 	si->has_identity = 1;
 	note_process(task, si->tgid, si->proc_start_ns);
 }

@@ -6,7 +6,7 @@ use anyhow::{anyhow, Result};
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use crate::output::avro::RecordSchema;
+use crate::output::avro::{opt_value, RecordSchema};
 
 const FIELD_LAYOUT: [&str; 10] = [
     "hostId", "sequence", "policy", "computedAtNs", "validUntilNs", "budgetWatts", "minWatts", "maxWatts",
@@ -88,13 +88,7 @@ pub fn to_value(b: &PowerBudget) -> Value {
         ("budgetWatts".into(), Value::Double(b.budget_watts)),
         ("minWatts".into(), Value::Double(b.min_watts)),
         ("maxWatts".into(), Value::Double(b.max_watts)),
-        (
-            "previousWatts".into(),
-            match b.previous_watts {
-                None => Value::Union(0, Box::new(Value::Null)),
-                Some(w) => Value::Union(1, Box::new(Value::Double(w))),
-            },
-        ),
+        ("previousWatts".into(), opt_value(b.previous_watts, Value::Double)),
         ("reason".into(), Value::String(b.reason.clone())),
     ])
 }
@@ -109,7 +103,7 @@ pub fn encode(b: &PowerBudget) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use apache_avro::GenericSingleObjectWriter;
+    use crate::output::avro::round_trip::{assert_matches_apache_avro, assert_refuses_other_fingerprint};
 
     pub(crate) fn sample(seq: i64) -> PowerBudget {
         PowerBudget {
@@ -128,23 +122,15 @@ mod tests {
 
     #[test]
     fn encode_matches_apache_avro_single_object_writer_and_decodes_back() {
-        let mut w = GenericSingleObjectWriter::new_with_capacity(schema(), 256).unwrap();
-        for seq in [0, 1, 1_763_870_000_000_000_000, i64::MAX, i64::MIN] {
-            let b = sample(seq);
-            let ours = encode(&b).unwrap();
-            let mut theirs = Vec::new();
-            w.write_value_ref(&to_value(&b), &mut theirs).unwrap();
-            assert_eq!(ours, theirs, "seq {seq}");
-            assert_eq!(decode_single_object(&ours).unwrap(), b);
-        }
+        let samples = [0, 1, 1_763_870_000_000_000_000, i64::MAX, i64::MIN].map(sample);
+        assert_matches_apache_avro(schema(), samples, |b, out| *out = encode(b).unwrap(), to_value, decode_single_object);
     }
 
     #[test]
     fn decode_rejects_garbage_and_other_schemas() {
-        let mut bytes = encode(&sample(3)).unwrap();
+        let bytes = encode(&sample(3)).unwrap();
         assert!(decode_single_object(&bytes[..5]).unwrap_err().to_string().contains("single-object"));
-        bytes[4] ^= 0xff;
-        assert!(decode_single_object(&bytes).unwrap_err().to_string().contains("fingerprint"));
+        assert_refuses_other_fingerprint(bytes, decode_single_object);
         let mut truncated = encode(&sample(3)).unwrap();
         truncated.truncate(truncated.len() - 3);
         assert!(decode_single_object(&truncated).is_err());

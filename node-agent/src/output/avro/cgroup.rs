@@ -8,7 +8,7 @@ use apache_avro::Schema;
 
 use crate::output::avro::pod::{decode_pod, pod_values, write_pod};
 use crate::resources::record::{CgroupStatsRecord, OwnedCgroupStats};
-use crate::output::avro::{write_double, write_long, write_opt_double, write_opt_long, write_opt_str, write_str, RecordSchema, SingleObjectWriter};
+use crate::output::avro::{opt_str_value, opt_value, write_double, write_long, write_opt_double, write_opt_long, write_opt_str, write_str, RecordSchema, SingleObjectWriter};
 
 const FIELD_LAYOUT: [&str; 27] = [
     "hostId", "intervalStartNs", "intervalEndNs", "groupId", "runtime", "podUid", "qosClass",
@@ -105,10 +105,6 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedCgroupStats> {
 
 /// apache-avro `Value` of a record (tests compare with apache-avro's writer).
 pub fn to_value(r: &CgroupStatsRecord<'_>) -> Value {
-    let os = |s: Option<&str>| match s {
-        None => Value::Union(0, Box::new(Value::Null)),
-        Some(s) => Value::Union(1, Box::new(Value::String(s.to_string()))),
-    };
     let s = |s: &str| Value::String(s.to_string());
     let mut fields = vec![
         ("hostId".into(), s(r.host_id)),
@@ -116,8 +112,8 @@ pub fn to_value(r: &CgroupStatsRecord<'_>) -> Value {
         ("intervalEndNs".into(), Value::Long(r.interval_end_ns)),
         ("groupId".into(), s(r.group_id)),
         ("runtime".into(), s(r.runtime)),
-        ("podUid".into(), os(r.pod_uid)),
-        ("qosClass".into(), os(r.qos_class)),
+        ("podUid".into(), opt_str_value(r.pod_uid)),
+        ("qosClass".into(), opt_str_value(r.qos_class)),
         ("cgroupPath".into(), s(r.cgroup_path)),
         ("hierarchy".into(), s(r.hierarchy)),
         ("tickIntervalNs".into(), Value::Long(r.tick_interval_ns)),
@@ -135,12 +131,8 @@ pub fn to_value(r: &CgroupStatsRecord<'_>) -> Value {
         ("pids".into(), Value::Long(r.pids)),
     ];
     fields.extend(pod_values(&r.pod));
-    let opt = |v: Option<Value>| match v {
-        None => Value::Union(0, Box::new(Value::Null)),
-        Some(v) => Value::Union(1, Box::new(v)),
-    };
-    fields.push(("cpuRequestCores".into(), opt(r.cpu_request_cores.map(Value::Double))));
-    fields.push(("memoryRequestBytes".into(), opt(r.memory_request_bytes.map(Value::Long))));
+    fields.push(("cpuRequestCores".into(), opt_value(r.cpu_request_cores, Value::Double)));
+    fields.push(("memoryRequestBytes".into(), opt_value(r.memory_request_bytes, Value::Long)));
     Value::Record(fields)
 }
 
@@ -148,7 +140,7 @@ pub fn to_value(r: &CgroupStatsRecord<'_>) -> Value {
 mod tests {
     use super::*;
     use crate::identity::pod_metadata::PodFields;
-    use apache_avro::GenericSingleObjectWriter;
+    use crate::output::avro::round_trip::{assert_matches_apache_avro, assert_refuses_other_fingerprint};
 
     fn sample(i: i64) -> OwnedCgroupStats {
         OwnedCgroupStats {
@@ -188,26 +180,18 @@ mod tests {
     #[test]
     fn encoder_matches_apache_avro() {
         let enc = CgroupStatsEncoder::new().unwrap();
-        let mut w = GenericSingleObjectWriter::new_with_capacity(schema(), 512).unwrap();
-        let mut buf = Vec::new();
-        for i in 0..30 {
-            let r = sample(i);
-            enc.encode(&r.as_ref(), &mut buf);
-            let mut theirs = Vec::new();
-            w.write_value_ref(&to_value(&r.as_ref()), &mut theirs).unwrap();
-            assert_eq!(buf, theirs, "record {i}");
-            assert_eq!(decode_single_object(&buf).unwrap(), r);
+        let samples = (0..30).map(sample);
+        assert_matches_apache_avro(schema(), samples.clone(), |r, out| enc.encode(&r.as_ref(), out), |r| to_value(&r.as_ref()), decode_single_object);
+        for r in samples {
             assert_eq!(r.as_ref().to_owned(), r);
         }
     }
 
     #[test]
     fn decode_rejects_wrong_fingerprint() {
-        let enc = CgroupStatsEncoder::new().unwrap();
         let mut buf = Vec::new();
-        enc.encode(&sample(1).as_ref(), &mut buf);
+        CgroupStatsEncoder::new().unwrap().encode(&sample(1).as_ref(), &mut buf);
         assert_eq!(buf[2..10], fingerprint());
-        buf[4] ^= 0xff;
-        assert!(decode_single_object(&buf).unwrap_err().to_string().contains("fingerprint"));
+        assert_refuses_other_fingerprint(buf, decode_single_object);
     }
 }

@@ -5,7 +5,7 @@ use apache_avro::types::Value;
 use apache_avro::Schema;
 
 use crate::capture::event::Kind;
-use crate::output::avro::{nat_value, write_double, write_long, write_opt_nat, write_opt_str, write_str, RecordSchema, SingleObjectWriter};
+use crate::output::avro::{nat_value, opt_str_value, write_double, write_long, write_opt_nat, write_opt_str, write_str, RecordSchema, SingleObjectWriter};
 use crate::shared::net::{NatTuple, Role};
 
 /// Field names in schema order; `encode` writes exactly this layout, checked at start-up.
@@ -27,11 +27,11 @@ pub fn fingerprint() -> [u8; 8] {
     SCHEMA.fingerprint()
 }
 
-/// One ConnectionEvent, borrowing its strings so encoding needs no allocation.
+/// One ConnectionEvent, its fields listed once for both forms: `S` is its string type.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct EventRecord<'a> {
+pub struct ConnectionEventOf<S> {
     pub kind: Kind,
-    pub host_id: &'a str,
+    pub host_id: S,
     pub event_time_ns: i64,
     pub local_address: [u8; 16],
     pub local_port: i32,
@@ -41,10 +41,10 @@ pub struct EventRecord<'a> {
     pub pid: i32,
     pub tgid: i32,
     pub process_start_time_ns: i64,
-    pub comm: &'a str,
-    pub cmdline: Option<&'a str>,
+    pub comm: S,
+    pub cmdline: Option<S>,
     pub cgroup_id: i64,
-    pub container_id: Option<&'a str>,
+    pub container_id: Option<S>,
     pub netns_inode: i64,
     pub socket_cookie: i64,
     pub bytes_sent: i64,
@@ -54,32 +54,11 @@ pub struct EventRecord<'a> {
     pub keep_probability: f64,
 }
 
+/// Borrowed form, so encoding needs no allocation.
+pub type EventRecord<'a> = ConnectionEventOf<&'a str>;
+
 /// Owned form, for decoding and tests.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OwnedEventRecord {
-    pub kind: Kind,
-    pub host_id: String,
-    pub event_time_ns: i64,
-    pub local_address: [u8; 16],
-    pub local_port: i32,
-    pub remote_address: [u8; 16],
-    pub remote_port: i32,
-    pub role: Role,
-    pub pid: i32,
-    pub tgid: i32,
-    pub process_start_time_ns: i64,
-    pub comm: String,
-    pub cmdline: Option<String>,
-    pub cgroup_id: i64,
-    pub container_id: Option<String>,
-    pub netns_inode: i64,
-    pub socket_cookie: i64,
-    pub bytes_sent: i64,
-    pub bytes_received: i64,
-    pub nat: Option<NatTuple>,
-    /// Share of its domain's connections load shedding kept (1.0: not sampled).
-    pub keep_probability: f64,
-}
+pub type OwnedEventRecord = ConnectionEventOf<String>;
 
 impl OwnedEventRecord {
     pub fn as_ref(&self) -> EventRecord<'_> {
@@ -183,10 +162,6 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<OwnedEventRecord> {
 
 /// apache-avro `Value` for a record (used by tests to compare with apache-avro's writer).
 pub fn to_value(e: &EventRecord<'_>) -> Value {
-    let opt = |s: Option<&str>| match s {
-        None => Value::Union(0, Box::new(Value::Null)),
-        Some(s) => Value::Union(1, Box::new(Value::String(s.to_string()))),
-    };
     Value::Record(vec![
         ("kind".into(), Value::Enum(e.kind.index(), e.kind.symbol().into())),
         ("hostId".into(), Value::String(e.host_id.into())),
@@ -200,9 +175,9 @@ pub fn to_value(e: &EventRecord<'_>) -> Value {
         ("tgid".into(), Value::Int(e.tgid)),
         ("processStartTimeNs".into(), Value::Long(e.process_start_time_ns)),
         ("comm".into(), Value::String(e.comm.into())),
-        ("cmdline".into(), opt(e.cmdline)),
+        ("cmdline".into(), opt_str_value(e.cmdline)),
         ("cgroupId".into(), Value::Long(e.cgroup_id)),
-        ("containerId".into(), opt(e.container_id)),
+        ("containerId".into(), opt_str_value(e.container_id)),
         ("netnsInode".into(), Value::Long(e.netns_inode)),
         ("socketCookie".into(), Value::Long(e.socket_cookie)),
         ("bytesSent".into(), Value::Long(e.bytes_sent)),
@@ -217,7 +192,7 @@ mod tests {
     use super::*;
     use crate::shared::net::addr16_from_ip;
     use apache_avro::rabin::Rabin;
-    use apache_avro::GenericSingleObjectWriter;
+    use crate::output::avro::round_trip::{assert_matches_apache_avro, assert_refuses_other_fingerprint};
 
     fn sample(i: i64) -> OwnedEventRecord {
         OwnedEventRecord {
@@ -253,16 +228,7 @@ mod tests {
     #[test]
     fn encoder_matches_apache_avro_writer_and_reader() {
         let enc = Encoder::new().unwrap();
-        let mut w = GenericSingleObjectWriter::new_with_capacity(schema(), 512).unwrap();
-        let mut buf = Vec::new();
-        for i in 0..50 {
-            let rec = sample(i);
-            enc.encode(&rec.as_ref(), &mut buf);
-            let mut theirs = Vec::new();
-            w.write_value_ref(&to_value(&rec.as_ref()), &mut theirs).unwrap();
-            assert_eq!(buf, theirs, "record {i}");
-            assert_eq!(decode_single_object(&buf).unwrap(), rec);
-        }
+        assert_matches_apache_avro(schema(), (0..50).map(sample), |r, out| enc.encode(&r.as_ref(), out), |r| to_value(&r.as_ref()), decode_single_object);
     }
 
     #[test]
@@ -274,10 +240,8 @@ mod tests {
 
     #[test]
     fn decode_rejects_wrong_fingerprint() {
-        let enc = Encoder::new().unwrap();
         let mut buf = Vec::new();
-        enc.encode(&sample(1).as_ref(), &mut buf);
-        buf[5] ^= 0xff;
-        assert!(decode_single_object(&buf).unwrap_err().to_string().contains("fingerprint"));
+        Encoder::new().unwrap().encode(&sample(1).as_ref(), &mut buf);
+        assert_refuses_other_fingerprint(buf, decode_single_object);
     }
 }

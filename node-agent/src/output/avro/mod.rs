@@ -12,6 +12,8 @@ pub mod service_mapping;
 pub mod transaction;
 
 mod fields;
+#[cfg(test)]
+mod round_trip;
 
 use std::sync::OnceLock;
 
@@ -106,18 +108,28 @@ pub(crate) fn write_opt_nat(out: &mut Vec<u8>, nat: Option<&NatTuple>) {
 
 /// apache-avro `Value` of an optional NAT tuple (tests).
 pub(crate) fn nat_value(nat: Option<&NatTuple>) -> Value {
-    match nat {
+    opt_value(nat, |n| {
+        Value::Record(vec![
+            ("localAddress".into(), Value::Fixed(16, n.local_addr.to_vec())),
+            ("localPort".into(), Value::Int(n.local_port as i32)),
+            ("remoteAddress".into(), Value::Fixed(16, n.remote_addr.to_vec())),
+            ("remotePort".into(), Value::Int(n.remote_port as i32)),
+        ])
+    })
+}
+
+/// apache-avro `Value` of a `["null", T]` union, `value` giving T's (the `to_value` functions
+/// tests compare the encoders with).
+pub(crate) fn opt_value<T>(v: Option<T>, value: impl FnOnce(T) -> Value) -> Value {
+    match v {
         None => Value::Union(0, Box::new(Value::Null)),
-        Some(n) => Value::Union(
-            1,
-            Box::new(Value::Record(vec![
-                ("localAddress".into(), Value::Fixed(16, n.local_addr.to_vec())),
-                ("localPort".into(), Value::Int(n.local_port as i32)),
-                ("remoteAddress".into(), Value::Fixed(16, n.remote_addr.to_vec())),
-                ("remotePort".into(), Value::Int(n.remote_port as i32)),
-            ])),
-        ),
+        Some(x) => Value::Union(1, Box::new(value(x))),
     }
+}
+
+/// apache-avro `Value` of a `["null", "string"]` union.
+pub(crate) fn opt_str_value(s: Option<&str>) -> Value {
+    opt_value(s, |s| Value::String(s.to_string()))
 }
 
 /// Zig-zag varint (Avro int and long share it).

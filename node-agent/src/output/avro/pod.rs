@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 use apache_avro::types::Value;
 
 use crate::identity::pod_metadata::{PodFields, PodRef};
-use crate::output::avro::{write_long, write_opt_str, write_str, RecordFields};
+use crate::output::avro::{opt_str_value, write_long, write_opt_str, write_str, RecordFields};
 
 /// podName, podNamespace, podLabels (a map: one block in key order, then 0).
 pub fn write_pod(out: &mut Vec<u8>, pod: &PodRef<'_>) {
@@ -42,10 +42,6 @@ pub(crate) fn decode_pod(f: &RecordFields<'_>) -> Result<PodFields> {
 /// apache-avro values of the three fields (tests compare with apache-avro's writer, whose
 /// map order is its own: compare bytes only for records with at most one label).
 pub fn pod_values(pod: &PodRef<'_>) -> [(String, Value); 3] {
-    let os = |s: Option<&str>| match s {
-        None => Value::Union(0, Box::new(Value::Null)),
-        Some(s) => Value::Union(1, Box::new(Value::String(s.to_string()))),
-    };
     let labels = pod.labels.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
-    [("podName".into(), os(pod.name)), ("podNamespace".into(), os(pod.namespace)), ("podLabels".into(), Value::Map(labels))]
+    [("podName".into(), opt_str_value(pod.name)), ("podNamespace".into(), opt_str_value(pod.namespace)), ("podLabels".into(), Value::Map(labels))]
 }

@@ -7,7 +7,7 @@ use apache_avro::Schema;
 
 use crate::identity::cgroup::Runtime;
 use crate::output::avro::pod::{decode_pod, pod_values, write_pod};
-use crate::output::avro::{write_double, write_long, write_opt_double, write_opt_long, write_opt_str, write_str, RecordSchema, SingleObjectWriter};
+use crate::output::avro::{opt_str_value, opt_value, write_double, write_long, write_opt_double, write_opt_long, write_opt_str, write_str, RecordSchema, SingleObjectWriter};
 use crate::resources::power::PowerSource;
 use crate::resources::record::{ResourceRecord, Scope, WeightKind};
 
@@ -117,18 +117,8 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<ResourceRecord> {
 
 /// apache-avro `Value` of a record (tests compare with apache-avro's writer).
 pub fn to_value(r: &ResourceRecord) -> Value {
-    let os = |s: &Option<String>| match s {
-        None => Value::Union(0, Box::new(Value::Null)),
-        Some(s) => Value::Union(1, Box::new(Value::String(s.clone()))),
-    };
-    let ol = |x: Option<i64>| match x {
-        None => Value::Union(0, Box::new(Value::Null)),
-        Some(x) => Value::Union(1, Box::new(Value::Long(x))),
-    };
-    let od = |x: Option<f64>| match x {
-        None => Value::Union(0, Box::new(Value::Null)),
-        Some(x) => Value::Union(1, Box::new(Value::Double(x))),
-    };
+    let ol = |x: Option<i64>| opt_value(x, Value::Long);
+    let od = |x: Option<f64>| opt_value(x, Value::Double);
     let mut fields = vec![
         ("scope".into(), Value::Enum(r.scope as u32, r.scope.symbol().into())),
         ("hostId".into(), Value::String(r.host_id.clone())),
@@ -140,8 +130,8 @@ pub fn to_value(r: &ResourceRecord) -> Value {
         ("cgroupId".into(), Value::Long(r.cgroup_id)),
         ("groupId".into(), Value::String(r.group_id.clone())),
         ("runtime".into(), Value::Enum(r.runtime.index(), r.runtime.symbol().into())),
-        ("podUid".into(), os(&r.pod_uid)),
-        ("qosClass".into(), os(&r.qos_class)),
+        ("podUid".into(), opt_str_value(r.pod_uid.as_deref())),
+        ("qosClass".into(), opt_str_value(r.qos_class.as_deref())),
         ("threads".into(), Value::Int(r.threads)),
         ("processes".into(), Value::Int(r.processes)),
         ("cpuTimeNs".into(), Value::Long(r.cpu_time_ns)),
@@ -158,13 +148,7 @@ pub fn to_value(r: &ResourceRecord) -> Value {
         ("packageWatts".into(), od(r.package_watts)),
         ("coreWatts".into(), od(r.core_watts)),
         ("dramWatts".into(), od(r.dram_watts)),
-        (
-            "hostCores".into(),
-            match r.host_cores {
-                None => Value::Union(0, Box::new(Value::Null)),
-                Some(x) => Value::Union(1, Box::new(Value::Int(x))),
-            },
-        ),
+        ("hostCores".into(), opt_value(r.host_cores, Value::Int)),
     ];
     fields.extend(pod_values(&r.pod.as_ref()));
     fields.push(("cacheReferences".into(), ol(r.cache_references)));
@@ -176,7 +160,7 @@ pub fn to_value(r: &ResourceRecord) -> Value {
 mod tests {
     use super::*;
     use crate::identity::pod_metadata::PodFields;
-    use apache_avro::GenericSingleObjectWriter;
+    use crate::output::avro::round_trip::assert_matches_apache_avro;
 
     pub(crate) fn sample(i: i64) -> ResourceRecord {
         ResourceRecord {
@@ -223,15 +207,6 @@ mod tests {
     #[test]
     fn encoder_matches_apache_avro() {
         let enc = ResourceEncoder::new().unwrap();
-        let mut w = GenericSingleObjectWriter::new_with_capacity(schema(), 512).unwrap();
-        let mut buf = Vec::new();
-        for i in 0..30 {
-            let r = sample(i);
-            enc.encode(&r, &mut buf);
-            let mut theirs = Vec::new();
-            w.write_value_ref(&to_value(&r), &mut theirs).unwrap();
-            assert_eq!(buf, theirs, "record {i}");
-            assert_eq!(decode_single_object(&buf).unwrap(), r);
-        }
+        assert_matches_apache_avro(schema(), (0..30).map(sample), |r, out| enc.encode(r, out), to_value, decode_single_object);
     }
 }

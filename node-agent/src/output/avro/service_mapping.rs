@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use crate::output::avro::{write_long, write_opt_str, write_str, RecordFields, RecordSchema, SingleObjectWriter};
+use crate::output::avro::{opt_str_value, write_long, write_opt_str, write_str, RecordFields, RecordSchema, SingleObjectWriter};
 
 const FIELD_LAYOUT: [&str; 6] = ["vip", "port", "protocol", "namespace", "service", "backends"];
 
@@ -98,16 +98,12 @@ pub fn decode_single_object(bytes: &[u8]) -> Result<ServiceMapping> {
 
 /// apache-avro `Value` of a mapping (tests compare with apache-avro's writer).
 pub fn to_value(m: &ServiceMapping) -> Value {
-    let opt = |s: &Option<String>| match s {
-        None => Value::Union(0, Box::new(Value::Null)),
-        Some(s) => Value::Union(1, Box::new(Value::String(s.clone()))),
-    };
     Value::Record(vec![
         ("vip".into(), Value::String(m.vip.clone())),
         ("port".into(), Value::Int(m.port as i32)),
         ("protocol".into(), Value::String("TCP".into())),
-        ("namespace".into(), opt(&m.namespace)),
-        ("service".into(), opt(&m.service)),
+        ("namespace".into(), opt_str_value(m.namespace.as_deref())),
+        ("service".into(), opt_str_value(m.service.as_deref())),
         (
             "backends".into(),
             Value::Array(
@@ -117,7 +113,7 @@ pub fn to_value(m: &ServiceMapping) -> Value {
                         Value::Record(vec![
                             ("address".into(), Value::String(b.address.clone())),
                             ("port".into(), Value::Int(b.port as i32)),
-                            ("nodeName".into(), opt(&b.node_name)),
+                            ("nodeName".into(), opt_str_value(b.node_name.as_deref())),
                         ])
                     })
                     .collect(),
