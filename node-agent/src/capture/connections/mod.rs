@@ -83,6 +83,10 @@ pub struct CaptureOptions {
     pub nat_entries: usize,
     /// Namespaces whose conntrack is read; empty = `netns`, else the capture thread's own.
     pub nat_netns: Vec<PathBuf>,
+    /// Pin the programs and maps under this bpffs directory (`crate::capture::pins`): they keep
+    /// counting while no agent runs, and the next agent continues from them. None = not pinned
+    /// (the programs go with the process).
+    pub pin_root: Option<PathBuf>,
 }
 
 impl Default for CaptureOptions {
@@ -102,6 +106,7 @@ impl Default for CaptureOptions {
             shed: None,
             nat_entries: 0,
             nat_netns: Vec::new(),
+            pin_root: None,
         }
     }
 }

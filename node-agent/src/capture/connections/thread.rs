@@ -37,7 +37,7 @@ pub(super) fn run(
     shed_rx: Receiver<ShedCmd>,
 ) {
     let mut storage = MaybeUninit::uninit();
-    let (skel, attached) = match load_and_attach(&opts, &inodes, &mut storage) {
+    let (skel, attached, pins) = match load_and_attach(&opts, &inodes, &mut storage) {
         Ok(s) => s,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -147,7 +147,13 @@ pub(super) fn run(
         txn.drain(&skel, &txn_tx, &AtomicBool::new(true), &stats, &disp.borrow().nat, true);
     }
     read_stats(&skel, &stats);
-    // skel dropped here: links detached, maps freed.
+    if pins.is_some() {
+        // Pinned, the programs outlive this process: its pid may go to another process.
+        if let Err(e) = super::load::set_self(&skel, 0) {
+            log::warn!("{e}");
+        }
+    }
+    // skel dropped here: links detached and maps freed, unless pinned (then they stay).
 }
 
 /// How often the capture thread reads the event ring when the kernel did not wake it (it does
