@@ -130,6 +130,47 @@ fn agent_killed_and_restarted_on_its_pins_loses_no_connection_and_no_byte() {
     }
 }
 
+/// A clean stop keeps the pins and the next agent of the same configuration reuses them; one whose
+/// configuration changes the programs unpins them and loads fresh, and says so; `--unpin` removes
+/// them, after which nothing of the agent is left in the kernel's bpffs.
+#[test]
+fn pins_kept_at_a_clean_stop_replaced_on_a_config_change_and_removed_by_unpin() {
+    let dir = agent::tmp("restart", "config");
+    let pins = dir.join("bpf");
+    let _unmount = Unmount(pins.clone());
+    let netns = NetnsThread::spawn(|| ());
+    let ready = dir.join("ready");
+    let run = |snapshot_bytes: &str| {
+        let mut cmd = std::process::Command::new(agent::BIN);
+        cmd.args(["--host-id", "config-host", "--kafka-brokers", "127.0.0.1:9", "--ready-file", ready.to_str().unwrap()])
+            .args(["--netns", netns.path.to_str().unwrap(), "--no-resources", "--cgroup-sample-interval-ms", "0"])
+            .args(["--snapshot-bytes", snapshot_bytes, "--pin-bpf", "--bpf-pin-dir", pins.to_str().unwrap()])
+            .env("RUST_LOG", "info");
+        let agent = agent::spawn_ready(cmd, &ready)?;
+        Some(agent::sigterm(agent))
+    };
+    let pinned = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&pins).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("connections-")).collect();
+        v.sort();
+        v
+    };
+    let Some(first) = run("4096") else { return };
+    assert!(first.contains("BPF programs and maps pinned at"), "{first}");
+    let kept = pinned();
+    assert_eq!(kept.len(), 1, "kept after a clean stop: {kept:?}");
+    let second = run("4096").expect("second agent");
+    assert!(second.contains("reusing the connections BPF programs and maps pinned at"), "{second}");
+    assert_eq!(pinned(), kept);
+    let third = run("8192").expect("third agent");
+    assert!(third.contains(&format!("unpinning {}", pins.join(&kept[0]).display())) && third.contains("loading fresh"), "{third}");
+    let replaced = pinned();
+    assert!(replaced.len() == 1 && replaced != kept, "{replaced:?}");
+    let out = std::process::Command::new(agent::BIN).args(["--host-id", "x", "--unpin", "--bpf-pin-dir", pins.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(pinned().is_empty());
+    netns.cancel();
+}
+
 #[derive(Default, Debug)]
 struct Conn {
     sent: u64,
