@@ -5,24 +5,34 @@ use std::path::PathBuf;
 
 use libbpf_cargo::SkeletonBuilder;
 
-/// (C source, its folder for local headers, generated skeleton)
-const PROGS: [(&str, &str, &str); 2] = [
-    ("src/capture/connections/connections.bpf.c", "src/capture/connections", "connections.skel.rs"),
-    ("src/capture/sched/sched.bpf.c", "src/capture/sched", "sched.skel.rs"),
+/// (C source, its folder for local headers, generated skeleton, name of the object's hash)
+const PROGS: [(&str, &str, &str, &str); 2] = [
+    ("src/capture/connections/connections.bpf.c", "src/capture/connections", "connections.skel.rs", "WG_CONNECTIONS_BPF_HASH"),
+    ("src/capture/sched/sched.bpf.c", "src/capture/sched", "sched.skel.rs", "WG_SCHED_BPF_HASH"),
 ];
 
 fn main() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
-    for (src, dir, out) in PROGS {
+    for (src, dir, out, hash) in PROGS {
+        let obj = out_dir.join(out).with_extension("o");
         SkeletonBuilder::new()
             .source(src)
+            .obj(&obj)
             .clang_args(["-I", dir, "-I", "src/capture", "-Wall", "-Wno-unused-function"])
             .build_and_generate(out_dir.join(out))
             .expect("failed to build BPF program (needs clang)");
         println!("cargo:rerun-if-changed={src}");
+        // Pinned programs are reused only by an agent of the same object (capture::pins).
+        let bytes = std::fs::read(&obj).expect("read the BPF object");
+        println!("cargo:rustc-env={hash}={:016x}", fnv1a(&bytes));
     }
     println!("cargo:rerun-if-changed=src/capture/connections/connections.h");
     println!("cargo:rerun-if-changed=src/capture/connections/http_route.h");
     println!("cargo:rerun-if-changed=src/capture/sched/sched.h");
     println!("cargo:rerun-if-changed=src/capture/vmlinux.h");
+}
+
+/// FNV-1a, 64 bits: tells one object from another (not a security check).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }

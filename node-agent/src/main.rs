@@ -25,6 +25,9 @@ fn run() -> i32 {
         .target(env_logger::Target::Stderr)
         .init();
 
+    if cfg.unpin {
+        return agent::unpin(&cfg);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {

@@ -5,7 +5,7 @@
 //! samples), NAT (conntrack) and the power cap (fixture tree) work; without any one of them the
 //! agent exits naming it. Like the DaemonSet's agent in the host's network namespace, this one
 //! runs in the namespace whose conntrack holds the NAT (common::nat_hosts' host A), with
-//! librdkafka's mock cluster there. Needs root and setpriv: fails under CI=true without them.
+//! librdkafka's mock cluster there, and pins its programs (--pin-bpf) on a bpffs the test mounts. Needs root and setpriv: fails under CI=true without them.
 mod common;
 
 use std::net::{TcpListener, TcpStream};
@@ -136,11 +136,15 @@ fn run_in_host_a(hosts: &Hosts, caps: &[String]) {
     powercap::fixture(&root);
     let ready = dir.join("ready");
     let metrics = format!("127.0.0.1:{}", agent::free_port());
+    // The DaemonSet's --pin-bpf on the node's bpffs (mounted by the host, as here).
+    let bpffs = BpfFs::mount(&dir.join("bpf"));
+    let pin_dir = bpffs.0.join("wattgraph");
     let mut cmd = agent_with(caps, None);
     cmd.args(["--host-id", HOST, "--kafka-brokers", &brokers, "--ready-file", ready.to_str().unwrap(), "--metrics-addr", &metrics])
         .args(["--power-cap", "on", "--powercap-root", root.to_str().unwrap(), "--power-floor-watts", "20"])
         .args(["--power-cap-state-file", dir.join("state/limits").to_str().unwrap()])
-        .args(["--sample-interval-ms", "500", "--snapshot-interval-ms", "200", "--cgroup-sampler-realtime"]);
+        .args(["--sample-interval-ms", "500", "--snapshot-interval-ms", "200", "--cgroup-sampler-realtime"])
+        .args(["--pin-bpf", "--bpf-pin-dir", pin_dir.to_str().unwrap()]);
     let child = agent::spawn_ready(cmd, &ready).expect("the agent starts with the manifest's capabilities");
 
     let (client_port, server_port) = loopback_exchange();
@@ -184,11 +188,33 @@ fn run_in_host_a(hosts: &Hosts, caps: &[String]) {
 
     let log = agent::sigterm(child);
     assert_eq!(powercap::limits(&root), vec![ORIGINAL_UW, ORIGINAL_UW], "restored at shutdown");
-    for needle in ["NAT translation on", "cgroup sampler thread runs SCHED_FIFO priority 10", "power cap: applied budget 100.00 W"] {
+    for needle in ["NAT translation on", "cgroup sampler thread runs SCHED_FIFO priority 10", "power cap: applied budget 100.00 W", "BPF programs and maps pinned at"] {
         assert!(log.contains(needle), "missing {needle}:\n{log}");
     }
     println!("with {caps:?}: loopback exchange, {cpu_ns} ns CPU of pid {busy_pid}, {VIP}:{VIP_PORT} past NAT as {nat:?}");
+    drop(bpffs);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A bpffs mounted for the test, its pins removed and unmounted at the end (also on failure).
+struct BpfFs(PathBuf);
+
+impl BpfFs {
+    fn mount(at: &Path) -> BpfFs {
+        std::fs::create_dir_all(at).unwrap();
+        let target = std::ffi::CString::new(at.as_os_str().as_encoded_bytes()).unwrap();
+        let rc = unsafe { libc::mount(c"bpf".as_ptr(), target.as_ptr(), c"bpf".as_ptr(), 0, std::ptr::null()) };
+        assert_eq!(rc, 0, "mount bpffs at {}: {}", at.display(), std::io::Error::last_os_error());
+        BpfFs(at.to_path_buf())
+    }
+}
+
+impl Drop for BpfFs {
+    fn drop(&mut self) {
+        let _ = wattgraph_agent::capture::pins::unpin_all(&self.0.join("wattgraph"));
+        let target = std::ffi::CString::new(self.0.as_os_str().as_encoded_bytes()).unwrap();
+        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+    }
 }
 
 /// Runs `cmd` to its exit (at most 30 s: a start past the check would run on) and returns its

@@ -230,6 +230,17 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> i32 {
     code
 }
 
+/// `--unpin`: removes the pins of --bpf-pin-dir; 1 when they cannot be removed.
+pub fn unpin(cfg: &Config) -> i32 {
+    match crate::capture::pins::unpin_all(&cfg.bpf_pin_dir) {
+        Ok(n) => {
+            log::info!("unpinned {n} BPF object(s) under {}", cfg.bpf_pin_dir.display());
+            0
+        }
+        Err(e) => fail(1, format_args!("cannot unpin under --bpf-pin-dir '{}': {e}", cfg.bpf_pin_dir.display())),
+    }
+}
+
 /// Starts the BPF capture, or says why not and gives the exit code: 3 when BPF permission is
 /// missing (the documented code), 1 for anything else.
 fn spawn_capture(opts: CaptureOptions) -> Result<CaptureHandle, i32> {

@@ -38,6 +38,7 @@ pub(super) fn capture(cfg: &Config, pods: Option<Arc<PodDirectory>>) -> CaptureO
         nat_entries: cfg.nat_entries as usize,
         nat_netns: cfg.nat_netns.clone(),
         shed: cfg.shed_options().unwrap_or(None).map(|o| ShedController::boxed(o, pods)),
+        pin_root: cfg.pin_bpf.then(|| cfg.bpf_pin_dir.clone()),
         ..Default::default()
     }
 }
@@ -49,6 +50,7 @@ pub(super) fn capture_once(cfg: &Config) -> CaptureOptions {
         snapshot_bytes: CaptureOptions::default().snapshot_bytes,
         snapshot_interval: every,
         transaction_interval: (!cfg.no_transactions).then_some(every),
+        pin_root: None, // a diagnostic: nothing outlives it
         ..capture(cfg, None)
     }
 }

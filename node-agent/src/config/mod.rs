@@ -27,7 +27,7 @@ pub struct Config {
     pub host_id: String,
 
     /// Kafka bootstrap brokers, comma separated HOST:PORT (not needed with --once).
-    #[arg(long = "kafka-brokers", value_name = "HOST:PORT", required_unless_present = "once")]
+    #[arg(long = "kafka-brokers", value_name = "HOST:PORT", required_unless_present_any = ["once", "unpin"])]
     pub kafka_brokers: Option<String>,
 
     /// librdkafka properties file (`key=value` lines, `#` comments) for every Kafka client of the
@@ -294,6 +294,21 @@ pub struct Config {
     /// Bound of the disk spool (segment files together); records beyond it are dropped (counted).
     #[arg(long = "spool-max-bytes", value_name = "BYTES", default_value_t = 1 << 30)]
     pub spool_max_bytes: u64,
+
+    /// Pin the connection programs and maps under --bpf-pin-dir: they keep counting while no
+    /// agent runs (killed, restarted, drained), and the next agent continues from them. They
+    /// stay after the agent stops; --unpin removes them.
+    #[arg(long = "pin-bpf")]
+    pub pin_bpf: bool,
+
+    /// bpffs directory of the pins (bpffs is mounted at /sys/fs/bpf, or on the directory, when
+    /// it is not yet). One agent per directory.
+    #[arg(long = "bpf-pin-dir", value_name = "PATH", default_value = crate::capture::pins::DEFAULT_PIN_ROOT)]
+    pub bpf_pin_dir: PathBuf,
+
+    /// Remove the pins under --bpf-pin-dir (the pinned programs stop counting) and exit.
+    #[arg(long = "unpin")]
+    pub unpin: bool,
 }
 
 /// Why the configuration was refused.

@@ -12,7 +12,7 @@ impl Config {
             return Err(format!("--host-id '{}' must not contain '/' (it is part of process ids)", self.host_id));
         }
         let brokers = self.kafka_brokers.as_deref().unwrap_or("");
-        if brokers.trim().is_empty() && !self.once {
+        if brokers.trim().is_empty() && !self.once && !self.unpin {
             return Err("--kafka-brokers must not be empty".into());
         }
         for b in brokers.split(',').filter(|_| !brokers.trim().is_empty()) {
@@ -28,7 +28,7 @@ impl Config {
                 _ => return Err(format!("--kafka-brokers entry '{b}' has an invalid port '{port}'")),
             }
         }
-        if !self.once || self.kafka_config.is_some() || !self.kafka_option.is_empty() {
+        if !(self.once || self.unpin) || self.kafka_config.is_some() || !self.kafka_option.is_empty() {
             self.kafka_client()?;
         }
         for (flag, t) in [

@@ -106,7 +106,10 @@ impl CaptureOutlet {
     /// it), then every transaction record queued.
     pub fn forward(&mut self, capture: &CaptureHandle, wait: Duration) -> Result<(), CaptureEnded> {
         match capture.events().recv_timeout(wait) {
-            Ok(ev) => self.connection(&ev),
+            Ok(ev) => {
+                self.connection(&ev);
+                capture.taken();
+            }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return Err(CaptureEnded),
         }

@@ -30,7 +30,6 @@ char LICENSE[] SEC("license") = "GPL";
 // Set by user space before load.
 const volatile __u64 snapshot_bytes = 1048576;
 const volatile __u64 snapshot_interval_ns = 5000000000ULL;
-const volatile __u32 self_tgid = 0;      // 0 = do not ignore any process
 const volatile __u8 filter_netns = 0;    // 1 = only namespaces in netns_filter
 const volatile __u8 track_txn = 1;       // 0 = no transaction tracking (nobody drains)
 const volatile __u8 track_http = 1;      // 1 = HTTP/1.x routes of transactions (needs track_txn)
@@ -50,6 +49,15 @@ struct {
 	__type(key, __u32);   // netns inode
 	__type(value, __u8);
 } netns_filter SEC(".maps");
+
+// The agent's own process (its Kafka traffic), ignored; 0 = none. A map, not a constant: pinned
+// programs outlive the agent that loaded them, and the next agent writes its own pid here.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} self_tgid SEC(".maps");
 
 #define EVENTS_RING_BYTES (4 * 1024 * 1024)
 struct {
@@ -185,6 +193,13 @@ static __always_inline void stat_inc(__u32 idx)
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
 	if (v)
 		*v += 1;
+}
+
+static __always_inline bool is_self(void)
+{
+	__u32 zero = 0;
+	__u32 *me = bpf_map_lookup_elem(&self_tgid, &zero);
+	return me && *me && (bpf_get_current_pid_tgid() >> 32) == *me;
 }
 
 // The socket's cookie: a plain load once the kernel has made one (the first
@@ -652,7 +667,7 @@ static __always_inline int set_state(struct sock *sk, int oldstate, int newstate
 		__u32 ns = sk_netns(sk);
 		if (!netns_allowed(ns))
 			return 0;
-		if (self_tgid && (bpf_get_current_pid_tgid() >> 32) == self_tgid)
+		if (is_self())
 			return 0;
 		si = new_entry(sk, cookie, ns, ROLE_CLIENT, bpf_ktime_get_boot_ns());
 		if (si)
@@ -765,7 +780,7 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 		__u32 ns = sk_netns(sk);
 		if (!netns_allowed(ns))
 			return 0;
-		if (self_tgid && (bpf_get_current_pid_tgid() >> 32) == self_tgid)
+		if (is_self())
 			return 0;
 		si = new_entry(sk, cookie, ns, ROLE_UNKNOWN, 0);
 		if (!si)
@@ -774,7 +789,7 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 	if (si->ignored)
 		return 0;
 	if (!si->has_identity) {
-		if (self_tgid && (bpf_get_current_pid_tgid() >> 32) == self_tgid) {
+		if (is_self()) {
 			si->ignored = 1;
 			return 0;
 		}

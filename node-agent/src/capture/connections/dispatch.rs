@@ -25,6 +25,8 @@ pub(super) struct Dispatcher {
     /// their first event and kept for the socket's life.
     pub(super) listening: crate::identity::listening::Listening,
     pub(super) decided: HashMap<u64, Role>,
+    /// Events handed to the channel so far (event_ring.rs defers the ring's consumer to them).
+    pub(super) sent: u64,
 }
 
 /// Sockets of unseen handshakes whose decided role is remembered (their CLOSED forgets them).
@@ -129,7 +131,10 @@ impl Dispatcher {
         }
         loop {
             match self.tx.try_send(ev) {
-                Ok(()) => return,
+                Ok(()) => {
+                    self.sent += 1;
+                    return;
+                }
                 Err(TrySendError::Disconnected(_)) => return,
                 Err(TrySendError::Full(back)) => {
                     if self.stop.load(Ordering::Relaxed) {

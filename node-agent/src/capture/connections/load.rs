@@ -7,12 +7,19 @@ use libbpf_rs::{MapCore, MapFlags};
 use super::skel::*;
 use super::{CaptureOptions, SEND_BEGIN_TRACEPOINT, TRACEPOINTS};
 use crate::capture::bpf::{bpf_err, CaptureError};
+use crate::capture::pins::{self, Pins};
 
+/// The programs attached to tracepoints, as their links are pinned.
+const PROGRAMS: [&str; 4] = ["handle_set_state", "handle_set_state_nested", "handle_send", "handle_recv"];
+const SEND_BEGIN_PROGRAM: &str = "handle_sendmsg_begin";
+
+/// Loads the programs; with `opts.pin_root`, their maps are pinned (or reused from a previous
+/// agent of the same object and configuration, whose pinned links are then left as they are).
 pub(super) fn load_and_attach<'a>(
     opts: &CaptureOptions,
     inodes: &[u32],
     storage: &'a mut MaybeUninit<libbpf_rs::OpenObject>,
-) -> Result<(ConnectionsSkel<'a>, Vec<String>), CaptureError> {
+) -> Result<(ConnectionsSkel<'a>, Vec<String>, Option<Pins>), CaptureError> {
     let mut open = ConnectionsSkelBuilder::default().open(storage).map_err(|e| bpf_err("open BPF object", e))?;
     let mut attached: Vec<String> = TRACEPOINTS.iter().map(|s| s.to_string()).collect();
     // Without it a transaction starts when its first send returned (on loopback, possibly after
@@ -28,11 +35,28 @@ pub(super) fn load_and_attach<'a>(
         }
         open.progs.handle_sendmsg_begin.set_autoload(false);
     }
+    let pins = match &opts.pin_root {
+        Some(root) => {
+            let mut links: Vec<&str> = PROGRAMS.to_vec();
+            links.extend(send_begin.then_some(SEND_BEGIN_PROGRAM));
+            let build = env!("WG_CONNECTIONS_BPF_HASH");
+            Some(pins::prepare(root, "connections", build, &pinned_config(opts, inodes, send_begin), &links)?)
+        }
+        None => None,
+    };
+    if let Some(p) = &pins {
+        for mut map in open.open_object_mut().maps_mut() {
+            let name = map.name().to_string_lossy().into_owned();
+            if !name.contains('.') {
+                // Internal maps (.rodata) are the programs' own; the rest are state.
+                map.set_pin_path(p.map_path(&name)).map_err(|e| bpf_err("set map pin path", e))?;
+            }
+        }
+    }
     {
         let ro = open.maps.rodata_data.as_deref_mut().ok_or_else(|| CaptureError::Other("BPF rodata not mmapped".into()))?;
         ro.snapshot_bytes = opts.snapshot_bytes;
         ro.snapshot_interval_ns = opts.snapshot_interval.as_nanos().min(u64::MAX as u128) as u64;
-        ro.self_tgid = if opts.ignore_self { std::process::id() } else { 0 };
         ro.filter_netns = u8::from(!inodes.is_empty());
         ro.track_txn = u8::from(opts.transaction_interval.is_some());
         ro.track_http = u8::from(opts.transaction_interval.is_some() && opts.http_routes > 0);
@@ -58,6 +82,11 @@ pub(super) fn load_and_attach<'a>(
         .set_max_entries(opts.http_routes.max(1))
         .map_err(|e| bpf_err("size HTTP route map", e))?;
     let mut skel = open.load().map_err(|e| bpf_err("load BPF programs", e))?;
+    set_self(&skel, if opts.ignore_self { std::process::id() } else { 0 })?;
+    if pins.as_ref().is_some_and(|p| p.reuse) {
+        // Counting since the previous agent: its filter, counters and links stay as they are.
+        return Ok((skel, attached, pins));
+    }
     for ino in inodes {
         skel.maps
             .netns_filter
@@ -74,5 +103,47 @@ pub(super) fn load_and_attach<'a>(
             .map_err(|e| bpf_err("create shedding overflow counter", e))?;
     }
     skel.attach().map_err(|e| bpf_err("attach tracepoints", e))?;
-    Ok((skel, attached))
+    if let Some(p) = &pins {
+        // Last: a directory with every link pinned is complete (pins::prepare).
+        let l = &mut skel.links;
+        let links = [
+            (PROGRAMS[0], l.handle_set_state.as_mut()),
+            (PROGRAMS[1], l.handle_set_state_nested.as_mut()),
+            (PROGRAMS[2], l.handle_send.as_mut()),
+            (PROGRAMS[3], l.handle_recv.as_mut()),
+            (SEND_BEGIN_PROGRAM, l.handle_sendmsg_begin.as_mut()),
+        ];
+        for (name, link) in links {
+            if let Some(link) = link {
+                link.pin(p.link_path(name)).map_err(|e| bpf_err("pin link", e))?;
+            }
+        }
+        log::info!("BPF programs and maps pinned at {}: they keep counting while no agent runs", p.dir.display());
+    }
+    Ok((skel, attached, pins))
+}
+
+/// The process whose sockets the programs ignore (the agent's own Kafka traffic); 0 = none.
+pub(super) fn set_self(skel: &ConnectionsSkel<'_>, tgid: u32) -> Result<(), CaptureError> {
+    skel.maps
+        .self_tgid
+        .update(&0u32.to_ne_bytes(), &tgid.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|e| bpf_err("set the agent's own process", e))
+}
+
+/// What shapes the programs and their maps besides the object: a previous agent's pins are
+/// reused only when it is the same.
+fn pinned_config(opts: &CaptureOptions, inodes: &[u32], send_begin: bool) -> String {
+    let mut ns = inodes.to_vec();
+    ns.sort_unstable();
+    let shed = opts.shed.as_ref().map(|s| (s.mode().kernel_constant(), s.by_cgroup()));
+    format!(
+        "snapshot_bytes={} snapshot_interval={:?} netns={ns:?} txn={} http_routes={} shed={shed:?} map_entries={} txn_hist={} send_begin={send_begin}",
+        opts.snapshot_bytes,
+        opts.snapshot_interval,
+        opts.transaction_interval.is_some(),
+        opts.http_routes,
+        opts.map_entries,
+        opts.txn_hist_entries,
+    )
 }

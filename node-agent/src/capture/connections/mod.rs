@@ -8,6 +8,7 @@ pub mod transactions;
 
 mod dispatch;
 mod drain;
+mod event_ring;
 mod load;
 mod mask;
 mod ring;
@@ -21,7 +22,7 @@ use std::collections::HashMap;
 use std::mem::size_of;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -83,6 +84,10 @@ pub struct CaptureOptions {
     pub nat_entries: usize,
     /// Namespaces whose conntrack is read; empty = `netns`, else the capture thread's own.
     pub nat_netns: Vec<PathBuf>,
+    /// Pin the programs and maps under this bpffs directory (`crate::capture::pins`): they keep
+    /// counting while no agent runs, and the next agent continues from them. None = not pinned
+    /// (the programs go with the process).
+    pub pin_root: Option<PathBuf>,
 }
 
 impl Default for CaptureOptions {
@@ -102,6 +107,7 @@ impl Default for CaptureOptions {
             shed: None,
             nat_entries: 0,
             nat_netns: Vec::new(),
+            pin_root: None,
         }
     }
 }
@@ -121,6 +127,7 @@ pub struct CaptureHandle {
     stats: Arc<CaptureStats>,
     shed_tx: SyncSender<ShedCmd>,
     cmdlines: Arc<KernelCmdlines>,
+    taken: Arc<AtomicU64>,
     pub attached: Vec<String>,
 }
 
@@ -133,6 +140,11 @@ enum ShedCmd {
 impl CaptureHandle {
     pub fn events(&self) -> &Receiver<ConnEvent> {
         &self.rx
+    }
+    /// The output took one more event from `events()` (with pins, the kernel keeps the events
+    /// not yet taken for the next agent should this one be killed: event_ring.rs).
+    pub fn taken(&self) {
+        self.taken.fetch_add(1, Ordering::Release);
     }
     pub fn stats(&self) -> &Arc<CaptureStats> {
         &self.stats
@@ -210,13 +222,14 @@ pub fn spawn(opts: CaptureOptions) -> Result<CaptureHandle, CaptureError> {
     let stop = Arc::new(AtomicBool::new(false));
     let stats = Arc::new(CaptureStats::default());
     let cmdlines = Arc::new(KernelCmdlines::new(KERNEL_CMDLINES));
-    let (stop2, stats2, cmdlines2) = (stop.clone(), stats.clone(), cmdlines.clone());
+    let taken = Arc::new(AtomicU64::new(0));
+    let (stop2, stats2, cmdlines2, taken2) = (stop.clone(), stats.clone(), cmdlines.clone(), taken.clone());
     let thread = std::thread::Builder::new()
         .name("wg-capture".into())
-        .spawn(move || thread::run(opts, inodes, tx, txn_tx, stop2, stats2, cmdlines2, ready_tx, shed_rx))
+        .spawn(move || thread::run(opts, inodes, tx, txn_tx, stop2, stats2, cmdlines2, ready_tx, shed_rx, taken2))
         .map_err(|e| CaptureError::Other(format!("spawn capture thread: {e}")))?;
     match ready_rx.recv() {
-        Ok(Ok(attached)) => Ok(CaptureHandle { rx, txn_rx, stop, thread: Some(thread), stats, shed_tx, cmdlines, attached }),
+        Ok(Ok(attached)) => Ok(CaptureHandle { rx, txn_rx, stop, thread: Some(thread), stats, shed_tx, cmdlines, taken, attached }),
         Ok(Err(e)) => {
             let _ = thread.join();
             Err(e)

@@ -2,15 +2,18 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use std::os::fd::{AsFd, AsRawFd};
 
 use libbpf_rs::RingBufferBuilder;
 
 use super::dispatch::{open_nat, Dispatcher, Shedder};
 use super::drain::TxnDrain;
+use super::event_ring::EventRing;
 use super::load::load_and_attach;
 use super::ring::{decode_proc_args, decode_raw};
 use super::shed::{shed_command, shed_tick, ShedClock};
@@ -35,9 +38,10 @@ pub(super) fn run(
     cmdlines: Arc<KernelCmdlines>,
     ready: SyncSender<Result<Vec<String>, CaptureError>>,
     shed_rx: Receiver<ShedCmd>,
+    taken: Arc<AtomicU64>,
 ) {
     let mut storage = MaybeUninit::uninit();
-    let (skel, attached) = match load_and_attach(&opts, &inodes, &mut storage) {
+    let (skel, attached, pins) = match load_and_attach(&opts, &inodes, &mut storage) {
         Ok(s) => s,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -59,6 +63,7 @@ pub(super) fn run(
         nat,
         listening: crate::identity::listening::Listening::new("/proc"),
         decided: HashMap::new(),
+        sent: 0,
     });
     let mut rb = RingBufferBuilder::new();
     // Rings are read in the order added: a process's command line, written before its first
@@ -70,21 +75,40 @@ pub(super) fn run(
         let _ = ready.send(Err(bpf_err("ring buffer", e)));
         return;
     }
-    if let Err(e) = rb.add(&skel.maps.events, |data: &[u8]| {
-        if let Some(ev) = decode_raw(data) {
-            disp.borrow_mut().dispatch(ev);
-        }
-        0
-    }) {
-        let _ = ready.send(Err(bpf_err("ring buffer", e)));
-        return;
-    }
     let ring = match rb.build() {
         Ok(r) => r,
         Err(e) => {
             let _ = ready.send(Err(bpf_err("ring buffer", e)));
             return;
         }
+    };
+    // The event ring is read by EventRing (event_ring.rs) but wakes the same poll: its wakeups
+    // make libbpf read ring 0 (the command lines), then the loop reads the events.
+    let mut events = match EventRing::open(&skel.maps.events, pins.is_some(), taken) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    // Edge-triggered: with pins, events not yet taken stay in the ring, which level-triggered
+    // would report ready at every poll.
+    let mut wake = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: 0 };
+    // SAFETY: libbpf's epoll descriptor and the map's descriptor, both open.
+    if unsafe { libc::epoll_ctl(ring.epoll_fd(), libc::EPOLL_CTL_ADD, skel.maps.events.as_fd().as_raw_fd(), &mut wake) } != 0 {
+        let _ = ready.send(Err(CaptureError::Other(format!("event ring wakeup: {}", std::io::Error::last_os_error()))));
+        return;
+    }
+    let read_events = |events: &mut EventRing| {
+        events.consume(
+            |data| {
+                if let Some(ev) = decode_raw(data) {
+                    disp.borrow_mut().dispatch(ev);
+                }
+            },
+            || disp.borrow().sent,
+        );
+        events.release_taken();
     };
     let _ = ready.send(Ok(attached));
 
@@ -105,6 +129,7 @@ pub(super) fn run(
         }
         if shed_clock.due() {
             let _ = ring.consume();
+            read_events(&mut events);
             shed_tick(&skel, &disp, &stats, &mut shed_clock);
         }
         if let Err(e) = ring.poll(poll_timeout) {
@@ -115,6 +140,7 @@ pub(super) fn run(
         // The kernel wakes this thread only once EVENTS_WAKEUP_BYTES wait (connections.bpf.c),
         // and poll reads only rings that woke it: what arrived below that is read here.
         let _ = ring.consume();
+        read_events(&mut events);
         let now = Instant::now();
         if now >= next_sweep {
             sweep(&skel, &disp, &stats, sweep_every, &mut swept, &mut sweep_reader);
@@ -142,12 +168,21 @@ pub(super) fn run(
         }
     }
     let _ = ring.consume();
+    read_events(&mut events);
+    // Stopping cleanly: what was read goes to the output before the process exits.
+    events.release_all();
     if opts.transaction_interval.is_some() {
         // Final drain; nobody may be reading any more, so a full channel drops the rest.
         txn.drain(&skel, &txn_tx, &AtomicBool::new(true), &stats, &disp.borrow().nat, true);
     }
     read_stats(&skel, &stats);
-    // skel dropped here: links detached, maps freed.
+    if pins.is_some() {
+        // Pinned, the programs outlive this process: its pid may go to another process.
+        if let Err(e) = super::load::set_self(&skel, 0) {
+            log::warn!("{e}");
+        }
+    }
+    // skel dropped here: links detached and maps freed, unless pinned (then they stay).
 }
 
 /// How often the capture thread reads the event ring when the kernel did not wake it (it does

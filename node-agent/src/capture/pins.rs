@@ -1,0 +1,138 @@
+//! BPF programs and maps pinned under a bpffs directory, so the kernel keeps counting while no
+//! agent runs (killed, pod recreated, node drained) and the next agent reads what accumulated.
+//! One directory per BPF object, named after the object's build hash and the configuration that
+//! shapes its programs and maps: `<root>/<object>-<build hash>-<config hash>/{maps,links}/<name>`.
+//! An agent reuses only a directory of its own name whose links are all pinned (links are pinned
+//! last, so that means complete); any other directory of the object is unpinned first.
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use super::bpf::CaptureError;
+
+/// Where the DaemonSet (and `--pin-bpf`) pins by default.
+pub const DEFAULT_PIN_ROOT: &str = "/sys/fs/bpf/wattgraph";
+/// The usual mount point of bpffs; mounted there when the root is below it and nothing is.
+const BPFFS_MOUNT: &str = "/sys/fs/bpf";
+const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
+
+/// The pins of one BPF object for the running agent, and the lock that keeps a second agent
+/// on the same root out.
+pub struct Pins {
+    pub dir: PathBuf,
+    /// Pins of a previous agent of the same object and configuration, complete: reuse its maps
+    /// and attach nothing.
+    pub reuse: bool,
+    _lock: File,
+}
+
+impl Pins {
+    pub fn map_path(&self, name: &str) -> PathBuf {
+        self.dir.join("maps").join(name)
+    }
+    pub fn link_path(&self, prog: &str) -> PathBuf {
+        self.dir.join("links").join(prog)
+    }
+}
+
+/// Prepares `root` for `object` (build hash `build`, configuration `config` as text); `links`
+/// are the programs a complete pinning has links of.
+pub fn prepare(root: &Path, object: &str, build: &str, config: &str, links: &[&str]) -> Result<Pins, CaptureError> {
+    let err = |what: &str, e: std::io::Error| CaptureError::Other(format!("BPF pin directory {}: {what}: {e}", root.display()));
+    ensure_bpffs(root).map_err(|e| err("mount bpffs", e))?;
+    let lock = File::open(root).map_err(|e| err("open", e))?;
+    // SAFETY: plain flock on an open descriptor.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(err("locked by another running agent", std::io::Error::last_os_error()));
+    }
+    let name = format!("{object}-{build}-{:016x}", fnv1a(config.as_bytes()));
+    let dir = root.join(&name);
+    for entry in std::fs::read_dir(root).map_err(|e| err("list", e))? {
+        let entry = entry.map_err(|e| err("list", e))?;
+        let other = entry.file_name().to_string_lossy().into_owned();
+        if other != name && other.starts_with(&format!("{object}-")) {
+            log::warn!("unpinning {}: pinned by an agent of another {object} BPF object or configuration; loading fresh", entry.path().display());
+            std::fs::remove_dir_all(entry.path()).map_err(|e| err("unpin", e))?;
+        }
+    }
+    let complete = links.iter().all(|l| dir.join("links").join(l).exists());
+    if dir.exists() && !complete {
+        log::warn!("unpinning {}: incomplete (an agent stopped while pinning); loading fresh", dir.display());
+        std::fs::remove_dir_all(&dir).map_err(|e| err("unpin", e))?;
+    }
+    let reuse = dir.exists();
+    if reuse {
+        log::info!("reusing the {object} BPF programs and maps pinned at {} by a previous agent (attached since then; not attached again)", dir.display());
+    } else {
+        for sub in ["maps", "links"] {
+            std::fs::create_dir_all(dir.join(sub)).map_err(|e| err("create", e))?;
+        }
+    }
+    Ok(Pins { dir, reuse, _lock: lock })
+}
+
+/// Removes every pin under `root` (`--unpin`): the programs detach, the maps are freed once no
+/// process holds them. Returns how many object directories went; a missing root is none.
+pub fn unpin_all(root: &Path) -> std::io::Result<usize> {
+    let entries = match std::fs::read_dir(root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut n = 0;
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+fn is_bpffs(path: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else { return false };
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid C string and out pointer.
+    unsafe { libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == BPF_FS_MAGIC }
+}
+
+fn mount_bpffs(at: &Path) -> std::io::Result<()> {
+    let target = std::ffi::CString::new(at.as_os_str().as_encoded_bytes())?;
+    // SAFETY: valid C strings; no data.
+    let rc = unsafe { libc::mount(c"bpf".as_ptr(), target.as_ptr(), c"bpf".as_ptr(), 0, std::ptr::null()) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    log::info!("mounted bpffs at {}", at.display());
+    Ok(())
+}
+
+/// `root` exists on bpffs: below an existing bpffs it is created; below an unmounted
+/// /sys/fs/bpf bpffs is mounted there; elsewhere it is created and bpffs mounted on it.
+fn ensure_bpffs(root: &Path) -> std::io::Result<()> {
+    if root.exists() && is_bpffs(root) {
+        return Ok(());
+    }
+    let mut ancestor = root;
+    while !ancestor.exists() {
+        ancestor = ancestor.parent().unwrap_or(Path::new("/"));
+    }
+    if !is_bpffs(ancestor) {
+        if root.starts_with(BPFFS_MOUNT) && !is_bpffs(Path::new(BPFFS_MOUNT)) {
+            mount_bpffs(Path::new(BPFFS_MOUNT))?;
+        } else {
+            std::fs::create_dir_all(root)?;
+            if std::fs::read_dir(root)?.next().is_some() {
+                return Err(std::io::Error::other("not on bpffs and not empty (bpffs is mounted only on an empty directory)"));
+            }
+            return mount_bpffs(root);
+        }
+    }
+    std::fs::create_dir_all(root)
+}
+
+/// FNV-1a, 64 bits (as build.rs hashes the objects): tells one configuration from another.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
