@@ -47,6 +47,7 @@ AGENT_MOUNTS = {  # hostPath -> (mountPath, readOnly)
     "/sys/fs/cgroup": ("/sys/fs/cgroup", True),
     "/sys/devices/virtual": ("/host/sys/devices/virtual", True),
     "/var/lib/wattgraph": ("/var/lib/wattgraph", False),
+    "/sys/fs/bpf": ("/sys/fs/bpf", False),  # --pin-bpf: the node's bpffs, where the pins outlive the pod
 }
 
 
