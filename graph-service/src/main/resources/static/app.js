@@ -220,7 +220,7 @@ async function refresh() {
       return nd && nd.name && nd.name !== id ? nd.name + ' (' + id + ')' : id;
     });
     await panels.budgetLoop();
-    state.power = await power.load(hosts);
+    state.power = await power.load(hosts, bounds);
     showPowerCharts();
     status('updated ' + new Date().toLocaleTimeString());
     health.ok(hosts);
