@@ -82,6 +82,12 @@ class ServiceMapBrowserTest {
         return BrowserScenarios.each("routes.test.mjs", () -> port, Map.of());
     }
 
+    /** A large map's overview style below zoom 2.4 ({@code large-map.test.mjs}). */
+    @TestFactory
+    Stream<DynamicTest> largeMapTests() throws Exception {
+        return BrowserScenarios.each("large-map.test.mjs", () -> port, Map.of());
+    }
+
     /** Accessibility: axe-core with the panels open, and the keyboard alone ({@code a11y.test.mjs}). */
     @TestFactory
     Stream<DynamicTest> accessibilityTests() throws Exception {
