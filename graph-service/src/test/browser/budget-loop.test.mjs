@@ -35,10 +35,15 @@ test('the power panel starts from the published bounds and charts measured power
     const a = page.locator('#powerCharts .chart[data-chart="power-host-a"]');
     await a.waitFor();
     assert.equal(await a.getAttribute('data-published'), '20');
-    assert.equal(await a.getAttribute('data-points'), '2');
+    assert.equal(await a.getAttribute('data-measured-points'), '2');
+    // The class's two cycles (and the loop's start cycle): budgets of 20 W each, one level on the step line.
+    assert.match(await a.getAttribute('data-budget-steps'), /^20(,20)+$/);
     assert.match(await a.locator('.u-legend').textContent(), /measured.*published budget/);
-    assert.match(await a.textContent(), /published budget 20\.00 W \(HYPPO, .* ago\): the API keeps no budget history/);
-    assert.equal(await page.locator('#powerCharts [data-power-chart-none="host-b"]').count(), 1);
+    assert.match(await a.textContent(), /\d published budgets in all time, the last 20\.00 W \(HYPPO, .* ago\)/);
+    // host-b: nothing measured, but its budgets are charted.
+    const b = page.locator('#powerCharts .chart[data-chart="power-host-b"]');
+    assert.equal(await b.getAttribute('data-measured-points'), '0');
+    assert.match(await b.getAttribute('data-budget-steps'), /^10(,10)+$/);
     await shot(page, 'service-map-budget-loop-power-chart');
   });
 });

@@ -65,7 +65,7 @@ test('the power panel charts each host\'s measured power over the time range, wi
     assert.equal(await a.getAttribute('data-points'), '2');
     assert.equal(await a.locator('canvas').count(), 1);
     assert.equal(await a.getAttribute('data-published'), null);
-    assert.match(await a.textContent(), /no published budget for host-a \(budget loop off/);
+    assert.match(await a.textContent(), /no budget published for host-a in all time \(budget loop off/);
     assert.equal(await page.locator('#powerCharts [data-power-chart-none="host-b"]').textContent(),
       'host-b: no measured power in all time.');
     // A computed budget is drawn against the measurements (HyPPO: host-a raised to its 20 W minimum).

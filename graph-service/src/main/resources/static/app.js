@@ -199,20 +199,28 @@ async function refresh() {
   }
   status('loading…');
   try {
-    const hosts = await loadHosts();
     const level = $('level').value;
-    const f = { host: $('host').value, namespace: $('namespace').value, fromNs: bounds.fromNs, toNs: bounds.toNs };
-    const [graph, matrix, cp] = await Promise.all([
-      api('/api/v1/service-graph' + query({ level, ...f })),
-      api('/api/v1/projections/host' + query(f)),
-      api('/api/v1/analysis/critical-path' + query({ level, ...f, percentile: $('percentile').value,
-        mode: $('mode').value })).catch(() => null), // no path is no highlight, not an error
-    ]);
+    // The hosts and the graph at once (one round trip, not two); again in the rare case that the chosen host
+    // is gone from the new host list (loadHosts then clears the filter).
+    const fetchGraph = () => {
+      const f = { host: $('host').value, namespace: $('namespace').value, fromNs: bounds.fromNs, toNs: bounds.toNs };
+      return Promise.all([f.host, api('/api/v1/service-graph' + query({ level, ...f })),
+        api('/api/v1/projections/host' + query(f)),
+        api('/api/v1/analysis/critical-path' + query({ level, ...f, percentile: $('percentile').value,
+          mode: $('mode').value })).catch(() => null)]); // no path is no highlight, not an error
+    };
+    const hostsLoaded = loadHosts(), graphLoaded = fetchGraph();
+    graphLoaded.catch(() => {}); // a failure of the hosts is the one reported (it names the token, or Neo4j)
+    const hosts = await hostsLoaded;
+    let [asked, graph, matrix, cp] = await graphLoaded;
+    if (asked !== $('host').value) [asked, graph, matrix, cp] = await fetchGraph();
     state.graph = graph;
     state.path = cp;
     samples.record(level, graph, Date.now());
     updateNamespaces(graph);
     await drawMap();
+    // The map on screen before the panels are built (at most 100 ms: no frames come while the page is hidden).
+    await new Promise((r) => { requestAnimationFrame(() => setTimeout(r)); setTimeout(r, 100); });
     panels.drawHeatmap(matrix);
     panels.drawCritical(cp, $('percentile').value);
     await panels.httpRoutes($('host').value, (id) => {
@@ -220,7 +228,7 @@ async function refresh() {
       return nd && nd.name && nd.name !== id ? nd.name + ' (' + id + ')' : id;
     });
     await panels.budgetLoop();
-    state.power = await power.load(hosts);
+    state.power = await power.load(hosts, bounds);
     showPowerCharts();
     status('updated ' + new Date().toLocaleTimeString());
     health.ok(hosts);

@@ -106,7 +106,8 @@ export class Charts {
     }
   }
 
-  plot(name, label, x, ys, colours, names, summary) {
+  /** A uPlot chart of series {@code ys} over {@code x} (s); {@code extra}: uPlot options per series (e.g. paths). */
+  plot(name, label, x, ys, colours, names, summary, extra = []) {
     const wrap = el('div', { class: 'chart', 'data-chart': name, 'data-points': x.length });
     const head = el('div', { class: 'chart-title', text: label });
     if (summary && summary.windows) {
@@ -119,8 +120,10 @@ export class Charts {
     const opts = { width, height: 110, legend: { show: names.length > 1 }, cursor: { drag: { x: false, y: false } },
       scales: { x: { time: true } }, axes: [{ size: 28 }, { size: 44 }],
       series: [{}, ...names.map((n, i) => ({ label: n, stroke: colours[i], width: 1.5, spanGaps: false,
-        points: { show: x.length < 40 } }))] };
-    this.plots.push(new uPlot(opts, [x, ...ys], wrap));
+        points: { show: x.length < 40 }, ...(extra[i] || {}) }))] };
+    const u = new uPlot(opts, [x, ...ys], wrap);
+    this.plots.push(u);
+    wrap.uplot = u; // what was drawn, for the browser tests
     return wrap;
   }
 }

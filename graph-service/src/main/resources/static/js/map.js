@@ -20,6 +20,11 @@ const GREY = '#aab4bf';
 // Above this many nodes a first layout is a "draft" (spectral only): proof-quality fcose takes seconds there.
 const DRAFT_ABOVE = 1200;
 const LARGE = 3000; // elements (nodes and edges) above which drawing is simplified, see render()
+// Below this zoom a large map is an overview: nodes without labels (a crowded map shows them from this zoom
+// anyway: 'min-zoomed-font-size' 24 over a 10 px font), edges as haystack lines without arrows. Measuring 2,000
+// labels and styling 6,000 arrowed edges for bounds and drawing was much of the first render
+// (docs/benchmarks/service-map.md).
+const DETAIL_ZOOM = 2.4;
 
 /** Mirrors the service's Aggregator.groupId: the id that node {@code n} (its fields) has at {@code level}. */
 export function groupId(n, level) {
@@ -60,6 +65,8 @@ const STYLE = [
     'target-arrow-shape': 'triangle', 'arrow-scale': 0.8, 'curve-style': 'bezier', opacity: 0.85 } },
   { selector: 'edge.straight', style: { 'curve-style': 'straight' } },
   { selector: 'node.crowded', style: { 'min-zoomed-font-size': 24 } }, // labels once zoomed in
+  { selector: 'node.overview', style: { label: '' } },
+  { selector: 'edge.overview', style: { 'curve-style': 'haystack', 'target-arrow-shape': 'none' } },
   { selector: 'node.critical', style: { 'border-color': '#c2410c', 'border-width': 4 } },
   { selector: 'edge.critical', style: { 'underlay-color': '#c2410c', 'underlay-opacity': 0.45,
     'underlay-padding': 4 } },
@@ -113,6 +120,19 @@ export class ServiceMap {
     cy.on('mousemove', (ev) => { if (!tip.hidden) place(ev); });
     cy.on('mouseout tapstart', 'node, edge', () => { tip.hidden = true; });
     cy.on('viewport', () => { tip.hidden = true; });
+    // A large map leaves its overview style once zoomed in past DETAIL_ZOOM, and takes it again when zoomed out.
+    this.big = false;
+    this.overview = false;
+    cy.on('zoom', () => this.updateOverview());
+  }
+
+  /** Large maps: the overview style below DETAIL_ZOOM, full detail above (one restyle per crossing). */
+  updateOverview() {
+    const want = this.big && this.cy.zoom() < DETAIL_ZOOM;
+    if (want === this.overview) return;
+    this.overview = want;
+    const eles = this.cy.edges().union(this.cy.nodes().filter((n) => !n.isParent())); // group boxes keep labels
+    this.cy.batch(() => { if (want) eles.addClass('overview'); else eles.removeClass('overview'); });
   }
 
   /**
@@ -131,7 +151,11 @@ export class ServiceMap {
       : [];
     this.key = key;
     this.level = opts.level;
-    const model = buildElements(g, opts);
+    // A large map starts as an overview (its fit is far out) unless it is one already, zoomed in or not.
+    const big = isLarge(g);
+    this.overview = big && (this.big ? this.overview : true);
+    this.big = big;
+    const model = buildElements(g, { ...opts, big, overview: this.overview });
     const saved = this.store.load(key);
     const fresh = [], added = new Set();
     cy.batch(() => {
@@ -257,16 +281,34 @@ export class ServiceMap {
     });
   }
 
-  /** fcose over the whole map: from scratch ({@code randomize}) or from the current positions. */
+  /**
+   * fcose over the whole map: from scratch ({@code randomize}) or from the current positions. A draft (spectral
+   * only, above DRAFT_ABOVE nodes from scratch) runs on a headless copy of ids and links, without style: on the
+   * map itself fcose's first step, the bounding box of every element, cost the whole style pass, and moving the
+   * nodes one by one fired their events; here the positions arrive in one batch before anything is styled.
+   */
   layout(randomize) {
     const cy = this.cy;
     const n = cy.nodes().length;
+    const draft = randomize && n > DRAFT_ABOVE;
+    const options = { name: 'fcose', randomize, animate: false, fit: false, quality: draft ? 'draft' : 'default',
+      packComponents: true, nodeDimensionsIncludeLabels: n <= DRAFT_ABOVE, nodeSeparation: 60, idealEdgeLength: 70,
+      nodeRepulsion: 6000, numIter: 2500 };
+    const done = () => { this.savePositions(); this.fit(); };
+    if (draft) {
+      const copy = cytoscape({ headless: true, styleEnabled: false, elements: [
+        ...cy.nodes().map((x) => ({ group: 'nodes', data: { id: x.id(), parent: x.data('parent') || undefined } })),
+        ...cy.edges().map((e) => ({ group: 'edges', data: { id: e.id(), source: e.data('source'), target: e.data('target') } })),
+      ] });
+      copy.layout(options).run(); // synchronous without animation
+      cy.batch(() => cy.nodes().forEach((x) => { if (!x.isParent()) x.position(copy.getElementById(x.id()).position()); }));
+      copy.destroy();
+      done();
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
-      const l = cy.layout({ name: 'fcose', randomize, animate: false, fit: false,
-        quality: randomize && n > DRAFT_ABOVE ? 'draft' : 'default', packComponents: true,
-        nodeDimensionsIncludeLabels: n <= DRAFT_ABOVE,
-        nodeSeparation: 60, idealEdgeLength: 70, nodeRepulsion: 6000, numIter: 2500 });
-      l.one('layoutstop', () => { this.savePositions(); this.fit(); resolve(); });
+      const l = cy.layout(options);
+      l.one('layoutstop', () => { done(); resolve(); });
       l.run();
     });
   }
@@ -382,6 +424,13 @@ export class ServiceMap {
   }
 }
 
+/** Whether graph {@code g} is drawn simplified: more than LARGE nodes and drawn edges. */
+function isLarge(g) {
+  let edges = 0;
+  for (const e of g.edges) if (e.source !== e.target) edges++;
+  return g.nodes.length + edges > LARGE;
+}
+
 function centroid(points) {
   if (!points.length) return null;
   let x = 0, y = 0;
@@ -446,19 +495,20 @@ function buildElements(g, opts) {
       m.cpuUsage != null ? 'CPU ' + fmt(m.cpuUsage) + ' cores' : null, m.powerW != null ? 'power ' + fmt(m.powerW) + ' W' : null,
       'traffic ' + fmtBytes(bytesOf.get(nd.id))].filter(Boolean).join('\n');
     elements.push({ group: 'nodes', classes: [ext ? 'external' : '', cpNodes.has(nd.id) ? 'critical' : '',
-      nodes.length > 300 ? 'crowded' : ''].join(' ').trim(),
+      nodes.length > 300 ? 'crowded' : '', opts.overview ? 'overview' : ''].join(' ').trim(),
       data: { id: nd.id, label: label.length > 28 ? label.slice(0, 27) + '…' : label, kind: nd.kind, name: nd.name,
         hostId: nd.hostId, namespace: nd.namespace, pod: nd.pod, service: nd.service, containerId: nd.containerId,
         members: nd.members, parent, size: 2 * (v == null ? r0 : r0 + dr * Math.sqrt(Math.max(0, v) / maxSize)),
         colour: ext ? '#fff' : hostColour.get(nd.hostId) || '#868e96', bytes: bytesOf.get(nd.id), tip } });
   }
-  const big = nodes.length + edges.length > LARGE;
+  const big = opts.big;
+  const edgeClass = (big ? ' straight' : '') + (opts.overview ? ' overview' : '');
   for (const e of edges) {
     const bytes = e.bytesClientToServer + e.bytesServerToClient;
     const lat = e[lk];
     const colour = lat == null ? GREY : latencyColour(maxLat > minLat ? (lat - minLat) / (maxLat - minLat) : 0.5);
     const id = e.source + '>' + e.target;
-    elements.push({ group: 'edges', classes: (cpEdges.has(id) ? 'critical' : '') + (big ? ' straight' : ''),
+    elements.push({ group: 'edges', classes: ((cpEdges.has(id) ? 'critical' : '') + edgeClass).trim(),
       data: { id, source: e.source, target: e.target, bytes, width: 1 + 9 * Math.sqrt(bytes / maxBytes), colour,
         latency: lat == null ? null : lat, latencyOf: of,
         hop: cpEdges.has(id) && cpEdges.get(id) != null ? fmt(cpEdges.get(id)) + ' ms' : '',

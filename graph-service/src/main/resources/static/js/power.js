@@ -2,8 +2,10 @@
  * The power-budget panel: one row of inputs per host, filled from what was measured (power and CPU from the
  * host's latest window in /api/v1/history, idle power from /api/v1/hosts) and the bounds the budget loop
  * published (/api/v1/power/budgets/current); a figure nobody measured stays empty with a note, never a default.
- * Below, each host's measured power over the time range against its published and computed budgets.
+ * Below, each host's measured power over the time range against the budgets the loop published over that range
+ * (/api/v1/power/budgets/history, a step line) and the one computed in the panel.
  */
+/* global uPlot */
 import { $, ago, api, el, fmt, query, table } from './util.js';
 
 const FIELDS = [ // input name, HostPower field, header
@@ -98,8 +100,11 @@ export function readInputs() {
   return hosts;
 }
 
-/** Fetches what the inputs start from and draws them; returns {known, histories, published}. */
-export async function load(hosts) {
+/**
+ * Fetches what the inputs start from and draws them, and each host's published budgets over {@code bounds}
+ * ({fromNs, toNs}); returns {known, histories, published, budgets}.
+ */
+export async function load(hosts, bounds = {}) {
   const histories = new Map();
   await Promise.all(hosts.map(async (h) => {
     try {
@@ -109,11 +114,42 @@ export async function load(hosts) {
       histories.set(h.id, null); // no Host node with history: nothing measured
     }
   }));
+  const budgets = new Map();
+  await Promise.all(hosts.map(async (h) => {
+    const r = await api('/api/v1/power/budgets/history' + query({ host: h.id, fromNs: bounds.fromNs,
+      toNs: bounds.toNs }));
+    budgets.set(h.id, r.budgets);
+  }));
   const st = await api('/api/v1/power/budgets/current');
   const published = new Map((st.budgets || []).map((b) => [b.hostId, b]));
   const known = measured(hosts, histories, published);
   drawInputs(known);
-  return { known, histories, published };
+  return { known, histories, published, budgets };
+}
+
+/**
+ * The published budgets as a step function: [t s, W or null] where each budget starts (not before
+ * {@code fromNs}), a null where one expired before the next began, and the last one's end (its validity or
+ * {@code endNs}, whichever is first). Budgets oldest first, as /budgets/history answers.
+ */
+export function budgetSteps(budgets, fromNs, endNs) {
+  const out = [];
+  for (let i = 0; i < budgets.length; i++) {
+    const b = budgets[i], next = i + 1 < budgets.length ? budgets[i + 1].computedAtNs : endNs;
+    const start = fromNs != null ? Math.max(b.computedAtNs, fromNs) : b.computedAtNs;
+    out.push([start / 1e9, b.budgetWatts]);
+    const until = Math.min(b.validUntilNs, next);
+    if (i + 1 === budgets.length) { if (until > start) out.push([until / 1e9, b.budgetWatts]); }
+    else if (b.validUntilNs < next) out.push([b.validUntilNs / 1e9, null]);
+  }
+  return out;
+}
+
+/** The value of step function {@code steps} at {@code t}: the last step at or before it (null before the first). */
+function stepAt(steps, t) {
+  let v = null;
+  for (const [ts, w] of steps) { if (ts <= t) v = w; else break; }
+  return v;
 }
 
 /** Computes budgets from the inputs as they stand ({@code level}, {@code namespace}: PRESTO's graph). */
@@ -154,32 +190,44 @@ export async function compute(level, namespace) {
 
 /**
  * Each host's measured power in {@code range} ({fromNs, toNs, label}) from {@code loaded} (what {@link load}
- * returned), with its budgets as lines: the one the loop published (the API keeps no budget history, so the
- * current one is drawn across the range) and {@code computed} (host -> W, the panel's last computation, or null).
+ * returned) against the budgets the loop published over the range, drawn as steps (each holds until the next one
+ * or its validity ends), and {@code computed} (host -> W, the panel's last computation, or null) as a line.
  */
 export function drawCharts(charts, loaded, range, computed) {
   charts.clear();
+  const num = (v) => (v == null ? null : Number(v));
+  const fromNs = num(range.fromNs), toNs = num(range.toNs);
   for (const [host, hist] of loaded.histories) {
     const w = (hist ? hist.windows : []).filter((v) => v.powerW != null
-      && (range.fromNs == null || v.windowEndNs >= range.fromNs) && (range.toNs == null || v.windowEndNs <= range.toNs));
+      && (fromNs == null || v.windowEndNs >= fromNs) && (toNs == null || v.windowEndNs <= toNs));
+    const history = (loaded.budgets && loaded.budgets.get(host)) || [];
+    const steps = budgetSteps(history, fromNs, toNs != null ? Math.min(toNs, Date.now() * 1e6) : Date.now() * 1e6);
     const b = loaded.published.get(host), c = computed ? computed.get(host) : null;
-    if (w.length === 0) {
+    if (w.length === 0 && steps.length === 0) {
       charts.box.appendChild(el('div', { class: 'meta', 'data-power-chart-none': host,
         text: host + ': no measured power in ' + range.label + '.' }));
       continue;
     }
-    const x = w.map((v) => v.windowEndNs / 1e9);
-    const ys = [w.map((v) => v.powerW)], names = ['measured'], colours = ['#e8590c'];
-    if (b) { ys.push(x.map(() => b.budgetWatts)); names.push('published budget'); colours.push('#1c7ed6'); }
-    if (c != null) { ys.push(x.map(() => c)); names.push('computed budget'); colours.push('#7048e8'); }
+    const measuredAt = new Map(w.map((v) => [v.windowEndNs / 1e9, v.powerW]));
+    const x = [...new Set([...measuredAt.keys(), ...steps.map((s) => s[0])])].sort((p, q) => p - q);
+    const ys = [x.map((t) => (measuredAt.has(t) ? measuredAt.get(t) : null))], names = ['measured'];
+    const colours = ['#e8590c'], extra = [{ spanGaps: true }];
+    if (steps.length) {
+      ys.push(x.map((t) => stepAt(steps, t))); names.push('published budget'); colours.push('#1c7ed6');
+      extra.push({ paths: uPlot.paths.stepped({ align: 1 }) });
+    }
+    if (c != null) { ys.push(x.map(() => c)); names.push('computed budget'); colours.push('#7048e8'); extra.push({}); }
     const wrap = charts.plot('power-' + host, host + ': power (W) against its budgets, ' + range.label, x, ys,
-      colours, names, null);
+      colours, names, null, extra);
     wrap.setAttribute('data-host', host);
+    wrap.setAttribute('data-measured-points', String(w.length));
     if (b) wrap.setAttribute('data-published', String(b.budgetWatts));
+    if (history.length) wrap.setAttribute('data-budget-steps', history.map((h) => h.budgetWatts).join(','));
     if (c != null) wrap.setAttribute('data-computed', String(c));
-    wrap.appendChild(el('div', { class: 'meta', text: b ? 'published budget ' + fmt(b.budgetWatts) + ' W ('
-      + b.policy + ', ' + ago(Date.now() - b.computedAtNs / 1e6) + ' ago): the API keeps no budget history, the '
-      + 'current one is drawn across the range' : 'no published budget for ' + host + ' (budget loop off, or the '
-      + 'host not budgeted)' }));
+    const last = history.length ? history[history.length - 1] : null;
+    wrap.appendChild(el('div', { class: 'meta', text: last ? history.length + ' published budget'
+      + (history.length === 1 ? '' : 's') + ' in ' + range.label + ', the last ' + fmt(last.budgetWatts) + ' W ('
+      + last.policy + ', ' + ago(Date.now() - last.computedAtNs / 1e6) + ' ago)'
+      : 'no budget published for ' + host + ' in ' + range.label + ' (budget loop off, or the host not budgeted)' }));
   }
 }

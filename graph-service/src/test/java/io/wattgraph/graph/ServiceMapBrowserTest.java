@@ -37,6 +37,7 @@ class ServiceMapBrowserTest {
     @BeforeAll
     static void requireBrowser() {
         BrowserScenarios.requireBrowser();
+        TestNeo4j.deleteBudgetHistory(); // power.test.mjs: no budget published (this context's loop is off)
     }
 
     @LocalServerPort
@@ -79,6 +80,12 @@ class ServiceMapBrowserTest {
     @TestFactory
     Stream<DynamicTest> routesTests() throws Exception {
         return BrowserScenarios.each("routes.test.mjs", () -> port, Map.of());
+    }
+
+    /** A large map's overview style below zoom 2.4 ({@code large-map.test.mjs}). */
+    @TestFactory
+    Stream<DynamicTest> largeMapTests() throws Exception {
+        return BrowserScenarios.each("large-map.test.mjs", () -> port, Map.of());
     }
 
     /** Accessibility: axe-core with the panels open, and the keyboard alone ({@code a11y.test.mjs}). */

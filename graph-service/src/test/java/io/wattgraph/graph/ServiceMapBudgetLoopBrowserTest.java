@@ -42,6 +42,7 @@ class ServiceMapBudgetLoopBrowserTest {
     @BeforeAll
     static void requireChromium() {
         BrowserScenarios.requireBrowser();
+        TestNeo4j.deleteBudgetHistory(); // the chart shows this class's budgets only
     }
 
     @LocalServerPort

@@ -13,6 +13,10 @@ import io.wattgraph.localstack.Neo4jServer;
 import org.neo4j.graphdb.config.Setting;
 import org.neo4j.harness.Neo4jBuilder;
 import org.neo4j.harness.Neo4jBuilders;
+import org.neo4j.driver.AuthTokens;
+import org.neo4j.driver.Driver;
+import org.neo4j.driver.GraphDatabase;
+import org.neo4j.driver.Session;
 
 /**
  * One in-process Neo4j (harness) for the whole test JVM, seeded once with {@link GraphFixture}:
@@ -31,6 +35,17 @@ final class TestNeo4j {
             Runtime.getRuntime().addShutdownHook(new Thread(neo4j::close, "neo4j-harness-shutdown"));
         }
         return neo4j.boltURI().toString();
+    }
+
+    /**
+     * Deletes the budget history other test classes' loops left in the shared Neo4j, for a class that asserts
+     * what the page draws of it (classes run one after the other in one JVM).
+     */
+    static void deleteBudgetHistory() {
+        try (Driver d = GraphDatabase.driver(boltUri(), AuthTokens.none());
+             Session s = d.session()) {
+            s.run("MATCH (h:PowerBudgetHistory) DELETE h").consume();
+        }
     }
 
     /** A localhost port nothing listens on, to point a context at an unreachable Neo4j. */

@@ -41,7 +41,7 @@ final class BudgetLoopMetrics {
         Gauge.builder("wattgraph.power.budgets.hosts", published, Map::size)
                 .description("Hosts with a published power budget").register(registry);
         // Registered up front so that dashboards see zeros rather than missing series.
-        for (String stage : List.of("compute", "topic", "send")) {
+        for (String stage : List.of("compute", "topic", "send", "history")) {
             counter(FAILURES, "stage", stage);
         }
         for (String policy : List.of("hyppo", "presto", "manual")) {
@@ -84,7 +84,7 @@ final class BudgetLoopMetrics {
     private Counter counter(String name, String... tags) {
         String description = switch (name) {
             case PUBLISHED -> "Power budgets published to Kafka, by policy";
-            case FAILURES -> "Failures of the power-budget loop, by stage (compute, topic, send)";
+            case FAILURES -> "Failures of the power-budget loop, by stage (compute, topic, send, history)";
             default -> "Cycles of the power-budget loop";
         };
         return Counter.builder(name).description(description).tags(tags).register(registry);

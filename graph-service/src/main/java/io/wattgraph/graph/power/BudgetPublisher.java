@@ -46,6 +46,7 @@ public class BudgetPublisher implements SmartLifecycle {
     private final BudgetRecords records;
     private final ManualBudgets manual;
     private final BudgetSender sender;
+    private final BudgetHistory history;
 
     private final Object stateLock = new Object(); // the executor's; never held while waiting for Kafka
     private ScheduledExecutorService executor;
@@ -53,13 +54,14 @@ public class BudgetPublisher implements SmartLifecycle {
     private volatile Long lastCycleAtNs;
 
     public BudgetPublisher(BudgetPublisherProperties props, PowerBudgetService service, MeterRegistry registry,
-                           ManualBudgetStore store) {
+                           ManualBudgetStore store, BudgetHistoryStore historyStore) {
         this.props = props;
         this.service = service;
         this.metrics = new BudgetLoopMetrics(registry, () -> stopped, BudgetPublisher::nowNs);
         this.records = new BudgetRecords(props.period());
         this.manual = new ManualBudgets(store);
         this.sender = new BudgetSender(props, metrics, () -> stopped, records::published);
+        this.history = new BudgetHistory(historyStore, props.historyEntries());
         if (props.enabled()) {
             props.validate();
             metrics.register(records.publishedByHost());
@@ -191,9 +193,15 @@ public class BudgetPublisher implements SmartLifecycle {
 
     private List<Outcome> publish(List<PowerBudget> budgets) {
         List<Outcome> outcomes = new ArrayList<>();
+        List<PowerBudget> acknowledged = new ArrayList<>();
         for (BudgetSender.Sent s : sender.send(budgets)) {
             outcomes.add(new Outcome(BudgetView.of(s.budget()), s.published(), s.error()));
+            if (s.published()) {
+                acknowledged.add(s.budget());
+            }
         }
+        history.record(acknowledged, e -> metrics.fail("history", "writing the published budgets' history to "
+                + "Neo4j failed (kept, written with the next budgets): " + e.getMessage(), null));
         return outcomes;
     }
 

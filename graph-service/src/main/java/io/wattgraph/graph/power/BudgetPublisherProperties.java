@@ -31,6 +31,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param replicationFactor replication factor when the topic is created
  * @param kafkaTimeout bound on every Kafka wait (metadata, request, topic creation); delivery gives up after
  *     twice this, so a cycle never waits for Kafka much longer than that
+ * @param historyEntries published budgets kept per host in Neo4j for {@code GET /budgets/history}, the newest
+ *     (1..8640; 360 = 3 h at the default period, beyond the stream job's default 1 h of host windows)
  * @param producer Kafka producer properties of the budget producer, e.g. TLS and SASL:
  *     {@code wattgraph.power.budgets.producer.security.protocol=SASL_SSL}; the {@code security.*},
  *     {@code sasl.*} and {@code ssl.*} ones also go to the admin client that creates the topic. Keys the
@@ -54,6 +56,7 @@ public record BudgetPublisherProperties(
         @DefaultValue("1") int partitions,
         @DefaultValue("1") short replicationFactor,
         @DefaultValue("5s") Duration kafkaTimeout,
+        @DefaultValue("360") int historyEntries,
         @DefaultValue Map<String, String> producer) {
 
     /** Producer keys the publisher sets itself, with why. */
@@ -96,6 +99,10 @@ public record BudgetPublisherProperties(
                 throw new IllegalStateException("wattgraph.power.budgets.hosts[" + id + "]: 0 <= min-watts <= max-watts");
             }
         });
+        if (historyEntries < 1 || historyEntries > BudgetHistoryStore.MAX_ENTRIES) {
+            throw new IllegalStateException("wattgraph.power.budgets.history-entries must be between 1 and "
+                    + BudgetHistoryStore.MAX_ENTRIES + ", not " + historyEntries);
+        }
         validateProducer();
         if (hosts.isEmpty() && defaultMinWatts == null) {
             throw new IllegalStateException("wattgraph.power.budgets: configure hosts[<id>].min-watts/max-watts "

@@ -1,6 +1,7 @@
 package io.wattgraph.graph.power;
 
 import io.wattgraph.graph.ApiError;
+import io.wattgraph.graph.HostIdValidator;
 import io.wattgraph.graph.InvalidParameterException;
 import io.wattgraph.graph.RequestParams;
 import io.wattgraph.graph.analysis.ServiceGraphService;
@@ -20,7 +21,8 @@ import org.springframework.web.bind.annotation.RestController;
 /**
  * {@code POST /api/v1/power/budgets}: per-host power budgets for the next period, HyPPO (CPU-request driven)
  * or PRESTO (latency-SLA driven), computed on request. {@code GET /budgets/current}: the budgets the periodic
- * publisher ({@link BudgetPublisher}) last published to Kafka; {@code POST /budgets/manual} and
+ * publisher ({@link BudgetPublisher}) last published to Kafka; {@code GET /budgets/history}: every budget it
+ * published for a host over a time range ({@link BudgetHistoryStore}); {@code POST /budgets/manual} and
  * {@code DELETE /budgets/manual/{host}}: an administrator's MANUAL budget for a host (admin token when auth is on).
  */
 @RestController
@@ -30,11 +32,16 @@ public class PowerController {
     private final ServiceGraphService service;
     private final PowerBudgetService budgets;
     private final BudgetPublisher publisher;
+    private final BudgetHistoryStore history;
+    private final HostIdValidator hostIds;
 
-    public PowerController(ServiceGraphService service, PowerBudgetService budgets, BudgetPublisher publisher) {
+    public PowerController(ServiceGraphService service, PowerBudgetService budgets, BudgetPublisher publisher,
+                           BudgetHistoryStore history, HostIdValidator hostIds) {
         this.service = service;
         this.budgets = budgets;
         this.publisher = publisher;
+        this.history = history;
+        this.hostIds = hostIds;
     }
 
     @PostMapping("/budgets")
@@ -46,6 +53,32 @@ public class PowerController {
     @GetMapping("/budgets/current")
     public BudgetPublisher.Status current() {
         return publisher.status();
+    }
+
+    /** {@code GET /budgets/history}: a host's published budgets over [fromNs, toNs], oldest first. */
+    public record BudgetHistoryView(String host, Long fromNs, Long toNs, int limit, boolean truncated,
+                                    List<BudgetHistoryStore.Entry> budgets) {
+    }
+
+    /**
+     * The budgets published for {@code host} computed in [fromNs, toNs], led by the one in force at fromNs; the newest
+     * {@code limit} (default 1000, at most {@link BudgetHistoryStore#MAX_ENTRIES}), {@code truncated} when older ones
+     * in the range were left out. A host never budgeted has an empty list.
+     */
+    @GetMapping("/budgets/history")
+    public BudgetHistoryView history(@RequestParam(name = "host", required = false) String host,
+                                     @RequestParam(name = "fromNs", required = false) String fromNs,
+                                     @RequestParam(name = "toNs", required = false) String toNs,
+                                     @RequestParam(name = "limit", required = false) String limit) {
+        String h = hostIds.validate("host", host);
+        Long from = RequestParams.nonNegativeLong("fromNs", fromNs);
+        Long to = RequestParams.nonNegativeLong("toNs", toNs);
+        if (from != null && to != null && from > to) {
+            throw new InvalidParameterException("fromNs", "must not be after toNs");
+        }
+        int max = RequestParams.intInRange("limit", limit, 1000, 1, BudgetHistoryStore.MAX_ENTRIES);
+        BudgetHistoryStore.Range r = BudgetHistoryStore.between(history.read(h), from, to, max);
+        return new BudgetHistoryView(h, from, to, max, r.truncated(), r.budgets());
     }
 
     /** Body of {@code POST /budgets/manual}. */
