@@ -63,7 +63,7 @@ class SnapshotBuilderTest {
     void aContainersCgroupWindowBecomesItsMemoryAndThrottlingGauges() {
         EntityRow withCgroup = new EntityRow("a", "h", "a", "ns", null, new Metrics(1.0, null, null, null, null, null,
                 null, null, 5.0, 3.0 * (1L << 30), null, null, null), null, NOW - CountersTest.W, NOW, 0, null,
-                MetricHistory.EMPTY, new GraphMetricsReader.Cgroup(2.5 * (1L << 30), 0.25, 1.75));
+                MetricHistory.EMPTY, new GraphMetricsReader.Cgroup(2.5 * (1L << 30), 0.25, 1.75), null);
         Rows rows = new Rows(List.of(), List.of(), List.of(withCgroup, container("b", 3.0, 1.0, "b")), chain(1));
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         ExportedMeters meters = new ExportedMeters(registry);
