@@ -12,6 +12,9 @@ public record ExportedHistogram(long[] counts, double sumSeconds) {
     /** Upper bounds (s, inclusive) of the buckets, the last +Inf: the powers of two 2^12..2^34 ns, less 1 ns. */
     public static final double[] UPPER_BOUNDS_SECONDS = upperBounds();
 
+    /** Series of one histogram on a scrape: its buckets, {@code _sum} and {@code _count}. */
+    public static final int SERIES = TransactionHistograms.OCTAVE_BUCKETS + 2;
+
     public ExportedHistogram {
         if (counts.length != TransactionHistograms.OCTAVE_BUCKETS) {
             throw new IllegalArgumentException("a latency histogram has " + TransactionHistograms.OCTAVE_BUCKETS

@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import io.micrometer.core.instrument.Tags;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.actuate.autoconfigure.metrics.MetricsProperties;
 import org.springframework.stereotype.Component;
 
@@ -28,22 +29,27 @@ import org.springframework.stereotype.Component;
  * single observations, and the graph holds counts.
  */
 @Component
-class PrometheusHistograms implements MultiCollector {
+public class PrometheusHistograms implements MultiCollector {
 
     private final MetricsExport export;
     private final PrometheusRegistry registry;
     private final Tags common;
 
+    @Autowired
     PrometheusHistograms(MetricsExport export, ObjectProvider<PrometheusMeterRegistry> prometheus,
                          ObjectProvider<MetricsProperties> metrics) {
+        this(export, prometheus.getIfAvailable(), commonTags(metrics));
+    }
+
+    /** Serves {@code export}'s histograms on {@code meters}' scrape (null: nowhere) with the tags {@code common}. */
+    public PrometheusHistograms(MetricsExport export, PrometheusMeterRegistry meters, Tags common) {
         this.export = export;
-        this.common = commonTags(metrics);
-        PrometheusMeterRegistry meters = prometheus.getIfAvailable();
+        this.common = common;
         this.registry = meters == null ? null : meters.getPrometheusRegistry();
     }
 
     @PostConstruct
-    void register() {
+    public void register() {
         if (registry != null) {
             registry.register(this);
         }

@@ -63,7 +63,7 @@ class SnapshotBuilderTest {
     void aContainersCgroupWindowBecomesItsMemoryAndThrottlingGauges() {
         EntityRow withCgroup = new EntityRow("a", "h", "a", "ns", null, new Metrics(1.0, null, null, null, null, null,
                 null, null, 5.0, 3.0 * (1L << 30), null, null, null), null, NOW - CountersTest.W, NOW, 0, null,
-                MetricHistory.EMPTY, new GraphMetricsReader.Cgroup(2.5 * (1L << 30), 0.25, 1.75), null);
+                MetricHistory.EMPTY, new GraphMetricsReader.Cgroup(2.5 * (1L << 30), 0.25, 1.75), CountersTest.rtt(3, 5));
         Rows rows = new Rows(List.of(), List.of(), List.of(withCgroup, container("b", 3.0, 1.0, "b")), chain(1));
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         ExportedMeters meters = new ExportedMeters(registry);
@@ -74,9 +74,9 @@ class SnapshotBuilderTest {
         assertThat(registry.get("wattgraph.container.memory.usage").gauge().value()).isEqualTo(2684354560.0);
         assertThat(registry.get("wattgraph.container.cpu.throttled").gauge().value()).isEqualTo(0.25);
         assertThat(registry.get("wattgraph.container.cpu.peak").gauge().value()).isEqualTo(1.75);
-        // a: power, CPU and its 4 cgroup series; b (no cgroup window: no such series): power, CPU. No energy without
-        // energyJ or history, no requests or latencies.
-        assertThat(meters.series(ExportKind.CONTAINER)).isEqualTo(8);
+        // a: power, CPU, its 4 cgroup series and its server-time histogram (24 buckets, sum, count); b (no cgroup
+        // window, no requests: no such series): power, CPU. No energy without energyJ or history.
+        assertThat(meters.series(ExportKind.CONTAINER)).isEqualTo(8 + 26);
     }
 
     @Test
