@@ -33,13 +33,13 @@ import org.neo4j.harness.Neo4jBuilders;
 /**
  * The metrics export at 1,000 and 10,000 containers (not part of the suite): {@link GraphServiceBenchmark}'s
  * synthetic graph written as the stream job writes it (latest window and a 360-window history on every container,
- * host and namespace; every edge seen now; latency histograms on containers, namespaces and edges), then side by
- * side: a refresh (Neo4j read, snapshot, meter update; the
+ * host and namespace; a cgroup window on every container; every edge seen now; latency histograms on containers,
+ * namespaces and edges), then side by side: a refresh (Neo4j read, snapshot, meter update; the
  * first one registers every meter) and a scrape of the Prometheus registry (what {@code /actuator/prometheus}
  * renders, without HTTP), with the series count and the scrape's size. Run like GraphServiceBenchmark, with the
- * edge cap as argument (default 5000):
+ * edge cap (default 5000) and whether latency histograms are exported (default true) as arguments:
  * <pre>
- *   java -cp target/test-classes:target/classes:$(cat target/cp.txt) io.wattgraph.graph.MetricsExportBenchmark [MAX_EDGES]
+ *   java -cp target/test-classes:target/classes:$(cat target/cp.txt) io.wattgraph.graph.MetricsExportBenchmark [MAX_EDGES [HISTOGRAMS]]
  * </pre>
  * Figures: median of 5 runs after 1 warm-up (scrape: of 10 after 2); results in docs/benchmarks/metrics-export.md.
  */
@@ -50,6 +50,7 @@ public final class MetricsExportBenchmark {
 
     public static void main(String[] args) throws Exception {
         int maxEdges = args.length > 0 ? Integer.parseInt(args[0]) : 5000; // the default cap
+        boolean histograms = args.length < 2 || Boolean.parseBoolean(args[1]); // wattgraph.metrics.export.histograms
         Path dir = Files.createDirectories(Path.of("target", "bench-export-neo4j"));
         StringBuilder table = new StringBuilder("| containers | series | scrape | scrape size | first refresh "
                 + "| refresh | heap after GC (export on / off) |\n|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -66,7 +67,7 @@ public final class MetricsExportBenchmark {
                 Neo4jReader reader = new Neo4jReader(driver, readerTimers);
                 MetricsExport export = new MetricsExport(new GraphMetricsReader(reader, new ServiceGraphLoader(reader)),
                         registry, new MetricsExportProperties(true, Duration.ofSeconds(15), Duration.ofMinutes(5),
-                        "service", 2000, 1000, 20000, maxEdges));
+                        "service", 2000, 1000, 20000, maxEdges, histograms));
                 new PrometheusHistograms(export, registry, Tags.empty()).register();
                 long t0 = System.nanoTime();
                 Snapshot first = export.refresh();
@@ -151,7 +152,9 @@ public final class MetricsExportBenchmark {
                            podLabels: ['app=' + r.svc], cpuUsage: r.cpu, requestRate: r.rate, powerW: r.power,
                            serverTimeP50Ns: r.lat * 0.8e6, serverTimeP90Ns: r.lat * 2e6, serverTimeP99Ns: r.lat * 4e6,
                            metricsWindowStartNs: $now - $w, metricsWindowEndNs: $now, metricsRevision: 0,
-                           historyWindowEndNs: $ends, historyRevision: $revs})-[:RUNS_ON]->(h)
+                           historyWindowEndNs: $ends, historyRevision: $revs, memoryBytes: 536870912,
+                           memoryLastBytes: 402653184, throttledS: 0.05, cpuPeakCores: r.cpu * 2,
+                           cgroupWindowStartNs: $now - $w, cgroupWindowEndNs: $now, cgroupRevision: 0})-[:RUNS_ON]->(h)
                     SET c.historyPowerW = [x IN $ends | r.power],
                         c.serverTimeOctaveTotals = %s, c.serverTimeSumNsTotal = coalesce(r.rate, 0) * 3.6e12
                     CREATE (p:Process {id: r.id, hostId: r.host, pid: 1, startTimeNs: 1, comm: 'java',

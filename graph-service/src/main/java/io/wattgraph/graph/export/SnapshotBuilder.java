@@ -50,6 +50,9 @@ final class SnapshotBuilder {
                 "namespace:" + n.id(), Tags.of("namespace", label(n.id())), n, counters)).toList());
         all.put(ExportKind.CONTAINER, rows.containers().stream().map(c -> container(c, counters)).toList());
         all.put(ExportKind.EDGE, edges(rows, properties.edgeLevel().equals("service"), counters));
+        if (!properties.histograms()) {
+            all.replaceAll((kind, items) -> items.stream().map(i -> new Item(i.key(), i.tags(), i.values())).toList());
+        }
 
         Map<ExportKind, List<Item>> kept = new EnumMap<>(ExportKind.class);
         Map<ExportKind, Integer> omitted = new EnumMap<>(ExportKind.class);

@@ -23,7 +23,7 @@ class SnapshotBuilderTest {
 
     static MetricsExportProperties properties(int maxContainers, int maxEdges) {
         return new MetricsExportProperties(true, Duration.ofSeconds(15), Duration.ofMinutes(5), "service", 10, 10,
-                maxContainers, maxEdges);
+                maxContainers, maxEdges, true);
     }
 
     static EntityRow container(String id, Double power, Double cpu, String pod) {
@@ -77,6 +77,14 @@ class SnapshotBuilderTest {
         // a: power, CPU, its 4 cgroup series and its server-time histogram (24 buckets, sum, count); b (no cgroup
         // window, no requests: no such series): power, CPU. No energy without energyJ or history.
         assertThat(meters.series(ExportKind.CONTAINER)).isEqualTo(8 + 26);
+
+        // wattgraph.metrics.export.histograms=false: the same without the histogram.
+        MetricsExportProperties off = new MetricsExportProperties(true, Duration.ofSeconds(15), Duration.ofMinutes(5),
+                "service", 10, 10, 10, 10, false);
+        Snapshot without = SnapshotBuilder.build(rows, NOW, 0, off, new Counters());
+        assertThat(without.of(ExportKind.CONTAINER)).allSatisfy(i -> assertThat(i.histograms()).isEmpty());
+        meters.apply(without);
+        assertThat(meters.series(ExportKind.CONTAINER)).isEqualTo(8);
     }
 
     @Test
