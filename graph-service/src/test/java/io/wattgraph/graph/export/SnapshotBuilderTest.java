@@ -87,6 +87,36 @@ class SnapshotBuilderTest {
         assertThat(meters.series(ExportKind.CONTAINER)).isEqualTo(8);
     }
 
+    /**
+     * A container's server-time histogram is the graph's total over windows: it grows as the graph's does, and a
+     * restart of the service (new counters) serves the same values, not a reset.
+     */
+    @Test
+    void aContainersHistogramIsTheGraphsTotalAlsoAfterARestart() {
+        Counters counters = new Counters();
+        ExportedHistogram[] totals = {CountersTest.rtt(5, 20), CountersTest.plus(CountersTest.rtt(5, 20),
+                CountersTest.rtt(9, 3))};
+        long[] before = null;
+        for (ExportedHistogram total : totals) {
+            EntityRow row = container("a", 5.0, 1.0, "a").withServerTime(null, total);
+            Snapshot s = SnapshotBuilder.build(new Rows(List.of(), List.of(), List.of(row), chain(1)), NOW, 0,
+                    properties(10, 10), counters);
+            counters.commit(0);
+            long[] served = s.of(ExportKind.CONTAINER).get(0).histograms()[0].counts();
+            assertThat(served).containsExactly(total.counts());
+            if (before != null) {
+                for (int i = 0; i < served.length; i++) {
+                    assertThat(served[i]).isGreaterThanOrEqualTo(before[i]);
+                }
+            }
+            before = served;
+        }
+        EntityRow row = container("a", 5.0, 1.0, "a").withServerTime(null, totals[1]);
+        Snapshot restarted = SnapshotBuilder.build(new Rows(List.of(), List.of(), List.of(row), chain(1)), NOW, 0,
+                properties(10, 10), new Counters());
+        assertThat(restarted.of(ExportKind.CONTAINER).get(0).histograms()[0].counts()).containsExactly(before);
+    }
+
     @Test
     void metersFollowTheSnapshots() {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
