@@ -1,5 +1,7 @@
 package io.wattgraph.graph;
 
+import io.wattgraph.schema.TransactionHistograms;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -20,7 +22,8 @@ import org.neo4j.driver.Session;
  *          External 198.51.100.9 -> web-a
  * </pre>
  * Hosts, the namespace {@code shop} and the containers carry the latest 10 s window and a four-window history
- * (one window's power unknown: NaN). The expected exported values are the constants below.
+ * (one window's power unknown: NaN); c-web, c-db, shop and the edges to db the latency histograms of known
+ * latencies summed over windows. The expected exported values are the constants below.
  */
 final class ExportFixture {
 
@@ -49,6 +52,51 @@ final class ExportFixture {
         return sum;
     }
 
+    /**
+     * Known latencies (ns → how many) of the histograms the stream job summed over windows: server times of c-web,
+     * c-db and the namespace shop (both), client round trips of web-a -> db and web-b -> db.
+     */
+    static final Map<Long, Long> WEB_SERVER = Map.of(1_200_000L, 30L, 3_000_000L, 8L, 40_000_000L, 2L);
+    static final Map<Long, Long> DB_SERVER = Map.of(200_000L, 50L, 900_000L, 10L, 4_095L, 1L, 4_096L, 1L);
+    static final Map<Long, Long> WEB_A_RTT = Map.of(500_000L, 12L, 2_500_000L, 3L);
+    static final Map<Long, Long> WEB_B_RTT = Map.of(600_000L, 7L, 70_000_000L, 1L, 30_000_000_000L, 1L);
+
+    /** The durations of {@code parts} together. */
+    @SafeVarargs
+    static Map<Long, Long> union(Map<Long, Long>... parts) {
+        Map<Long, Long> all = new HashMap<>();
+        for (Map<Long, Long> p : parts) {
+            p.forEach((ns, n) -> all.merge(ns, n, Long::sum));
+        }
+        return all;
+    }
+
+    /** How many of {@code durations} are at most {@code ns}: a cumulative bucket, from the definition. */
+    static long atMost(Map<Long, Long> durations, double seconds) {
+        return durations.entrySet().stream().filter(e -> e.getKey() / 1e9 <= seconds).mapToLong(Map.Entry::getValue)
+                .sum();
+    }
+
+    /** The histogram as the job keeps it: the agent's buckets folded into octaves, the sum of their midpoints. */
+    private static Map<String, Object> histogram(Map<Long, Long> durations) {
+        int s = 7;
+        TransactionHistograms.Histogram h = new TransactionHistograms.Histogram(s);
+        durations.forEach((ns, n) -> h.add(List.of(TransactionHistograms.bucketOf(ns, s)), List.of(n)));
+        int[] buckets = h.buckets().stream().mapToInt(Integer::intValue).toArray();
+        long[] counts = h.counts().stream().mapToLong(Long::longValue).toArray();
+        double sum = 0;
+        for (int i = 0; i < buckets.length; i++) {
+            sum += counts[i] * (double) TransactionHistograms.midpoint(buckets[i], s);
+        }
+        return Map.of("octaves", Arrays.stream(TransactionHistograms.octaveCounts(buckets, counts, s)).boxed().toList(),
+                "sumNs", sum);
+    }
+
+    /** The sum (s) the job keeps for {@code durations}: their buckets' midpoints. */
+    static double sumSeconds(Map<Long, Long> durations) {
+        return (Double) histogram(durations).get("sumNs") / 1e9;
+    }
+
     static final String CYPHER = """
             WITH $now AS now, $w AS w
             CREATE (n1:Host {id: 'node-1', cores: 8, powerW: 120.0, cpuUsage: 3.5, idlePowerW: 40.0,
@@ -63,13 +111,15 @@ final class ExportFixture {
                     serverTimeP50Ns: 3000000, serverTimeP90Ns: 8000000, serverTimeP99Ns: 15000000,
                     metricsWindowStartNs: now - w, metricsWindowEndNs: now, metricsRevision: 0, energyJ: 345.0,
                     historyWindowEndNs: [now - 3 * w, now - 2 * w, now - w, now], historyRevision: [0, 0, 0, 0],
-                    historyPowerW: $p.shop})
+                    historyPowerW: $p.shop, serverTimeOctaveTotals: $h.shop.octaves,
+                    serverTimeSumNsTotal: $h.shop.sumNs})
             CREATE (web:Container {id: $web, hostId: 'node-1', podUid: 'uid-web', podName: 'web-5d8f',
                     podNamespace: 'shop', podLabels: ['app=web', 'tier=front'], powerW: 12.5, cpuUsage: 0.8,
                     requestRate: 40.0, serverTimeP50Ns: 2000000, serverTimeP90Ns: 5000000, serverTimeP99Ns: 9000000,
                     metricsWindowStartNs: now - w, metricsWindowEndNs: now, metricsRevision: 0, energyJ: 125.0,
                     historyWindowEndNs: [now - 3 * w, now - 2 * w, now - w, now], historyRevision: [0, 0, 0, 0],
-                    historyPowerW: $p.web})-[:RUNS_ON]->(n1)
+                    historyPowerW: $p.web, serverTimeOctaveTotals: $h.web.octaves,
+                    serverTimeSumNsTotal: $h.web.sumNs})-[:RUNS_ON]->(n1)
             CREATE (db:Container {id: $db, hostId: 'node-2', podUid: 'uid-db', podName: 'db-0', podNamespace: 'shop',
                     podLabels: ['app=db'], powerW: 22.0, cpuUsage: 0.7, requestRate: 20.0, serverTimeP50Ns: 1000000,
                     serverTimeP90Ns: 2500000, serverTimeP99Ns: 4000000,
@@ -77,7 +127,8 @@ final class ExportFixture {
                     cgroupWindowStartNs: now - w, cgroupWindowEndNs: now, cgroupRevision: 0,
                     metricsWindowStartNs: now - w, metricsWindowEndNs: now, metricsRevision: 0, energyJ: 220.0,
                     historyWindowEndNs: [now - 3 * w, now - 2 * w, now - w, now], historyRevision: [0, 0, 0, 0],
-                    historyPowerW: $p.db})-[:RUNS_ON]->(n2)
+                    historyPowerW: $p.db, serverTimeOctaveTotals: $h.db.octaves,
+                    serverTimeSumNsTotal: $h.db.sumNs})-[:RUNS_ON]->(n2)
             CREATE (batch:Container {id: $batch, hostId: 'node-2', podUid: 'uid-batch', podName: 'report-1',
                     podNamespace: 'batch', powerW: 4.0, cpuUsage: 0.1,
                     metricsWindowStartNs: now - w, metricsWindowEndNs: now, metricsRevision: 0, energyJ: 40.0,
@@ -96,11 +147,13 @@ final class ExportFixture {
             CREATE (webA)-[:TALKS_TO {bytesClientToServer: 1000, bytesServerToClient: 50000, connections: 4,
                     connectionsEstimated: 4.0, connectionsSampled: 0, firstSeenNs: now - 60 * w, lastSeenNs: now,
                     requestRate: 12.0, clientRttP50Ns: 1500000, clientRttP90Ns: 3000000, clientRttP99Ns: 6000000,
-                    latencyWindowEndNs: now}]->(pg)
+                    latencyWindowEndNs: now, clientRttOctaveTotals: $h.webA.octaves,
+                    clientRttSumNsTotal: $h.webA.sumNs}]->(pg)
             CREATE (webB)-[:TALKS_TO {bytesClientToServer: 500, bytesServerToClient: 20000, connections: 2,
                     connectionsEstimated: 2.0, connectionsSampled: 0, firstSeenNs: now - 60 * w, lastSeenNs: now,
                     requestRate: 8.0, clientRttP50Ns: 1700000, clientRttP90Ns: 2500000, clientRttP99Ns: 7000000,
-                    latencyWindowEndNs: now}]->(pg)
+                    latencyWindowEndNs: now, clientRttOctaveTotals: $h.webB.octaves,
+                    clientRttSumNsTotal: $h.webB.sumNs}]->(pg)
             CREATE (curl)-[:TALKS_TO {bytesClientToServer: 300, bytesServerToClient: 7000, connections: 2,
                     connectionsEstimated: 5.0, connectionsSampled: 1, firstSeenNs: now - 6 * w, lastSeenNs: now,
                     requestRate: 2.0, clientRttP50Ns: 2100000, clientRttP90Ns: 5200000, clientRttP99Ns: 9100000}]->(webA)
@@ -125,12 +178,15 @@ final class ExportFixture {
                 .forEach((param, id) -> power.put(param, list(HISTORY_POWER.get(id))));
         try (Driver driver = GraphDatabase.driver(boltUri, AuthTokens.none());
              Session session = driver.session()) {
-            session.run(CYPHER, Map.of("now", nowNs, "w", WINDOW_NS, "p", power, "web", WEB, "db", DB,
+            Map<String, Object> histograms = Map.of("web", histogram(WEB_SERVER), "db", histogram(DB_SERVER),
+                    "shop", histogram(union(WEB_SERVER, DB_SERVER)), "webA", histogram(WEB_A_RTT),
+                    "webB", histogram(WEB_B_RTT));
+            session.run(CYPHER, Map.of("now", nowNs, "w", WINDOW_NS, "p", power, "h", histograms, "web", WEB, "db", DB,
                     "batch", BATCH, "old", OLD)).consume();
         }
     }
 
     private static List<Double> list(double[] values) {
-        return java.util.Arrays.stream(values).boxed().toList();
+        return Arrays.stream(values).boxed().toList();
     }
 }

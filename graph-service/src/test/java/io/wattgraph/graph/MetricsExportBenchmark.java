@@ -1,5 +1,6 @@
 package io.wattgraph.graph;
 
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -7,11 +8,13 @@ import io.wattgraph.graph.export.ExportKind;
 import io.wattgraph.graph.export.GraphMetricsReader;
 import io.wattgraph.graph.export.MetricsExport;
 import io.wattgraph.graph.export.MetricsExportProperties;
+import io.wattgraph.graph.export.PrometheusHistograms;
 import io.wattgraph.graph.export.Snapshot;
 import io.wattgraph.graph.model.ServiceEdge;
 import io.wattgraph.graph.model.ServiceGraph;
 import io.wattgraph.graph.model.ServiceGraphLoader;
 import io.wattgraph.graph.neo4j.Neo4jReader;
+import io.wattgraph.schema.TransactionHistograms;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,12 +33,13 @@ import org.neo4j.harness.Neo4jBuilders;
 /**
  * The metrics export at 1,000 and 10,000 containers (not part of the suite): {@link GraphServiceBenchmark}'s
  * synthetic graph written as the stream job writes it (latest window and a 360-window history on every container,
- * host and namespace; every edge seen now), then side by side: a refresh (Neo4j read, snapshot, meter update; the
+ * host and namespace; a cgroup window on every container; every edge seen now; latency histograms on containers,
+ * namespaces and edges), then side by side: a refresh (Neo4j read, snapshot, meter update; the
  * first one registers every meter) and a scrape of the Prometheus registry (what {@code /actuator/prometheus}
  * renders, without HTTP), with the series count and the scrape's size. Run like GraphServiceBenchmark, with the
- * edge cap as argument (default 5000):
+ * edge cap (default 5000) and whether latency histograms are exported (default true) as arguments:
  * <pre>
- *   java -cp target/test-classes:target/classes:$(cat target/cp.txt) io.wattgraph.graph.MetricsExportBenchmark [MAX_EDGES]
+ *   java -cp target/test-classes:target/classes:$(cat target/cp.txt) io.wattgraph.graph.MetricsExportBenchmark [MAX_EDGES [HISTOGRAMS]]
  * </pre>
  * Figures: median of 5 runs after 1 warm-up (scrape: of 10 after 2); results in docs/benchmarks/metrics-export.md.
  */
@@ -46,6 +50,7 @@ public final class MetricsExportBenchmark {
 
     public static void main(String[] args) throws Exception {
         int maxEdges = args.length > 0 ? Integer.parseInt(args[0]) : 5000; // the default cap
+        boolean histograms = args.length < 2 || Boolean.parseBoolean(args[1]); // wattgraph.metrics.export.histograms
         Path dir = Files.createDirectories(Path.of("target", "bench-export-neo4j"));
         StringBuilder table = new StringBuilder("| containers | series | scrape | scrape size | first refresh "
                 + "| refresh | heap after GC (export on / off) |\n|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -62,7 +67,8 @@ public final class MetricsExportBenchmark {
                 Neo4jReader reader = new Neo4jReader(driver, readerTimers);
                 MetricsExport export = new MetricsExport(new GraphMetricsReader(reader, new ServiceGraphLoader(reader)),
                         registry, new MetricsExportProperties(true, Duration.ofSeconds(15), Duration.ofMinutes(5),
-                        "service", 2000, 1000, 20000, maxEdges));
+                        "service", 2000, 1000, 20000, maxEdges, histograms));
+                new PrometheusHistograms(export, registry, Tags.empty()).register();
                 long t0 = System.nanoTime();
                 Snapshot first = export.refresh();
                 String firstRefresh = ms(System.nanoTime() - t0);
@@ -98,7 +104,19 @@ public final class MetricsExportBenchmark {
         return String.format(Locale.ROOT, "%.1f ms", ns / 1e6);
     }
 
-    /** The synthetic graph with the stream job's window and history properties, windows ending at {@code nowNs}. */
+    /**
+     * Octave totals of a histogram with an hour of requests at {@code rate} per second, spread over 8 buckets
+     * (0.26 to 33 ms); the export writes every bucket of a histogram, so the values do not change its size.
+     */
+    private static String octaves(String rate) {
+        return "[i IN range(0, " + (TransactionHistograms.OCTAVE_BUCKETS - 1) + ") | CASE WHEN i >= 7 AND i <= 14 THEN "
+                + "toInteger(coalesce(" + rate + ", 0) * 450) ELSE 0 END]";
+    }
+
+    /**
+     * The synthetic graph with the stream job's window and history properties and latency histograms (totals over
+     * windows), windows ending at {@code nowNs}.
+     */
     static void seed(Driver driver, ServiceGraph g, long nowNs) {
         List<Long> ends = new ArrayList<>();
         List<Long> revisions = new ArrayList<>();
@@ -125,19 +143,24 @@ public final class MetricsExportBenchmark {
                     + "idlePowerW: 40.0, " + window + "}, h.historyPowerW = [x IN $ends | 150.0]", params).consume();
             s.run("UNWIND range(0, 4) AS i MERGE (n:Namespace {id: 'ns' + i}) SET n += {name: 'ns' + i, powerW: 500.0, "
                     + "cpuUsage: 50.0, requestRate: 1000.0, serverTimeP50Ns: 2e6, serverTimeP90Ns: 8e6, "
-                    + "serverTimeP99Ns: 2e7, " + window + "}, n.historyPowerW = [x IN $ends | 500.0]", params).consume();
+                    + "serverTimeP99Ns: 2e7, " + window + "}, n.historyPowerW = [x IN $ends | 500.0], "
+                    + "n.serverTimeOctaveTotals = " + octaves("1000.0") + ", n.serverTimeSumNsTotal = 1e12", params)
+                    .consume();
             s.run("""
                     UNWIND $rows AS r MATCH (h:Host {id: r.host})
                     CREATE (c:Container {id: r.ctr, hostId: r.host, podName: r.pod, podNamespace: r.ns,
                            podLabels: ['app=' + r.svc], cpuUsage: r.cpu, requestRate: r.rate, powerW: r.power,
                            serverTimeP50Ns: r.lat * 0.8e6, serverTimeP90Ns: r.lat * 2e6, serverTimeP99Ns: r.lat * 4e6,
                            metricsWindowStartNs: $now - $w, metricsWindowEndNs: $now, metricsRevision: 0,
-                           historyWindowEndNs: $ends, historyRevision: $revs})-[:RUNS_ON]->(h)
-                    SET c.historyPowerW = [x IN $ends | r.power]
+                           historyWindowEndNs: $ends, historyRevision: $revs, memoryBytes: 536870912,
+                           memoryLastBytes: 402653184, throttledS: 0.05, cpuPeakCores: r.cpu * 2,
+                           cgroupWindowStartNs: $now - $w, cgroupWindowEndNs: $now, cgroupRevision: 0})-[:RUNS_ON]->(h)
+                    SET c.historyPowerW = [x IN $ends | r.power],
+                        c.serverTimeOctaveTotals = %s, c.serverTimeSumNsTotal = coalesce(r.rate, 0) * 3.6e12
                     CREATE (p:Process {id: r.id, hostId: r.host, pid: 1, startTimeNs: 1, comm: 'java',
                            cmdline: 'java -jar app.jar', containerId: r.ctr})-[:RUNS_ON]->(h)
                     CREATE (p)-[:IN_CONTAINER]->(c)
-                    """, params).consume();
+                    """.formatted(octaves("r.rate")), params).consume();
             s.run("UNWIND $rels AS r WITH r WHERE r.s STARTS WITH '198.' MERGE (:External {id: r.s, address: r.s})",
                     params).consume();
             s.run("""
@@ -147,8 +170,9 @@ public final class MetricsExportBenchmark {
                     CREATE (a)-[:TALKS_TO {bytesClientToServer: r.c2s, bytesServerToClient: r.s2c, connections: 1,
                            connectionsEstimated: 1.0, firstSeenNs: $now - 100 * $w, lastSeenNs: $now,
                            requestRate: r.rate, clientRttP50Ns: r.p99 * 0.25e6, clientRttP90Ns: r.p99 * 0.6e6,
-                           clientRttP99Ns: r.p99 * 1e6}]->(b)
-                    """, params).consume();
+                           clientRttP99Ns: r.p99 * 1e6, clientRttOctaveTotals: %s,
+                           clientRttSumNsTotal: coalesce(r.rate, 0) * 3.6e12}]->(b)
+                    """.formatted(octaves("r.rate")), params).consume();
         }
     }
 }

@@ -7,7 +7,10 @@ import com.sun.net.httpserver.HttpServer;
 import io.opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest;
 import io.opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceResponse;
 import io.opentelemetry.proto.common.v1.KeyValue;
+import io.opentelemetry.proto.metrics.v1.AggregationTemporality;
+import io.opentelemetry.proto.metrics.v1.HistogramDataPoint;
 import io.opentelemetry.proto.metrics.v1.Metric;
+import io.wattgraph.graph.export.ExportedHistogram;
 import io.opentelemetry.proto.metrics.v1.NumberDataPoint;
 import io.opentelemetry.proto.metrics.v1.ResourceMetrics;
 import io.opentelemetry.proto.metrics.v1.ScopeMetrics;
@@ -43,6 +46,8 @@ class MetricsExportOtlpTest {
     /** The latest value pushed per metric name and attribute set ("name{k=v,...}"). */
     private static final Map<String, Double> pushed = new java.util.concurrent.ConcurrentHashMap<>();
     private static final AtomicReference<String> firstRequestPath = new AtomicReference<>();
+    /** The latest histogram point pushed per metric name and attribute set. */
+    private static final Map<String, HistogramDataPoint> pushedHistograms = new java.util.concurrent.ConcurrentHashMap<>();
 
     @BeforeAll
     static void start() throws Exception {
@@ -92,6 +97,13 @@ class MetricsExportOtlpTest {
                         pushed.put(m.getName() + "#monotonic", m.getSum().getIsMonotonic() ? 1.0 : 0.0);
                     }
                     pushed.put(m.getName() + "#unit:" + m.getUnit(), 1.0);
+                    if (m.hasHistogram()) {
+                        pushed.put(m.getName() + "#cumulative", m.getHistogram().getAggregationTemporality()
+                                == AggregationTemporality.AGGREGATION_TEMPORALITY_CUMULATIVE ? 1.0 : 0.0);
+                        for (HistogramDataPoint p : m.getHistogram().getDataPointsList()) {
+                            pushedHistograms.put(key(m.getName(), p.getAttributesList()), p);
+                        }
+                    }
                     for (NumberDataPoint p : points) {
                         pushed.put(key(m.getName(), p.getAttributesList()),
                                 p.hasAsDouble() ? p.getAsDouble() : p.getAsInt());
@@ -137,6 +149,97 @@ class MetricsExportOtlpTest {
         }
         assertThat(pushed).as("OTLP metrics received").containsKey(key);
         return pushed.get(key);
+    }
+
+    /**
+     * The latency histograms, from the known latencies of {@link ExportFixture} to OTLP histograms and Prometheus
+     * classic histograms: every cumulative bucket count exact (how many latencies are at most its bound, counted
+     * here from the latencies themselves), the count, and the sum of the agent's bucket midpoints.
+     */
+    @Test
+    void latencyHistogramsCarryExactBucketCounts() throws Exception {
+        Map<String, String> web = container(ExportFixture.WEB, "shop", "web-5d8f", "web", "node-1");
+        Map<String, String> db = container(ExportFixture.DB, "shop", "db-0", "db", "node-2");
+        Map<String, Map<Long, Long>> expected = Map.of(
+                key("wattgraph.container.server.time.histogram", web), ExportFixture.WEB_SERVER,
+                key("wattgraph.container.server.time.histogram", db), ExportFixture.DB_SERVER,
+                key("wattgraph.namespace.server.time.histogram", Map.of("namespace", "shop")),
+                ExportFixture.union(ExportFixture.WEB_SERVER, ExportFixture.DB_SERVER),
+                // web -> db merges web-a -> db and web-b -> db: their histograms added.
+                key("wattgraph.edge.client.rtt.histogram", edge("shop", "web", "shop", "db")),
+                ExportFixture.union(ExportFixture.WEB_A_RTT, ExportFixture.WEB_B_RTT));
+        double[] bounds = ExportedHistogram.UPPER_BOUNDS_SECONDS;
+        for (var e : expected.entrySet()) {
+            awaitPushed(e.getKey().substring(0, e.getKey().indexOf('{')) + "#cumulative");
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (!pushedHistograms.containsKey(e.getKey()) && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+            }
+            HistogramDataPoint p = pushedHistograms.get(e.getKey());
+            assertThat(p).as(e.getKey() + " in " + pushedHistograms.keySet()).isNotNull();
+            assertThat(p.getExplicitBoundsList()).hasSize(bounds.length - 1);
+            long cumulative = 0;
+            for (int i = 0; i < bounds.length - 1; i++) {
+                assertThat(p.getExplicitBounds(i)).isEqualTo(bounds[i]);
+                cumulative += p.getBucketCounts(i);
+                assertThat(cumulative).as(e.getKey() + " le " + bounds[i])
+                        .isEqualTo(ExportFixture.atMost(e.getValue(), bounds[i]));
+            }
+            long total = e.getValue().values().stream().mapToLong(Long::longValue).sum();
+            assertThat(cumulative + p.getBucketCounts(bounds.length - 1)).isEqualTo(total);
+            assertThat(p.getCount()).isEqualTo(total);
+            assertThat(p.getSum()).isCloseTo(ExportFixture.sumSeconds(e.getValue()), within(1e-12));
+            assertThat(p.getStartTimeUnixNano()).isPositive().isLessThanOrEqualTo(p.getTimeUnixNano());
+        }
+        assertThat(pushed).containsEntry("wattgraph.edge.client.rtt.histogram#unit:s", 1.0)
+                .containsEntry("wattgraph.edge.client.rtt.histogram#cumulative", 1.0);
+        // No histogram where nothing was served or stale.
+        assertThat(pushedHistograms.keySet()).noneMatch(k -> k.contains(ExportFixture.BATCH))
+                .noneMatch(k -> k.contains(ExportFixture.OLD)).noneMatch(k -> k.contains("process:curl"));
+
+        // The scrape: classic histograms with the same buckets, cumulative, and _count and _sum.
+        int port = Integer.parseInt(service.getEnvironment().getProperty("local.server.port"));
+        String scrape = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + port + "/actuator/prometheus")).build(),
+                HttpResponse.BodyHandlers.ofString()).body();
+        assertScraped(scrape, "wattgraph_container_server_time_histogram_seconds",
+                "container_id=\"" + ExportFixture.WEB + "\"", ExportFixture.WEB_SERVER);
+        assertScraped(scrape, "wattgraph_edge_client_rtt_histogram_seconds",
+                "source_workload=\"web\",target_namespace=\"shop\",target_workload=\"db\"",
+                ExportFixture.union(ExportFixture.WEB_A_RTT, ExportFixture.WEB_B_RTT));
+        assertThat(scrape).contains("# TYPE wattgraph_namespace_server_time_histogram_seconds histogram");
+    }
+
+    /** The series of {@code family} whose labels contain {@code labels}: its buckets, count and sum. */
+    private static void assertScraped(String scrape, String family, String labels, Map<Long, Long> durations) {
+        java.util.regex.Pattern bucket = java.util.regex.Pattern.compile(
+                java.util.regex.Pattern.quote(family) + "_bucket\\{(.*)le=\"([^\"]+)\"\\} (\\S+)");
+        Map<Double, Double> buckets = new TreeMap<>();
+        Double count = null, sum = null;
+        for (String line : scrape.split("\n")) {
+            if (!line.contains(labels) || !line.contains("application=\"wattgraph-graph-service\"")) {
+                continue;
+            }
+            java.util.regex.Matcher m = bucket.matcher(line);
+            if (m.matches()) {
+                String le = m.group(2);
+                buckets.put(le.equals("+Inf") ? Double.POSITIVE_INFINITY : Double.parseDouble(le),
+                        Double.parseDouble(m.group(3)));
+            } else if (line.startsWith(family + "_count{")) {
+                count = Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+            } else if (line.startsWith(family + "_sum{")) {
+                sum = Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+            }
+        }
+        double[] bounds = ExportedHistogram.UPPER_BOUNDS_SECONDS;
+        assertThat(buckets).as(family + " " + labels).hasSize(bounds.length);
+        long total = durations.values().stream().mapToLong(Long::longValue).sum();
+        for (double le : bounds) {
+            assertThat(buckets.get(le)).as(family + " le " + le).isEqualTo(
+                    (double) (Double.isInfinite(le) ? total : ExportFixture.atMost(durations, le)));
+        }
+        assertThat(count).isEqualTo((double) total);
+        assertThat(sum).isCloseTo(ExportFixture.sumSeconds(durations), within(1e-9));
     }
 
     @Test

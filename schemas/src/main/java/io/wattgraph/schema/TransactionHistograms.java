@@ -52,6 +52,50 @@ public final class TransactionHistograms {
     return lo + (upperBound(b, s) - lo) / 2;
   }
 
+  /**
+   * Octave buckets for exported histograms: powers of two, the major bounds of this scheme (no bucket
+   * of it straddles {@code 2^k} for {@code k > s}, so folding into them is exact). Bucket 0 holds
+   * durations below {@code 2^OCTAVE_MIN} ns, bucket {@code i} those in
+   * {@code [2^(OCTAVE_MIN+i-1), 2^(OCTAVE_MIN+i))}, the last those from {@code 2^OCTAVE_MAX} ns up.
+   * 4.1 µs to 17.2 s: below, a request is not measurable through the kernel; above, it is a timeout.
+   */
+  public static final int OCTAVE_MIN = 12;
+  public static final int OCTAVE_MAX = 34;
+  /** Number of octave buckets, the last one unbounded. */
+  public static final int OCTAVE_BUCKETS = OCTAVE_MAX - OCTAVE_MIN + 2;
+
+  /** Largest duration (ns, inclusive) of octave bucket {@code i < OCTAVE_BUCKETS - 1}. */
+  public static long octaveUpperBoundNs(int i) {
+    if (i < 0 || i >= OCTAVE_BUCKETS - 1) {
+      throw new IllegalArgumentException("octave bucket " + i + " has no upper bound (0.." + (OCTAVE_BUCKETS - 2) + ")");
+    }
+    return (1L << (OCTAVE_MIN + i)) - 1;
+  }
+
+  /** Octave bucket of a bucket of this scheme (all its values fall in it). */
+  public static int octaveOf(int b, int s) {
+    if (s >= OCTAVE_MIN) {
+      throw new IllegalArgumentException("subBucketBits " + s + " straddles the octave bounds (below " + OCTAVE_MIN + ")");
+    }
+    long lo = lowerBound(b, s);
+    if (lo < (1L << OCTAVE_MIN)) {
+      return 0;
+    }
+    return Math.min(OCTAVE_BUCKETS - 1, 63 - Long.numberOfLeadingZeros(lo) - OCTAVE_MIN + 1);
+  }
+
+  /** A histogram's counts folded into the octave buckets ({@link #OCTAVE_BUCKETS} long). */
+  public static long[] octaveCounts(int[] buckets, long[] counts, int s) {
+    if (buckets.length != counts.length) {
+      throw new IllegalArgumentException("bucket and count arrays differ in length");
+    }
+    long[] out = new long[OCTAVE_BUCKETS];
+    for (int i = 0; i < buckets.length; i++) {
+      out[octaveOf(buckets[i], s)] += counts[i];
+    }
+    return out;
+  }
+
   /** A merged histogram: bucket → count, ascending. */
   public static final class Histogram {
     private final TreeMap<Integer, Long> cells = new TreeMap<>();

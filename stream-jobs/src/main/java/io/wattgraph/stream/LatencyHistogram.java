@@ -105,6 +105,8 @@ public class LatencyHistogram {
       sum += (double) counts[i] * TransactionHistograms.midpoint(buckets[i], subBucketBits);
     }
     s.meanNs = sum / total;
+    s.sumNs = sum;
+    s.octaves = TransactionHistograms.octaveCounts(buckets, counts, subBucketBits);
     s.p50Ns = h.percentile(0.50);
     s.p75Ns = h.percentile(0.75);
     s.p90Ns = h.percentile(0.90);

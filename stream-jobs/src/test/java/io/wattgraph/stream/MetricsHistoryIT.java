@@ -241,6 +241,59 @@ class MetricsHistoryIT {
     }
   }
 
+  /** A container window serving {@code n} requests, all in octave bucket {@code octave}, of {@code sumNs} in all. */
+  static MetricsRow served(int k, int revision, int octave, long n, double sumNs) {
+    MetricsRow r = row("GROUP", C1, k, revision, 0.1, 1);
+    r.serverTime = new LatencyStats();
+    r.serverTime.octaves = new long[io.wattgraph.schema.TransactionHistograms.OCTAVE_BUCKETS];
+    r.serverTime.octaves[octave] = n;
+    r.serverTime.sumNs = sumNs;
+    return r;
+  }
+
+  static List<Long> totals(int... octaveCounts) {
+    List<Long> l = new ArrayList<>();
+    for (int i = 0; i < io.wattgraph.schema.TransactionHistograms.OCTAVE_BUCKETS; i++) {
+      l.add(i < octaveCounts.length ? (long) octaveCounts[i] : 0L);
+    }
+    return l;
+  }
+
+  /**
+   * The latency totals the export reads count every window once, whatever the batching and with or without
+   * history: a revision replaces its window's share, a replay adds nothing, and a window without
+   * transactions adds nothing.
+   */
+  @Test
+  void latencyTotalsCountEveryWindowOnce() {
+    for (int history : new int[] {0, 3}) {
+      emptyGraph();
+      // w1 (3 in bucket 1), w2 revision 0 (2 in bucket 2) then its revision 1 (5), w3 without transactions,
+      // w4 (1 in bucket 0): 3 + 5 + 1.
+      write(history, served(1, 0, 1, 3, 30));
+      write(history, served(2, 0, 2, 2, 200));
+      write(history, served(2, 1, 2, 5, 500));
+      write(history, row("GROUP", C1, 3, 0, 0.1, 1));
+      write(history, served(4, 0, 0, 1, 7));
+      Value c = node("Container", C1);
+      assertEquals(totals(1, 3, 5), list(c, "serverTimeOctaveTotals"), "history " + history);
+      assertEquals(537.0, c.get("serverTimeSumNsTotal").asDouble(), "history " + history);
+      assertEquals(totals(1), list(c, "serverTimeOctaves"));
+      assertTrue(c.get("clientRttOctaveTotals").isNull(), "no client round trips");
+      List<String> live = dump();
+
+      // A replay of everything, one batch or one row at a time: the same graph.
+      write(history, served(1, 0, 1, 3, 30), served(2, 1, 2, 5, 500), row("GROUP", C1, 3, 0, 0.1, 1),
+          served(4, 0, 0, 1, 7));
+      assertEquals(live, dump(), "history " + history);
+      // A catch-up run: every window in one batch, the same totals.
+      emptyGraph();
+      write(history, served(4, 0, 0, 1, 7), served(2, 1, 2, 5, 500), served(1, 0, 1, 3, 30),
+          row("GROUP", C1, 3, 0, 0.1, 1));
+      assertEquals(totals(1, 3, 5), list(node("Container", C1), "serverTimeOctaveTotals"), "history " + history);
+    }
+  }
+
   @Test
   void zeroKeepsTheLatestWindowOnly() {
     write(0, host(1, 0, 0.1), host(2, 0, 0.2));

@@ -24,6 +24,7 @@ import io.wattgraph.stream.vip.TransactionVirtualIpResolver;
 import io.wattgraph.stream.window.LateSampleCounter;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -348,6 +349,23 @@ class TransactionMetricsIT {
       assertEquals(p1.getClientRttP50Ns(), n1.get("clientRttP50Ns").asLong());
       assertTrue(n1.get("serviceDemandS").isNull());
 
+      // The histograms summed over windows for the export, in octave buckets: revision 1 replaced
+      // revision 0's share (not added to it), and the replayed records added nothing. Server times
+      // 20 x 100 us (2^16..2^17 ns: bucket 5), 2 x 200 us (6), 10 x 1.5 ms (9), 10 x 4 ms (10); client
+      // RTTs 20 x 300 us (7), 10 x 2 ms (9), 10 x 5 ms (11). Sums: 57.4 ms and 76 ms, within the midpoints.
+      long[] serverOctaves = octaves(Map.of(100 * US, 20L, 200 * US, 2L, 1500 * US, 10L, 4 * MS, 10L));
+      long[] clientOctaves = octaves(Map.of(300 * US, 20L, 2 * MS, 10L, 5 * MS, 10L));
+      for (Value v : List.of(t, n2, cont)) {
+        assertEquals(Arrays.stream(serverOctaves).boxed().toList(), v.get("serverTimeOctaveTotals").asList(Value::asLong));
+        near(57_400_000, v.get("serverTimeSumNsTotal").asDouble(), 57_400_000 / 256.0);
+        assertEquals(v.get("serverTimeOctaves"), v.get("serverTimeOctaveTotals"), "one window so far");
+      }
+      for (Value v : List.of(t, n1)) {
+        assertEquals(Arrays.stream(clientOctaves).boxed().toList(), v.get("clientRttOctaveTotals").asList(Value::asLong));
+        near(76_000_000, v.get("clientRttSumNsTotal").asDouble(), 76_000_000 / 256.0);
+      }
+      assertTrue(n1.get("serverTimeOctaveTotals").isNull(), "P1 served nothing");
+
       // The routes on the nodes, as parallel lists (P2 and its container: revision 1; P1: revision 0).
       for (Value n : List.of(n2, cont)) {
         assertEquals(List.of("SERVER GET " + USERS, "SERVER OTHER *"), n.get("httpRouteKeys").asList(Value::asString));
@@ -607,6 +625,14 @@ class TransactionMetricsIT {
   }
 
   /** The reported percentile is in the true value's bucket, so within 2^-8 of it. */
+  /** Octave bucket counts of durations (ns → count), by the bounds' definition: below 2^12, then per power of two. */
+  static long[] octaves(Map<Long, Long> durations) {
+    long[] out = new long[TransactionHistograms.OCTAVE_BUCKETS];
+    durations.forEach((ns, n) -> out[Math.min(TransactionHistograms.OCTAVE_BUCKETS - 1,
+        Math.max(0, 63 - Long.numberOfLeadingZeros(ns) - TransactionHistograms.OCTAVE_MIN + 1))] += n);
+    return out;
+  }
+
   static void within(long trueNs, Long reported) {
     assertEquals(bucket(trueNs), bucket(reported), "bucket of " + reported + " vs " + trueNs);
     assertTrue(Math.abs(reported - trueNs) <= trueNs / 256.0, reported + " vs " + trueNs);

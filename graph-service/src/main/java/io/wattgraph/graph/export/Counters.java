@@ -3,6 +3,7 @@ package io.wattgraph.graph.export;
 import io.wattgraph.graph.export.GraphMetricsReader.EntityRow;
 import io.wattgraph.graph.model.MetricHistory;
 import io.wattgraph.graph.model.ServiceEdge;
+import io.wattgraph.schema.TransactionHistograms;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
@@ -14,9 +15,12 @@ import java.util.Map;
  * <ul>
  *   <li>Energy of an entity: each window of its history's tail counted once (power × window length), a later
  *   revision of a window adding what it grew by.</li>
- *   <li>Bytes and connections of a workload edge: the growth of each of its process edges' totals since the
- *   previous refresh.</li>
+ *   <li>Bytes, connections and client round trips of a workload edge: the growth of each of its process edges'
+ *   totals since the previous refresh (the round trips' bucket counts and sum are totals over windows in the graph,
+ *   like bytes).</li>
  * </ul>
+ * A Container's or Namespace's server times need nothing here: the graph's totals over windows are one entity's,
+ * monotonic, and served as they are, also after a restart.
  * Only in memory (the graph stays the one state): at the first refresh the counters start from the history's tail
  * and the edges' totals; a restart is a counter reset, which {@code rate()} and {@code increase()} handle. An entity
  * or process edge not read in a refresh (stale) is forgotten; when it comes back, only windows ending and edges
@@ -80,12 +84,26 @@ final class Counters {
         return total;
     }
 
+    /** Positions in an edge's totals: its four counters, then its client round trips' sum (s) and bucket counts. */
+    static final int EDGE_COUNTERS = 4, RTT_SUM = 4, RTT_BUCKETS = 5;
+
     /**
      * Adds process edge {@code processKey}'s growth since the previous refresh to workload edge {@code workloadKey}:
-     * request bytes, response bytes, connections, estimated connections.
+     * request bytes, response bytes, connections, estimated connections, and its client round trips' histogram
+     * ({@code rtt}, totals over windows; null: none).
      */
-    void edge(String processKey, String workloadKey, ServiceEdge e) {
-        double[] now = {e.bytesClientToServer(), e.bytesServerToClient(), e.connections(), e.connectionsEstimated()};
+    void edge(String processKey, String workloadKey, ServiceEdge e, ExportedHistogram rtt) {
+        double[] now = new double[RTT_BUCKETS + TransactionHistograms.OCTAVE_BUCKETS];
+        now[0] = e.bytesClientToServer();
+        now[1] = e.bytesServerToClient();
+        now[2] = e.connections();
+        now[3] = e.connectionsEstimated();
+        if (rtt != null) {
+            now[RTT_SUM] = rtt.sumSeconds();
+            for (int i = 0; i < rtt.counts().length; i++) {
+                now[RTT_BUCKETS + i] = rtt.counts()[i];
+            }
+        }
         double[] before = processEdges.get(processKey);
         boolean counted = before != null || previousSinceNs == null
                 || e.firstSeenNs() != null && e.firstSeenNs() >= previousSinceNs;
@@ -101,9 +119,24 @@ final class Counters {
         nextProcessEdges.put(processKey, now);
     }
 
-    /** The workload edge's counters after this refresh: request bytes, response bytes, connections, estimated. */
+    /**
+     * The workload edge's counters after this refresh: request bytes, response bytes, connections, estimated (the
+     * first {@link #EDGE_COUNTERS}).
+     */
     double[] edgeTotals(String workloadKey) {
         return nextWorkloadEdges.get(workloadKey);
+    }
+
+    /** The workload edge's client round trips after this refresh; null while it has counted none. */
+    ExportedHistogram edgeRtt(String workloadKey) {
+        double[] totals = nextWorkloadEdges.get(workloadKey);
+        long[] counts = new long[TransactionHistograms.OCTAVE_BUCKETS];
+        long n = 0;
+        for (int i = 0; i < counts.length; i++) {
+            counts[i] = Math.round(totals[RTT_BUCKETS + i]);
+            n += counts[i];
+        }
+        return n == 0 ? null : new ExportedHistogram(counts, totals[RTT_SUM]);
     }
 
     /** Ends a refresh: what was not seen in it is forgotten. */

@@ -7,20 +7,23 @@ import java.util.Locale;
 
 /**
  * What is exported, per kind of entity: the tag keys that identify one and its series, in the order of an
- * {@link Snapshot.Item}'s values. Latencies are the graph's percentiles as gauges with a {@code quantile} tag: the
- * graph keeps the percentiles of each window's merged histogram, not the histogram's buckets.
+ * {@link Snapshot.Item}'s values, and its latency histograms. Latencies are both the graph's percentiles of the
+ * latest window as gauges with a {@code quantile} tag, and histograms over all windows in octave buckets.
  */
 public enum ExportKind {
-    HOST(List.of("host"), List.of(
+    HOST(List.of("host"), List.of(), List.of(
             Series.counter("wattgraph.host.energy", "joules", "Energy of the host (all its power) over its windows"),
             Series.gauge("wattgraph.host.power", "watts", "Power of the host in its latest window"),
             Series.gauge("wattgraph.host.cpu.usage", "cores", "CPU of the host in its latest window, cores"),
             Series.gauge("wattgraph.host.idle.power", "watts", "Idle share of the host's power"),
             Series.gauge("wattgraph.host.window.end.timestamp", "seconds",
                     "Unix time at which the host's latest window in the graph ended (exported even when stale)"))),
-    NAMESPACE(List.of("namespace"), workload("namespace")),
-    CONTAINER(List.of("namespace", "pod", "service", "container_id", "host"), container()),
-    EDGE(List.of("source_namespace", "source_workload", "target_namespace", "target_workload"), List.of(
+    NAMESPACE(List.of("namespace"), List.of(HistogramSeries.serverTime("namespace")), workload("namespace")),
+    CONTAINER(List.of("namespace", "pod", "service", "container_id", "host"),
+            List.of(HistogramSeries.serverTime("container")), container()),
+    EDGE(List.of("source_namespace", "source_workload", "target_namespace", "target_workload"),
+            List.of(new HistogramSeries("wattgraph.edge.client.rtt.histogram", "Client round trips between the "
+                    + "workloads (first request byte out to last response byte in), over all windows")), List.of(
             Series.counter("wattgraph.edge.bytes", "bytes", Series.BYTES, "direction", "request"),
             Series.counter("wattgraph.edge.bytes", "bytes", Series.BYTES, "direction", "response"),
             Series.counter("wattgraph.edge.connections", null, "Connections observed between the workloads"),
@@ -62,12 +65,37 @@ public enum ExportKind {
         }
     }
 
+    /**
+     * A latency histogram of a kind ({@link ExportedHistogram}): OTLP name {@code name} (unit s), Prometheus name
+     * {@code name} with dots as underscores and {@code _seconds}, classic buckets ({@code _bucket{le}}, {@code _sum},
+     * {@code _count}). Named apart from the percentile gauges, which stay: they are the latest window's exact
+     * percentiles, while a quantile over octave buckets is interpolated.
+     */
+    public record HistogramSeries(String name, String description) {
+
+        static HistogramSeries serverTime(String kind) {
+            return new HistogramSeries("wattgraph." + kind + ".server.time.histogram", "Server times of the " + kind
+                    + " (last request byte in to first response byte out), over all windows");
+        }
+
+        public String prometheusName() {
+            return name.replace('.', '_') + "_seconds";
+        }
+    }
+
     private final List<String> tagKeys;
+    private final List<HistogramSeries> histograms;
     private final List<Series> series;
 
-    ExportKind(List<String> tagKeys, List<Series> series) {
+    ExportKind(List<String> tagKeys, List<HistogramSeries> histograms, List<Series> series) {
         this.tagKeys = tagKeys;
+        this.histograms = histograms;
         this.series = series;
+    }
+
+    /** The kind's latency histograms, in the order of an {@link Snapshot.Item}'s histograms. */
+    public List<HistogramSeries> histograms() {
+        return histograms;
     }
 
     public List<String> tagKeys() {

@@ -74,6 +74,9 @@ final class ExportedMeters {
                     }
                     count += present ? 1 : 0;
                 }
+                for (ExportedHistogram h : item.histograms()) {
+                    count += h == null ? 0 : ExportedHistogram.SERIES; // served by PrometheusHistograms, OtlpHistograms
+                }
                 next.put(item.key(), e);
             }
             counts.put(kind, count);
@@ -90,7 +93,7 @@ final class ExportedMeters {
         series.replaceAll((k, v) -> 0);
     }
 
-    /** Series exported now, per kind. */
+    /** Series exported now, per kind (with the latency histograms' buckets, sum and count). */
     int series(ExportKind kind) {
         return series.get(kind);
     }

@@ -16,6 +16,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param maxNamespaces namespaces exported at most
  * @param maxContainers containers exported at most, the highest power (then CPU) first
  * @param maxEdges workload-to-workload edges exported at most, the most bytes first
+ * @param histograms export the latency histograms (26 series per container, namespace and edge that served a
+ *                   request; most of the series at scale: docs/benchmarks/metrics-export.md)
  */
 @ConfigurationProperties("wattgraph.metrics.export")
 public record MetricsExportProperties(
@@ -26,7 +28,8 @@ public record MetricsExportProperties(
         @DefaultValue("2000") int maxHosts,
         @DefaultValue("1000") int maxNamespaces,
         @DefaultValue("20000") int maxContainers,
-        @DefaultValue("5000") int maxEdges) {
+        @DefaultValue("5000") int maxEdges,
+        @DefaultValue("true") boolean histograms) {
 
     public MetricsExportProperties {
         if (refresh.isNegative() || refresh.isZero()) {

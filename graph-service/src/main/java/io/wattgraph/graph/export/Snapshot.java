@@ -14,9 +14,14 @@ public record Snapshot(Map<ExportKind, List<Item>> items, Map<ExportKind, Intege
 
     /**
      * One entity: its identity, its tags ({@link ExportKind#tagKeys()} in order) and one value per
-     * {@link ExportKind#series()}, NaN where the graph has none (no series then).
+     * {@link ExportKind#series()}, NaN where the graph has none (no series then), and one histogram per
+     * {@link ExportKind#histograms()}, null where there is none.
      */
-    public record Item(String key, Tags tags, double[] values) {
+    public record Item(String key, Tags tags, double[] values, ExportedHistogram[] histograms) {
+
+        public Item(String key, Tags tags, double[] values) {
+            this(key, tags, values, new ExportedHistogram[0]);
+        }
     }
 
     public List<Item> of(ExportKind kind) {

@@ -50,6 +50,9 @@ final class SnapshotBuilder {
                 "namespace:" + n.id(), Tags.of("namespace", label(n.id())), n, counters)).toList());
         all.put(ExportKind.CONTAINER, rows.containers().stream().map(c -> container(c, counters)).toList());
         all.put(ExportKind.EDGE, edges(rows, properties.edgeLevel().equals("service"), counters));
+        if (!properties.histograms()) {
+            all.replaceAll((kind, items) -> items.stream().map(i -> new Item(i.key(), i.tags(), i.values())).toList());
+        }
 
         Map<ExportKind, List<Item>> kept = new EnumMap<>(ExportKind.class);
         Map<ExportKind, Integer> omitted = new EnumMap<>(ExportKind.class);
@@ -86,7 +89,7 @@ final class SnapshotBuilder {
         v[ExportKind.P50] = seconds(m.latencyP50Ms());
         v[ExportKind.P90] = seconds(m.latencyP90Ms());
         v[ExportKind.P99] = seconds(m.latencyP99Ms());
-        return new Item(key, tags, v);
+        return new Item(key, tags, v, new ExportedHistogram[] {row.serverTime()});
     }
 
     /** A container's workload series, and its cgroup window's when it has a recent one (NaN: no series). */
@@ -115,7 +118,8 @@ final class SnapshotBuilder {
             String[] s = workload(nodes.get(e.source()), serviceLevel);
             String[] t = workload(nodes.get(e.target()), serviceLevel);
             String key = "edge:" + s[0] + "/" + s[1] + "\u0000" + t[0] + "/" + t[1];
-            counters.edge(e.source() + "\u0000" + e.target(), key, e);
+            String processKey = GraphMetricsReader.edgeKey(e.source(), e.target());
+            counters.edge(processKey, key, e, rows.edgeHistograms().get(processKey));
             merged.merge(key, e, Aggregator::mergeEdges);
             tags.computeIfAbsent(key, k -> Tags.of("source_namespace", s[0], "source_workload", s[1],
                     "target_namespace", t[0], "target_workload", t[1]));
@@ -123,12 +127,12 @@ final class SnapshotBuilder {
         List<Item> items = new ArrayList<>();
         merged.forEach((key, e) -> {
             double[] v = new double[ExportKind.EDGE.series().size()];
-            System.arraycopy(counters.edgeTotals(key), 0, v, BYTES_REQUEST, 4);
+            System.arraycopy(counters.edgeTotals(key), 0, v, BYTES_REQUEST, Counters.EDGE_COUNTERS);
             v[ExportKind.EDGE_REQUESTS] = value(e.requestRate());
             v[ExportKind.RTT_P50] = seconds(e.latencyP50Ms());
             v[ExportKind.RTT_P90] = seconds(e.latencyP90Ms());
             v[ExportKind.RTT_P99] = seconds(e.latencyP99Ms());
-            items.add(new Item(key, tags.get(key), v));
+            items.add(new Item(key, tags.get(key), v, new ExportedHistogram[] {counters.edgeRtt(key)}));
         });
         return items;
     }

@@ -6,6 +6,7 @@ import io.wattgraph.graph.export.GraphMetricsReader.EntityRow;
 import io.wattgraph.graph.model.MetricHistory;
 import io.wattgraph.graph.model.Metrics;
 import io.wattgraph.graph.model.ServiceEdge;
+import io.wattgraph.schema.TransactionHistograms;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -75,33 +76,113 @@ class CountersTest {
     @Test
     void workloadEdgeCountersAddEachProcessEdgesGrowthAndNeverShrink() {
         Counters c = new Counters();
-        c.edge("a>db", "web>db", edge("a", 100, 1000, 2, 0));
-        c.edge("b>db", "web>db", edge("b", 10, 20, 1, 0));
-        assertThat(c.edgeTotals("web>db")).containsExactly(110, 1020, 3, 3);
+        c.edge("a>db", "web>db", edge("a", 100, 1000, 2, 0), null);
+        c.edge("b>db", "web>db", edge("b", 10, 20, 1, 0), null);
+        assertThat(counters(c, "web>db")).containsExactly(110, 1020, 3, 3);
         c.commit(10 * W);
         // a grew; b went stale (not read): the total keeps b's share.
-        c.edge("a>db", "web>db", edge("a", 150, 1500, 3, 0));
-        assertThat(c.edgeTotals("web>db")).containsExactly(160, 1520, 4, 4);
+        c.edge("a>db", "web>db", edge("a", 150, 1500, 3, 0), null);
+        assertThat(counters(c, "web>db")).containsExactly(160, 1520, 4, 4);
         c.commit(20 * W);
         // b is back with its old totals (first seen long ago): counted from here, not again from 0. A new process
         // edge first seen after the previous horizon counts whole.
-        c.edge("a>db", "web>db", edge("a", 150, 1500, 3, 0));
-        c.edge("b>db", "web>db", edge("b", 15, 25, 1, 0));
-        c.edge("n>db", "web>db", edge("n", 7, 8, 1, 25 * W));
-        assertThat(c.edgeTotals("web>db")).containsExactly(167, 1528, 5, 5);
+        c.edge("a>db", "web>db", edge("a", 150, 1500, 3, 0), null);
+        c.edge("b>db", "web>db", edge("b", 15, 25, 1, 0), null);
+        c.edge("n>db", "web>db", edge("n", 7, 8, 1, 25 * W), null);
+        assertThat(counters(c, "web>db")).containsExactly(167, 1528, 5, 5);
         c.commit(30 * W);
-        c.edge("b>db", "web>db", edge("b", 20, 30, 2, 0));
-        assertThat(c.edgeTotals("web>db")).containsExactly(172, 1533, 6, 6);
+        c.edge("b>db", "web>db", edge("b", 20, 30, 2, 0), null);
+        assertThat(counters(c, "web>db")).containsExactly(172, 1533, 6, 6);
+    }
+
+    /** The first four totals of a workload edge: bytes both ways, connections, estimated connections. */
+    static double[] counters(Counters c, String workloadKey) {
+        return java.util.Arrays.copyOf(c.edgeTotals(workloadKey), Counters.EDGE_COUNTERS);
+    }
+
+    /** A round-trip histogram whose totals hold {@code n} in bucket {@code bucket} (of 1 ms each). */
+    static ExportedHistogram rtt(int bucket, long n) {
+        long[] counts = new long[TransactionHistograms.OCTAVE_BUCKETS];
+        counts[bucket] = n;
+        return new ExportedHistogram(counts, n * 1e-3);
+    }
+
+    /** Exact counts, the sum within rounding. */
+    static void same(ExportedHistogram actual, ExportedHistogram expected) {
+        assertThat(actual.counts()).containsExactly(expected.counts());
+        assertThat(actual.sumSeconds()).isCloseTo(expected.sumSeconds(), org.assertj.core.api.Assertions.within(1e-12));
+    }
+
+    static ExportedHistogram plus(ExportedHistogram a, ExportedHistogram b) {
+        long[] counts = a.counts().clone();
+        for (int i = 0; i < counts.length; i++) {
+            counts[i] += b.counts()[i];
+        }
+        return new ExportedHistogram(counts, a.sumSeconds() + b.sumSeconds());
+    }
+
+    /**
+     * A workload edge's round-trip histogram is cumulative over windows and monotonic bucket by bucket: each process
+     * edge's growth is added, a stale process edge's share stays, one back from staleness counts from there on; a
+     * restart of the service starts from the process edges' totals (a reset only where shares had gone stale).
+     */
+    @Test
+    void workloadEdgeHistogramsOnlyGrowAcrossWindowsStalenessAndARestart() {
+        Counters c = new Counters();
+        ServiceEdge a = edge("a", 1, 1, 1, 0);
+        ServiceEdge b = edge("b", 1, 1, 1, 0);
+        // Windows 1 and 2 of a (3 in bucket 9, then 2 more and 1 in bucket 10), window 1 of b (4 in bucket 9).
+        c.edge("a>db", "web>db", a, rtt(9, 3));
+        c.edge("b>db", "web>db", b, rtt(9, 4));
+        same(c.edgeRtt("web>db"), rtt(9, 7));
+        c.commit(10 * W);
+        ExportedHistogram aNow = plus(rtt(9, 5), rtt(10, 1));
+        c.edge("a>db", "web>db", a, aNow); // b stale
+        ExportedHistogram seen = c.edgeRtt("web>db");
+        same(seen, plus(rtt(9, 9), rtt(10, 1)));
+        c.commit(20 * W);
+        // b back with 6 in bucket 9 (2 more while stale, first seen long ago): only its growth from here counts.
+        c.edge("a>db", "web>db", a, aNow);
+        c.edge("b>db", "web>db", b, rtt(9, 6));
+        same(c.edgeRtt("web>db"), seen);
+        c.commit(30 * W);
+        c.edge("a>db", "web>db", a, plus(aNow, rtt(3, 2)));
+        c.edge("b>db", "web>db", b, rtt(9, 7));
+        ExportedHistogram before = c.edgeRtt("web>db");
+        same(before, plus(plus(rtt(9, 10), rtt(10, 1)), rtt(3, 2)));
+        c.commit(40 * W);
+
+        // A restart: new counters, the same graph. The totals are the process edges' own (a reset where b's
+        // stale share had been left out), and from then on grow again.
+        Counters restarted = new Counters();
+        restarted.edge("a>db", "web>db", a, plus(aNow, rtt(3, 2)));
+        restarted.edge("b>db", "web>db", b, rtt(9, 7));
+        ExportedHistogram after = restarted.edgeRtt("web>db");
+        same(after, plus(plus(rtt(9, 12), rtt(10, 1)), rtt(3, 2)));
+        restarted.commit(50 * W);
+        restarted.edge("a>db", "web>db", a, plus(plus(aNow, rtt(3, 2)), rtt(4, 1)));
+        restarted.edge("b>db", "web>db", b, rtt(9, 7));
+        for (int i = 0; i < TransactionHistograms.OCTAVE_BUCKETS; i++) {
+            assertThat(restarted.edgeRtt("web>db").counts()[i]).isGreaterThanOrEqualTo(after.counts()[i]);
+        }
+        assertThat(restarted.edgeRtt("web>db").count()).isEqualTo(after.count() + 1);
+    }
+
+    @Test
+    void anEdgeWithoutRoundTripsHasNoHistogram() {
+        Counters c = new Counters();
+        c.edge("a>db", "web>db", edge("a", 1, 1, 1, 0), null);
+        assertThat(c.edgeRtt("web>db")).isNull();
     }
 
     @Test
     void aFailedRefreshCountsNothing() {
         Counters c = new Counters();
-        c.edge("a>db", "web>db", edge("a", 100, 1000, 2, 0));
+        c.edge("a>db", "web>db", edge("a", 100, 1000, 2, 0), null);
         c.commit(0);
-        c.edge("a>db", "web>db", edge("a", 200, 2000, 2, 0));
+        c.edge("a>db", "web>db", edge("a", 200, 2000, 2, 0), null);
         c.rollback();
-        c.edge("a>db", "web>db", edge("a", 200, 2000, 2, 0));
-        assertThat(c.edgeTotals("web>db")).containsExactly(200, 2000, 2, 2);
+        c.edge("a>db", "web>db", edge("a", 200, 2000, 2, 0), null);
+        assertThat(counters(c, "web>db")).containsExactly(200, 2000, 2, 2);
     }
 }

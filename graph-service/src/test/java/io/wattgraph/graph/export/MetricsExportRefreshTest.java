@@ -49,7 +49,7 @@ class MetricsExportRefreshTest {
             Neo4jReader reader = new Neo4jReader(driver, registry);
             MetricsExport export = new MetricsExport(new GraphMetricsReader(reader, new ServiceGraphLoader(reader)),
                     registry, new MetricsExportProperties(true, Duration.ofSeconds(15), Duration.ofMinutes(5),
-                    "service", 10, 10, 10, 10), clock::get);
+                    "service", 10, 10, 10, 10, true), clock::get);
             export.refresh();
             assertThat(registry.get("wattgraph.container.power").gauge().value()).isEqualTo(5.0);
             assertThat(registry.get("wattgraph.export.refresh").tag("outcome", "success").timer().count()).isOne();

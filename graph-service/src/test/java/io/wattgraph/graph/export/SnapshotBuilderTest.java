@@ -23,7 +23,7 @@ class SnapshotBuilderTest {
 
     static MetricsExportProperties properties(int maxContainers, int maxEdges) {
         return new MetricsExportProperties(true, Duration.ofSeconds(15), Duration.ofMinutes(5), "service", 10, 10,
-                maxContainers, maxEdges);
+                maxContainers, maxEdges, true);
     }
 
     static EntityRow container(String id, Double power, Double cpu, String pod) {
@@ -63,7 +63,7 @@ class SnapshotBuilderTest {
     void aContainersCgroupWindowBecomesItsMemoryAndThrottlingGauges() {
         EntityRow withCgroup = new EntityRow("a", "h", "a", "ns", null, new Metrics(1.0, null, null, null, null, null,
                 null, null, 5.0, 3.0 * (1L << 30), null, null, null), null, NOW - CountersTest.W, NOW, 0, null,
-                MetricHistory.EMPTY, new GraphMetricsReader.Cgroup(2.5 * (1L << 30), 0.25, 1.75));
+                MetricHistory.EMPTY, new GraphMetricsReader.Cgroup(2.5 * (1L << 30), 0.25, 1.75), CountersTest.rtt(3, 5));
         Rows rows = new Rows(List.of(), List.of(), List.of(withCgroup, container("b", 3.0, 1.0, "b")), chain(1));
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         ExportedMeters meters = new ExportedMeters(registry);
@@ -74,9 +74,47 @@ class SnapshotBuilderTest {
         assertThat(registry.get("wattgraph.container.memory.usage").gauge().value()).isEqualTo(2684354560.0);
         assertThat(registry.get("wattgraph.container.cpu.throttled").gauge().value()).isEqualTo(0.25);
         assertThat(registry.get("wattgraph.container.cpu.peak").gauge().value()).isEqualTo(1.75);
-        // a: power, CPU and its 4 cgroup series; b (no cgroup window: no such series): power, CPU. No energy without
-        // energyJ or history, no requests or latencies.
+        // a: power, CPU, its 4 cgroup series and its server-time histogram (24 buckets, sum, count); b (no cgroup
+        // window, no requests: no such series): power, CPU. No energy without energyJ or history.
+        assertThat(meters.series(ExportKind.CONTAINER)).isEqualTo(8 + 26);
+
+        // wattgraph.metrics.export.histograms=false: the same without the histogram.
+        MetricsExportProperties off = new MetricsExportProperties(true, Duration.ofSeconds(15), Duration.ofMinutes(5),
+                "service", 10, 10, 10, 10, false);
+        Snapshot without = SnapshotBuilder.build(rows, NOW, 0, off, new Counters());
+        assertThat(without.of(ExportKind.CONTAINER)).allSatisfy(i -> assertThat(i.histograms()).isEmpty());
+        meters.apply(without);
         assertThat(meters.series(ExportKind.CONTAINER)).isEqualTo(8);
+    }
+
+    /**
+     * A container's server-time histogram is the graph's total over windows: it grows as the graph's does, and a
+     * restart of the service (new counters) serves the same values, not a reset.
+     */
+    @Test
+    void aContainersHistogramIsTheGraphsTotalAlsoAfterARestart() {
+        Counters counters = new Counters();
+        ExportedHistogram[] totals = {CountersTest.rtt(5, 20), CountersTest.plus(CountersTest.rtt(5, 20),
+                CountersTest.rtt(9, 3))};
+        long[] before = null;
+        for (ExportedHistogram total : totals) {
+            EntityRow row = container("a", 5.0, 1.0, "a").withServerTime(null, total);
+            Snapshot s = SnapshotBuilder.build(new Rows(List.of(), List.of(), List.of(row), chain(1)), NOW, 0,
+                    properties(10, 10), counters);
+            counters.commit(0);
+            long[] served = s.of(ExportKind.CONTAINER).get(0).histograms()[0].counts();
+            assertThat(served).containsExactly(total.counts());
+            if (before != null) {
+                for (int i = 0; i < served.length; i++) {
+                    assertThat(served[i]).isGreaterThanOrEqualTo(before[i]);
+                }
+            }
+            before = served;
+        }
+        EntityRow row = container("a", 5.0, 1.0, "a").withServerTime(null, totals[1]);
+        Snapshot restarted = SnapshotBuilder.build(new Rows(List.of(), List.of(), List.of(row), chain(1)), NOW, 0,
+                properties(10, 10), new Counters());
+        assertThat(restarted.of(ExportKind.CONTAINER).get(0).histograms()[0].counts()).containsExactly(before);
     }
 
     @Test

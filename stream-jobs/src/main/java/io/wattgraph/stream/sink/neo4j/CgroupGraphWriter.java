@@ -6,7 +6,6 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.neo4j.driver.Driver;
 import org.neo4j.driver.Session;
 
 /**
@@ -21,7 +20,7 @@ import org.neo4j.driver.Session;
  * history lists are {@code historyCgroupWindowEndNs}, {@code historyCgroupRevision},
  * {@code historyMemoryBytes}, {@code historyCpuPeakCores}, {@code historyThrottledS}.
  */
-public class CgroupGraphWriter implements Neo4jBatchTarget<CgroupRow> {
+public class CgroupGraphWriter extends WindowGraphWriter<CgroupRow> {
 
   private static final String HISTORY = NodeWindows.history("historyCgroupWindowEndNs", "historyCgroupRevision",
       "historyMemoryBytes", "historyCpuPeakCores", "historyThrottledS");
@@ -39,15 +38,15 @@ public class CgroupGraphWriter implements Neo4jBatchTarget<CgroupRow> {
           n.memoryRequestBytes = CASE WHEN r.podName IS NULL THEN n.memoryRequestBytes ELSE r.memoryRequestBytes END
       """;
 
-  private final Driver driver;
   private final int historyWindows;
   private final String statement;
 
   public CgroupGraphWriter(Neo4jSettings settings, int historyWindows) {
+    super(settings, "container cgroup rows", r -> r.windowEndNs, r -> r.revision);
     if (historyWindows < 0) {
+      close();
       throw new IllegalArgumentException("historyWindows must be >= 0, got " + historyWindows);
     }
-    this.driver = settings.driver();
     this.historyWindows = historyWindows;
     this.statement = NodeMetricsGraphWriter.CONTAINERS + (historyWindows > 0 ? HISTORY : "")
         + "WITH n, r WHERE" + NodeWindows.newer("cgroupWindowEndNs", "cgroupRevision") + PROPERTIES;
@@ -57,22 +56,6 @@ public class CgroupGraphWriter implements Neo4jBatchTarget<CgroupRow> {
   @Override
   public String key(CgroupRow row) {
     return historyWindows > 0 ? row.key() + "@" + row.windowEndNs : row.key();
-  }
-
-  @Override
-  public String rowKind() {
-    return "container cgroup rows";
-  }
-
-  @Override
-  public boolean supersedes(CgroupRow incoming, CgroupRow buffered) {
-    return NodeMetricsGraphWriter.notOlder(incoming.windowEndNs, incoming.revision, buffered.windowEndNs,
-        buffered.revision);
-  }
-
-  @Override
-  public void createConstraints() {
-    ConnectionGraphWriter.createConstraints(driver, ConnectionGraphWriter.CONSTRAINTS);
   }
 
   @Override
@@ -125,10 +108,5 @@ public class CgroupGraphWriter implements Neo4jBatchTarget<CgroupRow> {
       out.add(m);
     }
     return out;
-  }
-
-  @Override
-  public void close() {
-    driver.close();
   }
 }

@@ -8,7 +8,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import org.neo4j.driver.Driver;
 import org.neo4j.driver.Session;
 
 /**
@@ -16,17 +15,20 @@ import org.neo4j.driver.Session;
  * between the two nodes (MATCH: edges exist through the connection graph, written by ConnectionGraphWriter;
  * a window of an edge the graph has not got yet is not kept, the next one sets it). One
  * {@code UNWIND $rows} statement per (client label, server label) in one write transaction per
- * batch. Idempotent and monotonic like {@link NodeMetricsGraphWriter}: a row is applied only if its
+ * batch, windows of one edge in successive statements (oldest first). Idempotent and monotonic like {@link NodeMetricsGraphWriter}: a row is applied only if its
  * (windowEndNs, revision) is not older than the relationship's ({@code latencyWindowEndNs},
- * {@code latencyRevision}).
+ * {@code latencyRevision}). The client round trips' and server times' octave counts are also summed over
+ * windows ({@link NodeWindows#latencyTotals}) for the exported histograms.
  */
-public class EdgeMetricsGraphWriter implements Neo4jBatchTarget<EdgeMetricsRow> {
+public class EdgeMetricsGraphWriter extends WindowGraphWriter<EdgeMetricsRow> {
 
   private static final String EDGES = """
       UNWIND $rows AS r
       MATCH (a:%s {id: r.clientId})-[t:TALKS_TO]->(b:%s {id: r.serverId})
       WITH t, r WHERE t.latencyWindowEndNs IS NULL OR t.latencyWindowEndNs < r.windowEndNs
         OR (t.latencyWindowEndNs = r.windowEndNs AND coalesce(t.latencyRevision, -1) <= r.revision)
+      """ + NodeWindows.latencyTotals("t", "latencyWindowEndNs", "clientRtt", "serverTime")
+      + NodeWindows.latencyWindow("t", "clientRtt", "serverTime") + """
       SET t.requestRate = r.requestRate, t.windowRequestBytes = r.requestBytes,
           t.windowResponseBytes = r.responseBytes,
           t.clientRttMeanNs = r.clientRttMeanNs, t.clientRttP50Ns = r.clientRttP50Ns,
@@ -38,36 +40,39 @@ public class EdgeMetricsGraphWriter implements Neo4jBatchTarget<EdgeMetricsRow> 
           t.latencyRevision = r.revision
       """;
 
-  private final Driver driver;
-
   public EdgeMetricsGraphWriter(Neo4jSettings settings) {
-    this.driver = settings.driver();
+    super(settings, "edge metrics rows", r -> r.windowEndNs, r -> r.revision);
   }
 
+  /** One row per edge and window: each window adds its share to the latency totals. */
   @Override
   public String key(EdgeMetricsRow row) {
-    return row.key();
-  }
-
-  @Override
-  public String rowKind() {
-    return "edge metrics rows";
-  }
-
-  @Override
-  public boolean supersedes(EdgeMetricsRow incoming, EdgeMetricsRow buffered) {
-    return NodeMetricsGraphWriter.notOlder(incoming.windowEndNs, incoming.revision, buffered.windowEndNs,
-        buffered.revision);
-  }
-
-  @Override
-  public void createConstraints() {
-    ConnectionGraphWriter.createConstraints(driver, ConnectionGraphWriter.CONSTRAINTS);
+    return row.key() + "@" + row.windowEndNs;
   }
 
   @Override
   public void write(Collection<EdgeMetricsRow> rows) {
-    // Labels cannot be parameters: one statement per label pair, in a fixed order.
+    List<Map<String, List<Map<String, Object>>>> rounds = NodeWindows.rounds(rows, EdgeMetricsRow::key,
+        r -> r.windowEndNs, r -> r.revision).stream().map(EdgeMetricsGraphWriter::byLabels).toList();
+    if (rounds.isEmpty()) {
+      return;
+    }
+    try (Session session = driver.session()) {
+      session.executeWrite(tx -> {
+        for (var round : rounds) {
+          for (var e : round.entrySet()) {
+            String[] l = e.getKey().split("\\|");
+            tx.run(EDGES.formatted(l[0], l[1]), Map.of("rows", e.getValue())).consume();
+          }
+        }
+        return null;
+      });
+    }
+  }
+
+  /** A round's rows (at most one per edge) as parameters per (client label, server label), in a fixed order. */
+  private static Map<String, List<Map<String, Object>>> byLabels(List<EdgeMetricsRow> rows) {
+    // Labels cannot be parameters: one statement per label pair.
     Map<String, List<Map<String, Object>>> byLabels = new TreeMap<>();
     for (EdgeMetricsRow r : rows) {
       Map<String, Object> m = new HashMap<>();
@@ -87,32 +92,18 @@ public class EdgeMetricsGraphWriter implements Neo4jBatchTarget<EdgeMetricsRow> 
       m.put("serverTimeP90Ns", r.serverTime.p90Ns);
       m.put("serverTimeP99Ns", r.serverTime.p99Ns);
       m.put("networkTimeMeanNs", r.networkTimeMeanNs);
+      NodeWindows.putLatency(m, "clientRtt", r.clientRtt);
+      NodeWindows.putLatency(m, "serverTime", r.serverTime);
       m.put("windowStartNs", r.windowStartNs);
       m.put("windowEndNs", r.windowEndNs);
       m.put("revision", r.revision);
       String labels = label(r.clientKind) + "|" + label(r.serverKind);
       byLabels.computeIfAbsent(labels, k -> new ArrayList<>()).add(m);
     }
-    if (byLabels.isEmpty()) {
-      return;
-    }
-    try (Session session = driver.session()) {
-      session.executeWrite(tx -> {
-        for (var e : byLabels.entrySet()) {
-          String[] l = e.getKey().split("\\|");
-          tx.run(EDGES.formatted(l[0], l[1]), Map.of("rows", e.getValue())).consume();
-        }
-        return null;
-      });
-    }
+    return byLabels;
   }
 
   private static String label(String kind) {
     return EdgeInput.PROCESS.equals(kind) ? "Process" : "External";
-  }
-
-  @Override
-  public void close() {
-    driver.close();
   }
 }

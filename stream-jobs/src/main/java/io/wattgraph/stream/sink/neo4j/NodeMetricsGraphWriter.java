@@ -9,7 +9,6 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.neo4j.driver.Driver;
 import org.neo4j.driver.Session;
 import org.neo4j.driver.TransactionContext;
 
@@ -43,8 +42,13 @@ import org.neo4j.driver.TransactionContext;
  * {@code historyPowerW}, {@code historyRequestRate} (sorted by window end; NaN = unknown), updated in
  * the same statement: one entry per window, replaced by a revision not older than its own, so
  * replays and restarts leave the same lists. The graph service sizes placement on their peak.
+ *
+ * <p>Latency histograms ({@link NodeWindows#latencyTotals}): the window's octave counts and midpoint sum
+ * of server times and client round trips ({@code serverTimeOctaves}, {@code serverTimeSumNs},
+ * {@code clientRtt...}) and their totals over every window written ({@code serverTimeOctaveTotals},
+ * {@code serverTimeSumNsTotal}, ...), from which the graph service exports monotonic histograms.
  */
-public class NodeMetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
+public class NodeMetricsGraphWriter extends WindowGraphWriter<MetricsRow> {
 
   private static final String NEWER = NodeWindows.newer("metricsWindowEndNs", "metricsRevision");
 
@@ -68,6 +72,10 @@ public class NodeMetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
   /** The bounded history of the windows' CPU, power and request rate ({@link NodeWindows#history}). */
   private static final String HISTORY = NodeWindows.history("historyWindowEndNs", "historyRevision",
       "historyCpuUsage", "historyPowerW", "historyRequestRate");
+
+  /** Both histograms of the window, summed over windows for the exported histograms. */
+  private static final String LATENCY = NodeWindows.latencyTotals("n", "metricsWindowEndNs", "serverTime", "clientRtt")
+      + NodeWindows.latencyWindow("n", "serverTime", "clientRtt");
 
   private static final String PROCESSES = """
       UNWIND $rows AS r
@@ -110,7 +118,6 @@ public class NodeMetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
   static final String NAMESPACE_CONSTRAINT =
       "CREATE CONSTRAINT wattgraph_namespace_id IF NOT EXISTS FOR (n:Namespace) REQUIRE n.id IS UNIQUE";
 
-  private final Driver driver;
   /** Windows kept per node ({@code --history-windows}); 0: latest window only. */
   private final int historyWindows;
   private final String processes;
@@ -119,10 +126,11 @@ public class NodeMetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
   private final String namespaces;
 
   public NodeMetricsGraphWriter(Neo4jSettings settings, int historyWindows) {
+    super(settings, "metrics rows", r -> r.windowEndNs, r -> r.revision, NAMESPACE_CONSTRAINT);
     if (historyWindows < 0) {
+      close();
       throw new IllegalArgumentException("historyWindows must be >= 0, got " + historyWindows);
     }
-    this.driver = settings.driver();
     this.historyWindows = historyWindows;
     this.processes = statement(PROCESSES, "");
     this.containers = statement(CONTAINERS, CONTAINER_PROPERTIES);
@@ -131,45 +139,21 @@ public class NodeMetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
   }
 
   private String statement(String match, String properties) {
-    return match + (historyWindows > 0 ? HISTORY : "") + "WITH n, r WHERE" + NEWER + COMMON + properties;
+    return match + (historyWindows > 0 ? HISTORY : "") + "WITH n, r WHERE" + NEWER + LATENCY + COMMON + properties;
   }
 
   /**
-   * With history, one row per entity and window (a batch may hold several windows of an entity, each
-   * needing its history entry); without, one per entity (only the latest window matters).
+   * One row per entity and window: a batch may hold several windows of an entity (a backlog, a replay),
+   * each needing its history entry and its share of the latency totals.
    */
   @Override
   public String key(MetricsRow row) {
-    return historyWindows > 0 ? row.key() + "@" + row.windowEndNs : row.key();
-  }
-
-  @Override
-  public String rowKind() {
-    return "metrics rows";
+    return row.key() + "@" + row.windowEndNs;
   }
 
   @Override
   public boolean accepts(MetricsRow row) {
     return hasNode(row);
-  }
-
-  /** An older window (or an older revision of the same window) never replaces a newer one. */
-  @Override
-  public boolean supersedes(MetricsRow incoming, MetricsRow buffered) {
-    return notOlder(incoming.windowEndNs, incoming.revision, buffered.windowEndNs, buffered.revision);
-  }
-
-  /** A later window, or the same window at the same or a later revision. */
-  static boolean notOlder(long windowEndNs, int revision, long thanWindowEndNs, int thanRevision) {
-    return windowEndNs > thanWindowEndNs || (windowEndNs == thanWindowEndNs && revision >= thanRevision);
-  }
-
-  /** The same constraints as ConnectionGraphWriter (idempotent): MERGE on Host/Container ids needs them. */
-  @Override
-  public void createConstraints() {
-    List<String> statements = new ArrayList<>(ConnectionGraphWriter.CONSTRAINTS);
-    statements.add(NAMESPACE_CONSTRAINT);
-    ConnectionGraphWriter.createConstraints(driver, statements);
   }
 
   /** Whether a row has a node to go to (PROCESS, container GROUP, HOST, NAMESPACE); POD and the host group do not. */
@@ -252,6 +236,8 @@ public class NodeMetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
       m.put("clientRttP75Ns", client.p75Ns);
       m.put("clientRttP90Ns", client.p90Ns);
       m.put("clientRttP99Ns", client.p99Ns);
+      NodeWindows.putLatency(m, "serverTime", r.serverTime);
+      NodeWindows.putLatency(m, "clientRtt", r.clientRtt);
       m.put("utilization", r.utilization);
       m.put("serviceDemandS", r.serviceDemandSeconds);
       m.put("saturationRate", r.saturationRate);
@@ -312,10 +298,5 @@ public class NodeMetricsGraphWriter implements Neo4jBatchTarget<MetricsRow> {
     m.put("httpRouteP50Ns", none ? null : p50);
     m.put("httpRouteP90Ns", none ? null : p90);
     m.put("httpRouteP99Ns", none ? null : p99);
-  }
-
-  @Override
-  public void close() {
-    driver.close();
   }
 }

@@ -1,6 +1,9 @@
 package io.wattgraph.stream.sink.neo4j;
 
+import io.wattgraph.schema.TransactionHistograms;
+import io.wattgraph.stream.window.LatencyStats;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -13,7 +16,8 @@ import java.util.function.ToLongFunction;
 /**
  * The Cypher and batching shared by the writers that put window results onto nodes (the entity
  * windows' {@link NodeMetricsGraphWriter}, the container windows' {@link CgroupGraphWriter}): the
- * {@code (windowEndNs, revision)} guard and the bounded history lists. Each writer has its own guard
+ * {@code (windowEndNs, revision)} guard, the bounded history lists and the latency histograms' totals
+ * (also on edges, {@link EdgeMetricsGraphWriter}). Each writer has its own guard
  * and history properties: their windows are revised independently.
  */
 final class NodeWindows {
@@ -63,6 +67,46 @@ final class NodeWindows {
           SET n.%1$s = [i IN ord | (he + [r.windowEndNs])[i]],
               n.%2$s = [i IN ord | (hr + [r.revision])[i]]%5$s)
         """.formatted(endList, revisionList, olds, vs, sets);
+  }
+
+  /**
+   * Running totals of latency histograms over every window written, for the exported histograms:
+   * {@code <h>OctaveTotals} (per octave bucket) and {@code <h>SumNsTotal} of each histogram {@code h}, from
+   * the row's {@code <h>Octaves} and {@code <h>SumNs}. A revision of the window {@code v} holds
+   * ({@code v.<windowEndProperty>}) replaces that window's share, read from {@code v.<h>Octaves} and
+   * {@code v.<h>SumNs} before the statement's later SET replaces them; the guard before it lets no older
+   * window through, so replays and restarts add nothing. Null until a window has a histogram.
+   */
+  static String latencyTotals(String v, String windowEndProperty, String... histograms) {
+    List<String> sets = new ArrayList<>();
+    for (String h : histograms) {
+      String held = "%1$s.%2$s = r.windowEndNs".formatted(v, windowEndProperty);
+      sets.add("""
+          %1$s.%2$sOctaveTotals = CASE WHEN %1$s.%2$sOctaveTotals IS NULL AND r.%2$sOctaves IS NULL THEN null
+            ELSE [i IN range(0, %3$d) | coalesce(%1$s.%2$sOctaveTotals[i], 0) + coalesce(r.%2$sOctaves[i], 0)
+              - CASE WHEN %4$s THEN coalesce(%1$s.%2$sOctaves[i], 0) ELSE 0 END] END,
+          %1$s.%2$sSumNsTotal = CASE WHEN %1$s.%2$sSumNsTotal IS NULL AND r.%2$sSumNs IS NULL THEN null
+            ELSE coalesce(%1$s.%2$sSumNsTotal, 0.0) + coalesce(r.%2$sSumNs, 0.0)
+              - CASE WHEN %4$s THEN coalesce(%1$s.%2$sSumNs, 0.0) ELSE 0.0 END END"""
+          .formatted(v, h, TransactionHistograms.OCTAVE_BUCKETS - 1, held));
+    }
+    return "SET " + String.join(",\n", sets) + "\n";
+  }
+
+  /** The window's share of {@link #latencyTotals}, set after them: {@code <h>Octaves}, {@code <h>SumNs}. */
+  static String latencyWindow(String v, String... histograms) {
+    List<String> sets = new ArrayList<>();
+    for (String h : histograms) {
+      sets.add("%1$s.%2$sOctaves = r.%2$sOctaves, %1$s.%2$sSumNs = r.%2$sSumNs".formatted(v, h));
+    }
+    return "SET " + String.join(", ", sets) + "\n";
+  }
+
+  /** A histogram's parameters for {@link #latencyTotals}: {@code <h>Octaves} (null when empty), {@code <h>SumNs}. */
+  static void putLatency(Map<String, Object> m, String h, LatencyStats stats) {
+    long[] octaves = stats == null ? null : stats.octaves;
+    m.put(h + "Octaves", octaves == null ? null : Arrays.stream(octaves).boxed().toList());
+    m.put(h + "SumNs", stats == null ? null : stats.sumNs);
   }
 
   /**
