@@ -8,7 +8,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * When each fault happens: a seeded, replayable schedule. The faults come in an order and at times
  * drawn from {@code new Random(seed)}: the span is cut in as many equal slots as faults, and each
- * fault starts at a random point of its slot that leaves room for its expected duration. The
+ * fault starts at a random point of its slot that leaves room for its expected duration (for at
+ * most half the slot: in a short run the faults outlast their slots and follow each other). The
  * same seed, faults and span give the same schedule. Run one at a time: a fault that lasts longer
  * than planned delays the next, never overlaps it.
  */
@@ -41,7 +42,8 @@ record FaultSchedule(long seed, List<Planned> planned) {
     long slot = (toMs - fromMs) / order.size();
     List<Planned> planned = new ArrayList<>();
     for (int i = 0; i < order.size(); i++) {
-      long room = Math.max(1, slot - order.get(i).expectedMs());
+      // A slot shorter than its fault still leaves half of it to chance (the fault then delays the next).
+      long room = Math.max(1, slot - Math.min(order.get(i).expectedMs(), slot / 2));
       planned.add(new Planned(order.get(i), fromMs + i * slot + random.nextLong(room)));
     }
     return new FaultSchedule(seed, List.copyOf(planned));

@@ -14,9 +14,13 @@ class FaultScheduleTest {
   private final List<String> injected = new ArrayList<>();
 
   private List<Fault> faults() {
+    return faults(5_000);
+  }
+
+  private List<Fault> faults(long expectedMs) {
     List<Fault> f = new ArrayList<>();
     for (String name : List.of("broker", "block", "tm", "jm", "neo4j", "agent")) {
-      f.add(new Fault.Of(name, 5_000, () -> {
+      f.add(new Fault.Of(name, expectedMs, () -> {
         injected.add(name);
         return name;
       }));
@@ -46,6 +50,22 @@ class FaultScheduleTest {
         assertTrue(at >= 20_000 + i * slot && at + 5_000 <= 20_000 + (i + 1) * slot, "seed " + seed + ": " + s);
       }
     }
+  }
+
+  @Test
+  void faultsLongerThanTheirSlotsStillStartAtRandomPointsOfItsFirstHalf() {
+    // The 3-minute soak: slots of 23 s, faults of 30-70 s.
+    List<Long> firstStarts = new ArrayList<>();
+    for (long seed = 0; seed < 50; seed++) {
+      FaultSchedule s = FaultSchedule.plan(seed, faults(60_000), 20_000, 160_000);
+      long slot = (160_000 - 20_000) / 6;
+      for (int i = 0; i < 6; i++) {
+        long at = s.planned().get(i).atMs();
+        assertTrue(at >= 20_000 + i * slot && at < 20_000 + i * slot + slot / 2 + 1, "seed " + seed + ": " + s);
+      }
+      firstStarts.add(s.planned().get(0).atMs());
+    }
+    assertTrue(firstStarts.stream().distinct().count() > 40, "times drawn, not the slots' starts: " + firstStarts);
   }
 
   @Test
