@@ -3,9 +3,14 @@ package io.wattgraph.system;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.stream.Stream;
 
 /**
@@ -131,6 +136,32 @@ final class ClusterJob implements OutageStack.Job {
       }
     }
     return n;
+  }
+
+  /**
+   * The operator counters named {@code names}, each summed over every operator and subtask of the
+   * current job that has it (Flink's REST API: {@code /jobs/ID/vertices/V/subtasks/metrics}).
+   */
+  Map<String, Long> operatorCounters(List<String> names) {
+    Map<String, Long> sums = new TreeMap<>();
+    for (JsonNode vertex : json("/jobs/" + jobId).path("vertices")) {
+      String base = "/jobs/" + jobId + "/vertices/" + vertex.path("id").asText() + "/subtasks/metrics";
+      List<String> ids = new ArrayList<>();
+      for (JsonNode m : json(base)) {
+        String id = m.path("id").asText();
+        if (names.stream().anyMatch(n -> id.endsWith("." + n))) {
+          ids.add(id);
+        }
+      }
+      if (!ids.isEmpty()) {
+        for (JsonNode m : json(base + "?get=" + String.join(",",
+            ids.stream().map(i -> URLEncoder.encode(i, StandardCharsets.UTF_8)).toList()))) {
+          String id = m.path("id").asText();
+          sums.merge(id.substring(id.lastIndexOf('.') + 1), m.path("sum").asLong(), Long::sum);
+        }
+      }
+    }
+    return sums;
   }
 
   @Override

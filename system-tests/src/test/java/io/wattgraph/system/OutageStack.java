@@ -144,12 +144,21 @@ final class OutageStack implements AutoCloseable {
    * processes killed at teardown if still running.
    */
   ConnectionLoad load(String name, int client, int server, int port, long connections, long perSecond) throws Exception {
+    return load(name, client, server, port, connections, perSecond, ConnectionLoad.SHORT, List.of());
+  }
+
+  /** As above, connections of {@code shape}, both processes started through {@code wrapper}. */
+  ConnectionLoad load(String name, int client, int server, int port, long connections, long perSecond,
+      ConnectionLoad.Shape shape, List<String> wrapper) throws Exception {
     ConnectionLoad load = ConnectionLoad.start(work, name, new ConnectionLoad.Hosts(hostId(client),
         net.namespaces.get(client), hostId(server), net.namespaces.get(server), net.addresses.get(server)), port,
-        connections, perSecond);
+        connections, perSecond, shape, wrapper);
     add(load::destroy);
     return load;
   }
+
+  /** A load that has ended, with what its two processes counted. */
+  record Ran(String name, ConnectionLoad load, Map<String, Long> counts) {}
 
   /** Neo4j stopped (its files stay). */
   void stopNeo4j() {
@@ -168,19 +177,30 @@ final class OutageStack implements AutoCloseable {
   /** The load's edge as its counts say, and no External node anywhere; null when so, else what differs. */
   private String differences(ConnectionLoad load, Map<String, Long> counts) {
     try (Session s = driver.session()) {
-      List<Record> edge = s.run(EDGE, Map.of("chost", load.hosts().client(), "cpid", load.client().pid(),
-          "shost", load.hosts().server(), "spid", load.server().pid())).list();
       List<Map<String, Object>> external = s.run("MATCH (a)-[t:TALKS_TO]->(b) WHERE a:External OR b:External "
           + "RETURN a.id AS client, b.id AS server, t.connections AS n, t.bytesClientToServer AS c2s").list()
           .stream().map(Record::asMap).toList();
       Map<String, Object> want = Map.of("n", counts.get("connections"), "c2s", counts.get("c2s"), "s2c", counts.get("s2c"));
-      Map<String, Object> got = edge.isEmpty() ? Map.of() : edge.get(0).asMap();
+      Map<String, Object> got = edge(s, load);
       maxExternal = Math.max(maxExternal, external.stream().mapToLong(e -> ((Number) e.get("n")).longValue()).sum());
       if (got.equals(want) && external.isEmpty()) {
         return null;
       }
       return "edge " + got + " (want " + want + "), External edges " + external;
     }
+  }
+
+  /** The load's edge in the graph (connections n, bytes c2s and s2c), empty if there is none. */
+  Map<String, Object> edge(ConnectionLoad load) {
+    try (Session s = driver.session()) {
+      return edge(s, load);
+    }
+  }
+
+  private static Map<String, Object> edge(Session s, ConnectionLoad load) {
+    List<Record> edge = s.run(EDGE, Map.of("chost", load.hosts().client(), "cpid", load.client().pid(),
+        "shost", load.hosts().server(), "spid", load.server().pid())).list();
+    return edge.isEmpty() ? Map.of() : edge.get(0).asMap();
   }
 
   /** Polls for at most 4 min until the load's edge is exact; fails with what differs and the agents' logs. */
@@ -212,14 +232,41 @@ final class OutageStack implements AutoCloseable {
    * and closed retentions), nothing dropped by an agent, its transaction windows.
    */
   void assertExactAfterwards(String phase, ConnectionLoad load, Map<String, Long> counts) throws Exception {
-    awaitExactEdge(phase, load, counts);
+    assertExactAfterwards(List.of(new Ran(phase, load, counts)));
+  }
+
+  /** As above, for several loads that have ended, each named by its {@link Ran#name}. */
+  void assertExactAfterwards(List<Ran> loads) throws Exception {
+    for (Ran r : loads) {
+      awaitExactEdge(r.name(), r.load(), r.counts());
+    }
     // What the issue saw stayed: an External edge that no late end retracts.
     Thread.sleep(5 * 3 * HORIZON_MS);
-    assertExactEdge(phase, load, counts);
-    for (int h = 0; h < agents.length; h++) {
-      assertEquals(0.0, agentMetrics(h).get("wattgraph_agent_kafka_dropped_total"), phase + ": nothing dropped by " + hostId(h));
+    for (Ran r : loads) {
+      assertExactEdge(r.name(), r.load(), r.counts());
     }
-    assertTransactionWindows(phase, load, counts);
+    for (int h = 0; h < agents.length; h++) {
+      assertEquals(0.0, agentMetrics(h).get("wattgraph_agent_kafka_dropped_total"), "nothing dropped by " + hostId(h));
+    }
+    // Every load's windows checked before failing, within one wait for the last windows to close.
+    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+    List<AssertionError> wrong = new ArrayList<>();
+    for (Ran r : loads) {
+      try {
+        assertTransactionWindows(r.name(), r.load(), r.counts(), deadline);
+      } catch (AssertionError e) {
+        wrong.add(e);
+      }
+    }
+    if (wrong.size() == 1) {
+      throw wrong.get(0);
+    }
+    if (!wrong.isEmpty()) {
+      AssertionError e = new AssertionError(wrong.size() + " of " + loads.size() + " loads' transaction windows not exact: "
+          + wrong.stream().map(Throwable::getMessage).toList());
+      wrong.forEach(e::addSuppressed);
+      throw e;
+    }
   }
 
   private String agentLogs() {
@@ -237,15 +284,20 @@ final class OutageStack implements AutoCloseable {
   /**
    * The load's transactions on {@code wattgraph.edge-metrics} (read_committed): no window twice with
    * one revision, each window (at its highest revision) with exactly the client and server
-   * transactions the agents delivered for it, and as many of each as connections in all; no window
+   * transactions the agents delivered for it, and as many of each as request/response turns in all; no window
    * input of the job dropped as late. The windows after the load close as the watermark moves on:
    * small exchanges between other processes keep transactions coming until they have (at most 3 min).
    */
   void assertTransactionWindows(String phase, ConnectionLoad load, Map<String, Long> counts) throws Exception {
+    assertTransactionWindows(phase, load, counts, System.nanoTime() + TimeUnit.MINUTES.toNanos(3));
+  }
+
+  private void assertTransactionWindows(String phase, ConnectionLoad load, Map<String, Long> counts, long deadline)
+      throws Exception {
     ConnectionLoad.Hosts h = load.hosts();
-    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
     EdgeWindows w = windows(load);
-    while (!w.sumsTo(counts.get("connections")) && System.nanoTime() < deadline) {
+    long transactions = counts.get("transactions");
+    while (!w.sumsTo(transactions) && System.nanoTime() < deadline) {
       int port = exchangePort++;
       TwoHostStack.exchange(work, h.serverNs(), h.serverAddr(), port, h.clientNs(), h.serverAddr(), port, 10, 10);
       Thread.sleep(2000);
@@ -257,8 +309,8 @@ final class OutageStack implements AutoCloseable {
     System.out.printf("%s: %s; delivered by the agents %s; late inputs dropped by the job %d%n", phase, w, delivered, late);
     assertEquals(List.of(), w.duplicates(), phase + ": a window emitted twice with one revision");
     assertEquals(delivered, w.perWindow(), phase + ": transactions per window: the job's windows against what the agents delivered");
-    assertEquals(counts.get("connections"), w.clientTransactions(), phase + ": client transactions over the windows: " + w);
-    assertEquals(counts.get("connections"), w.serverTransactions(), phase + ": server transactions over the windows: " + w);
+    assertEquals(transactions, w.clientTransactions(), phase + ": client transactions over the windows: " + w);
+    assertEquals(transactions, w.serverTransactions(), phase + ": server transactions over the windows: " + w);
     // Nor the entity windows (samples, transactions per process): with 30 s of lateness a 59 s outage
     // dropped 1,063 of their inputs while the edge windows stayed exact.
     assertEquals(0, late, phase + ": inputs dropped as late by the job's windows");
@@ -273,7 +325,7 @@ final class OutageStack implements AutoCloseable {
   private static final Pattern SAMPLE = Pattern.compile("^(wattgraph_agent_[a-z_]+(?:\\{[^}]*\\})?) ([0-9.eE+-]+)$", Pattern.MULTILINE);
 
   /** An agent's Prometheus samples at {@code port}, by name with labels. */
-  private static Map<String, Double> scrape(int port) throws Exception {
+  static Map<String, Double> scrape(int port) throws Exception {
     HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
         .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
     Map<String, Double> m = new HashMap<>();

@@ -5,18 +5,19 @@ import java.util.List;
 
 /**
  * What a test started, closed in reverse order of starting; a failure to close one part is
- * printed, not thrown, so the rest is still torn down.
+ * printed, not thrown, so the rest is still torn down. Parts may be added from several threads
+ * (the soak's load drivers).
  */
 final class Teardown implements AutoCloseable {
   private final List<AutoCloseable> started = new ArrayList<>();
 
-  <T extends AutoCloseable> T add(T c) {
+  synchronized <T extends AutoCloseable> T add(T c) {
     started.add(c);
     return c;
   }
 
   @Override
-  public void close() {
+  public synchronized void close() {
     for (int i = started.size() - 1; i >= 0; i--) {
       try {
         started.get(i).close();
