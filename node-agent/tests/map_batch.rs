@@ -77,3 +77,26 @@ fn read_and_delete_empties_the_map() {
     assert_eq!(m.keys().count(), 0, "entries left after reading and deleting in batches of 1");
     assert_eq!(read_all(&m, &mut reader, 4096, true).len(), 0, "an empty map reads as empty");
 }
+
+/// Under churn (every entry read is deleted and a new key inserted, as an LRU map evicts while the
+/// sched programs run), each entry still comes at most once. A `get_next_key` walk, which the
+/// thread scan used before, starts again from the first key when the one it continues from is
+/// gone, and lists entries again (CI saw 65+ threads in a 64-entry map).
+#[test]
+fn each_entry_at_most_once_while_entries_are_replaced() {
+    let Some(m) = map(MapType::LruHash) else { return };
+    fill(&m);
+    let mut next_new = ENTRIES;
+    let mut seen = std::collections::HashSet::new();
+    let mut reader = BatchReader::default();
+    reader
+        .for_each(&m, 64, false, |k, _| {
+            let k = u64::from_ne_bytes(k.try_into().unwrap());
+            assert!(seen.insert(k), "key {k} read twice");
+            m.delete(&k.to_ne_bytes()).unwrap();
+            m.update(&next_new.to_ne_bytes(), &0u64.to_ne_bytes(), MapFlags::ANY).unwrap();
+            next_new += 1;
+        })
+        .unwrap();
+    assert!(seen.len() as u64 >= ENTRIES / 2, "read {} of {ENTRIES}", seen.len());
+}

@@ -3,9 +3,8 @@
 //! as cumulative counters that only the CPU a thread leaves writes. This loads them and reads
 //! their maps while they run; `resources::cpu` turns the readings into per-process figures.
 //!
-//! Reading is allocation-free once the tables have grown: raw `bpf_map_get_next_key` /
-//! `bpf_map_lookup_elem` into stack buffers, exit records drained from a ring buffer into
-//! a reused vector.
+//! Reading is allocation-free once the tables have grown: the thread map in batches into reused
+//! buffers (`map_batch`), exit records drained from a ring buffer into a reused vector.
 use std::mem::{size_of, MaybeUninit};
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
@@ -15,6 +14,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 
 use crate::capture::bpf::{bpf_err, CaptureError};
+use crate::capture::map_batch::BatchReader;
 
 mod counters;
 mod topology;
@@ -34,6 +34,8 @@ const NO_SIBLING: u32 = u32::MAX;
 pub const TRACEPOINTS: [&str; 2] = ["sched:sched_switch", "sched:sched_process_exec"];
 
 pub type ThreadStat = types::thread_stat;
+/// Threads read per syscall by `scan_threads`.
+const THREAD_BATCH: u32 = 4096;
 const _: () = assert!(size_of::<ThreadStat>() == 152);
 const _: () = assert!(size_of::<types::cpu_state>() == 96);
 
@@ -99,6 +101,7 @@ impl Drop for ExitRing {
 pub struct SchedPrograms {
     skel: SchedSkel<'static>,
     ring: ExitRing,
+    batch: BatchReader,
     _hw: Option<HwCounters>,
     /// Why hardware counters are not used (None = they are).
     pub counters_absent: Option<String>,
@@ -188,7 +191,7 @@ impl SchedPrograms {
             Some(h) => h.cache.as_ref().err().cloned(),
             None => absent.clone(),
         };
-        Ok(SchedPrograms { skel, ring: ExitRing { rb, sink }, _hw: hw, cache_absent, counters_absent: absent, ncpus, topo })
+        Ok(SchedPrograms { skel, ring: ExitRing { rb, sink }, batch: BatchReader::default(), _hw: hw, cache_absent, counters_absent: absent, ncpus, topo })
     }
 
     pub fn has_counters(&self) -> bool {
@@ -232,26 +235,21 @@ impl SchedPrograms {
         n
     }
 
-    /// Copies every live thread's entry into `out` (cleared first).
-    pub fn scan_threads(&self, out: &mut Vec<ThreadStat>) {
+    /// Copies every live thread's entry into `out` (cleared first), each once: batched reads go
+    /// bucket by bucket, whereas `get_next_key` starts again from the first key when the one it
+    /// continues from was evicted meanwhile (an LRU map under churn), which listed threads twice.
+    pub fn scan_threads(&mut self, out: &mut Vec<ThreadStat>) {
         out.clear();
-        let tfd = self.skel.maps.threads.as_fd().as_raw_fd();
-        let mut key: u32 = 0;
-        let mut next: u32 = 0;
-        let mut first = true;
-        loop {
-            let kp = if first { std::ptr::null() } else { &key as *const u32 as *const libc::c_void };
-            let rc = unsafe { libbpf_sys::bpf_map_get_next_key(tfd, kp, &mut next as *mut u32 as *mut _) };
-            if rc != 0 {
-                break;
+        let threads = &self.skel.maps.threads;
+        let batch = threads.max_entries().min(THREAD_BATCH);
+        let read = self.batch.for_each(threads, batch, false, |_, v| {
+            if v.len() >= size_of::<ThreadStat>() {
+                // SAFETY: the value is a thread_stat (size asserted above), integers only.
+                out.push(unsafe { std::ptr::read_unaligned(v.as_ptr().cast::<ThreadStat>()) });
             }
-            first = false;
-            key = next;
-            let mut v = MaybeUninit::<ThreadStat>::zeroed();
-            let rc = unsafe { libbpf_sys::bpf_map_lookup_elem(tfd, &key as *const u32 as *const _, v.as_mut_ptr() as *mut _) };
-            if rc == 0 {
-                out.push(unsafe { v.assume_init() });
-            }
+        });
+        if let Err(e) = read {
+            log::warn!("sched: reading the thread map: {e} ({} threads read)", out.len());
         }
     }
 
