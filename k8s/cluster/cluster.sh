@@ -124,6 +124,11 @@ host_setup() {
   # Not `ip | grep -q`: under pipefail, ip's SIGPIPE when grep stops early reads as "no address".
   grep -q "inet $K8S_NODE_IP/" <<<"$(ip addr show dev "$K8S_NODE_IF")" || ip addr add "$K8S_NODE_IP/32" dev "$K8S_NODE_IF"
   ip link set "$K8S_NODE_IF" up
+  # bpffs at /sys/fs/bpf, as systemd mounts it on a node: the agent (--pin-bpf) pins its programs
+  # there to outlive its pod. Mounted here only if missing, and then unmounted by `down`.
+  if [ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" != bpf_fs ]; then
+    mount -t bpf bpf /sys/fs/bpf && touch "$S/bpffs.mounted"
+  fi
   # Pods are routed through the host (CNI ptp: one veth pair a pod, no bridge).
   sysctl -qw net.ipv4.ip_forward=1
   # The kubelet's pods under a cgroup of their own in every v1 hierarchy (cgroupfs driver).
@@ -366,6 +371,12 @@ down() {
   drop_chains KUBE-
   drop_chains CNI-
   [ -f "$S/sysctl.saved" ] && sysctl -q -p "$S/sysctl.saved" >/dev/null
+  # The cluster's agent pinned its programs under /sys/fs/bpf/wattgraph (the chart's --bpf-pin-dir):
+  # removing the pins detaches them; the bpffs goes too if this cluster mounted it.
+  rm -rf /sys/fs/bpf/wattgraph
+  if [ -f "$S/bpffs.mounted" ]; then
+    umount /sys/fs/bpf 2>/dev/null || umount -l /sys/fs/bpf 2>/dev/null || true
+  fi
   rm -rf "$S"
   say "down: processes, pod networks, mounts, iptables chains, $K8S_NODE_IF, cgroups and $S removed"
 }
