@@ -24,7 +24,8 @@ import org.apache.flink.util.Collector;
  * window's last ms, so both windows emit a revision that replaces their share (the connection path's
  * retraction of an External edge, for windows). They are emitted from a timer at that ms, already
  * passed, so at the next watermark and before it reaches the windows: a window about to close for
- * good still takes them.
+ * good still takes them. A note that overtakes a record still waiting for the watermark here gives the
+ * record its process directly.
  */
 final class ExternalEnds implements java.io.Serializable {
   private static final long serialVersionUID = 1L;
@@ -36,6 +37,8 @@ final class ExternalEnds implements java.io.Serializable {
   /** Records to move at their window's timer, and the process of their other end by role key. */
   private transient ListState<Transaction> moving;
   private transient MapState<String, String> movingPeers;
+  /** The process of a waiting record's other end, when its note overtook the record (by role key). */
+  private transient MapState<String, String> waitingPeers;
 
   ExternalEnds(long windowMs, long allowedLatenessMs) {
     this.windowMs = windowMs;
@@ -48,6 +51,7 @@ final class ExternalEnds implements java.io.Serializable {
         new MapStateDescriptor<>("masked-external", Types.STRING, Types.LIST(Transaction.STATE_TYPE)));
     moving = context.getListState(new ListStateDescriptor<>("masked-moving", Transaction.STATE_TYPE));
     movingPeers = context.getMapState(new MapStateDescriptor<>("masked-moving-peers", Types.STRING, Types.STRING));
+    waitingPeers = context.getMapState(new MapStateDescriptor<>("masked-waiting-peers", Types.STRING, Types.STRING));
   }
 
   /** {@code t} was counted for the External node of its other end: remembered while its window can change. */
@@ -64,13 +68,23 @@ final class ExternalEnds implements java.io.Serializable {
 
   /**
    * The first record of process {@code processId} in role {@code client} on {@code connectionKey}: the
-   * other role's remembered records of that connection are moved to it at their windows' timers.
-   * Returns how many.
+   * other role's remembered records of that connection are moved to it at their windows' timers, and
+   * those still {@code waiting} for the watermark here (the note overtook them) go to it when released.
+   * Returns how many were moved.
    */
-  int peerSeen(boolean client, String connectionKey, String processId, TimerService timers) throws Exception {
+  int peerSeen(boolean client, String connectionKey, String processId, Iterable<Transaction> waiting,
+      TimerService timers) throws Exception {
     String key = roleKey(!client, connectionKey);
     List<Transaction> records = external.get(key);
     if (records == null) {
+      if (waiting != null) {
+        for (Transaction t : waiting) {
+          if (t.isClient() != client && t.connectionKey().equals(connectionKey)) {
+            waitingPeers.put(key, processId);
+            break;
+          }
+        }
+      }
       return 0;
     }
     external.remove(key);
@@ -96,6 +110,16 @@ final class ExternalEnds implements java.io.Serializable {
     if (!due.isEmpty() && (rest == null || !rest.iterator().hasNext())) {
       movingPeers.clear();
     }
+  }
+
+  /** The process a waiting record's other end turned out to be on its own connection, or null. */
+  String waitingPeer(Transaction t) throws Exception {
+    return waitingPeers.isEmpty() ? null : waitingPeers.get(roleKey(t.isClient(), t.connectionKey()));
+  }
+
+  /** Nothing waits any more: what was learnt for waiting records is forgotten. */
+  void noneWaiting() throws Exception {
+    waitingPeers.clear();
   }
 
   /** Forgets the records whose window closed for good at {@code timestamp}: they stay on the External edge. */

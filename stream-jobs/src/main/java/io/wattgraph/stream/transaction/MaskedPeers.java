@@ -66,7 +66,7 @@ public class MaskedPeers extends KeyedProcessFunction<String, PeerNote, EdgeInpu
       } else if (!known.equals(n.processId) && !AMBIGUOUS.equals(known)) {
         role.update(AMBIGUOUS);
       }
-      moved.inc(externalEnds.peerSeen(n.client, n.connectionKey, n.processId, ctx.timerService()));
+      moved.inc(externalEnds.peerSeen(n.client, n.connectionKey, n.processId, waiting.get(), ctx.timerService()));
       return;
     }
     long release = PendingRelease.releaseTime(n.unpaired.eventTimeMs(), windowMs);
@@ -84,11 +84,17 @@ public class MaskedPeers extends KeyedProcessFunction<String, PeerNote, EdgeInpu
     for (Transaction t : PendingRelease.due(waiting, timestamp, windowMs)) {
       release(t, ctx.timerService(), out);
     }
+    Iterable<Transaction> left = waiting.get();
+    if (left == null || !left.iterator().hasNext()) {
+      externalEnds.noneWaiting();
+    }
     externalEnds.expire(timestamp);
   }
 
   private void release(Transaction t, TimerService timers, Collector<EdgeInput> out) throws Exception {
-    EdgeInput e = edge(t);
+    String exact = externalEnds.waitingPeer(t);
+    EdgeInput e = exact == null ? edge(t)
+        : TransactionEdges.edge(t, t.isClient() ? t.processId() : exact, t.isClient() ? exact : t.processId());
     out.collect(e);
     if (EdgeInput.EXTERNAL.equals(t.isClient() ? e.serverKind : e.clientKind)) {
       externalEnds.counted(t, timers);

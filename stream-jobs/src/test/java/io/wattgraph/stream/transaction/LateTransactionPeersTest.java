@@ -155,6 +155,27 @@ public class LateTransactionPeersTest {
     }
   }
 
+  /**
+   * The server's first record comes while the client's, released by TransactionEdges at its window's
+   * end, still waits for the watermark in MaskedPeers, behind a server endpoint served by two
+   * processes (pre-forked workers: the masked key's server role is ambiguous). Its note overtakes the
+   * record, which goes to the note's process, not to the External server (nothing would move it later).
+   */
+  @Test
+  void aPeersNoteThatOvertakesTheWaitingRecordPairsIt() throws Exception {
+    try (EdgePairing p = new EdgePairing(3_600_000, 10_000)) {
+      p.element(TransactionJoinsTest.tx("SERVER", "host-b", "10.0.0.2", 8080, "10.0.0.1", 40001, 200, 6000, 1000), 1000);
+      p.element(TransactionJoinsTest.tx("SERVER", "host-b", "10.0.0.2", 8080, "10.0.0.1", 40002, 201, 6001, 1000), 1000);
+      p.element(client(1000), 1000);
+      p.edges.processWatermark(new Watermark(9999));
+      p.element(server(1000), 1000);
+      p.masked.processWatermark(new Watermark(9999));
+      List<String> clients = p.take().stream().filter(r -> r.getValue().transaction.isClient())
+          .map(r -> r.getValue().key()).toList();
+      assertEquals(List.of(EDGE), clients);
+    }
+  }
+
   /** The TaskManager killed between the lone end's release and its peer's arrival: the job restores and still moves it. */
   @Test
   void aMoveSurvivesARestoreFromACheckpoint() throws Exception {
