@@ -102,9 +102,10 @@ pub fn parse_listeners(text: &str, out: &mut HashSet<Endpoint>) {
             32 => {
                 let mut ok = true;
                 for i in 0..4 {
-                    match u32::from_str_radix(&addr[i * 8..i * 8 + 8], 16) {
-                        Ok(w) => a[i * 4..i * 4 + 4].copy_from_slice(&w.to_ne_bytes()),
-                        Err(_) => ok = false,
+                    // get(): 32 bytes of a malformed line may split a multi-byte character.
+                    match addr.get(i * 8..i * 8 + 8).map(|h| u32::from_str_radix(h, 16)) {
+                        Some(Ok(w)) => a[i * 4..i * 4 + 4].copy_from_slice(&w.to_ne_bytes()),
+                        _ => ok = false,
                     }
                 }
                 if !ok {
@@ -121,6 +122,18 @@ pub fn parse_listeners(text: &str, out: &mut HashSet<Endpoint>) {
 mod tests {
     use super::*;
     use crate::shared::net::addr16_from_ip;
+
+    /// Found by the proc_files fuzz target: a 32-byte address whose 8-byte words split a
+    /// multi-byte character panicked (byte index not a char boundary); such a line is skipped.
+    #[test]
+    fn a_malformed_address_with_multibyte_characters_is_skipped() {
+        let addr = format!("{}é{}", "0".repeat(7), "0".repeat(23));
+        assert_eq!(addr.len(), 32);
+        let text = format!("  sl  local_address rem_address   st\n   0: {addr}:1F90 00000000000000000000000000000000:0000 0A\n");
+        let mut out = HashSet::new();
+        parse_listeners(&text, &mut out);
+        assert!(out.is_empty());
+    }
 
     fn ep(ip: &str, port: u16) -> Endpoint {
         (addr16_from_ip(ip.parse().unwrap()), port)
