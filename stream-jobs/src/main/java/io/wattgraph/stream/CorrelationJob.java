@@ -232,7 +232,7 @@ public final class CorrelationJob {
     // An end merged into its client-port-0 record while the other reported on its own.
     DataStream<EdgeInput> edgeInputs = paired.union(paired.getSideOutput(TransactionEdges.UNPAIRED)
         .keyBy(new MaskedPeers.ByMaskedKey())
-        .process(new MaskedPeers(config.idleTimeoutMs, config.windowMs))
+        .process(new MaskedPeers(config.idleTimeoutMs, config.windowMs, config.allowedLatenessMs))
         .uid("masked-peers")
         .name("pair ends across client port masking"));
 

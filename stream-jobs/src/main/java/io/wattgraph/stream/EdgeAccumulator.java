@@ -20,6 +20,10 @@ public class EdgeAccumulator {
       serverId = in.serverId;
     }
     Transaction t = in.transaction;
+    if (in.retraction) {
+      tx.remove(t.isClient(), t.transactions, t.requestBytes, t.responseBytes, t.subBucketBits, t.buckets, t.counts);
+      return;
+    }
     tx.add(t.isClient(), t.transactions, t.requestBytes, t.responseBytes, t.subBucketBits, t.buckets, t.counts);
   }
 

@@ -82,6 +82,21 @@ public class LatencyHistogram {
     return true;
   }
 
+  /** Drops buckets whose count went to 0 (a record taken back), so the histogram is the one of the records left. */
+  void dropEmpty() {
+    int n = 0;
+    for (int i = 0; i < buckets.length; i++) {
+      if (counts[i] != 0) {
+        buckets[n] = buckets[i];
+        counts[n++] = counts[i];
+      }
+    }
+    if (n < buckets.length) {
+      buckets = Arrays.copyOf(buckets, n);
+      counts = Arrays.copyOf(counts, n);
+    }
+  }
+
   public void add(LatencyHistogram o) {
     add(o.buckets, o.counts);
   }

@@ -43,6 +43,22 @@ public class TransactionTotals {
     }
   }
 
+  /**
+   * Takes back a record {@link #add}ed before (one end counted on an External edge until its real edge
+   * was known): every count subtracted, so the totals are those of the records that stay. Rare, so the
+   * negated counts may be a new array.
+   */
+  public void remove(boolean client, long transactions, long requestBytes, long responseBytes, int s, int[] buckets,
+      long[] counts) {
+    long[] negated = new long[counts.length];
+    for (int i = 0; i < counts.length; i++) {
+      negated[i] = -counts[i];
+    }
+    add(client, -transactions, -requestBytes, -responseBytes, s, buckets, negated);
+    records -= 2;
+    (client ? clientRtt : serverTime).dropEmpty();
+  }
+
   void merge(TransactionTotals o) {
     if (o.subBucketBits != subBucketBits) {
       throw new IllegalArgumentException("cannot merge subBucketBits " + o.subBucketBits + " into " + subBucketBits);

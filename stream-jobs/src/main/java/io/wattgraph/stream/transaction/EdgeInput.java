@@ -18,6 +18,8 @@ public class EdgeInput {
   public String serverKind;
   public String serverId;
   public Transaction transaction;
+  /** The record taken back from this edge (it counted here before its real edge was known): subtracted. */
+  public boolean retraction;
 
   public EdgeInput() {}
 
@@ -33,6 +35,6 @@ public class EdgeInput {
 
   @Override
   public String toString() {
-    return "EdgeInput{" + key() + " " + transaction + "}";
+    return "EdgeInput{" + (retraction ? "-" : "") + key() + " " + transaction + "}";
   }
 }

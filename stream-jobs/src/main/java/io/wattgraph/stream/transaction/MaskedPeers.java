@@ -7,6 +7,7 @@ import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.metrics.Counter;
+import org.apache.flink.streaming.api.TimerService;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 
@@ -20,7 +21,9 @@ import org.apache.flink.util.Collector;
  * exactly one was seen there (one client process on that IP calling that server, one server process
  * behind it); else the record counts for the External node as before. A record waits for the watermark
  * to reach its timestamp (its window's last ms), so every process note of its window, from every
- * subtask of {@link TransactionEdges}, has arrived.
+ * subtask of {@link TransactionEdges}, has arrived. A record counted for the External node is moved to
+ * its real edge when its other end reports on its connection later, while its window can still be
+ * revised ({@link ExternalEnds}).
  */
 public class MaskedPeers extends KeyedProcessFunction<String, PeerNote, EdgeInput> {
   private static final long serialVersionUID = 1L;
@@ -29,14 +32,18 @@ public class MaskedPeers extends KeyedProcessFunction<String, PeerNote, EdgeInpu
 
   private final long retentionMs;
   private final long windowMs;
+  private final ExternalEnds externalEnds;
   private transient ValueState<String> clientProcess;
   private transient ValueState<String> serverProcess;
   private transient ListState<Transaction> waiting;
   private transient Counter paired;
+  private transient Counter moved;
 
-  public MaskedPeers(long retentionMs, long windowMs) {
+  /** @param allowedLatenessMs the edge windows': how long a record counted for External may still be moved */
+  public MaskedPeers(long retentionMs, long windowMs, long allowedLatenessMs) {
     this.retentionMs = retentionMs;
     this.windowMs = windowMs;
+    this.externalEnds = new ExternalEnds(windowMs, allowedLatenessMs);
   }
 
   @Override
@@ -45,6 +52,8 @@ public class MaskedPeers extends KeyedProcessFunction<String, PeerNote, EdgeInpu
     serverProcess = TtlStrings.state(getRuntimeContext(), "masked-server", retentionMs);
     waiting = getRuntimeContext().getListState(new ListStateDescriptor<>("masked-waiting", Transaction.STATE_TYPE));
     paired = getRuntimeContext().getMetricGroup().counter("maskedPeersPaired");
+    moved = getRuntimeContext().getMetricGroup().counter("transactionEndsMovedFromExternal");
+    externalEnds.open(getRuntimeContext());
   }
 
   @Override
@@ -57,11 +66,12 @@ public class MaskedPeers extends KeyedProcessFunction<String, PeerNote, EdgeInpu
       } else if (!known.equals(n.processId) && !AMBIGUOUS.equals(known)) {
         role.update(AMBIGUOUS);
       }
+      moved.inc(externalEnds.peerSeen(n.client, n.connectionKey, n.processId, waiting.get(), ctx.timerService()));
       return;
     }
     long release = PendingRelease.releaseTime(n.unpaired.eventTimeMs(), windowMs);
     if (peer(n.unpaired) != null || release <= ctx.timerService().currentWatermark()) {
-      out.collect(edge(n.unpaired));
+      release(n.unpaired, ctx.timerService(), out);
       return;
     }
     waiting.add(n.unpaired);
@@ -70,8 +80,24 @@ public class MaskedPeers extends KeyedProcessFunction<String, PeerNote, EdgeInpu
 
   @Override
   public void onTimer(long timestamp, OnTimerContext ctx, Collector<EdgeInput> out) throws Exception {
+    externalEnds.move(timestamp, out);
     for (Transaction t : PendingRelease.due(waiting, timestamp, windowMs)) {
-      out.collect(edge(t));
+      release(t, ctx.timerService(), out);
+    }
+    Iterable<Transaction> left = waiting.get();
+    if (left == null || !left.iterator().hasNext()) {
+      externalEnds.noneWaiting();
+    }
+    externalEnds.expire(timestamp);
+  }
+
+  private void release(Transaction t, TimerService timers, Collector<EdgeInput> out) throws Exception {
+    String exact = externalEnds.waitingPeer(t);
+    EdgeInput e = exact == null ? edge(t)
+        : TransactionEdges.edge(t, t.isClient() ? t.processId() : exact, t.isClient() ? exact : t.processId());
+    out.collect(e);
+    if (EdgeInput.EXTERNAL.equals(t.isClient() ? e.serverKind : e.clientKind)) {
+      externalEnds.counted(t, timers);
     }
   }
 

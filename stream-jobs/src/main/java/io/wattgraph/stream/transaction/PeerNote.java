@@ -9,6 +9,8 @@ import io.wattgraph.stream.Transaction;
  */
 public class PeerNote {
   public String maskedKey;
+  /** The record's own connection key ({@link Transaction#connectionKey()}). */
+  public String connectionKey;
   /** An end's process: which role, and its graph id (null for an unpaired record). */
   public boolean client;
   public String processId;
@@ -20,6 +22,7 @@ public class PeerNote {
   static PeerNote process(Transaction t) {
     PeerNote n = new PeerNote();
     n.maskedKey = maskedKey(t);
+    n.connectionKey = t.connectionKey();
     n.client = t.isClient();
     n.processId = t.processId();
     return n;
@@ -28,6 +31,7 @@ public class PeerNote {
   static PeerNote unpaired(Transaction t) {
     PeerNote n = new PeerNote();
     n.maskedKey = maskedKey(t);
+    n.connectionKey = t.connectionKey();
     n.client = t.isClient();
     n.unpaired = t;
     return n;

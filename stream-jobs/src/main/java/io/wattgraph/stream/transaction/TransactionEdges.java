@@ -3,11 +3,13 @@ package io.wattgraph.stream.transaction;
 import io.wattgraph.stream.SeenRecords;
 import io.wattgraph.stream.Transaction;
 import io.wattgraph.stream.connection.GraphNode;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.metrics.Counter;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
@@ -22,8 +24,10 @@ import org.apache.flink.util.OutputTag;
  * pairs it when its peer end was merged into a client-port-0 record, else counts it for the edge to an
  * External node, named as ConnectionGraphWriter names it ({@code ip:port} for a server, {@code ip} for a
  * client): no agent watches that end. Each end's process, the first time it reports on its key, goes there
- * too. Both ends are kept while the connection reports (state TTL {@code idleTimeoutMs} of
- * processing time, refreshed by every record).
+ * too; an end that comes after the other's record went to the External node moves it to the real edge
+ * there, while its window can still be revised ({@link ExternalEnds}), and is counted
+ * ({@link #PAST_LATENESS}) when it comes later than that. Both ends are kept while the connection
+ * reports (state TTL {@code idleTimeoutMs} of processing time, refreshed by every record).
  *
  * <p>Virtual IPs are resolved before, by {@code TransactionVirtualIpResolver} (the connection path's
  * rules and broadcast mappings): a client that dialled a Service VIP reports the VIP as its remote
@@ -41,17 +45,26 @@ public class TransactionEdges extends KeyedProcessFunction<String, Transaction, 
   private static final long serialVersionUID = 1L;
   /** Records without a peer on their key, and each end's process: for {@link MaskedPeers}. */
   public static final OutputTag<PeerNote> UNPAIRED = new OutputTag<>("unpaired-transactions") {};
+  /**
+   * Ends first seen on their connection after their window closed for good (its end plus the allowed
+   * lateness) while the other end had reported, over every subtask of this JVM (tests read it): what
+   * that other end counted for an External node meanwhile can no longer be moved and stays there.
+   */
+  public static final AtomicLong PAST_LATENESS = new AtomicLong();
 
   private final long retentionMs;
   private final long windowMs;
+  private final long allowedLatenessMs;
   private transient ValueState<String> clientProcess;
   private transient ValueState<String> serverProcess;
   private transient ListState<Transaction> pending;
   private final SeenRecords seen;
+  private transient Counter pastLateness;
 
   public TransactionEdges(long retentionMs, long windowMs, long allowedLatenessMs) {
     this.retentionMs = retentionMs;
     this.windowMs = windowMs;
+    this.allowedLatenessMs = allowedLatenessMs;
     this.seen = new SeenRecords(windowMs, allowedLatenessMs);
   }
 
@@ -61,6 +74,7 @@ public class TransactionEdges extends KeyedProcessFunction<String, Transaction, 
     serverProcess = TtlStrings.state(getRuntimeContext(), "server", retentionMs);
     pending = getRuntimeContext().getListState(new ListStateDescriptor<>("pending", Transaction.STATE_TYPE));
     seen.open(getRuntimeContext(), retentionMs);
+    pastLateness = getRuntimeContext().getMetricGroup().counter("transactionPeersPastLateness");
   }
 
   @Override
@@ -70,16 +84,21 @@ public class TransactionEdges extends KeyedProcessFunction<String, Transaction, 
     }
     ValueState<String> own = t.isClient() ? clientProcess : serverProcess;
     ValueState<String> peer = t.isClient() ? serverProcess : clientProcess;
+    long release = PendingRelease.releaseTime(ctx.timestamp(), windowMs);
+    long watermark = ctx.timerService().currentWatermark();
     if (!t.processId().equals(own.value())) {
       own.update(t.processId());
       ctx.output(UNPAIRED, PeerNote.process(t));
+      if (peer.value() != null && release + allowedLatenessMs <= watermark) {
+        pastLateness.inc();
+        PAST_LATENESS.incrementAndGet();
+      }
     }
     if (peer.value() != null) {
       out.collect(edge(t));
       return;
     }
-    long release = PendingRelease.releaseTime(ctx.timestamp(), windowMs);
-    if (release <= ctx.timerService().currentWatermark()) {
+    if (release <= watermark) {
       ctx.output(UNPAIRED, PeerNote.unpaired(t));
       return;
     }

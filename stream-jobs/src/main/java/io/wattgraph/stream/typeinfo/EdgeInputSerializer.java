@@ -7,7 +7,11 @@ import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
-/** {@link EdgeInput}: each TransactionStats record once more, shuffled to its edge's windows. */
+/**
+ * {@link EdgeInput}: each TransactionStats record once more, shuffled to its edge's windows. Only on
+ * the wire, never in state (the windows keep accumulators), so its layout may change without a
+ * {@link LayoutSnapshot}.
+ */
 public final class EdgeInputSerializer extends RecordSerializer<EdgeInput> {
   private static final long serialVersionUID = 1L;
   public static final EdgeInputSerializer INSTANCE = new EdgeInputSerializer();
@@ -25,6 +29,7 @@ public final class EdgeInputSerializer extends RecordSerializer<EdgeInput> {
     e.serverKind = f.serverKind;
     e.serverId = f.serverId;
     e.transaction = f.transaction == null ? null : TransactionSerializer.copyOf(f.transaction);
+    e.retraction = f.retraction;
     return e;
   }
 
@@ -38,6 +43,7 @@ public final class EdgeInputSerializer extends RecordSerializer<EdgeInput> {
     if (e.transaction != null) {
       TransactionSerializer.write(e.transaction, out);
     }
+    out.writeBoolean(e.retraction);
   }
 
   @Override
@@ -50,6 +56,7 @@ public final class EdgeInputSerializer extends RecordSerializer<EdgeInput> {
     if (in.readBoolean()) {
       e.transaction = TransactionSerializer.readTransaction(in);
     }
+    e.retraction = in.readBoolean();
     return e;
   }
 

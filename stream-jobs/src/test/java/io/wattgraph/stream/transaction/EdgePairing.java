@@ -4,6 +4,7 @@ import io.wattgraph.stream.Transaction;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
@@ -18,13 +19,27 @@ public final class EdgePairing implements AutoCloseable {
   public final KeyedOneInputStreamOperatorTestHarness<String, PeerNote, EdgeInput> masked;
 
   public EdgePairing(long retentionMs, long windowMs) throws Exception {
+    this(retentionMs, windowMs, null);
+  }
+
+  /** Restored from {@link #snapshot} (null: empty state). */
+  public EdgePairing(long retentionMs, long windowMs, OperatorSubtaskState[] restored) throws Exception {
     edges = new KeyedOneInputStreamOperatorTestHarness<>(
         new KeyedProcessOperator<>(new TransactionEdges(retentionMs, windowMs, 30_000)), new TransactionEdges.ByConnection(),
         Types.STRING);
     masked = new KeyedOneInputStreamOperatorTestHarness<>(
-        new KeyedProcessOperator<>(new MaskedPeers(retentionMs, windowMs)), new MaskedPeers.ByMaskedKey(), Types.STRING);
+        new KeyedProcessOperator<>(new MaskedPeers(retentionMs, windowMs, 30_000)), new MaskedPeers.ByMaskedKey(), Types.STRING);
+    if (restored != null) {
+      edges.initializeState(restored[0]);
+      masked.initializeState(restored[1]);
+    }
     edges.open();
     masked.open();
+  }
+
+  /** Both steps' state, as a checkpoint has it. */
+  public OperatorSubtaskState[] snapshot(long checkpointId) throws Exception {
+    return new OperatorSubtaskState[] {edges.snapshot(checkpointId, checkpointId), masked.snapshot(checkpointId, checkpointId)};
   }
 
   public void element(Transaction t, long timestamp) throws Exception {

@@ -14,11 +14,11 @@ import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
  * A production window operator, as {@code CorrelationJob} builds it, in Flink's keyed operator harness: the tests
  * drive the real operator (trigger, lateness, aggregate, window function) with watermarks set by hand.
  */
-final class WindowHarness {
+public final class WindowHarness {
   private WindowHarness() {}
 
   /** A 10 s window with the given allowed lateness: the settings every window test works out by hand. */
-  static JobConfig config(long allowedLatenessMs) {
+  public static JobConfig config(long allowedLatenessMs) {
     JobConfig c = new JobConfig();
     c.windowMs = 10_000;
     c.allowedLatenessMs = allowedLatenessMs;
@@ -26,7 +26,7 @@ final class WindowHarness {
   }
 
   /** The operator {@code build} makes from a stream of {@code in}, keyed by {@code key}; not yet opened. */
-  static <I, O> KeyedOneInputStreamOperatorTestHarness<String, I, O> of(
+  public static <I, O> KeyedOneInputStreamOperatorTestHarness<String, I, O> of(
       BiFunction<DataStream<I>, JobConfig, SingleOutputStreamOperator<O>> build, Class<I> in,
       KeySelector<I, String> key, JobConfig c) throws Exception {
     I example = in.getDeclaredConstructor().newInstance();
@@ -38,7 +38,7 @@ final class WindowHarness {
   }
 
   /** As {@link #of}, opened. */
-  static <I, O> KeyedOneInputStreamOperatorTestHarness<String, I, O> open(
+  public static <I, O> KeyedOneInputStreamOperatorTestHarness<String, I, O> open(
       BiFunction<DataStream<I>, JobConfig, SingleOutputStreamOperator<O>> build, Class<I> in,
       KeySelector<I, String> key, JobConfig c) throws Exception {
     KeyedOneInputStreamOperatorTestHarness<String, I, O> h = of(build, in, key, c);
