@@ -15,17 +15,16 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.neo4j.driver.AuthTokens;
 import org.neo4j.driver.Driver;
 import org.neo4j.driver.GraphDatabase;
 import org.neo4j.driver.Session;
-import org.neo4j.harness.Neo4j;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
@@ -50,16 +49,14 @@ import org.springframework.test.context.DynamicPropertySource;
 class BudgetHistoryTest {
 
     static final String TOPIC = "budget-history-" + UUID.randomUUID();
-    private static Neo4j neo4j;
+    @RegisterExtension
+    static final ClassNeo4j NEO4J = new ClassNeo4j("budget-history");
     private static long t1;
     private static long t2;
 
     @DynamicPropertySource
     static void properties(DynamicPropertyRegistry registry) {
-        if (neo4j == null) {
-            neo4j = TestNeo4j.startEmpty("budget-history");
-        }
-        registry.add("wattgraph.neo4j.uri", () -> neo4j.boltURI().toString());
+        registry.add("wattgraph.neo4j.uri", () -> NEO4J.boltUri().toString());
         registry.add("wattgraph.power.budgets.bootstrap-servers", TestKafka::bootstrap);
         registry.add("wattgraph.power.budgets.topic", () -> TOPIC);
     }
@@ -67,13 +64,6 @@ class BudgetHistoryTest {
     @BeforeAll
     static void requireBrowser() {
         BrowserScenarios.requireBrowser();
-    }
-
-    @AfterAll
-    static void stopNeo4j() {
-        if (neo4j != null) {
-            neo4j.close();
-        }
     }
 
     @LocalServerPort
@@ -116,7 +106,7 @@ class BudgetHistoryTest {
         t2 = manual("host-h", 60);
         // host-h's measured windows 40 s and 20 s before the first budget and between the two.
         long s = TimeUnit.SECONDS.toNanos(1);
-        try (Driver d = GraphDatabase.driver(neo4j.boltURI(), AuthTokens.none()); Session session = d.session()) {
+        try (Driver d = GraphDatabase.driver(NEO4J.boltUri(), AuthTokens.none()); Session session = d.session()) {
             session.run("CREATE (:Host {id: 'host-h', cores: 4, historyWindowEndNs: [$t1 - 40 * $s, $t1 - 20 * $s, "
                     + "($t1 + $t2) / 2], historyRevision: [0, 0, 0], historyCpuUsage: [1.0, 1.5, 2.0], "
                     + "historyPowerW: [30.0, 35.0, 45.0], historyRequestRate: [0.0, 0.0, 0.0]})",
@@ -199,7 +189,7 @@ class BudgetHistoryTest {
     void aRestartedServiceServesTheHistoryFromNeo4j() throws Exception {
         try (ConfigurableApplicationContext again = new SpringApplicationBuilder(GraphServiceApplication.class)
                 .properties("spring.main.banner-mode=off")
-                .run("--server.port=0", "--wattgraph.neo4j.uri=" + neo4j.boltURI())) {
+                .run("--server.port=0", "--wattgraph.neo4j.uri=" + NEO4J.boltUri())) {
             int p = Integer.parseInt(again.getEnvironment().getProperty("local.server.port"));
             assertThat(watts(history(p, "?host=host-h"))).containsExactly(40.0, 60.0);
         }

@@ -3,15 +3,10 @@ package io.wattgraph.graph;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
-import org.neo4j.driver.AuthTokens;
-import org.neo4j.driver.Driver;
-import org.neo4j.driver.GraphDatabase;
-import org.neo4j.driver.Session;
-import org.neo4j.harness.Neo4j;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.test.annotation.DirtiesContext;
@@ -75,34 +70,17 @@ class ServiceMapLiveBrowserTest {
             """;
 
     static final long NOW_NS = TimeUnit.MILLISECONDS.toNanos(System.currentTimeMillis());
-    private static Neo4j neo4j;
+    @RegisterExtension
+    static final ClassNeo4j NEO4J = new ClassNeo4j("live", CYPHER, Map.of("now", NOW_NS, "m", TimeUnit.MINUTES.toNanos(1)));
 
     @DynamicPropertySource
     static void neo4j(DynamicPropertyRegistry registry) {
-        registry.add("wattgraph.neo4j.uri", ServiceMapLiveBrowserTest::boltUri);
-    }
-
-    static synchronized String boltUri() {
-        if (neo4j == null) {
-            neo4j = TestNeo4j.startEmpty("live");
-            try (Driver driver = GraphDatabase.driver(neo4j.boltURI(), AuthTokens.none());
-                 Session s = driver.session()) {
-                s.run(CYPHER, Map.of("now", NOW_NS, "m", TimeUnit.MINUTES.toNanos(1))).consume();
-            }
-        }
-        return neo4j.boltURI().toString();
+        registry.add("wattgraph.neo4j.uri", () -> NEO4J.boltUri().toString());
     }
 
     @BeforeAll
     static void requireBrowser() {
         BrowserScenarios.requireBrowser();
-    }
-
-    @AfterAll
-    static void stopNeo4j() {
-        if (neo4j != null) {
-            neo4j.close();
-        }
     }
 
     @LocalServerPort

@@ -4,8 +4,10 @@ import io.wattgraph.graph.neo4j.Neo4jReader;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.neo4j.driver.Record;
 import org.neo4j.driver.Value;
 import org.neo4j.driver.exceptions.value.Uncoercible;
@@ -142,17 +144,17 @@ public class ServiceGraphLoader {
             List<Record> edgeRows = tx.run(EDGES_COMPACT, params).list();
             // Each query sees what was committed when it started (Neo4j isolates statements, not the transaction):
             // an edge written after the processes were read may end at a process not read yet, never an External.
-            List<String> late = new ArrayList<>();
+            Set<String> late = new LinkedHashSet<>();
             for (Record r : edgeRows) {
                 for (int end = 0; end < 2; end++) {
                     String id = string(r.get(end));
-                    if (r.get(21 + end).asBoolean(false) && !processes.containsKey(id) && !late.contains(id)) {
+                    if (r.get(21 + end).asBoolean(false) && !processes.containsKey(id)) {
                         late.add(id);
                     }
                 }
             }
             if (!late.isEmpty()) {
-                for (Record r : tx.run(PROCESSES_BY_ID, Map.of("ids", late)).list()) {
+                for (Record r : tx.run(PROCESSES_BY_ID, Map.of("ids", List.copyOf(late))).list()) {
                     addProcess(r, hostCores, kubernetes, processes);
                 }
             }
