@@ -3,11 +3,13 @@ package io.wattgraph.system;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import java.net.URI;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -95,6 +97,19 @@ final class ClusterJob implements OutageStack.Job {
   /** The REST API's newest completed checkpoint ({@code id}, {@code external_path}), missing if none. */
   JsonNode latestCompleted() {
     return checkpoints().path("latest").path("completed");
+  }
+
+  /**
+   * The newest complete {@code chk-N} (with its {@code _metadata}) that job {@code id} retained under
+   * the job's {@code --checkpoint-dir}.
+   */
+  Path newestCheckpoint(String id) throws IOException {
+    Path dir = Path.of(URI.create(flags.get(flags.indexOf("--checkpoint-dir") + 1))).resolve(id);
+    try (Stream<Path> chks = Files.list(dir)) {
+      return chks.filter(p -> p.getFileName().toString().matches("chk-\\d+") && Files.exists(p.resolve("_metadata")))
+          .max(Comparator.comparingLong(p -> Long.parseLong(p.getFileName().toString().substring(4))))
+          .orElseThrow(() -> new AssertionError("no complete checkpoint under " + dir));
+    }
   }
 
   /** The checkpoint the job was last restored from ({@code id}, {@code external_path}), missing if none. */

@@ -1,5 +1,12 @@
 package io.wattgraph.system;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.net.URI;
+import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Lock;
@@ -42,30 +49,45 @@ interface Fault {
     });
   }
 
-  /** The TaskManager killed with SIGKILL and a new one started; the job restores its last checkpoint. */
+  /**
+   * The TaskManager killed with SIGKILL and a new one started; the same job, restarted by its
+   * JobManager, restores the last checkpoint before the kill or a later one (asserted).
+   */
   static Fault taskManagerKill(ClusterJob job) {
     return new Of("TaskManager SIGKILL", 40_000, () -> {
+      String jobId = job.jobId();
       long before = job.latestCompleted().path("id").asLong();
       long lastRestore = job.restored().path("restore_timestamp").asLong(-1);
       job.cluster.killTaskManager();
       job.cluster.startTaskManager();
       job.awaitRestoreAfter(lastRestore);
-      return "killed after checkpoint " + before + ", restored from " + job.restored().path("id").asLong(-1);
+      long restored = job.restored().path("id").asLong(-1);
+      assertEquals(jobId, job.jobId(), "the same job, restarted by its JobManager");
+      assertTrue(restored >= before, "restored from the last checkpoint before the kill (" + before
+          + " or later): " + job.restored());
+      return "killed after checkpoint " + before + ", restored from " + restored;
     });
   }
 
   /**
-   * The JobManager killed with SIGKILL and a new one started; without HA the job is submitted
-   * again and starts from the newest retained checkpoint.
+   * The JobManager killed with SIGKILL and a new one started; without HA the job is gone with it,
+   * is submitted again and starts from the old job's newest retained checkpoint (asserted).
    */
   static Fault jobManagerKill(ClusterJob job) {
     return new Of("JobManager SIGKILL", 60_000, () -> {
+      String oldJob = job.jobId();
       long before = job.latestCompleted().path("id").asLong();
       job.cluster.killJobManager();
       job.cluster.startJobManager();
+      Path newest = job.newestCheckpoint(oldJob);
       job.resubmit();
-      return "killed after checkpoint " + before + ", job " + job.jobId() + " restored from "
-          + job.restored().path("external_path").asText("nothing");
+      JsonNode restored = job.restored();
+      assertNotEquals(oldJob, job.jobId(), "a new job: the JobManager's was gone with it");
+      assertEquals(newest, Path.of(URI.create(restored.path("external_path").asText("file:/none"))),
+          "restored from the old job's newest retained checkpoint: " + restored);
+      assertTrue(restored.path("id").asLong(-1) >= before,
+          "no older than the last checkpoint seen before the kill (" + before + "): " + restored);
+      return "killed after checkpoint " + before + ", job " + job.jobId() + " restored from " + newest;
     });
   }
 

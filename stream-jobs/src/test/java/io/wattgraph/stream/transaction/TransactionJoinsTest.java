@@ -116,7 +116,7 @@ public class TransactionJoinsTest {
   }
 
   /**
-   * The order of arrivals of a loaded CI run (FlinkFaultsEndToEndTest): host-a merged a short connection
+   * The order of arrivals of a loaded CI run (a TaskManager and JobManager kill test): host-a merged a short connection
    * into its client-port-0 record, host-b's agent saw it outlive an interval and reported it on its own
    * (real client port). No CLIENT record ever names that port; the server's record still counts for the
    * edge host-a's process -> host-b's, not for an External client, whichever step sees what first.
