@@ -5,6 +5,7 @@
 //! reads all of them again.
 mod common;
 use common::netns::NetnsThread;
+use common::pin_dir::PinDir;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -14,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use wattgraph_agent::capture::connections::{spawn, CaptureOptions};
 use wattgraph_agent::capture::event::Kind;
-use wattgraph_agent::capture::pins;
 use wattgraph_agent::shared::net::Role;
 
 const CONNECTIONS: usize = 20;
@@ -30,7 +30,7 @@ fn events_read_but_not_taken_are_read_again_after_a_kill() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let root = dir.join("bpf");
-    let _cleanup = Cleanup(root.clone());
+    let _cleanup = PinDir(root.clone());
     let netns = NetnsThread::spawn(|| {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
@@ -132,18 +132,5 @@ struct KillOnDrop(u32);
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
-    }
-}
-
-/// Unpins and unmounts the bpffs the capture mounted, also when the test failed.
-struct Cleanup(PathBuf);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = pins::unpin_all(&self.0);
-        if let Ok(c) = std::ffi::CString::new(self.0.as_os_str().as_encoded_bytes()) {
-            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-        }
-        let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
     }
 }
