@@ -9,12 +9,11 @@
 //! spool sends again, byte for byte, what Kafka had not confirmed at the kill).
 mod common;
 use common::agent;
+use common::keepalive::{self, Truth, REQUEST, RESPONSE};
 use common::netns::NetnsThread;
 use common::pin_dir::PinDir;
 
 use std::collections::{HashMap, HashSet};
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -30,12 +29,6 @@ const CONNS: usize = 4;
 /// Requests per connection: before the kill, around it (the kill lands among them), while no
 /// agent runs, after the second agent started.
 const REQUESTS: [usize; 4] = [30, 60, 25, 20];
-const REQUEST: usize = 64;
-const RESPONSE: usize = 128;
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Per connection (client port): requests made.
-type Truth = HashMap<u16, u64>;
 
 #[derive(Default, Debug, PartialEq)]
 struct Sums {
@@ -62,7 +55,7 @@ fn transactions_of_connections_alive_across_a_restart_are_delivered_exactly_once
     let (step_done, step_done_rx) = mpsc::channel::<()>();
     let done = Arc::new(AtomicUsize::new(0));
     let done2 = done.clone();
-    let netns = NetnsThread::spawn(move || load(steps_rx, step_done, done2));
+    let netns = NetnsThread::spawn(move || keepalive::load(CONNS, steps_rx, step_done, done2));
     let ns = netns.path.clone();
     let command = || {
         let mut cmd = std::process::Command::new(agent::BIN);
@@ -140,53 +133,4 @@ fn transactions_of_connections_alive_across_a_restart_are_delivered_exactly_once
             assert_eq!(sums.get(&(role, port)), Some(&want), "{role:?} end of the connection from port {port}");
         }
     }
-}
-
-/// The load, in the test's namespace: a server answering each REQUEST-byte request with RESPONSE
-/// bytes, CONNS keep-alive connections taking turns; `Some(n)`: n requests on each, `None`: close
-/// them. Returns the requests made per connection.
-fn load(steps: mpsc::Receiver<Option<usize>>, step_done: mpsc::Sender<()>, done: Arc<AtomicUsize>) -> Truth {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for s in listener.incoming() {
-            let Ok(mut s) = s else { return };
-            std::thread::spawn(move || {
-                s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-                let mut req = [0u8; REQUEST];
-                while s.read_exact(&mut req).is_ok() {
-                    if s.write_all(&[b'r'; RESPONSE]).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    let mut conns: Vec<TcpStream> = (0..CONNS)
-        .map(|_| {
-            let s = TcpStream::connect(addr).unwrap();
-            s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-            s
-        })
-        .collect();
-    let mut truth: Truth = conns.iter().map(|s| (s.local_addr().unwrap().port(), 0)).collect();
-    while let Ok(Some(n)) = steps.recv() {
-        for _ in 0..n {
-            for s in &mut conns {
-                s.write_all(&[b'q'; REQUEST]).unwrap();
-                let mut back = [0u8; RESPONSE];
-                s.read_exact(&mut back).unwrap();
-                *truth.get_mut(&s.local_addr().unwrap().port()).unwrap() += 1;
-                done.fetch_add(1, Ordering::Relaxed);
-            }
-            // Spread over a second or so, so the kill lands among them.
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        step_done.send(()).unwrap();
-    }
-    for s in conns.drain(..) {
-        s.shutdown(Shutdown::Write).unwrap();
-        (&s).read_to_end(&mut Vec::new()).unwrap();
-    }
-    truth
 }
