@@ -61,15 +61,7 @@ fn agent_killed_and_restarted_on_its_pins_loses_no_connection_and_no_byte() {
     let done2 = done.clone();
     let netns = NetnsThread::spawn(move || load(steps_rx, step_done, done2));
     let ns = netns.path.clone();
-    let command = || {
-        let mut cmd = std::process::Command::new(agent::BIN);
-        cmd.args(["--host-id", "restart-host", "--kafka-brokers", &brokers, "--ready-file", ready.to_str().unwrap()])
-            .args(["--netns", ns.to_str().unwrap(), "--no-resources", "--no-transactions", "--cgroup-sample-interval-ms", "0"])
-            .args(["--snapshot-interval-ms", "200", "--metrics-addr", &format!("127.0.0.1:{port}")])
-            .args(["--spool-dir", spool.to_str().unwrap(), "--pin-bpf", "--bpf-pin-dir", pins.to_str().unwrap()])
-            .env("RUST_LOG", "info");
-        cmd
-    };
+    let command = || agent::pinned("restart-host", &brokers, &ready, &ns, port, &spool, &pins, &["--no-transactions", "--snapshot-interval-ms", "200"]);
     let Some(first) = agent::spawn_ready(command(), &ready) else {
         netns.cancel();
         return;

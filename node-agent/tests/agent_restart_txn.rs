@@ -57,15 +57,7 @@ fn transactions_of_connections_alive_across_a_restart_are_delivered_exactly_once
     let done2 = done.clone();
     let netns = NetnsThread::spawn(move || keepalive::load(CONNS, steps_rx, step_done, done2));
     let ns = netns.path.clone();
-    let command = || {
-        let mut cmd = std::process::Command::new(agent::BIN);
-        cmd.args(["--host-id", "txn-restart-host", "--kafka-brokers", &brokers, "--ready-file", ready.to_str().unwrap()])
-            .args(["--netns", ns.to_str().unwrap(), "--no-resources", "--cgroup-sample-interval-ms", "0"])
-            .args(["--transaction-interval-ms", "100", "--metrics-addr", &format!("127.0.0.1:{port}")])
-            .args(["--spool-dir", spool.to_str().unwrap(), "--pin-bpf", "--bpf-pin-dir", pins.to_str().unwrap()])
-            .env("RUST_LOG", "info");
-        cmd
-    };
+    let command = || agent::pinned("txn-restart-host", &brokers, &ready, &ns, port, &spool, &pins, &["--transaction-interval-ms", "100"]);
     let Some(first) = agent::spawn_ready(command(), &ready) else {
         netns.cancel();
         return;

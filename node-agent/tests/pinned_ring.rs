@@ -4,12 +4,13 @@
 //! its output journaled them), is killed with SIGKILL, and a capture started on the same pins
 //! reads all of them again.
 mod common;
+use common::child::{wait_file, KillOnDrop};
 use common::netns::NetnsThread;
 use common::pin_dir::PinDir;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -115,22 +116,5 @@ fn child_reads_and_takes_nothing() {
     std::fs::write(&got, format!("{n}\n")).unwrap();
     loop {
         std::thread::sleep(Duration::from_secs(1)); // killed here
-    }
-}
-
-fn wait_file(path: &Path, child: &mut std::process::Child) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !path.exists() {
-        assert!(child.try_wait().unwrap().is_none(), "child capture exited");
-        assert!(Instant::now() < deadline, "timed out waiting for {}", path.display());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-struct KillOnDrop(u32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
     }
 }

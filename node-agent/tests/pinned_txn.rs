@@ -5,6 +5,7 @@
 //! requests follow while no capture runs, and a capture started on the same pins delivers exactly
 //! the requests the child did not take: none of those taken again, none of the others lost.
 mod common;
+use common::child::{wait_file, KillOnDrop};
 use common::keepalive::{self, REQUEST, RESPONSE};
 use common::netns::NetnsThread;
 use common::pin_dir::PinDir;
@@ -162,21 +163,4 @@ fn base_key(cookie: u64) -> [u8; 24] {
     k[..8].copy_from_slice(&cookie.to_ne_bytes());
     k[18] = 0xff;
     k
-}
-
-fn wait_file(path: &Path, child: &mut std::process::Child) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !path.exists() {
-        assert!(child.try_wait().unwrap().is_none(), "child capture exited");
-        assert!(Instant::now() < deadline, "timed out waiting for {}", path.display());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-struct KillOnDrop(u32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
-    }
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test crate uses its part
 
 pub mod agent;
+pub mod child;
 pub mod keepalive;
 pub mod kubelet;
 pub mod alloc_count;
