@@ -30,13 +30,25 @@ const CONNS: usize = 4;
 /// agent runs, after the second agent started.
 const REQUESTS: [usize; 4] = [30, 60, 25, 20];
 
-#[derive(Default, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 struct Sums {
     transactions: i64,
     request_bytes: i64,
     response_bytes: i64,
     latencies: u64,
     closed: bool,
+    /// Start of the second agent's first record (unix ns).
+    first_after_restart: i64,
+}
+
+impl Default for Sums {
+    fn default() -> Self {
+        Sums { transactions: 0, request_bytes: 0, response_bytes: 0, latencies: 0, closed: false, first_after_restart: i64::MAX }
+    }
+}
+
+fn unix_ns() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as i64
 }
 
 #[test]
@@ -73,9 +85,11 @@ fn transactions_of_connections_alive_across_a_restart_are_delivered_exactly_once
     steps.send(Some(REQUESTS[1])).unwrap();
     agent::wait_for("a third of the requests", || done.load(Ordering::Relaxed) >= before + CONNS * REQUESTS[1] / 3);
     drop(first);
+    let killed_at = unix_ns();
     step_done_rx.recv_timeout(Duration::from_secs(120)).expect("load step finished");
     std::fs::remove_file(&ready).unwrap();
     step(REQUESTS[2]); // no agent runs
+    let restarted_at = unix_ns();
     let Some(second) = agent::spawn_ready(command(), &ready) else { panic!("second agent") };
     step(REQUESTS[3]);
     steps.send(None).unwrap();
@@ -100,6 +114,9 @@ fn transactions_of_connections_alive_across_a_restart_are_delivered_exactly_once
         s.response_bytes += r.response_bytes;
         s.latencies += if r.role == TxnRole::Client { r.client_rtt.total() } else { r.server_time.total() };
         s.closed |= r.closed;
+        if r.interval_end_ns > restarted_at {
+            s.first_after_restart = s.first_after_restart.min(r.interval_start_ns);
+        }
     };
     let deadline = Instant::now() + Duration::from_secs(60);
     while sums.values().filter(|s| s.closed).count() < 2 * CONNS {
@@ -121,8 +138,11 @@ fn transactions_of_connections_alive_across_a_restart_are_delivered_exactly_once
     for (&port, &n) in &truth {
         let n = n as i64;
         for role in [TxnRole::Client, TxnRole::Server] {
-            let want = Sums { transactions: n, request_bytes: n * REQUEST as i64, response_bytes: n * RESPONSE as i64, latencies: n as u64, closed: true };
-            assert_eq!(sums.get(&(role, port)), Some(&want), "{role:?} end of the connection from port {port}");
+            let got = &sums[&(role, port)];
+            // The transactions made while no agent ran are in an interval that spans that time.
+            assert!(got.first_after_restart <= killed_at, "{role:?} {port}: the second agent's first interval starts after the kill: {got:?}");
+            let want = Sums { transactions: n, request_bytes: n * REQUEST as i64, response_bytes: n * RESPONSE as i64, latencies: n as u64, closed: true, first_after_restart: got.first_after_restart };
+            assert_eq!(got, &want, "{role:?} end of the connection from port {port}");
         }
     }
 }

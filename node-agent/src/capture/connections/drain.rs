@@ -92,7 +92,11 @@ impl TxnDrain {
 
     /// Continues from the baseline a previous agent left in the pinned maps.
     pub(super) fn load_baseline(&mut self, skel: &ConnectionsSkel<'_>) {
-        self.ledger.load(skel, &mut self.reader, &mut self.prev_hist, &mut self.prev_conn);
+        let last_drain = self.ledger.load(skel, &mut self.reader, &mut self.prev_hist, &mut self.prev_conn);
+        if last_drain > 0 && last_drain < self.last_ns {
+            // The first records span the time no agent ran.
+            self.last_ns = last_drain;
+        }
         if !self.prev_conn.is_empty() {
             log::info!("continuing the transactions of {} sockets from what the previous agent journaled", self.prev_conn.len());
         }
@@ -170,6 +174,7 @@ impl TxnDrain {
             masked_sent += u64::from(send_blocking(tx, rec, stop));
         }
         self.ledger.sent_masked(masked_sent, masked_sent == masked);
+        self.ledger.drained(now);
         self.delete_dead_cells(hmap);
         // A few times per idle period: enough to free a route within 1.25 idle periods.
         if self.route_idle_ns > 0 && now.saturating_sub(self.last_route_prune_ns) >= self.route_idle_ns / 4 {

@@ -21,6 +21,9 @@ use crate::capture::map_batch::BatchReader;
 
 /// Key kind of a socket's totals (TXN_BASE_CONN in connections.h).
 const DONE_CONN: u8 = 0xff;
+/// Key kind (cookie 0) of the end of the last drain whose records are all committed: the next
+/// agent's first interval starts there, so it spans the time no agent ran.
+const DONE_DRAIN: u8 = 0xfe;
 
 /// What was sent (or journaled) of one socket's totals.
 #[derive(Clone, Copy, Default, PartialEq, Debug)]
@@ -49,6 +52,8 @@ enum Item {
     /// A cell's count; `dead`: deleted once committed (its socket closed).
     Cell(TxnCell, u64, bool),
     Conn(u64, Done),
+    /// The end of a drain (boot ns), after its records.
+    Drain(u64),
 }
 
 impl Item {
@@ -56,6 +61,7 @@ impl Item {
         match self {
             Item::Cell(c, ..) => c.cookie,
             Item::Conn(cookie, _) => *cookie,
+            Item::Drain(_) => 0,
         }
     }
 }
@@ -98,16 +104,18 @@ impl TxnLedger {
     }
 
     /// The baseline a previous agent committed (empty on fresh maps): cells into `hist`, totals
-    /// into `conns`. Sockets it had finished but not cleaned up (killed in between) are cleaned
-    /// up here.
-    pub(super) fn load(&mut self, skel: &ConnectionsSkel<'_>, reader: &mut BatchReader, hist: &mut HashMap<TxnCell, u64>, conns: &mut HashMap<u64, (u64, u64, u64)>) {
+    /// into `conns`; returns the end of its last committed drain (0: none). Sockets it had
+    /// finished but not cleaned up (killed in between) are cleaned up here.
+    pub(super) fn load(&mut self, skel: &ConnectionsSkel<'_>, reader: &mut BatchReader, hist: &mut HashMap<TxnCell, u64>, conns: &mut HashMap<u64, (u64, u64, u64)>) -> u64 {
         if !self.persist {
-            return;
+            return 0;
         }
-        let mut finished = Vec::new();
+        let (mut finished, mut last_drain) = (Vec::new(), 0);
         let read = reader.for_each(&skel.maps.txn_base, MAP_BATCH, false, |k, v| {
             let (Some(cell), Some(d)) = (TxnCell::from_key(k), read_pod::<[u64; 4]>(v)) else { return };
-            if cell.kind == DONE_CONN {
+            if cell.kind == DONE_DRAIN {
+                last_drain = d[0];
+            } else if cell.kind == DONE_CONN {
                 let done = Done { count: d[0], req: d[1], resp: d[2], closed: d[3] != 0 };
                 conns.insert(cell.cookie, (done.count, done.req, done.resp));
                 if done.closed {
@@ -121,7 +129,7 @@ impl TxnLedger {
             log::warn!("reading the transaction baseline of the previous agent: {e}");
         }
         if finished.is_empty() {
-            return;
+            return last_drain;
         }
         let finished: HashSet<u64> = finished.into_iter().collect();
         hist.retain(|cell, _| {
@@ -134,6 +142,7 @@ impl TxnLedger {
         conns.retain(|c, _| !finished.contains(c));
         self.closed.extend(finished);
         self.clean_up(skel);
+        last_drain
     }
 
     /// A part of the record being built.
@@ -172,6 +181,13 @@ impl TxnLedger {
             for i in self.staged_masked.drain(..) {
                 self.closing.remove(&i.cookie());
             }
+        }
+    }
+
+    /// A drain ended at `now` (boot ns): committed once its records are.
+    pub(super) fn drained(&mut self, now: u64) {
+        if self.persist {
+            self.pending.push_back((self.sent, Item::Drain(now)));
         }
     }
 
@@ -231,6 +247,7 @@ impl TxnLedger {
                     }
                     (conn_key(cookie), done)
                 }
+                Item::Drain(end) => (TxnCell { cookie: 0, route: 0, bucket: 0, kind: DONE_DRAIN }, Done { count: end, ..Done::default() }),
             };
             self.keys.extend_from_slice(&key.key_bytes());
             self.values.extend_from_slice(&value.bytes());
