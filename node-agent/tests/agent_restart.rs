@@ -8,6 +8,7 @@
 mod common;
 use common::agent;
 use common::netns::NetnsThread;
+use common::pin_dir::PinDir;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -50,7 +51,7 @@ fn agent_killed_and_restarted_on_its_pins_loses_no_connection_and_no_byte() {
     let brokers = mock.bootstrap_servers();
     let dir = agent::tmp("restart", "pins");
     let pins = dir.join("bpf");
-    let _unmount = Unmount(pins.clone());
+    let _unmount = PinDir(pins.clone());
     let (ready, spool) = (dir.join("ready"), dir.join("spool"));
     let port = agent::free_port();
 
@@ -60,15 +61,7 @@ fn agent_killed_and_restarted_on_its_pins_loses_no_connection_and_no_byte() {
     let done2 = done.clone();
     let netns = NetnsThread::spawn(move || load(steps_rx, step_done, done2));
     let ns = netns.path.clone();
-    let command = || {
-        let mut cmd = std::process::Command::new(agent::BIN);
-        cmd.args(["--host-id", "restart-host", "--kafka-brokers", &brokers, "--ready-file", ready.to_str().unwrap()])
-            .args(["--netns", ns.to_str().unwrap(), "--no-resources", "--no-transactions", "--cgroup-sample-interval-ms", "0"])
-            .args(["--snapshot-interval-ms", "200", "--metrics-addr", &format!("127.0.0.1:{port}")])
-            .args(["--spool-dir", spool.to_str().unwrap(), "--pin-bpf", "--bpf-pin-dir", pins.to_str().unwrap()])
-            .env("RUST_LOG", "info");
-        cmd
-    };
+    let command = || agent::pinned("restart-host", &brokers, &ready, &ns, port, &spool, &pins, &["--no-transactions", "--snapshot-interval-ms", "200"]);
     let Some(first) = agent::spawn_ready(command(), &ready) else {
         netns.cancel();
         return;
@@ -137,7 +130,7 @@ fn agent_killed_and_restarted_on_its_pins_loses_no_connection_and_no_byte() {
 fn pins_kept_at_a_clean_stop_replaced_on_a_config_change_and_removed_by_unpin() {
     let dir = agent::tmp("restart", "config");
     let pins = dir.join("bpf");
-    let _unmount = Unmount(pins.clone());
+    let _unmount = PinDir(pins.clone());
     let netns = NetnsThread::spawn(|| ());
     let ready = dir.join("ready");
     let run = |snapshot_bytes: &str| {
@@ -182,19 +175,6 @@ struct Conn {
 
 fn closed(seen: &HashMap<(Role, i64), Conn>, role: Role) -> usize {
     seen.iter().filter(|((r, _), c)| *r == role && c.closed).count()
-}
-
-/// Unmounts the bpffs the agent mounted on the test's pin directory (also when the test failed:
-/// the pinned programs go with it).
-struct Unmount(std::path::PathBuf);
-
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        if let Ok(c) = std::ffi::CString::new(self.0.as_os_str().as_encoded_bytes()) {
-            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-        }
-        let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
-    }
 }
 
 /// The load, in the test's namespace: a server echoing every byte twice, long connections kept

@@ -4,17 +4,18 @@
 //! its output journaled them), is killed with SIGKILL, and a capture started on the same pins
 //! reads all of them again.
 mod common;
+use common::child::{wait_file, KillOnDrop};
 use common::netns::NetnsThread;
+use common::pin_dir::PinDir;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use wattgraph_agent::capture::connections::{spawn, CaptureOptions};
 use wattgraph_agent::capture::event::Kind;
-use wattgraph_agent::capture::pins;
 use wattgraph_agent::shared::net::Role;
 
 const CONNECTIONS: usize = 20;
@@ -30,7 +31,7 @@ fn events_read_but_not_taken_are_read_again_after_a_kill() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let root = dir.join("bpf");
-    let _cleanup = Cleanup(root.clone());
+    let _cleanup = PinDir(root.clone());
     let netns = NetnsThread::spawn(|| {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
@@ -115,35 +116,5 @@ fn child_reads_and_takes_nothing() {
     std::fs::write(&got, format!("{n}\n")).unwrap();
     loop {
         std::thread::sleep(Duration::from_secs(1)); // killed here
-    }
-}
-
-fn wait_file(path: &Path, child: &mut std::process::Child) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !path.exists() {
-        assert!(child.try_wait().unwrap().is_none(), "child capture exited");
-        assert!(Instant::now() < deadline, "timed out waiting for {}", path.display());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-struct KillOnDrop(u32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
-    }
-}
-
-/// Unpins and unmounts the bpffs the capture mounted, also when the test failed.
-struct Cleanup(PathBuf);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = pins::unpin_all(&self.0);
-        if let Ok(c) = std::ffi::CString::new(self.0.as_os_str().as_encoded_bytes()) {
-            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-        }
-        let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
     }
 }

@@ -115,6 +115,7 @@ impl CaptureOutlet {
         }
         while let Ok(t) = capture.transactions().try_recv() {
             self.transaction(&t);
+            capture.txn_taken();
         }
         Ok(())
     }

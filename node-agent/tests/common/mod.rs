@@ -3,11 +3,14 @@
 #![allow(dead_code)] // each test crate uses its part
 
 pub mod agent;
+pub mod child;
+pub mod keepalive;
 pub mod kubelet;
 pub mod alloc_count;
 pub mod native;
 pub mod nat_hosts;
 pub mod netns;
+pub mod pin_dir;
 pub mod powercap;
 pub mod tmpfs;
 

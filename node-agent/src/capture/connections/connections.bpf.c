@@ -109,6 +109,17 @@ struct {
 	__type(value, __u64);               // cumulative count
 } txn_hist SEC(".maps");
 
+// The TransactionStats baseline: what of txn_hist and each socket's totals the output has
+// journaled (struct txn_base). Only user space writes it; pinned, it tells the next agent where
+// to continue. Resized from user space.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct txn_hist_key);
+	__type(value, struct txn_base);
+} txn_base SEC(".maps");
+
 // HTTP routes seen on this host: id -> method and normalised path (bounded; ROUTE_OTHER past it).
 // Resized from user space (--http-routes).
 struct {

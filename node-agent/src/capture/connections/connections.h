@@ -19,6 +19,8 @@ enum stat_idx { STAT_RINGBUF_DROPS = 0, STAT_TXN_HIST_FULL = 1, STAT_TXN_CONN_FU
 enum txn_phase { TXN_NONE = 0, TXN_SENT = 1, TXN_RECEIVED = 2 };
 /* Histogram kinds. */
 enum txn_kind { TXN_CLIENT_RTT = 0, TXN_SERVER_TIME = 1 };
+/* Key kind of a socket's totals in txn_done (its cells keep their own kind). */
+#define TXN_BASE_CONN 0xff
 /* Log-linear buckets: values below 2^(TXN_SUB_BITS+1) are exact; above, the
  * exponent and the TXN_SUB_BITS bits below the leading one (relative width
  * <= 2^-TXN_SUB_BITS = 0.78%). Mirrored in capture/connections/transactions.rs. */
@@ -110,6 +112,16 @@ struct txn_hist_key {
 	__u16 bucket;
 	__u8 kind;
 	__u8 _pad[5];
+};
+
+/* What the output journaled of a socket's transactions (txn_base, written by user space only):
+ * for a histogram cell its count; for the socket (kind TXN_BASE_CONN) its totals, and closed = 1
+ * once its final record was journaled. */
+struct txn_base {
+	__u64 count;
+	__u64 req_bytes;
+	__u64 resp_bytes;
+	__u64 closed;
 };
 
 /* Load shedding of connection lifecycle events (capture/shedding, decided by control/shedding).

@@ -1,7 +1,7 @@
 //! Transaction draining: the kernel's cumulative histograms and totals turned into one
 //! `ConnTxn` per connection per interval.
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +9,7 @@ use std::time::Duration;
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::http_route::{HttpRoute, RouteNames, ROUTE_NONE};
+use super::ledger::{delete_keys, Done, TxnLedger};
 use super::mask::{merge_masked, MaskKey};
 use super::skel::*;
 use super::txn_maps::{TxnCell, TxnTotals, TXN_CLIENT_RTT};
@@ -23,6 +24,8 @@ use crate::shared::clock::boot_time_ns;
 /// and identity come from the socket map, closed ones' from `txn_conns`; a closed socket's
 /// cells and entry are deleted after their final reading (the kernel no longer writes them),
 /// and so are cells whose socket is in neither map at two readings in a row (LRU-evicted).
+/// With pins, what the output journaled is kept in the kernel (`ledger`), and a closed socket's
+/// entries stay until its final record was.
 pub(super) struct TxnDrain {
     pub(super) last_ns: u64,
     pub(super) drains: u64,
@@ -54,13 +57,15 @@ pub(super) struct TxnDrain {
     pub(super) last_route_prune_ns: u64,
     pub(super) route_keys: Vec<u64>,
     pub(super) route_prunes: Vec<u64>,
+    pub(super) ledger: TxnLedger,
 }
 
 /// Quiet sockets (no new cells) are checked for disappearance every this many drains.
 pub(super) const TXN_GONE_CHECK_EVERY: u64 = 16;
 
 impl TxnDrain {
-    pub(super) fn new(now: u64, mask_below: u64, mask_age: Duration, route_idle: Duration) -> TxnDrain {
+    /// `persist`: keep the baseline in the kernel (pinned maps); `taken`: records the output took.
+    pub(super) fn new(now: u64, mask_below: u64, mask_age: Duration, route_idle: Duration, persist: bool, taken: Arc<AtomicU64>) -> TxnDrain {
         TxnDrain {
             last_ns: now,
             drains: 0,
@@ -81,6 +86,19 @@ impl TxnDrain {
             last_route_prune_ns: now,
             route_keys: Vec::new(),
             route_prunes: Vec::new(),
+            ledger: TxnLedger::new(persist, taken),
+        }
+    }
+
+    /// Continues from the baseline a previous agent left in the pinned maps.
+    pub(super) fn load_baseline(&mut self, skel: &ConnectionsSkel<'_>) {
+        let last_drain = self.ledger.load(skel, &mut self.reader, &mut self.prev_hist, &mut self.prev_conn);
+        if last_drain > 0 && last_drain < self.last_ns {
+            // The first records span the time no agent ran.
+            self.last_ns = last_drain;
+        }
+        if !self.prev_conn.is_empty() {
+            log::info!("continuing the transactions of {} sockets from what the previous agent journaled", self.prev_conn.len());
         }
     }
 
@@ -100,7 +118,8 @@ impl TxnDrain {
         if closed.capacity() > 16384 && closed.capacity() / 4 > self.closed_peak {
             closed.shrink_to(self.closed_peak * 2);
         }
-        let read = self.reader.for_each(cmap, MAP_BATCH, true, |k, v| {
+        // Pinned, an entry stays until its final record was journaled (`ledger`).
+        let read = self.reader.for_each(cmap, MAP_BATCH, !self.ledger.persist, |k, v| {
             if let (Some(cookie), Some(t)) = (read_pod::<u64>(k), TxnTotals::closed(v)) {
                 closed.push((cookie, t));
             }
@@ -148,11 +167,14 @@ impl TxnDrain {
             self.process(skel, cookie, &cells[i..j], totals, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
             i = j;
         }
+        let (mut masked_sent, masked) = (0, self.masked.len() as u64);
         for (_, rec) in self.masked.drain() {
             stats.txn_masked_connections.fetch_add(rec.connections, Ordering::Relaxed);
             stats.txn_records.fetch_add(1, Ordering::Relaxed);
-            send_blocking(tx, rec, stop);
+            masked_sent += u64::from(send_blocking(tx, rec, stop));
         }
+        self.ledger.sent_masked(masked_sent, masked_sent == masked);
+        self.ledger.drained(now);
         self.delete_dead_cells(hmap);
         // A few times per idle period: enough to free a route within 1.25 idle periods.
         if self.route_idle_ns > 0 && now.saturating_sub(self.last_route_prune_ns) >= self.route_idle_ns / 4 {
@@ -200,15 +222,7 @@ impl TxnDrain {
 
     /// Deletes the cells of closed and vanished sockets, in batches.
     pub(super) fn delete_dead_cells(&mut self, hmap: &impl MapCore) {
-        for chunk in self.dead_cells.chunks(TxnCell::SIZE * MAP_BATCH as usize) {
-            let n = (chunk.len() / TxnCell::SIZE) as u32;
-            if hmap.delete_batch(chunk, n, MapFlags::ANY, MapFlags::ANY).is_err() {
-                // Stopped at a key it could not delete: the rest one by one.
-                for k in chunk.chunks_exact(TxnCell::SIZE) {
-                    let _ = hmap.delete(k);
-                }
-            }
-        }
+        delete_keys(hmap, &self.dead_cells, TxnCell::SIZE);
         self.dead_cells.clear();
     }
 
@@ -229,6 +243,9 @@ impl TxnDrain {
         stats: &CaptureStats,
         nat: &NatTable,
     ) {
+        if self.ledger.closing(cookie) {
+            return; // its final record is on its way to the journal; deleted once it is there
+        }
         let changed = cells.iter().any(|(c, n)| self.prev_hist.get(c).copied().unwrap_or(0) != *n);
         let totals = match closed {
             Some(t) => Some(t),
@@ -240,6 +257,7 @@ impl TxnDrain {
             // or evicted. Forget it only when it is still missing next time.
             if self.missing.contains(&cookie) {
                 self.forget(cookie, cells);
+                self.ledger.forget(skel, cookie, cells);
                 self.held.remove(&cookie);
             } else {
                 missing.insert(cookie);
@@ -263,6 +281,10 @@ impl TxnDrain {
         for (cell, n) in cells {
             let prev = self.prev_hist.insert(*cell, *n).unwrap_or(0);
             let d = n.saturating_sub(prev);
+            if d > 0 || t.closed {
+                // A closed socket's cells are all deleted once its final record is journaled.
+                self.ledger.stage_cell(*cell, *n, t.closed, mask);
+            }
             if d == 0 {
                 continue;
             }
@@ -299,7 +321,13 @@ impl TxnDrain {
         stats.http_routes.store(self.routes.len() as u64, Ordering::Relaxed);
         let (pc, preq, presp) = self.prev_conn.insert(cookie, (t.count, t.req, t.resp)).unwrap_or((0, 0, 0));
         let dcount = t.count.saturating_sub(pc);
-        if t.closed {
+        if t.closed && self.ledger.persist {
+            // Its entries go once its final record is journaled (ledger); meanwhile it is skipped.
+            for (cell, _) in cells {
+                self.prev_hist.remove(cell);
+            }
+            self.prev_conn.remove(&cookie);
+        } else if t.closed {
             // Its txn_conns entry was deleted when read.
             self.forget(cookie, cells);
         } else if dcount == 0 && client_rtt.is_empty() && server_time.is_empty() {
@@ -330,22 +358,29 @@ impl TxnDrain {
             // Looked up before masking: short connections merge per translated destination.
             nat: if t.role == 0 { nat.lookup((t.laddr, t.lport), (t.raddr, t.rport)) } else { None },
         };
+        self.ledger.stage_conn(cookie, Done { count: t.count, req: t.req, resp: t.resp, closed: t.closed }, mask);
         if mask {
             merge_masked(&mut self.masked, rec);
             return;
         }
         stats.txn_records.fetch_add(1, Ordering::Relaxed);
-        send_blocking(tx, rec, stop);
+        if send_blocking(tx, rec, stop) {
+            self.ledger.sent_record();
+        } else {
+            self.ledger.unstage();
+        }
     }
 }
 
-pub(super) fn send_blocking<T>(tx: &SyncSender<T>, mut v: T, stop: &AtomicBool) {
+/// False when `v` was dropped (nobody reads any more, or full at stop).
+pub(super) fn send_blocking<T>(tx: &SyncSender<T>, mut v: T, stop: &AtomicBool) -> bool {
     loop {
         match tx.try_send(v) {
-            Ok(()) | Err(TrySendError::Disconnected(_)) => return,
+            Ok(()) => return true,
+            Err(TrySendError::Disconnected(_)) => return false,
             Err(TrySendError::Full(back)) => {
                 if stop.load(Ordering::Relaxed) {
-                    return;
+                    return false;
                 }
                 v = back;
                 std::thread::sleep(Duration::from_millis(1));

@@ -9,6 +9,7 @@ pub mod transactions;
 mod dispatch;
 mod drain;
 mod event_ring;
+mod ledger;
 mod load;
 mod mask;
 mod ring;
@@ -128,6 +129,7 @@ pub struct CaptureHandle {
     shed_tx: SyncSender<ShedCmd>,
     cmdlines: Arc<KernelCmdlines>,
     taken: Arc<AtomicU64>,
+    txn_taken: Arc<AtomicU64>,
     pub attached: Vec<String>,
 }
 
@@ -145,6 +147,11 @@ impl CaptureHandle {
     /// not yet taken for the next agent should this one be killed: event_ring.rs).
     pub fn taken(&self) {
         self.taken.fetch_add(1, Ordering::Release);
+    }
+    /// The output took one more record from `transactions()` (with pins, the kernel's baseline
+    /// moves only past the records taken: ledger.rs).
+    pub fn txn_taken(&self) {
+        self.txn_taken.fetch_add(1, Ordering::Release);
     }
     pub fn stats(&self) -> &Arc<CaptureStats> {
         &self.stats
@@ -222,14 +229,15 @@ pub fn spawn(opts: CaptureOptions) -> Result<CaptureHandle, CaptureError> {
     let stop = Arc::new(AtomicBool::new(false));
     let stats = Arc::new(CaptureStats::default());
     let cmdlines = Arc::new(KernelCmdlines::new(KERNEL_CMDLINES));
-    let taken = Arc::new(AtomicU64::new(0));
-    let (stop2, stats2, cmdlines2, taken2) = (stop.clone(), stats.clone(), cmdlines.clone(), taken.clone());
+    let (taken, txn_taken) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (stop2, stats2, cmdlines2) = (stop.clone(), stats.clone(), cmdlines.clone());
+    let taken2 = (taken.clone(), txn_taken.clone());
     let thread = std::thread::Builder::new()
         .name("wg-capture".into())
         .spawn(move || thread::run(opts, inodes, tx, txn_tx, stop2, stats2, cmdlines2, ready_tx, shed_rx, taken2))
         .map_err(|e| CaptureError::Other(format!("spawn capture thread: {e}")))?;
     match ready_rx.recv() {
-        Ok(Ok(attached)) => Ok(CaptureHandle { rx, txn_rx, stop, thread: Some(thread), stats, shed_tx, cmdlines, taken, attached }),
+        Ok(Ok(attached)) => Ok(CaptureHandle { rx, txn_rx, stop, thread: Some(thread), stats, shed_tx, cmdlines, taken, txn_taken, attached }),
         Ok(Err(e)) => {
             let _ = thread.join();
             Err(e)

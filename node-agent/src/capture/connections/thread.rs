@@ -38,7 +38,7 @@ pub(super) fn run(
     cmdlines: Arc<KernelCmdlines>,
     ready: SyncSender<Result<Vec<String>, CaptureError>>,
     shed_rx: Receiver<ShedCmd>,
-    taken: Arc<AtomicU64>,
+    (taken, txn_taken): (Arc<AtomicU64>, Arc<AtomicU64>),
 ) {
     let mut storage = MaybeUninit::uninit();
     let (skel, attached, pins) = match load_and_attach(&opts, &inodes, &mut storage) {
@@ -117,7 +117,15 @@ pub(super) fn run(
     let mut next_sweep = Instant::now() + sweep_every;
     let (mut swept, mut sweep_reader) = (HashSet::new(), BatchReader::default());
     let mut next_stats = Instant::now();
-    let mut txn = TxnDrain::new(boot_time_ns(), opts.mask_client_port_below, opts.transaction_interval.unwrap_or_default(), opts.http_route_idle);
+    let mut txn = TxnDrain::new(
+        boot_time_ns(),
+        opts.mask_client_port_below,
+        opts.transaction_interval.unwrap_or_default(),
+        opts.http_route_idle,
+        pins.is_some(),
+        txn_taken,
+    );
+    txn.load_baseline(&skel);
     let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + d);
     let mut shed_clock = ShedClock::new(shed_every);
     if let Some(sh) = disp.borrow_mut().shed.as_mut() {
@@ -132,7 +140,8 @@ pub(super) fn run(
             read_events(&mut events);
             shed_tick(&skel, &disp, &stats, &mut shed_clock);
         }
-        if let Err(e) = ring.poll(poll_timeout) {
+        // Records sent and not yet journaled: their commit follows their journaling closely.
+        if let Err(e) = ring.poll(if txn.ledger.waiting() { COMMIT_POLL } else { poll_timeout }) {
             if e.kind() != libbpf_rs::ErrorKind::Interrupted {
                 log::warn!("ring buffer poll: {e}");
             }
@@ -141,6 +150,7 @@ pub(super) fn run(
         // and poll reads only rings that woke it: what arrived below that is read here.
         let _ = ring.consume();
         read_events(&mut events);
+        txn.ledger.commit(&skel, false);
         let now = Instant::now();
         if now >= next_sweep {
             sweep(&skel, &disp, &stats, sweep_every, &mut swept, &mut sweep_reader);
@@ -174,6 +184,7 @@ pub(super) fn run(
     if opts.transaction_interval.is_some() {
         // Final drain; nobody may be reading any more, so a full channel drops the rest.
         txn.drain(&skel, &txn_tx, &AtomicBool::new(true), &stats, &disp.borrow().nat, true);
+        txn.ledger.commit(&skel, true);
     }
     read_stats(&skel, &stats);
     if pins.is_some() {
@@ -190,3 +201,6 @@ pub(super) fn run(
 /// pipeline reads a process's cmdline from /proc at its first event, and a short-lived process
 /// can be gone soon after; 50 timer wakeups per second cost far less than one per event.
 pub(super) const EVENT_POLL: Duration = Duration::from_millis(20);
+/// How often the capture thread looks whether the output journaled the transaction records it
+/// sent, while some are not yet: a kill between their journaling and the commit sends them again.
+const COMMIT_POLL: Duration = Duration::from_millis(1);

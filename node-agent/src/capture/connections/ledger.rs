@@ -1,0 +1,299 @@
+//! The TransactionStats baseline in the kernel (`txn_base`, pinned with the other maps): how much
+//! of each socket's cumulative histogram cells and totals the output has journaled. The drain
+//! computes records against what it has sent (its own maps, ahead); the kernel is told only what
+//! the output took (`CaptureHandle::txn_taken`: journaled, with --spool-dir), record by record, as
+//! the event ring moves its consumer position (event_ring.rs). A kill before a record was journaled
+//! leaves the baseline where it was, so the next agent on the same pins sends those transactions
+//! again and none is lost; what was journaled is not sent again. Each commit is one batch update
+//! (one system call, which a kill does not cut in half), so a socket's cells and totals move
+//! together; a closed socket's entries are deleted only after its final record was committed
+//! (marked closed first, so a kill during the clean-up sends nothing twice).
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use libbpf_rs::{MapCore, MapFlags};
+
+use super::skel::*;
+use super::txn_maps::TxnCell;
+use super::{read_pod, MAP_BATCH};
+use crate::capture::map_batch::BatchReader;
+
+/// Key kind of a socket's totals (TXN_BASE_CONN in connections.h).
+const DONE_CONN: u8 = 0xff;
+/// Key kind (cookie 0) of the end of the last drain whose records are all committed: the next
+/// agent's first interval starts there, so it spans the time no agent ran.
+const DONE_DRAIN: u8 = 0xfe;
+
+/// What was sent (or journaled) of one socket's totals.
+#[derive(Clone, Copy, Default, PartialEq, Debug)]
+pub(super) struct Done {
+    pub(super) count: u64,
+    pub(super) req: u64,
+    pub(super) resp: u64,
+    pub(super) closed: bool,
+}
+
+impl Done {
+    fn bytes(&self) -> [u8; 32] {
+        let mut v = [0u8; 32];
+        for (i, x) in [self.count, self.req, self.resp, u64::from(self.closed)].iter().enumerate() {
+            v[i * 8..i * 8 + 8].copy_from_slice(&x.to_ne_bytes());
+        }
+        v
+    }
+}
+
+fn conn_key(cookie: u64) -> TxnCell {
+    TxnCell { cookie, route: 0, bucket: 0, kind: DONE_CONN }
+}
+
+enum Item {
+    /// A cell's count; `dead`: deleted once committed (its socket closed).
+    Cell(TxnCell, u64, bool),
+    Conn(u64, Done),
+    /// The end of a drain (boot ns), after its records.
+    Drain(u64),
+}
+
+impl Item {
+    fn cookie(&self) -> u64 {
+        match self {
+            Item::Cell(c, ..) => c.cookie,
+            Item::Conn(cookie, _) => *cookie,
+            Item::Drain(_) => 0,
+        }
+    }
+}
+
+pub(super) struct TxnLedger {
+    /// Pinned: keep the baseline in the kernel. Otherwise nothing outlives the process, and
+    /// closed sockets' entries go as they are read.
+    pub(super) persist: bool,
+    /// Records handed to the output.
+    sent: u64,
+    /// (records the output must have taken, what they carried), oldest first.
+    pending: VecDeque<(u64, Item)>,
+    /// Items of the record being built, and of this drain's masked records (sent last).
+    staged: Vec<Item>,
+    staged_masked: Vec<Item>,
+    /// Sockets whose final record was sent, not yet committed: the drain skips them.
+    closing: HashSet<u64>,
+    taken: Arc<AtomicU64>,
+    keys: Vec<u8>,
+    values: Vec<u8>,
+    dead: Vec<u8>,
+    closed: Vec<u64>,
+}
+
+impl TxnLedger {
+    pub(super) fn new(persist: bool, taken: Arc<AtomicU64>) -> TxnLedger {
+        TxnLedger {
+            persist,
+            sent: 0,
+            pending: VecDeque::new(),
+            staged: Vec::new(),
+            staged_masked: Vec::new(),
+            closing: HashSet::new(),
+            taken,
+            keys: Vec::new(),
+            values: Vec::new(),
+            dead: Vec::new(),
+            closed: Vec::new(),
+        }
+    }
+
+    /// The baseline a previous agent committed (empty on fresh maps): cells into `hist`, totals
+    /// into `conns`; returns the end of its last committed drain (0: none). Sockets it had
+    /// finished but not cleaned up (killed in between) are cleaned up here.
+    pub(super) fn load(&mut self, skel: &ConnectionsSkel<'_>, reader: &mut BatchReader, hist: &mut HashMap<TxnCell, u64>, conns: &mut HashMap<u64, (u64, u64, u64)>) -> u64 {
+        if !self.persist {
+            return 0;
+        }
+        let (mut finished, mut last_drain) = (Vec::new(), 0);
+        let read = reader.for_each(&skel.maps.txn_base, MAP_BATCH, false, |k, v| {
+            let (Some(cell), Some(d)) = (TxnCell::from_key(k), read_pod::<[u64; 4]>(v)) else { return };
+            if cell.kind == DONE_DRAIN {
+                last_drain = d[0];
+            } else if cell.kind == DONE_CONN {
+                let done = Done { count: d[0], req: d[1], resp: d[2], closed: d[3] != 0 };
+                conns.insert(cell.cookie, (done.count, done.req, done.resp));
+                if done.closed {
+                    finished.push(cell.cookie);
+                }
+            } else {
+                hist.insert(cell, d[0]);
+            }
+        });
+        if let Err(e) = read {
+            log::warn!("reading the transaction baseline of the previous agent: {e}");
+        }
+        if finished.is_empty() {
+            return last_drain;
+        }
+        let finished: HashSet<u64> = finished.into_iter().collect();
+        hist.retain(|cell, _| {
+            let gone = finished.contains(&cell.cookie);
+            if gone {
+                self.dead.extend_from_slice(&cell.key_bytes());
+            }
+            !gone
+        });
+        conns.retain(|c, _| !finished.contains(c));
+        self.closed.extend(finished);
+        self.clean_up(skel);
+        last_drain
+    }
+
+    /// A part of the record being built.
+    pub(super) fn stage_cell(&mut self, cell: TxnCell, count: u64, dead: bool, masked: bool) {
+        if self.persist {
+            if masked { &mut self.staged_masked } else { &mut self.staged }.push(Item::Cell(cell, count, dead));
+        }
+    }
+
+    /// The totals of the record being built; `masked`: merged into a masked record.
+    pub(super) fn stage_conn(&mut self, cookie: u64, done: Done, masked: bool) {
+        if !self.persist {
+            return;
+        }
+        if done.closed {
+            self.closing.insert(cookie);
+        }
+        if masked { &mut self.staged_masked } else { &mut self.staged }.push(Item::Conn(cookie, done));
+    }
+
+    /// The record built from the staged items went to the output.
+    pub(super) fn sent_record(&mut self) {
+        self.sent += 1;
+        let at = self.sent;
+        self.pending.extend(self.staged.drain(..).map(|i| (at, i)));
+    }
+
+    /// This drain's masked records went to the output, `n` of them, `all` or not (their items are
+    /// committed with the last).
+    pub(super) fn sent_masked(&mut self, n: u64, all: bool) {
+        self.sent += n;
+        let at = self.sent;
+        if all {
+            self.pending.extend(self.staged_masked.drain(..).map(|i| (at, i)));
+        } else {
+            for i in self.staged_masked.drain(..) {
+                self.closing.remove(&i.cookie());
+            }
+        }
+    }
+
+    /// A drain ended at `now` (boot ns): committed once its records are.
+    pub(super) fn drained(&mut self, now: u64) {
+        if self.persist {
+            self.pending.push_back((self.sent, Item::Drain(now)));
+        }
+    }
+
+    /// The record built was not sent (dropped at stop): its sockets are read again by the next agent.
+    pub(super) fn unstage(&mut self) {
+        for i in self.staged.drain(..) {
+            self.closing.remove(&i.cookie());
+        }
+    }
+
+    pub(super) fn closing(&self, cookie: u64) -> bool {
+        self.closing.contains(&cookie)
+    }
+
+    /// Records sent that the output has not taken yet.
+    pub(super) fn waiting(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// A socket the kernel no longer has (evicted): nothing of it is committed any more.
+    pub(super) fn forget(&mut self, skel: &ConnectionsSkel<'_>, cookie: u64, cells: &[(TxnCell, u64)]) {
+        if !self.persist {
+            return;
+        }
+        self.pending.retain(|(_, i)| i.cookie() != cookie);
+        self.closing.remove(&cookie);
+        let done = &skel.maps.txn_base;
+        for (cell, _) in cells {
+            let _ = done.delete(&cell.key_bytes());
+        }
+        let _ = done.delete(&conn_key(cookie).key_bytes());
+    }
+
+    /// Tells the kernel what the output took (everything, with `all`: at a clean stop what was
+    /// sent goes out before the process exits); then deletes the finished sockets' entries.
+    pub(super) fn commit(&mut self, skel: &ConnectionsSkel<'_>, all: bool) {
+        self.closed.clear();
+        if self.pending.is_empty() {
+            return;
+        }
+        let taken = if all { u64::MAX } else { self.taken.load(Ordering::Acquire) };
+        self.keys.clear();
+        self.values.clear();
+        let mut n = 0u32;
+        while self.pending.front().is_some_and(|(at, _)| *at <= taken) {
+            let (_, item) = self.pending.pop_front().unwrap();
+            let (key, value) = match item {
+                Item::Cell(cell, count, dead) => {
+                    if dead {
+                        self.dead.extend_from_slice(&cell.key_bytes());
+                    }
+                    (cell, Done { count, ..Done::default() })
+                }
+                Item::Conn(cookie, done) => {
+                    if done.closed {
+                        self.closed.push(cookie);
+                    }
+                    (conn_key(cookie), done)
+                }
+                Item::Drain(end) => (TxnCell { cookie: 0, route: 0, bucket: 0, kind: DONE_DRAIN }, Done { count: end, ..Done::default() }),
+            };
+            self.keys.extend_from_slice(&key.key_bytes());
+            self.values.extend_from_slice(&value.bytes());
+            n += 1;
+        }
+        if n == 0 {
+            return;
+        }
+        // One system call: the records' cells and totals are committed together or not at all.
+        if let Err(e) = skel.maps.txn_base.update_batch(&self.keys, &self.values, n, MapFlags::ANY, MapFlags::ANY) {
+            log::warn!("committing the transaction baseline ({n} entries): {e}; a restart may send these transactions again");
+        }
+        for c in &self.closed {
+            self.closing.remove(c);
+        }
+        self.clean_up(skel);
+    }
+
+    /// Deletes the entries of finished sockets: cells (both maps), then the final totals, then the
+    /// closed mark (last: until then the next agent knows the final record went out).
+    fn clean_up(&mut self, skel: &ConnectionsSkel<'_>) {
+        delete_keys(&skel.maps.txn_hist, &self.dead, TxnCell::SIZE);
+        delete_keys(&skel.maps.txn_base, &self.dead, TxnCell::SIZE);
+        self.dead.clear();
+        self.keys.clear();
+        for c in &self.closed {
+            self.keys.extend_from_slice(&c.to_ne_bytes());
+        }
+        delete_keys(&skel.maps.txn_conns, &self.keys, 8);
+        self.keys.clear();
+        for c in &self.closed {
+            self.keys.extend_from_slice(&conn_key(*c).key_bytes());
+        }
+        delete_keys(&skel.maps.txn_base, &self.keys, TxnCell::SIZE);
+    }
+}
+
+/// Deletes `keys` (`size` bytes each) in batches; a batch that stops at a missing key is finished
+/// one by one.
+pub(super) fn delete_keys(map: &impl MapCore, keys: &[u8], size: usize) {
+    for chunk in keys.chunks(size * MAP_BATCH as usize) {
+        let n = (chunk.len() / size) as u32;
+        if n > 0 && map.delete_batch(chunk, n, MapFlags::ANY, MapFlags::ANY).is_err() {
+            for k in chunk.chunks_exact(size) {
+                let _ = map.delete(k);
+            }
+        }
+    }
+}
