@@ -30,9 +30,7 @@ fn main() {
     println!("cargo:rerun-if-changed=src/capture/connections/http_route.h");
     println!("cargo:rerun-if-changed=src/capture/sched/sched.h");
     println!("cargo:rerun-if-changed=src/capture/vmlinux.h");
+    println!("cargo:rerun-if-changed=src/shared/fnv1a.rs");
 }
 
-/// FNV-1a, 64 bits: tells one object from another (not a security check).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
-}
+include!("src/shared/fnv1a.rs");

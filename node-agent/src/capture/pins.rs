@@ -9,6 +9,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use super::bpf::CaptureError;
+use crate::shared::fnv1a::fnv1a;
 
 /// Where the DaemonSet (and `--pin-bpf`) pins by default.
 pub const DEFAULT_PIN_ROOT: &str = "/sys/fs/bpf/wattgraph";
@@ -130,9 +131,4 @@ fn ensure_bpffs(root: &Path) -> std::io::Result<()> {
         }
     }
     std::fs::create_dir_all(root)
-}
-
-/// FNV-1a, 64 bits (as build.rs hashes the objects): tells one configuration from another.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }

@@ -2,5 +2,6 @@
 //! agent's own CPU, durable files. Depends on nothing else of the crate.
 pub mod clock;
 pub mod durable;
+pub mod fnv1a;
 pub mod net;
 pub mod process;
