@@ -27,6 +27,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
@@ -87,24 +88,23 @@ class LatencyExportEndToEndTest {
     long w1 = t0 + S;
     long w2 = t0 + 2 * S;
     try {
+      // Neo4j starts while the broker does.
+      CompletableFuture<Neo4jServer> neo4jStarting = starting(() -> Neo4jServer.start(
+          WORK.resolve("neo4j-" + System.nanoTime()), 0));
+      started.add(() -> neo4jStarting.join().close());
       KafkaBroker kafka = add(started, KafkaBroker.start(WORK.resolve("kafka-" + System.nanoTime()), 0, 0));
       for (String topic : List.of("wattgraph.connections", "wattgraph.resources", "wattgraph.transactions")) {
         kafka.createTopic(topic, 1);
       }
-      Neo4jServer neo4j = add(started, Neo4jServer.start(WORK.resolve("neo4j-" + System.nanoTime()), 0));
+      Neo4jServer neo4j = neo4jStarting.join();
       Driver driver = add(started, GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none()));
       // The graph service starts meanwhile (most of the test's time), exporting every second, also by OTLP.
       OtlpReceiver otlp = add(started, new OtlpReceiver());
-      CompletableFuture<GraphServiceProcess> starting = CompletableFuture.supplyAsync(() -> {
-        try {
-          return new GraphServiceProcess(neo4j.boltUri(), WORK.resolve("graph-service-" + System.nanoTime()),
-              "--wattgraph.metrics.export.refresh=1s", "--management.otlp.metrics.export.enabled=true",
-              "--management.otlp.metrics.export.url=" + otlp.url(), "--management.otlp.metrics.export.step=1s");
-        } catch (Exception e) {
-          throw new CompletionException(e);
-        }
-      });
-      started.add(() -> starting.join().close());
+      CompletableFuture<GraphServiceProcess> serviceStarting = starting(() -> new GraphServiceProcess(neo4j.boltUri(),
+          WORK.resolve("graph-service-" + System.nanoTime()), "--wattgraph.metrics.export.refresh=1s",
+          "--management.otlp.metrics.export.enabled=true", "--management.otlp.metrics.export.url=" + otlp.url(),
+          "--management.otlp.metrics.export.step=1s"));
+      started.add(() -> serviceStarting.join().close());
       add(started, RunningJob.start(kafka.bootstrapServers(), "wattgraph.connections", neo4j.boltUri(),
           WORK.resolve("flink-" + System.nanoTime()), "--window-ms", "1000", "--max-out-of-orderness-ms", "500",
           "--idleness-ms", "1000", "--checkpoint-interval-ms", "1000"));
@@ -140,7 +140,7 @@ class LatencyExportEndToEndTest {
       windows.addAll(samples(t0 + 4 * S));
       send(producer, windows);
 
-      GraphServiceProcess service = starting.join();
+      GraphServiceProcess service = serviceStarting.join();
       long serviceMs = elapsedMs(startNs);
       awaitExported(service, otlp, CONTAINER, expected(serverW1, serverW2));
       awaitExported(service, otlp, NAMESPACE, expected(serverW1, serverW2));
@@ -240,6 +240,17 @@ class LatencyExportEndToEndTest {
       }
       Thread.sleep(100);
     }
+  }
+
+  /** Something started on another thread (closed by whoever joins it). */
+  static <T> CompletableFuture<T> starting(Callable<T> start) {
+    return CompletableFuture.supplyAsync(() -> {
+      try {
+        return start.call();
+      } catch (Exception e) {
+        throw new CompletionException(e);
+      }
+    });
   }
 
   static long elapsedMs(long sinceNs) {
