@@ -185,6 +185,21 @@ public class JobConfig implements Serializable {
     return checkpointTimeoutMs > 0 ? checkpointTimeoutMs : transactionTimeoutMs() / 2;
   }
 
+  /** The most windows whose latency histograms the graph keeps per node and edge (as --history-windows). */
+  public static final int MAX_LATENCY_SHARE_WINDOWS = 8640;
+
+  /**
+   * Windows whose latency histograms the graph keeps per node and edge, so that a revision replaces its
+   * window's share of the totals (NodeWindows.latencyTotals): the window, and every newer one written before
+   * a revision of it can still come: the lateness, plus a checkpoint interval (a restart revises from the last
+   * checkpoint, while the graph may hold windows written after it). Older revisions are counted
+   * ({@code latencyRevisionsPastShares}), not added.
+   */
+  public int latencyShareWindows() {
+    long windows = (allowedLatenessMs + checkpointIntervalMs + windowMs - 1) / windowMs + 1;
+    return (int) Math.min(MAX_LATENCY_SHARE_WINDOWS, windows);
+  }
+
   public long closedRetention() {
     return closedRetentionMs > 0 ? closedRetentionMs : 2 * pairingHorizonMs;
   }

@@ -59,8 +59,10 @@ final class Sinks {
         .name("kafka: " + config.namespaceMetricsTopic);
     // One metrics sink for all nodes: Namespace rows are batched with the others.
     int historyWindows = config.historyWindows;
+    int shares = config.latencyShareWindows();
     DataStream<MetricsRow> rows = entities.union(namespaces);
-    rows.sinkTo(new Neo4jSink<>(config.neo4j(), rows.getType(), s -> new NodeMetricsGraphWriter(s, historyWindows)))
+    rows.sinkTo(new Neo4jSink<>(config.neo4j(), rows.getType(),
+            s -> new NodeMetricsGraphWriter(s, historyWindows, shares)))
         .uid("metrics-neo4j-sink")
         .name("neo4j: window metrics")
         .setParallelism(1);
@@ -75,7 +77,8 @@ final class Sinks {
     edges.sinkTo(exactlyOnce(new EdgeMetricsSerializer(config.edgeMetricsTopic), "edge-metrics"))
         .uid("edge-metrics-kafka-sink")
         .name("kafka: " + config.edgeMetricsTopic);
-    edges.sinkTo(new Neo4jSink<>(config.neo4j(), edges.getType(), EdgeMetricsGraphWriter::new))
+    int shares = config.latencyShareWindows();
+    edges.sinkTo(new Neo4jSink<>(config.neo4j(), edges.getType(), s -> new EdgeMetricsGraphWriter(s, shares)))
         .uid("edge-metrics-neo4j-sink")
         .name("neo4j: edge metrics")
         .setParallelism(1);

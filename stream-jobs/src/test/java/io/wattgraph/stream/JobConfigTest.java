@@ -39,6 +39,15 @@ class JobConfigTest {
   }
 
   @Test
+  void latencySharesCoverTheLatenessAndACheckpointInterval() {
+    assertEquals(32, JobConfig.parse(MIN).latencyShareWindows(), "(300 s + 5 s) / 10 s, rounded up, + 1");
+    assertEquals(2, JobConfig.parse(concat("--allowed-lateness-ms", "0", "--checkpoint-interval-ms", "1000",
+        "--window-ms", "1000")).latencyShareWindows(), "the window and one newer");
+    assertEquals(JobConfig.MAX_LATENCY_SHARE_WINDOWS, JobConfig.parse(concat("--allowed-lateness-ms", "86400000",
+        "--window-ms", "1000")).latencyShareWindows());
+  }
+
+  @Test
   void sheddingPeerMemoryFlag() {
     assertEquals(600_000, JobConfig.parse(MIN).sheddingPeerMemoryMs);
     assertEquals(0, JobConfig.parse(concat("--shedding-peer-memory-ms", "0")).sheddingPeerMemoryMs);
@@ -108,10 +117,10 @@ class JobConfigTest {
     assertTrue(error("--kafka-brokers").contains("--kafka-brokers needs a value"));
   }
 
-  static String[] concat(String flag, String value) {
-    String[] r = java.util.Arrays.copyOf(MIN, MIN.length + 2);
-    r[MIN.length] = flag;
-    r[MIN.length + 1] = value;
+  /** MIN and {@code flagsAndValues}. */
+  static String[] concat(String... flagsAndValues) {
+    String[] r = java.util.Arrays.copyOf(MIN, MIN.length + flagsAndValues.length);
+    System.arraycopy(flagsAndValues, 0, r, MIN.length, flagsAndValues.length);
     return r;
   }
 

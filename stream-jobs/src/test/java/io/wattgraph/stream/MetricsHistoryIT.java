@@ -4,14 +4,18 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.wattgraph.localstack.Neo4jServer;
+import io.wattgraph.stream.sink.neo4j.EdgeMetricsGraphWriter;
 import io.wattgraph.stream.sink.neo4j.Neo4jSettings;
 import io.wattgraph.stream.sink.neo4j.NodeMetricsGraphWriter;
+import io.wattgraph.stream.transaction.EdgeInput;
+import io.wattgraph.stream.transaction.EdgeMetricsRow;
 import io.wattgraph.stream.window.LatencyStats;
 import io.wattgraph.stream.window.MetricsRow;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -37,6 +41,7 @@ class MetricsHistoryIT {
   static final long T0 = 1_700_000_000_000_000_000L;
   static final String C1 = "c1".repeat(32);
   static final String P1 = "h1/100/5000";
+  static final String P2 = "h2/200/6000";
 
   static Neo4jServer neo4j;
   static Driver driver;
@@ -93,8 +98,11 @@ class MetricsHistoryIT {
     return row("HOST", "h1", k, revision, cpu, 10 * cpu);
   }
 
+  /** The job's default: 5 min of lateness and a 5 s checkpoint interval in 10 s windows. */
+  static final int SHARES = 32;
+
   static void write(int historyWindows, MetricsRow... rows) {
-    try (NodeMetricsGraphWriter w = new NodeMetricsGraphWriter(settings, historyWindows)) {
+    try (NodeMetricsGraphWriter w = new NodeMetricsGraphWriter(settings, historyWindows, SHARES)) {
       w.write(List.of(rows));
     }
   }
@@ -292,6 +300,148 @@ class MetricsHistoryIT {
           row("GROUP", C1, 3, 0, 0.1, 1));
       assertEquals(totals(1, 3, 5), list(node("Container", C1), "serverTimeOctaveTotals"), "history " + history);
     }
+  }
+
+  /**
+   * The totals are the sum over the latest revision of every window, whatever order windows and revisions
+   * arrive in: a late revision of w1 after w2 and w3 were written replaces w1's share, its older revision after
+   * it changes nothing. Every order of four rows (two revisions of w1, w2, w3), one per batch, leaves the same
+   * graph, on a node (with and without history) and on an edge.
+   */
+  @Test
+  void latencyTotalsAreTheLatestRevisionOfEveryWindowInAnyOrder() {
+    // w1: 3 then 5 in bucket 1; w2: 2 in bucket 2; w3: 1 in bucket 0. Latest revisions: 5 + 2 + 1.
+    MetricsRow[] nodeRows = {served(1, 0, 1, 3, 30), served(1, 1, 1, 5, 50), served(2, 0, 2, 2, 200),
+        served(3, 0, 0, 1, 7)};
+    EdgeMetricsRow[] edgeRows = {edge(1, 0, 1, 3, 30), edge(1, 1, 1, 5, 50), edge(2, 0, 2, 2, 200),
+        edge(3, 0, 0, 1, 7)};
+    for (int history : new int[] {0, 2}) {
+      List<String> first = null;
+      try (NodeMetricsGraphWriter nodes = new NodeMetricsGraphWriter(settings, history, SHARES);
+          EdgeMetricsGraphWriter edges = new EdgeMetricsGraphWriter(settings, SHARES)) {
+        for (int[] order : permutations(nodeRows.length)) {
+          emptyGraph();
+          talksTo();
+          for (int i : order) {
+            nodes.write(List.of(nodeRows[i]));
+            edges.write(List.of(edgeRows[i]));
+          }
+          String what = "history " + history + ", order " + Arrays.toString(order);
+          Value c = node("Container", C1);
+          assertEquals(totals(1, 5, 2), list(c, "serverTimeOctaveTotals"), what);
+          assertEquals(257.0, c.get("serverTimeSumNsTotal").asDouble(), what);
+          Value t = edgeValue();
+          assertEquals(totals(1, 5, 2), list(t, "clientRttOctaveTotals"), what);
+          assertEquals(257.0, t.get("clientRttSumNsTotal").asDouble(), what);
+          assertEquals(totals(1, 5, 2), list(t, "serverTimeOctaveTotals"), what);
+          List<String> graph = dump();
+          if (first == null) {
+            first = graph;
+          }
+          assertEquals(first, graph, what);
+        }
+        assertEquals(0, nodes.pastShares() + edges.pastShares(), "every window within the kept shares");
+      }
+    }
+  }
+
+  /**
+   * Shares of the newest windows with a histogram are kept, up to the bound: a revision of a window older than all
+   * of them is not added (its earlier share is not known) and is counted; one of a kept window still replaces it.
+   */
+  @Test
+  void aRevisionPastTheKeptSharesIsCountedNotAdded() {
+    try (NodeMetricsGraphWriter nodes = new NodeMetricsGraphWriter(settings, 5, 2);
+        EdgeMetricsGraphWriter edges = new EdgeMetricsGraphWriter(settings, 2)) {
+      talksTo();
+      // w1 (3 in bucket 1), w2 (2 in bucket 2), w3 without transactions, w4 (1 in bucket 0): w2 and w4 kept.
+      nodes.write(List.of(served(1, 0, 1, 3, 30), served(2, 0, 2, 2, 200), row("GROUP", C1, 3, 0, 0.1, 1),
+          served(4, 0, 0, 1, 7)));
+      edges.write(List.of(edge(1, 0, 1, 3, 30), edge(2, 0, 2, 2, 200), edge(4, 0, 0, 1, 7)));
+      Value c = node("Container", C1);
+      Value t = edgeValue();
+      for (Value v : List.of(c, t)) {
+        assertEquals(ends(2, 4), list(v, "latencyShareWindowEndNs"));
+        assertEquals(List.of(0L, 0L), list(v, "latencyShareRevision"));
+        assertEquals(2 * io.wattgraph.schema.TransactionHistograms.OCTAVE_BUCKETS, list(v, "serverTimeShareOctaves").size());
+        assertEquals(List.of(200.0, 7.0), list(v, "serverTimeShareSumNs"));
+        assertEquals(totals(1, 3, 2), list(v, "serverTimeOctaveTotals"));
+      }
+      assertEquals(List.of(0.0, 0.0), list(c, "clientRttShareSumNs"), "no client round trips: zeros");
+      assertTrue(c.get("clientRttOctaveTotals").isNull(), "no client round trips: no totals");
+      assertEquals(0, nodes.pastShares() + edges.pastShares());
+
+      // w1 revision 1 (5): past the kept shares, counted, not added; w2 revision 1 (4) replaces w2's share;
+      // w2 revision 0 again and w3's revision (no transactions) change nothing and are not counted.
+      nodes.write(List.of(served(1, 1, 1, 5, 50)));
+      nodes.write(List.of(served(2, 1, 2, 4, 400), row("GROUP", C1, 3, 1, 0.1, 1)));
+      nodes.write(List.of(served(2, 0, 2, 2, 200)));
+      edges.write(List.of(edge(1, 1, 1, 5, 50)));
+      edges.write(List.of(edge(2, 1, 2, 4, 400)));
+      edges.write(List.of(edge(2, 0, 2, 2, 200)));
+      assertEquals(1, nodes.pastShares());
+      assertEquals(1, edges.pastShares());
+      c = node("Container", C1);
+      t = edgeValue();
+      for (Value v : List.of(c, t)) {
+        assertEquals(totals(1, 3, 4), list(v, "serverTimeOctaveTotals"));
+        assertEquals(437.0, v.get("serverTimeSumNsTotal").asDouble());
+        assertEquals(List.of(1L, 0L), list(v, "latencyShareRevision"), "w2 revised, w4");
+      }
+      assertEquals(totals(1, 3, 4), list(t, "clientRttOctaveTotals"));
+    }
+  }
+
+  static List<int[]> permutations(int n) {
+    List<int[]> out = new ArrayList<>();
+    permute(new int[n], new boolean[n], 0, out);
+    return out;
+  }
+
+  private static void permute(int[] prefix, boolean[] used, int at, List<int[]> out) {
+    if (at == prefix.length) {
+      out.add(prefix.clone());
+      return;
+    }
+    for (int i = 0; i < prefix.length; i++) {
+      if (!used[i]) {
+        used[i] = true;
+        prefix[at] = i;
+        permute(prefix, used, at + 1, out);
+        used[i] = false;
+      }
+    }
+  }
+
+  /** P1 -> P2 as the connection sink makes it. */
+  static void talksTo() {
+    try (Session s = driver.session()) {
+      s.executeWrite(tx -> tx.run("MERGE (a:Process {id: $a}) MERGE (b:Process {id: $b}) MERGE (a)-[:TALKS_TO]->(b)",
+          Map.of("a", P1, "b", P2)).consume());
+    }
+  }
+
+  static Value edgeValue() {
+    try (Session s = driver.session()) {
+      return s.executeRead(tx -> tx.run("MATCH (:Process {id: $a})-[t:TALKS_TO]->(:Process {id: $b}) RETURN t",
+          Map.of("a", P1, "b", P2)).single().get(0));
+    }
+  }
+
+  /** An edge window P1 -> P2 of {@code n} transactions, client round trips and server times all in {@code octave}. */
+  static EdgeMetricsRow edge(int k, int revision, int octave, long n, double sumNs) {
+    EdgeMetricsRow r = new EdgeMetricsRow();
+    r.clientKind = EdgeInput.PROCESS;
+    r.clientId = P1;
+    r.serverKind = EdgeInput.PROCESS;
+    r.serverId = P2;
+    r.windowStartNs = end(k) - 10 * S;
+    r.windowEndNs = end(k);
+    r.revision = revision;
+    r.requestRate = n / 10.0;
+    r.clientRtt = served(k, revision, octave, n, sumNs).serverTime;
+    r.serverTime = served(k, revision, octave, n, sumNs).serverTime;
+    return r;
   }
 
   @Test

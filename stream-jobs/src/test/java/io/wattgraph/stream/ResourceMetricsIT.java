@@ -223,7 +223,7 @@ public class ResourceMetricsIT {
     List<String> before = stack.dump();
     Neo4jSettings settings = new Neo4jSettings(stack.boltUri(), null, null, 100, 100);
     // History off: this checks the latest-window properties (a revision of w0 would rightly correct w0's entry).
-    try (NodeMetricsGraphWriter w = new NodeMetricsGraphWriter(settings, 0)) {
+    try (NodeMetricsGraphWriter w = new NodeMetricsGraphWriter(settings, 0, 32)) {
       MetricsRow stale = new MetricsRow();
       stale.level = "HOST";
       stale.hostId = "host-m1";

@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import org.apache.flink.metrics.MetricGroup;
 import org.neo4j.driver.Session;
 
 /**
@@ -17,18 +18,18 @@ import org.neo4j.driver.Session;
  * {@code UNWIND $rows} statement per (client label, server label) in one write transaction per
  * batch, windows of one edge in successive statements (oldest first). Idempotent and monotonic like {@link NodeMetricsGraphWriter}: a row is applied only if its
  * (windowEndNs, revision) is not older than the relationship's ({@code latencyWindowEndNs},
- * {@code latencyRevision}). The client round trips' and server times' octave counts are also summed over
- * windows ({@link NodeWindows#latencyTotals}) for the exported histograms.
+ * {@code latencyRevision}). The client round trips' and server times' octave counts are also summed over the
+ * latest revision of every window ({@link NodeWindows#latencyTotals}) for the exported histograms.
  */
 public class EdgeMetricsGraphWriter extends WindowGraphWriter<EdgeMetricsRow> {
 
   private static final String EDGES = """
       UNWIND $rows AS r
       MATCH (a:%s {id: r.clientId})-[t:TALKS_TO]->(b:%s {id: r.serverId})
+      """ + NodeWindows.latencyTotals("t", "clientRtt", "serverTime") + NodeWindows.countingPast("t", """
       WITH t, r WHERE t.latencyWindowEndNs IS NULL OR t.latencyWindowEndNs < r.windowEndNs
         OR (t.latencyWindowEndNs = r.windowEndNs AND coalesce(t.latencyRevision, -1) <= r.revision)
-      """ + NodeWindows.latencyTotals("t", "latencyWindowEndNs", "clientRtt", "serverTime")
-      + NodeWindows.latencyWindow("t", "clientRtt", "serverTime") + """
+      """ + NodeWindows.latencyWindow("t", "clientRtt", "serverTime") + """
       SET t.requestRate = r.requestRate, t.windowRequestBytes = r.requestBytes,
           t.windowResponseBytes = r.responseBytes,
           t.clientRttMeanNs = r.clientRttMeanNs, t.clientRttP50Ns = r.clientRttP50Ns,
@@ -38,10 +39,23 @@ public class EdgeMetricsGraphWriter extends WindowGraphWriter<EdgeMetricsRow> {
           t.serverTimeP99Ns = r.serverTimeP99Ns, t.networkTimeMeanNs = r.networkTimeMeanNs,
           t.latencyWindowStartNs = r.windowStartNs, t.latencyWindowEndNs = r.windowEndNs,
           t.latencyRevision = r.revision
-      """;
+      """);
 
-  public EdgeMetricsGraphWriter(Neo4jSettings settings) {
+  /** Windows whose latency histograms are kept per edge ({@link NodeWindows#latencyTotals}). */
+  private final int latencyShareWindows;
+
+  public EdgeMetricsGraphWriter(Neo4jSettings settings, int latencyShareWindows) {
     super(settings, "edge metrics rows", r -> r.windowEndNs, r -> r.revision);
+    if (latencyShareWindows < 1) {
+      close();
+      throw new IllegalArgumentException("latencyShareWindows must be >= 1, got " + latencyShareWindows);
+    }
+    this.latencyShareWindows = latencyShareWindows;
+  }
+
+  @Override
+  public void registerMetrics(MetricGroup group) {
+    registerPastShares(group);
   }
 
   /** One row per edge and window: each window adds its share to the latency totals. */
@@ -58,15 +72,17 @@ public class EdgeMetricsGraphWriter extends WindowGraphWriter<EdgeMetricsRow> {
       return;
     }
     try (Session session = driver.session()) {
-      session.executeWrite(tx -> {
+      countPast(session.executeWrite(tx -> {
+        long past = 0;
         for (var round : rounds) {
           for (var e : round.entrySet()) {
             String[] l = e.getKey().split("\\|");
-            tx.run(EDGES.formatted(l[0], l[1]), Map.of("rows", e.getValue())).consume();
+            past += runCountingPast(tx, EDGES.formatted(l[0], l[1]),
+                Map.of("rows", e.getValue(), "latencyShareWindows", latencyShareWindows));
           }
         }
-        return null;
-      });
+        return past;
+      }));
     }
   }
 

@@ -1,6 +1,7 @@
 package io.wattgraph.stream.sink.neo4j;
 
 import java.util.Collection;
+import org.apache.flink.metrics.MetricGroup;
 
 /**
  * What {@link Neo4jSinkWriter} writes to: one kind of row (edges, window metrics) and how a batch
@@ -23,6 +24,9 @@ public interface Neo4jBatchTarget<R> extends AutoCloseable {
   default boolean supersedes(R incoming, R buffered) {
     return true;
   }
+
+  /** Registers the target's own metrics on its sink's group, once, before the first write. */
+  default void registerMetrics(MetricGroup group) {}
 
   /** Idempotent schema preparation (constraints), run before the first write. */
   void createConstraints();

@@ -46,7 +46,9 @@ public class Neo4jSink<R> implements Sink<R>, SupportsWriterState<R, R> {
 
   @Override
   public StatefulSinkWriter<R, R> restoreWriter(WriterInitContext context, Collection<R> unwritten) {
-    return new Neo4jSinkWriter<>(settings, target.create(settings), context.getProcessingTimeService(),
+    Neo4jBatchTarget<R> graph = target.create(settings);
+    graph.registerMetrics(context.metricGroup());
+    return new Neo4jSinkWriter<>(settings, graph, context.getProcessingTimeService(),
         context.getMailboxExecutor(), context.metricGroup().getNumRecordsSendCounter(), unwritten);
   }
 

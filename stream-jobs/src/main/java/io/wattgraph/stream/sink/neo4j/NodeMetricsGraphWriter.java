@@ -9,6 +9,7 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.flink.metrics.MetricGroup;
 import org.neo4j.driver.Session;
 import org.neo4j.driver.TransactionContext;
 
@@ -43,10 +44,11 @@ import org.neo4j.driver.TransactionContext;
  * the same statement: one entry per window, replaced by a revision not older than its own, so
  * replays and restarts leave the same lists. The graph service sizes placement on their peak.
  *
- * <p>Latency histograms ({@link NodeWindows#latencyTotals}): the window's octave counts and midpoint sum
- * of server times and client round trips ({@code serverTimeOctaves}, {@code serverTimeSumNs},
- * {@code clientRtt...}) and their totals over every window written ({@code serverTimeOctaveTotals},
- * {@code serverTimeSumNsTotal}, ...), from which the graph service exports monotonic histograms.
+ * <p>Latency histograms: the latest window's octave counts and midpoint sum of server times and client
+ * round trips ({@code serverTimeOctaves}, {@code serverTimeSumNs}, {@code clientRtt...}) and their totals over
+ * the latest revision of every window written ({@code serverTimeOctaveTotals}, {@code serverTimeSumNsTotal},
+ * ...; {@link NodeWindows#latencyTotals}, with the last {@code latencyShareWindows} windows' shares), from which
+ * the graph service exports monotonic histograms.
  */
 public class NodeMetricsGraphWriter extends WindowGraphWriter<MetricsRow> {
 
@@ -73,9 +75,11 @@ public class NodeMetricsGraphWriter extends WindowGraphWriter<MetricsRow> {
   private static final String HISTORY = NodeWindows.history("historyWindowEndNs", "historyRevision",
       "historyCpuUsage", "historyPowerW", "historyRequestRate");
 
-  /** Both histograms of the window, summed over windows for the exported histograms. */
-  private static final String LATENCY = NodeWindows.latencyTotals("n", "metricsWindowEndNs", "serverTime", "clientRtt")
-      + NodeWindows.latencyWindow("n", "serverTime", "clientRtt");
+  /** Both histograms summed over windows for the exported histograms, before the guard. */
+  private static final String LATENCY_TOTALS = NodeWindows.latencyTotals("n", "serverTime", "clientRtt");
+
+  /** Both histograms of the latest window. */
+  private static final String LATENCY_WINDOW = NodeWindows.latencyWindow("n", "serverTime", "clientRtt");
 
   private static final String PROCESSES = """
       UNWIND $rows AS r
@@ -120,18 +124,22 @@ public class NodeMetricsGraphWriter extends WindowGraphWriter<MetricsRow> {
 
   /** Windows kept per node ({@code --history-windows}); 0: latest window only. */
   private final int historyWindows;
+  /** Windows whose latency histograms are kept per node ({@link NodeWindows#latencyTotals}). */
+  private final int latencyShareWindows;
   private final String processes;
   private final String containers;
   private final String hosts;
   private final String namespaces;
 
-  public NodeMetricsGraphWriter(Neo4jSettings settings, int historyWindows) {
+  public NodeMetricsGraphWriter(Neo4jSettings settings, int historyWindows, int latencyShareWindows) {
     super(settings, "metrics rows", r -> r.windowEndNs, r -> r.revision, NAMESPACE_CONSTRAINT);
-    if (historyWindows < 0) {
+    if (historyWindows < 0 || latencyShareWindows < 1) {
       close();
-      throw new IllegalArgumentException("historyWindows must be >= 0, got " + historyWindows);
+      throw new IllegalArgumentException("historyWindows must be >= 0 and latencyShareWindows >= 1, got "
+          + historyWindows + " and " + latencyShareWindows);
     }
     this.historyWindows = historyWindows;
+    this.latencyShareWindows = latencyShareWindows;
     this.processes = statement(PROCESSES, "");
     this.containers = statement(CONTAINERS, CONTAINER_PROPERTIES);
     this.hosts = statement(HOSTS, HOST_PROPERTIES);
@@ -139,7 +147,13 @@ public class NodeMetricsGraphWriter extends WindowGraphWriter<MetricsRow> {
   }
 
   private String statement(String match, String properties) {
-    return match + (historyWindows > 0 ? HISTORY : "") + "WITH n, r WHERE" + NEWER + LATENCY + COMMON + properties;
+    return match + (historyWindows > 0 ? HISTORY : "") + LATENCY_TOTALS
+        + NodeWindows.countingPast("n", "WITH n, r WHERE" + NEWER + LATENCY_WINDOW + COMMON + properties);
+  }
+
+  @Override
+  public void registerMetrics(MetricGroup group) {
+    registerPastShares(group);
   }
 
   /**
@@ -175,17 +189,18 @@ public class NodeMetricsGraphWriter extends WindowGraphWriter<MetricsRow> {
     }
     List<List<List<Map<String, Object>>>> byLabel = rounds.stream().map(NodeMetricsGraphWriter::parameters).toList();
     try (Session session = driver.session()) {
-      session.executeWrite(tx -> {
+      countPast(session.executeWrite(tx -> {
         // Hosts first, then containers, then processes (every round of a label before the next label):
         // the order ConnectionGraphWriter locks them in too.
         String[] statements = {hosts, containers, processes, namespaces};
+        long past = 0;
         for (int label = 0; label < statements.length; label++) {
           for (List<List<Map<String, Object>>> round : byLabel) {
-            run(tx, statements[label], round.get(label));
+            past += run(tx, statements[label], round.get(label));
           }
         }
-        return null;
-      });
+        return past;
+      }));
     }
   }
 
@@ -262,10 +277,10 @@ public class NodeMetricsGraphWriter extends WindowGraphWriter<MetricsRow> {
     return List.of(hostRows, containerRows, processRows, namespaceRows);
   }
 
-  private void run(TransactionContext tx, String cypher, List<Map<String, Object>> rows) {
-    if (!rows.isEmpty()) {
-      tx.run(cypher, Map.of("rows", rows, "historyWindows", historyWindows)).consume();
-    }
+  /** The rows past the kept latency shares. */
+  private long run(TransactionContext tx, String cypher, List<Map<String, Object>> rows) {
+    return rows.isEmpty() ? 0 : runCountingPast(tx, cypher,
+        Map.of("rows", rows, "historyWindows", historyWindows, "latencyShareWindows", latencyShareWindows));
   }
 
   /**

@@ -70,30 +70,70 @@ final class NodeWindows {
   }
 
   /**
-   * Running totals of latency histograms over every window written, for the exported histograms:
-   * {@code <h>OctaveTotals} (per octave bucket) and {@code <h>SumNsTotal} of each histogram {@code h}, from
-   * the row's {@code <h>Octaves} and {@code <h>SumNs}. A revision of the window {@code v} holds
-   * ({@code v.<windowEndProperty>}) replaces that window's share, read from {@code v.<h>Octaves} and
-   * {@code v.<h>SumNs} before the statement's later SET replaces them; the guard before it lets no older
-   * window through, so replays and restarts add nothing. Null until a window has a histogram.
+   * Running totals of latency histograms, for the exported histograms: {@code <v>.<h>OctaveTotals} (per octave
+   * bucket) and {@code <v>.<h>SumNsTotal} of each histogram {@code h} are the sum over every window written of its
+   * latest revision's {@code r.<h>Octaves} and {@code r.<h>SumNs}, in whatever order windows and revisions come.
+   * So that a revision can replace its window's share, each share is kept in bounded lists, sorted by window end:
+   * {@code latencyShareWindowEndNs}, {@code latencyShareRevision}, {@code <h>ShareOctaves} (the octave counts of
+   * each window in turn, {@value TransactionHistograms#OCTAVE_BUCKETS} per window: lists cannot nest) and
+   * {@code <h>ShareSumNs}, for the newest {@code $latencyShareWindows} windows that had a histogram. Runs before the
+   * guard (a late revision of an older window still counts) and leaves {@code past}: the row's window is older than
+   * every kept share, so its earlier share, if any, is unknown and it is not added (counted by the writer). A lower
+   * revision than the kept one, and a window without histograms, change nothing; a replay replaces a share by
+   * itself. Totals stay null until a window has that histogram.
    */
-  static String latencyTotals(String v, String windowEndProperty, String... histograms) {
-    List<String> sets = new ArrayList<>();
+  static String latencyTotals(String v, String... histograms) {
+    int b = TransactionHistograms.OCTAVE_BUCKETS;
+    List<String> has = new ArrayList<>();
+    List<String> totals = new ArrayList<>();
+    List<String> shares = new ArrayList<>();
     for (String h : histograms) {
-      String held = "%1$s.%2$s = r.windowEndNs".formatted(v, windowEndProperty);
-      sets.add("""
-          %1$s.%2$sOctaveTotals = CASE WHEN %1$s.%2$sOctaveTotals IS NULL AND r.%2$sOctaves IS NULL THEN null
+      has.add("r.%sOctaves IS NOT NULL".formatted(h));
+      totals.add("""
+          %1$s.%2$sOctaveTotals = CASE WHEN NOT apply OR (%1$s.%2$sOctaveTotals IS NULL AND r.%2$sOctaves IS NULL)
+            THEN %1$s.%2$sOctaveTotals
             ELSE [i IN range(0, %3$d) | coalesce(%1$s.%2$sOctaveTotals[i], 0) + coalesce(r.%2$sOctaves[i], 0)
-              - CASE WHEN %4$s THEN coalesce(%1$s.%2$sOctaves[i], 0) ELSE 0 END] END,
-          %1$s.%2$sSumNsTotal = CASE WHEN %1$s.%2$sSumNsTotal IS NULL AND r.%2$sSumNs IS NULL THEN null
+              - CASE WHEN at >= 0 THEN %1$s.%2$sShareOctaves[at * %4$d + i] ELSE 0 END] END,
+          %1$s.%2$sSumNsTotal = CASE WHEN NOT apply OR (%1$s.%2$sSumNsTotal IS NULL AND r.%2$sSumNs IS NULL)
+            THEN %1$s.%2$sSumNsTotal
             ELSE coalesce(%1$s.%2$sSumNsTotal, 0.0) + coalesce(r.%2$sSumNs, 0.0)
-              - CASE WHEN %4$s THEN coalesce(%1$s.%2$sSumNs, 0.0) ELSE 0.0 END END"""
-          .formatted(v, h, TransactionHistograms.OCTAVE_BUCKETS - 1, held));
+              - CASE WHEN at >= 0 THEN %1$s.%2$sShareSumNs[at] ELSE 0.0 END END""".formatted(v, h, b - 1, b));
+      shares.add("""
+          %1$s.%2$sShareOctaves = CASE WHEN apply THEN reduce(a = [], i IN ord | a
+            + (coalesce(%1$s.%2$sShareOctaves, []) + coalesce(r.%2$sOctaves, [z IN range(1, %3$d) | 0]))[i * %3$d..(i + 1) * %3$d])
+            ELSE %1$s.%2$sShareOctaves END,
+          %1$s.%2$sShareSumNs = CASE WHEN apply THEN [i IN ord | (coalesce(%1$s.%2$sShareSumNs, []) + [coalesce(r.%2$sSumNs, 0.0)])[i]]
+            ELSE %1$s.%2$sShareSumNs END""".formatted(v, h, b));
     }
-    return "SET " + String.join(",\n", sets) + "\n";
+    // The totals read the old shares: they come first in the SET.
+    return """
+        WITH %1$s, r, coalesce(%1$s.latencyShareWindowEndNs, []) AS se, coalesce(%1$s.latencyShareRevision, []) AS sr
+        WITH %1$s, r, se, sr, [i IN range(0, size(se) - 1) WHERE se[i] = r.windowEndNs] + [-1] AS at,
+             [i IN range(0, size(se) - 1) WHERE se[i] < r.windowEndNs] + [size(se)]
+               + [i IN range(0, size(se) - 1) WHERE se[i] > r.windowEndNs] AS ord
+        WITH %1$s, r, se, sr, at[0] AS at,
+             CASE WHEN size(ord) > $latencyShareWindows THEN ord[size(ord) - $latencyShareWindows..] ELSE ord END AS ord
+        WITH %1$s, r, se, sr, at, ord, (%2$s) AND (at < 0 OR sr[at] <= r.revision) AS counts
+        WITH %1$s, r, se, sr, at, ord, counts AND (size(se) IN ord) AS apply, counts AND NOT (size(se) IN ord) AS past
+        SET %3$s,
+          %4$s,
+          %1$s.latencyShareWindowEndNs = CASE WHEN apply THEN [i IN ord | (se + [r.windowEndNs])[i]]
+            ELSE %1$s.latencyShareWindowEndNs END,
+          %1$s.latencyShareRevision = CASE WHEN apply THEN [i IN ord | (sr + [r.revision])[i]]
+            ELSE %1$s.latencyShareRevision END
+        WITH %1$s, r, past
+        """.formatted(v, String.join(" OR ", has), String.join(",\n", totals), String.join(",\n", shares));
   }
 
-  /** The window's share of {@link #latencyTotals}, set after them: {@code <h>Octaves}, {@code <h>SumNs}. */
+  /**
+   * The guarded rest of a statement after {@link #latencyTotals} ({@code WITH <v>, r WHERE ...}) in a unit
+   * subquery, so that the statement still returns how many rows were {@code past} the kept shares.
+   */
+  static String countingPast(String v, String guarded) {
+    return "CALL (" + v + ", r) {\n" + guarded + "}\nRETURN count(CASE WHEN past THEN 1 END) AS past\n";
+  }
+
+  /** The latest window's histograms (under the guard, with its other figures): {@code <h>Octaves}, {@code <h>SumNs}. */
   static String latencyWindow(String v, String... histograms) {
     List<String> sets = new ArrayList<>();
     for (String h : histograms) {
@@ -102,7 +142,7 @@ final class NodeWindows {
     return "SET " + String.join(", ", sets) + "\n";
   }
 
-  /** A histogram's parameters for {@link #latencyTotals}: {@code <h>Octaves} (null when empty), {@code <h>SumNs}. */
+  /** A histogram's parameters for {@link #latencyTotals} and {@link #latencyWindow}: {@code <h>Octaves} (null when empty), {@code <h>SumNs}. */
   static void putLatency(Map<String, Object> m, String h, LatencyStats stats) {
     long[] octaves = stats == null ? null : stats.octaves;
     m.put(h + "Octaves", octaves == null ? null : Arrays.stream(octaves).boxed().toList());
