@@ -1,4 +1,4 @@
-//! The time rule of SNAPSHOT: a walk of the socket map for bytes not reported yet.
+//! The time rule of SNAPSHOT: a walk of every socket's state for bytes not reported yet.
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -7,27 +7,22 @@ use std::time::Duration;
 use super::dispatch::Dispatcher;
 use super::ring::from_sock_info;
 use super::skel::*;
-use super::stats::{read_stat, STAT_SOCK_DELETES, STAT_SOCK_INSERTS};
-use super::{read_pod, CaptureStats, MAP_BATCH};
+use super::stats::{read_stat, STAT_SOCK_REFUSED};
+use super::walk::{SockWalk, Which};
+use super::CaptureStats;
 use crate::capture::event::Kind;
-use crate::capture::map_batch::BatchReader;
 use crate::shared::clock::boot_time_ns;
 
 /// Emits SNAPSHOT for opened sockets with bytes not reported yet, busy or idle, so no
 /// connection's bytes wait for its close. This is the time rule of SNAPSHOT: the kernel emits by
 /// bytes, and by time only for its shed connections not yet reported (connections.bpf.c).
-/// `every` is the sweep interval; `seen` (the cookies of the live sockets, filled anew) and
-/// `reader` are buffers kept between sweeps.
-pub(super) fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &CaptureStats, every: Duration, seen: &mut HashSet<u64>, reader: &mut BatchReader) {
+/// `every` is the sweep interval; `seen` (the cookies of the live sockets, filled anew) is a
+/// buffer kept between sweeps.
+pub(super) fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &CaptureStats, every: Duration, seen: &mut HashSet<u64>, walk: &mut SockWalk) {
     let now = boot_time_ns();
     seen.clear();
-    let map = &skel.maps.socks;
-    // Inserts before the walk, deletes after it: entries that come and go meanwhile make
-    // the difference smaller, never larger.
-    let inserts = read_stat(skel, STAT_SOCK_INSERTS);
-    // In batches: one syscall per MAP_BATCH sockets, not two per socket.
-    let read = reader.for_each(map, MAP_BATCH, false, |_, val| {
-        let Some(si) = read_pod::<types::sock_info>(val) else { return };
+    // One iterator walk of the socket-local storage (walk.rs), a few hundred sockets per syscall.
+    let read = walk.for_each(Which::All, |si| {
         seen.insert(si.cookie);
         if si.opened == 0 || si.ignored != 0 || si.shed == SHED_UNREPORTED {
             return;
@@ -43,7 +38,7 @@ pub(super) fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stat
         let (ls, lr) = d.last.get(&si.cookie).copied().unwrap_or((0, 0));
         let (rs, rr) = (si.reported_sent.max(ls), si.reported_recv.max(lr));
         if si.bytes_sent > rs || si.bytes_recv > rr {
-            if let Some(ev) = from_sock_info(&si, Kind::Snapshot, now) {
+            if let Some(ev) = from_sock_info(si, Kind::Snapshot, now) {
                 stats.sweep_snapshots.fetch_add(1, Ordering::Relaxed);
                 d.dispatch(ev);
             }
@@ -51,14 +46,12 @@ pub(super) fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stat
     });
     if let Err(e) = read {
         // Nothing is forgotten on a failed walk: what it did not see may still be live.
-        log::warn!("reading the socket map: {e}");
+        log::warn!("reading the sockets' state: {e}");
         return;
     }
-    let deletes = read_stat(skel, STAT_SOCK_DELETES);
-    let live = seen.len() as u64;
-    stats.socket_map_entries.store(live, Ordering::Relaxed);
-    stats.socket_map_evictions.fetch_max(inserts.saturating_sub(deletes + live), Ordering::Relaxed);
-    // Forget sockets the kernel no longer tracks (closed or LRU-evicted).
+    stats.socket_map_entries.store(seen.len() as u64, Ordering::Relaxed);
+    stats.socket_storage_refused.store(read_stat(skel, STAT_SOCK_REFUSED), Ordering::Relaxed);
+    // Forget sockets the kernel no longer tracks (closed).
     let mut d = disp.borrow_mut();
     d.last.retain(|c, _| seen.contains(c));
     if let Some(u) = d.shed.as_mut().and_then(|s| s.user.as_mut()) {
