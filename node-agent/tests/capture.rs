@@ -392,8 +392,12 @@ fn socket_state_has_no_eviction_and_refusals_are_counted() {
     let Some(h) = start(CaptureOptions { snapshot_interval: every, map_entries: 64, ..opts() }) else { return };
     let held = hold_connections(MANY);
     let st = h.stats();
-    // A sweep after all of them were created (the count is taken in the same sweep).
-    wait_for("a sweep that sees every live socket", || st.socket_map_entries.load(Relaxed) >= (2 * MANY) as u64);
+    // A sweep after all of them were created (the count is taken in the same sweep). Events are
+    // taken meanwhile: a full channel would hold the capture thread, and its sweeps, back.
+    wait_for("a sweep that sees every live socket", || {
+        while h.events().try_recv().is_ok() {}
+        st.socket_map_entries.load(Relaxed) >= (2 * MANY) as u64
+    });
     assert_eq!(st.socket_storage_refused.load(Relaxed), 0, "storage refused on a host with room");
     drop(held);
 
@@ -406,6 +410,7 @@ fn socket_state_has_no_eviction_and_refusals_are_counted() {
     });
     let small = ns.run();
     wait_for(&format!("{} refusals counted for {} sockets", 2 * N, 2 * N), || {
+        while h.events().try_recv().is_ok() {}
         st.socket_storage_refused.load(Relaxed) >= (2 * N) as u64
     });
     drop(small);
