@@ -408,10 +408,12 @@ static __attribute__((noinline)) int shed_decide(struct sock_info *si, __u64 now
 // the verifier removes the rest.
 static __always_inline void open_conn(struct sock_info *si, __u64 now)
 {
-	si->opened = 1;
-	if (shed_mode != SHED_OFF && !shed_decide(si, now))
-		return;
-	emit(si, EV_OPENED, now);
+	si->opened = OPEN_CLAIMED; // a call on another CPU does not open it again
+	if (shed_mode == SHED_OFF || shed_decide(si, now))
+		emit(si, EV_OPENED, now);
+	// Only once OPENED is in the ring: the sweep reads the ring after its walk (sweep.rs), so a
+	// socket it saw OPEN_DONE has its OPENED delivered before its SNAPSHOT.
+	si->opened = OPEN_DONE;
 }
 
 // At TCP_CLOSE of a shed connection never reported: its bytes go to its domain's counters.

@@ -16,6 +16,8 @@ enum stat_idx { STAT_RINGBUF_DROPS = 0, STAT_TXN_HIST_FULL = 1, STAT_TXN_CONN_FU
 		STAT_ROUTES_FULL = 5, STAT_HTTP_NO_BUFFER = 6,
 		/* Command lines: not copied for want of ring space; not readable (unmapped page). */
 		STAT_PROC_ARGS_DROPS = 7, STAT_PROC_ARGS_UNREAD = 8, STAT_MAX = 9 };
+/* sock_info.opened: OPENED being emitted (claimed), and in the ring (or shed). */
+enum open_state { OPEN_NO = 0, OPEN_CLAIMED = 1, OPEN_DONE = 2 };
 /* Transaction phase of a socket: which direction carried the last payload. */
 enum txn_phase { TXN_NONE = 0, TXN_SENT = 1, TXN_RECEIVED = 2 };
 /* Histogram kinds. */
@@ -44,7 +46,7 @@ struct sock_info {
 	char comm[16];
 	__u8 role;
 	__u8 has_identity;
-	__u8 opened;
+	__u8 opened;       /* enum open_state */
 	__u8 ignored;
 	__u8 txn_phase;    /* enum txn_phase */
 	__u8 shed;         /* enum shed_state: lifecycle events shed by the load shedder */

@@ -122,7 +122,7 @@ pub(super) fn run(
     let sweep_every = opts.snapshot_interval;
     let poll_timeout = sweep_every.min(EVENT_POLL);
     let mut next_sweep = Instant::now() + sweep_every;
-    let mut swept = HashSet::new();
+    let (mut swept, mut sweep_pending) = (HashSet::new(), Vec::new());
     let mut next_stats = Instant::now();
     let mut txn = TxnDrain::new(boot_time_ns(), opts.mask_client_port_below, opts.transaction_interval.unwrap_or_default(), opts.http_route_idle);
     let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + d);
@@ -150,7 +150,10 @@ pub(super) fn run(
         read_events(&mut events);
         let now = Instant::now();
         if now >= next_sweep {
-            sweep(&skel, &disp, &stats, sweep_every, &mut swept, &mut walk);
+            sweep(&skel, &disp, &stats, sweep_every, &mut swept, &mut sweep_pending, &mut walk, || {
+                let _ = ring.consume();
+                read_events(&mut events);
+            });
             next_sweep = now + sweep_every;
         }
         if let (Some(at), Some(every)) = (next_txn, opts.transaction_interval) {
