@@ -38,11 +38,11 @@ maps_mb() {
 }
 row() { # row LABEL PHASE PID
   printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$2" "$(mb "$3" VmRSS)" "$(mb "$3" VmHWM)" \
-    "$(maps_mb "$3")" "$(metric wattgraph_agent_socket_map_entries)" "$(metric wattgraph_agent_socket_map_evictions_total)" "$(metric wattgraph_agent_transaction_map_full_total)" \
+    "$(maps_mb "$3")" "$(metric wattgraph_agent_socket_map_entries)" "$(metric wattgraph_agent_socket_storage_refused_total)" "$(metric wattgraph_agent_transaction_map_full_total)" \
     "$(metric wattgraph_agent_ringbuf_lost_total)"
 }
 
-echo "| maps | phase | RSS (MB) | peak RSS (MB) | BPF maps (MB) | socket map entries | socket map evictions | txn map full | ring-buffer lost |"
+echo "| maps | phase | RSS (MB) | peak RSS (MB) | BPF maps (MB) | sockets with state | storage refused | txn map full | ring-buffer lost |"
 echo "|---|---|---|---|---|---|---|---|---|"
 # label:flags pairs; FOOTPRINT_CONFIGS (newline separated) replaces them, e.g. to attribute
 # the peak to one part of the agent. "label@/path/to/agent:flags" runs another build, so two

@@ -17,7 +17,6 @@ pub struct Sources {
     pub capture: Option<Arc<CaptureStats>>,
     pub kafka: Option<Arc<KafkaStats>>,
     pub resources: Arc<ResourceMetrics>,
-    pub socket_map_capacity: u64,
     /// Power cap (budget consumer and actuator); None leaves its metrics out.
     pub budget: Option<Arc<BudgetMetrics>>,
     /// Pod metadata source (--pod-metadata-url); None leaves its metrics out.
@@ -133,13 +132,12 @@ impl Renderer {
                 "Request starts without a route, by reason: route map full (filed as OTHER) or request bytes not visible (io_uring, sendfile, kernel threads).",
                 &[("reason=\"routes_full\"", g(&c.http_routes_full) as f64), ("reason=\"no_buffer\"", g(&c.http_unread) as f64)],
             );
-            metric("wattgraph_agent_socket_map_capacity", "gauge", "Sockets the in-kernel LRU map holds.", &[("", self.src.socket_map_capacity as f64)]);
-            metric("wattgraph_agent_socket_map_entries", "gauge", "Sockets in the in-kernel map at the last sweep.", &[("", g(&c.socket_map_entries) as f64)]);
+            metric("wattgraph_agent_socket_map_entries", "gauge", "Sockets with in-kernel state (socket-local storage) at the last sweep.", &[("", g(&c.socket_map_entries) as f64)]);
             metric(
-                "wattgraph_agent_socket_map_evictions_total",
+                "wattgraph_agent_socket_storage_refused_total",
                 "counter",
-                "Live sockets the full LRU map evicted (their later bytes start a new entry; lower bound).",
-                &[("", g(&c.socket_map_evictions) as f64)],
+                "Times the kernel refused a socket's state (its net.core.optmem_max, or no memory); the socket's next call tries again.",
+                &[("", g(&c.socket_storage_refused) as f64)],
             );
             metric(
                 "wattgraph_agent_bpf_recursion_misses_total",
@@ -322,7 +320,6 @@ mod tests {
             capture: Some(cap),
             kafka: Some(Arc::new(KafkaStats::default())),
             resources: res,
-            socket_map_capacity: 65536,
             budget: Some(Arc::new(BudgetMetrics::new(crate::control::power_cap::outcome::PowerCapMode::DryRun))),
             pods: Some(Arc::new(crate::identity::pod_metadata::PodDirectory::default())),
         }));
@@ -337,6 +334,7 @@ mod tests {
         for needle in [
             "wattgraph_agent_connection_events_total{kind=\"OPENED\"} 3",
             "wattgraph_agent_thread_map_fill_ratio 0.25",
+            "wattgraph_agent_socket_storage_refused_total 0",
             "wattgraph_agent_pod_metadata_pods 0",
             "wattgraph_agent_host_power_watts{source=\"ESTIMATED\"} 12.5",
             "wattgraph_agent_kafka_delivery_errors_total 0",

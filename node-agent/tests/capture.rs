@@ -379,36 +379,42 @@ fn hold_connections(n: usize) -> (Vec<TcpStream>, Vec<TcpStream>) {
     (clients, servers)
 }
 
+/// Socket state is socket-local storage: nothing is evicted, `--map-entries` (the closed-
+/// transaction map) does not bound the live sockets tracked, and what caps the memory is the
+/// kernel's per-socket `net.core.optmem_max`: a socket whose storage it refuses is counted.
 #[test]
-fn socket_map_evictions_are_counted() {
+fn socket_state_has_no_eviction_and_refusals_are_counted() {
     use std::sync::atomic::Ordering::Relaxed;
-    const N: usize = 300;
-    const SMALL: u32 = 64;
-    let every = Duration::from_millis(500);
-    // A map far too small for 2N live sockets evicts, and says so: at least the sockets beyond
-    // its capacity (other traffic on the host only adds to both sides).
-    let Some(small) = start(CaptureOptions { snapshot_interval: every, map_entries: SMALL, ..opts() }) else { return };
-    let held = hold_connections(N);
-    let st = small.stats();
-    let want = (2 * N) as u64 - SMALL as u64;
-    wait_for(&format!("{want} evictions counted for {} sockets in {SMALL} entries", 2 * N), || {
-        st.socket_map_evictions.load(Relaxed) >= want
-    });
-    let live = st.socket_map_entries.load(Relaxed);
-    assert!(live <= SMALL as u64, "{live} entries in a map of {SMALL}");
-    drop(held);
-    drop(small);
-
-    // More load in a map with room: nothing evicted, and the sweep (which reads the map in
-    // batches of 4,096) sees every socket.
     const MANY: usize = 2500;
-    let Some(roomy) = start(CaptureOptions { snapshot_interval: every, map_entries: 65536, ..opts() }) else { return };
+    let every = Duration::from_millis(500);
+    // 5,000 live sockets with `--map-entries` at its minimum (64): the sweep (which reads a few
+    // hundred sockets per syscall) sees every one of them, and nothing was refused.
+    let Some(h) = start(CaptureOptions { snapshot_interval: every, map_entries: 64, ..opts() }) else { return };
     let held = hold_connections(MANY);
-    let st = roomy.stats();
-    // A sweep after all of them were inserted (the count is taken in the same sweep).
-    wait_for("a sweep that sees every live socket", || st.socket_map_entries.load(Relaxed) >= (2 * MANY) as u64);
-    assert_eq!(st.socket_map_evictions.load(Relaxed), 0, "evictions counted in a map with room");
+    let st = h.stats();
+    // A sweep after all of them were created (the count is taken in the same sweep). Events are
+    // taken meanwhile: a full channel would hold the capture thread, and its sweeps, back.
+    wait_for("a sweep that sees every live socket", || {
+        while h.events().try_recv().is_ok() {}
+        st.socket_map_entries.load(Relaxed) >= (2 * MANY) as u64
+    });
+    assert_eq!(st.socket_storage_refused.load(Relaxed), 0, "storage refused on a host with room");
     drop(held);
+
+    // In a namespace whose optmem_max (per namespace) is below one socket's state, the kernel
+    // refuses each socket's storage: counted (at least once per socket; again at its later calls).
+    const N: usize = 50;
+    let ns = NetnsThread::spawn(|| {
+        std::fs::write("/proc/sys/net/core/optmem_max", "64").expect("set optmem_max in the test's namespace");
+        hold_connections(N)
+    });
+    let small = ns.run();
+    wait_for(&format!("{} refusals counted for {} sockets", 2 * N, 2 * N), || {
+        while h.events().try_recv().is_ok() {}
+        st.socket_storage_refused.load(Relaxed) >= (2 * N) as u64
+    });
+    drop(small);
+    drop(h);
 }
 
 /// A connection older than the agent: the kernel saw no handshake, so it cannot tell the ends

@@ -87,7 +87,7 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> i32 {
         cfg.netns.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
     };
     log::info!(
-        "attached tp_btf programs to {}; capturing {}; snapshot every {} bytes or {} ms; map {} sockets",
+        "attached tp_btf programs to {}; capturing {}; snapshot every {} bytes or {} ms; {} closed-transaction entries",
         handle.attached.join(", "),
         netns_desc,
         cfg.snapshot_bytes,
@@ -154,7 +154,6 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> i32 {
             capture: Some(handle.stats().clone()),
             kafka: Some(output.stats().clone()),
             resources: res_metrics.clone(),
-            socket_map_capacity: cfg.map_entries as u64,
             budget: Some(budget_metrics.clone()),
             pods: pod_dir.clone(),
         }));

@@ -18,7 +18,6 @@
 #define AF_INET6 10
 #define IPPROTO_TCP 6
 #define MSG_PEEK 2
-#define EEXIST 17
 
 #define TCP_ESTABLISHED 1
 #define TCP_SYN_SENT 2
@@ -36,10 +35,13 @@ const volatile __u8 track_http = 1;      // 1 = HTTP/1.x routes of transactions 
 const volatile __u8 shed_mode = SHED_OFF; // enum shed_mode; SHED_OFF compiles the shedder out
 const volatile __u8 shed_by_cgroup = 0;  // accounting domain: 0 = process (tgid), 1 = cgroup id
 
+// Each socket's state, stored in the socket itself (bpf_sk_storage_get from the socket pointer):
+// no hash lookup per send or receive, no eviction, freed with the socket. User space lists it
+// with the dump_socks iterator below (every namespace in one walk).
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536); // resized from user space (--map-entries)
-	__type(key, __u64);         // socket cookie
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct sock_info);
 } socks SEC(".maps");
 
@@ -213,12 +215,17 @@ static __always_inline bool is_self(void)
 	return me && *me && (bpf_get_current_pid_tgid() >> 32) == *me;
 }
 
-// The socket's cookie: a plain load once the kernel has made one (the first
-// bpf_get_socket_cookie of the socket), which saves a helper call per event.
+// The socket's cookie (its name in events and transaction maps), taken once, when its state is
+// created: a plain load once the kernel has made one, else the helper.
 static __always_inline __u64 sock_cookie(struct sock *sk)
 {
 	__u64 c = sk->__sk_common.skc_cookie.counter;
 	return c ? c : bpf_get_socket_cookie(sk);
+}
+
+static __always_inline struct sock_info *sock_state(struct sock *sk)
+{
+	return bpf_sk_storage_get(&socks, sk, 0, 0);
 }
 
 // The application's read position in the byte stream: it moves with every byte read (not
@@ -412,10 +419,12 @@ static __attribute__((noinline)) int shed_decide(struct sock_info *si, __u64 now
 // the verifier removes the rest.
 static __always_inline void open_conn(struct sock_info *si, __u64 now)
 {
-	si->opened = 1;
-	if (shed_mode != SHED_OFF && !shed_decide(si, now))
-		return;
-	emit(si, EV_OPENED, now);
+	si->opened = OPEN_CLAIMED; // a call on another CPU does not open it again
+	if (shed_mode == SHED_OFF || shed_decide(si, now))
+		emit(si, EV_OPENED, now);
+	// Only once OPENED is in the ring: the sweep reads the ring after its walk (sweep.rs), so a
+	// socket it saw OPEN_DONE has its OPENED delivered before its SNAPSHOT.
+	si->opened = OPEN_DONE;
 }
 
 // At TCP_CLOSE of a shed connection never reported: its bytes go to its domain's counters.
@@ -632,7 +641,7 @@ static __always_inline struct nest_state *nest_state(void)
 	return bpf_map_lookup_elem(&nest, &zero);
 }
 
-static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie, __u32 ns, __u8 role, __u64 open_ns)
+static __always_inline struct sock_info *new_entry(struct sock *sk, __u32 ns, __u8 role, __u64 open_ns)
 {
 	struct nest_state *n = nest_state();
 	if (!n)
@@ -645,24 +654,26 @@ static __always_inline struct sock_info *new_entry(struct sock *sk, __u64 cookie
 		return NULL;
 	n->depth = slot + 1; // a program interrupting this one takes the next slot
 	__builtin_memset(si, 0, sizeof(*si));
-	si->cookie = cookie;
+	si->cookie = sock_cookie(sk);
 	si->netns = ns;
 	si->role = role;
 	si->open_ns = open_ns;
 	si->keep = SHED_KEEP_ONE;
 	fill_tuple(si, sk);
-	// NOEXIST: another CPU may have created it meanwhile; keep that one (and count once).
-	long err = bpf_map_update_elem(&socks, &cookie, si, BPF_NOEXIST);
+	struct sock_info *got = bpf_sk_storage_get(&socks, sk, si, BPF_SK_STORAGE_GET_F_CREATE);
 	n->depth = slot;
-	if (!err)
-		stat_inc(STAT_SOCK_INSERTS);
-	else if (err != -EEXIST)
-		return NULL;
-	return bpf_map_lookup_elem(&socks, &cookie);
+	if (got)
+		return got;
+	// NULL: another CPU created it meanwhile (keep that one), or the kernel refused the memory
+	// (the socket's net.core.optmem_max, or no memory): counted, tried again at its next call.
+	got = sock_state(sk);
+	if (!got)
+		stat_inc(STAT_SOCK_REFUSED);
+	return got;
 }
 
 // The state changes that matter (about half of a connection's): the filter first, then the
-// cookie; the clock only where a time is kept.
+// socket's state; the clock only where a time is kept.
 static __always_inline int set_state(struct sock *sk, int oldstate, int newstate)
 {
 	if (newstate != TCP_SYN_SENT && newstate != TCP_CLOSE &&
@@ -670,7 +681,6 @@ static __always_inline int set_state(struct sock *sk, int oldstate, int newstate
 		return 0;
 	if (!is_tcp_inet(sk))
 		return 0;
-	__u64 cookie = sock_cookie(sk);
 	struct sock_info *si;
 
 	if (newstate == TCP_SYN_SENT) {
@@ -680,13 +690,13 @@ static __always_inline int set_state(struct sock *sk, int oldstate, int newstate
 			return 0;
 		if (is_self())
 			return 0;
-		si = new_entry(sk, cookie, ns, ROLE_CLIENT, bpf_ktime_get_boot_ns());
+		si = new_entry(sk, ns, ROLE_CLIENT, bpf_ktime_get_boot_ns());
 		if (si)
 			fill_identity(si);
 		return 0;
 	}
 
-	si = bpf_map_lookup_elem(&socks, &cookie);
+	si = sock_state(sk);
 	if (newstate == TCP_ESTABLISHED) {
 		if (oldstate == TCP_SYN_SENT) {
 			if (!si)
@@ -703,7 +713,7 @@ static __always_inline int set_state(struct sock *sk, int oldstate, int newstate
 			__u32 ns = sk_netns(sk);
 			if (!netns_allowed(ns))
 				return 0;
-			new_entry(sk, cookie, ns, ROLE_SERVER, bpf_ktime_get_boot_ns());
+			new_entry(sk, ns, ROLE_SERVER, bpf_ktime_get_boot_ns());
 		}
 		return 0;
 	}
@@ -723,8 +733,8 @@ static __always_inline int set_state(struct sock *sk, int oldstate, int newstate
 		else if (si->opened)
 			emit(si, EV_CLOSED, now);
 	}
-	if (!bpf_map_delete_elem(&socks, &cookie))
-		stat_inc(STAT_SOCK_DELETES);
+	// Gone before the socket: a later call on it (e.g. data read after a reset) finds none.
+	bpf_sk_storage_delete(&socks, sk);
 	return 0;
 }
 
@@ -768,7 +778,6 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 {
 	if (ret <= 0 || !is_tcp_inet(sk))
 		return 0;
-	__u64 cookie = sock_cookie(sk);
 	// A send's transaction time is when it began (send_begins); a receive's, when it returned.
 	__u32 zero = 0;
 	struct send_begin *b = track_txn && is_send ? bpf_map_lookup_elem(&send_begins, &zero) : NULL;
@@ -778,14 +787,13 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 		seq = copied_seq(sk); // before this send's phase change (a racing receive voids it)
 		now = send_began(b, sk);
 	}
-	struct sock_info *si = bpf_map_lookup_elem(&socks, &cookie);
+	struct sock_info *si = sock_state(sk);
 
 	if (!si) {
-		// Handshake not seen (socket older than the agent, or client socket
-		// evicted): role UNKNOWN, identity from the current task.
+		// Handshake not seen (socket older than the agent, or its storage refused then): role
+		// UNKNOWN, identity from the current task.
 		// Not for a socket already closed (e.g. data read after the peer's reset): its
-		// TCP_CLOSE was seen, and an entry now would never be removed (it filled the LRU map
-		// under connection floods, evicting live sockets and slowing the sweep).
+		// TCP_CLOSE was seen, and its state was removed then.
 		if (sk->__sk_common.skc_state == TCP_CLOSE)
 			return 0;
 		__u32 ns = sk_netns(sk);
@@ -793,7 +801,7 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 			return 0;
 		if (is_self())
 			return 0;
-		si = new_entry(sk, cookie, ns, ROLE_UNKNOWN, 0);
+		si = new_entry(sk, ns, ROLE_UNKNOWN, 0);
 		if (!si)
 			return 0;
 	}
@@ -872,5 +880,25 @@ int BPF_PROG(handle_recv, struct sock *sk, int ret, int flags)
 	if (flags & MSG_PEEK)
 		return 0; // peeked bytes are received again later
 	on_bytes(sk, ret, false);
+	return 0;
+}
+
+// The sweep's walk (sweep.rs): every socket's state, of every namespace, as raw struct sock_info.
+SEC("iter/bpf_sk_storage_map")
+int dump_socks(struct bpf_iter__bpf_sk_storage_map *ctx)
+{
+	struct sock_info *si = ctx->value;
+	if (ctx->sk && si)
+		bpf_seq_write(ctx->meta->seq, si, sizeof(*si));
+	return 0;
+}
+
+// The transaction drain's walk (drain.rs): only sockets with completed transactions.
+SEC("iter/bpf_sk_storage_map")
+int dump_txn_socks(struct bpf_iter__bpf_sk_storage_map *ctx)
+{
+	struct sock_info *si = ctx->value;
+	if (ctx->sk && si && si->txn_count)
+		bpf_seq_write(ctx->meta->seq, si, sizeof(*si));
 	return 0;
 }

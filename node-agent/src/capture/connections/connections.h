@@ -5,16 +5,19 @@
 
 enum ev_kind { EV_OPENED = 0, EV_SNAPSHOT = 1, EV_CLOSED = 2 };
 enum conn_role { ROLE_CLIENT = 0, ROLE_SERVER = 1, ROLE_UNKNOWN = 2 };
-/* STAT_SOCK_INSERTS - STAT_SOCK_DELETES - live entries = sockets the LRU map evicted. */
 enum stat_idx { STAT_RINGBUF_DROPS = 0, STAT_TXN_HIST_FULL = 1, STAT_TXN_CONN_FULL = 2,
-		STAT_SOCK_INSERTS = 3, STAT_SOCK_DELETES = 4,
+		/* A socket's storage could not be created (its net.core.optmem_max, or no memory);
+		 * per attempt: the socket's next call tries again. */
+		STAT_SOCK_REFUSED = 3,
 		/* State changes handled by handle_set_state_nested (the kernel skipped the nested call). */
-		STAT_SET_STATE_NESTED = 5,
+		STAT_SET_STATE_NESTED = 4,
 		/* HTTP routes: the route table was full (ROUTE_OTHER used); a request's bytes could
 		 * not be read (syscall without a visible buffer: io_uring, sendfile, kernel thread). */
-		STAT_ROUTES_FULL = 6, STAT_HTTP_NO_BUFFER = 7,
+		STAT_ROUTES_FULL = 5, STAT_HTTP_NO_BUFFER = 6,
 		/* Command lines: not copied for want of ring space; not readable (unmapped page). */
-		STAT_PROC_ARGS_DROPS = 8, STAT_PROC_ARGS_UNREAD = 9, STAT_MAX = 10 };
+		STAT_PROC_ARGS_DROPS = 7, STAT_PROC_ARGS_UNREAD = 8, STAT_MAX = 9 };
+/* sock_info.opened: OPENED being emitted (claimed), and in the ring (or shed). */
+enum open_state { OPEN_NO = 0, OPEN_CLAIMED = 1, OPEN_DONE = 2 };
 /* Transaction phase of a socket: which direction carried the last payload. */
 enum txn_phase { TXN_NONE = 0, TXN_SENT = 1, TXN_RECEIVED = 2 };
 /* Histogram kinds. */
@@ -45,7 +48,7 @@ struct sock_info {
 	char comm[16];
 	__u8 role;
 	__u8 has_identity;
-	__u8 opened;
+	__u8 opened;       /* enum open_state */
 	__u8 ignored;
 	__u8 txn_phase;    /* enum txn_phase */
 	__u8 shed;         /* enum shed_state: lifecycle events shed by the load shedder */

@@ -13,6 +13,7 @@ use super::ledger::{delete_keys, Done, TxnLedger};
 use super::mask::{merge_masked, MaskKey};
 use super::skel::*;
 use super::txn_maps::{TxnCell, TxnTotals, TXN_CLIENT_RTT};
+use super::walk::{SockWalk, Which};
 use super::{read_pod, CaptureStats, MAP_BATCH};
 use crate::capture::conntrack::NatTable;
 use crate::capture::connections::transactions::{ConnTxn, Histogram, RouteTxn, TxnRole};
@@ -21,11 +22,11 @@ use crate::shared::clock::boot_time_ns;
 
 /// Reads the kernel's cumulative transaction maps without stopping the writers and turns
 /// them into per-interval differences (exact: the kernel only adds). Live sockets' totals
-/// and identity come from the socket map, closed ones' from `txn_conns`; a closed socket's
-/// cells and entry are deleted after their final reading (the kernel no longer writes them),
-/// and so are cells whose socket is in neither map at two readings in a row (LRU-evicted).
-/// With pins, what the output journaled is kept in the kernel (`ledger`), and a closed socket's
-/// entries stay until its final record was.
+/// and identity come from their socket-local storage (one walk per drain, after the cells),
+/// closed ones' from `txn_conns`; a closed socket's cells and entry are deleted after their final
+/// reading (the kernel no longer writes them), and so are cells whose socket is in neither at two
+/// readings in a row. With pins, what the output journaled is kept in the kernel (`ledger`), and a
+/// closed socket's entries stay until its final record was.
 pub(super) struct TxnDrain {
     pub(super) last_ns: u64,
     pub(super) drains: u64,
@@ -39,6 +40,8 @@ pub(super) struct TxnDrain {
     /// How many the previous drain had (to give a storm's buffer back).
     pub(super) closed_peak: usize,
     pub(super) cells: Vec<(TxnCell, u64)>,
+    /// Live sockets with transactions, from this drain's walk, by cookie.
+    pub(super) live: HashMap<u64, TxnTotals>,
     /// Keys (TxnCell::key_bytes) of cells to delete at the end of the drain, in one batch.
     pub(super) dead_cells: Vec<u8>,
     /// `CaptureOptions::mask_client_port_below`, and the lifetime below which a connection
@@ -76,6 +79,7 @@ impl TxnDrain {
             closed: Vec::new(),
             closed_peak: 0,
             cells: Vec::new(),
+            live: HashMap::new(),
             dead_cells: Vec::new(),
             mask_below,
             mask_age_ns: mask_age.as_nanos() as u64,
@@ -103,7 +107,8 @@ impl TxnDrain {
     }
 
     /// `last`: the final drain at stop, which holds nothing back.
-    pub(super) fn drain(&mut self, skel: &ConnectionsSkel<'_>, tx: &SyncSender<ConnTxn>, stop: &AtomicBool, stats: &CaptureStats, nat: &NatTable, last: bool) {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn drain(&mut self, skel: &ConnectionsSkel<'_>, walk: &mut SockWalk, tx: &SyncSender<ConnTxn>, stop: &AtomicBool, stats: &CaptureStats, nat: &NatTable, last: bool) {
         let now = boot_time_ns();
         self.drains += 1;
         let check_quiet = self.drains.is_multiple_of(TXN_GONE_CHECK_EVERY);
@@ -141,6 +146,19 @@ impl TxnDrain {
             log::warn!("reading transaction histograms: {e}");
         }
         cells.sort_unstable_by_key(|(c, _)| c.cookie);
+        // 2b. Live sockets' totals, read after their cells as a lookup per socket was: one walk
+        //     of the sockets with transactions (filtered in the kernel), only when a cell or a
+        //     socket missing last time asks for it.
+        self.live.clear();
+        if !cells.is_empty() || !self.missing.is_empty() {
+            let live = &mut self.live;
+            if let Err(e) = walk.for_each(Which::Txn, |si| {
+                live.insert(si.cookie, TxnTotals::live(si, now));
+            }) {
+                // Nothing is forgotten on a failed walk: its sockets count as missing once.
+                log::warn!("reading live sockets' transaction totals: {e}");
+            }
+        }
         // 3. One record per socket with new transactions (or that closed): a merge of the two
         //    sorted lists.
         let mut missing = HashSet::new();
@@ -249,12 +267,12 @@ impl TxnDrain {
         let changed = cells.iter().any(|(c, n)| self.prev_hist.get(c).copied().unwrap_or(0) != *n);
         let totals = match closed {
             Some(t) => Some(t),
-            None if changed || check_quiet || self.missing.contains(&cookie) => TxnTotals::live(skel, cookie, now),
+            None if changed || check_quiet || self.missing.contains(&cookie) => self.live.get(&cookie).copied(),
             None => return, // quiet live socket
         };
         let Some(t) = totals else {
-            // In neither map: closed between our reads (its entry shows up next time),
-            // or evicted. Forget it only when it is still missing next time.
+            // In neither: closed between our reads (its entry shows up next time). Forget it
+            // only when it is still missing next time.
             if self.missing.contains(&cookie) {
                 self.forget(cookie, cells);
                 self.ledger.forget(skel, cookie, cells);

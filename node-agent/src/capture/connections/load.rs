@@ -65,10 +65,9 @@ pub(super) fn load_and_attach<'a>(
             ro.shed_by_cgroup = u8::from(sh.by_cgroup());
         }
     }
-    open.maps
-        .socks
-        .set_max_entries(opts.map_entries)
-        .map_err(|e| bpf_err("size socket map", e))?;
+    // Attached by the sweep with the map's fd (walk.rs), not here.
+    open.progs.dump_socks.set_autoattach(false);
+    open.progs.dump_txn_socks.set_autoattach(false);
     open.maps
         .txn_conns
         .set_max_entries(opts.map_entries)

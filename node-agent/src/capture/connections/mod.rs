@@ -1,6 +1,6 @@
 //! The connection and transaction programs (connections.bpf.c): loaded and attached by `load`,
 //! run by one capture thread (`thread`) that reads the ring buffer (`ring`), hands decoded events
-//! to a bounded channel (`dispatch`), sweeps the socket map for unreported bytes (`sweep`), runs
+//! to a bounded channel (`dispatch`), sweeps the sockets' state for unreported bytes (`sweep`, `walk`), runs
 //! kernel load shedding (`shed`), drains the transaction histograms (`drain`) and publishes its
 //! counters (`stats`). Knows nothing about Avro or Kafka, so tests use it directly.
 pub mod http_route;
@@ -18,6 +18,7 @@ mod stats;
 mod sweep;
 mod thread;
 mod txn_maps;
+mod walk;
 
 use std::collections::HashMap;
 use std::mem::size_of;
@@ -56,6 +57,8 @@ pub struct CaptureOptions {
     pub snapshot_interval: Duration,
     /// nsfs paths; empty = every namespace.
     pub netns: Vec<PathBuf>,
+    /// Closed sockets' transaction totals the kernel holds until the next drain (`txn_conns`).
+    /// Live sockets' state has no such bound: it is socket-local storage, one per TCP socket.
     pub map_entries: u32,
     /// Drop the sockets of this process in the kernel (the agent's own Kafka traffic).
     pub ignore_self: bool,

@@ -48,23 +48,22 @@ pub struct CaptureStats {
     /// Processes whose command line the kernel could not copy (ring full, argv not resident):
     /// theirs comes from /proc, if the process still lives when its first event is encoded.
     pub cmdlines_not_copied: AtomicU64,
-    /// Entries in the socket map at the last sweep.
+    /// Sockets with state (socket-local storage) at the last sweep.
     pub socket_map_entries: AtomicU64,
-    /// Live sockets the LRU socket map evicted (a lower bound, exact when the map is quiet):
-    /// inserts - deletes - entries found by the sweep.
-    pub socket_map_evictions: AtomicU64,
+    /// Times a socket's state could not be created (the kernel refused the memory: the socket's
+    /// `net.core.optmem_max`, or none left); that socket is tried again at its next call.
+    pub socket_storage_refused: AtomicU64,
     /// NAT translation (conntrack).
     pub nat: Arc<NatStats>,
 }
 
 /// `enum stat_idx` of connections.h.
-pub(super) const STAT_SOCK_INSERTS: u32 = 3;
-pub(super) const STAT_SOCK_DELETES: u32 = 4;
-pub(super) const STAT_SET_STATE_NESTED: u32 = 5;
-pub(super) const STAT_ROUTES_FULL: u32 = 6;
-pub(super) const STAT_HTTP_NO_BUFFER: u32 = 7;
-pub(super) const STAT_PROC_ARGS_DROPS: u32 = 8;
-pub(super) const STAT_PROC_ARGS_UNREAD: u32 = 9;
+pub(super) const STAT_SOCK_REFUSED: u32 = 3;
+pub(super) const STAT_SET_STATE_NESTED: u32 = 4;
+pub(super) const STAT_ROUTES_FULL: u32 = 5;
+pub(super) const STAT_HTTP_NO_BUFFER: u32 = 6;
+pub(super) const STAT_PROC_ARGS_DROPS: u32 = 7;
+pub(super) const STAT_PROC_ARGS_UNREAD: u32 = 8;
 
 /// `recursion_misses` of one program (0 if the kernel does not say).
 pub(super) fn prog_misses(prog: &libbpf_rs::ProgramMut<'_>) -> u64 {

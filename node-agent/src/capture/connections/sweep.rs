@@ -1,4 +1,4 @@
-//! The time rule of SNAPSHOT: a walk of the socket map for bytes not reported yet.
+//! The time rule of SNAPSHOT: a walk of every socket's state for bytes not reported yet.
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -7,58 +7,68 @@ use std::time::Duration;
 use super::dispatch::Dispatcher;
 use super::ring::from_sock_info;
 use super::skel::*;
-use super::stats::{read_stat, STAT_SOCK_DELETES, STAT_SOCK_INSERTS};
-use super::{read_pod, CaptureStats, MAP_BATCH};
+use super::stats::{read_stat, STAT_SOCK_REFUSED};
+use super::walk::{SockWalk, Which};
+use super::CaptureStats;
 use crate::capture::event::Kind;
-use crate::capture::map_batch::BatchReader;
 use crate::shared::clock::boot_time_ns;
 
 /// Emits SNAPSHOT for opened sockets with bytes not reported yet, busy or idle, so no
 /// connection's bytes wait for its close. This is the time rule of SNAPSHOT: the kernel emits by
 /// bytes, and by time only for its shed connections not yet reported (connections.bpf.c).
 /// `every` is the sweep interval; `seen` (the cookies of the live sockets, filled anew) and
-/// `reader` are buffers kept between sweeps.
-pub(super) fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stats: &CaptureStats, every: Duration, seen: &mut HashSet<u64>, reader: &mut BatchReader) {
+/// `pending` are buffers kept between sweeps. `read_ring` reads the event ring: called after the
+/// walk, so an OPENED the kernel emitted before the walk saw its socket opened is delivered before
+/// that socket's SNAPSHOT (the kernel marks a socket OPEN_DONE once its OPENED is in the ring).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn sweep(
+    skel: &ConnectionsSkel<'_>,
+    disp: &RefCell<Dispatcher>,
+    stats: &CaptureStats,
+    every: Duration,
+    seen: &mut HashSet<u64>,
+    pending: &mut Vec<types::sock_info>,
+    walk: &mut SockWalk,
+    read_ring: impl FnOnce(),
+) {
     let now = boot_time_ns();
     seen.clear();
-    let map = &skel.maps.socks;
-    // Inserts before the walk, deletes after it: entries that come and go meanwhile make
-    // the difference smaller, never larger.
-    let inserts = read_stat(skel, STAT_SOCK_INSERTS);
-    // In batches: one syscall per MAP_BATCH sockets, not two per socket.
-    let read = reader.for_each(map, MAP_BATCH, false, |_, val| {
-        let Some(si) = read_pod::<types::sock_info>(val) else { return };
+    pending.clear();
+    // One iterator walk of the socket-local storage (walk.rs), a few hundred sockets per syscall;
+    // kept: the opened sockets with bytes the kernel has not reported.
+    let read = walk.for_each(Which::All, |si| {
         seen.insert(si.cookie);
-        if si.opened == 0 || si.ignored != 0 || si.shed == SHED_UNREPORTED {
-            return;
+        if si.opened == OPEN_DONE && si.ignored == 0 && si.shed != SHED_UNREPORTED && (si.bytes_sent > si.reported_sent || si.bytes_recv > si.reported_recv) {
+            pending.push(*si);
         }
+    });
+    if let Err(e) = read {
+        // Nothing is forgotten on a failed walk: what it did not see may still be live.
+        log::warn!("reading the sockets' state: {e}");
+        return;
+    }
+    read_ring();
+    for si in pending.iter() {
         let mut d = disp.borrow_mut();
         // A connection shed in user space is reported once it has been open for an interval
         // (as the kernel does for its own shed ones): the SNAPSHOT marks it reported (admit).
         if d.shed.as_ref().and_then(|s| s.user.as_ref()).is_some_and(|u| u.is_unreported(si.cookie))
             && now.saturating_sub(si.last_report_ns) < every.as_nanos() as u64
         {
-            return;
+            continue;
         }
         let (ls, lr) = d.last.get(&si.cookie).copied().unwrap_or((0, 0));
         let (rs, rr) = (si.reported_sent.max(ls), si.reported_recv.max(lr));
         if si.bytes_sent > rs || si.bytes_recv > rr {
-            if let Some(ev) = from_sock_info(&si, Kind::Snapshot, now) {
+            if let Some(ev) = from_sock_info(si, Kind::Snapshot, now) {
                 stats.sweep_snapshots.fetch_add(1, Ordering::Relaxed);
                 d.dispatch(ev);
             }
         }
-    });
-    if let Err(e) = read {
-        // Nothing is forgotten on a failed walk: what it did not see may still be live.
-        log::warn!("reading the socket map: {e}");
-        return;
     }
-    let deletes = read_stat(skel, STAT_SOCK_DELETES);
-    let live = seen.len() as u64;
-    stats.socket_map_entries.store(live, Ordering::Relaxed);
-    stats.socket_map_evictions.fetch_max(inserts.saturating_sub(deletes + live), Ordering::Relaxed);
-    // Forget sockets the kernel no longer tracks (closed or LRU-evicted).
+    stats.socket_map_entries.store(seen.len() as u64, Ordering::Relaxed);
+    stats.socket_storage_refused.store(read_stat(skel, STAT_SOCK_REFUSED), Ordering::Relaxed);
+    // Forget sockets the kernel no longer tracks (closed).
     let mut d = disp.borrow_mut();
     d.last.retain(|c, _| seen.contains(c));
     if let Some(u) = d.shed.as_mut().and_then(|s| s.user.as_mut()) {
@@ -66,5 +76,7 @@ pub(super) fn sweep(skel: &ConnectionsSkel<'_>, disp: &RefCell<Dispatcher>, stat
     }
 }
 
+/// `enum open_state` of connections.h: OPENED is in the ring.
+const OPEN_DONE: u8 = 2;
 /// `enum shed_state` of connections.h.
 pub(super) const SHED_UNREPORTED: u8 = 1;

@@ -19,10 +19,10 @@ use super::ring::{decode_proc_args, decode_raw};
 use super::shed::{shed_command, shed_tick, ShedClock};
 use super::stats::read_stats;
 use super::sweep::sweep;
+use super::walk::SockWalk;
 use super::{CaptureOptions, CaptureStats, ShedCmd};
 use crate::capture::bpf::{bpf_err, CaptureError};
 use crate::capture::event::ConnEvent;
-use crate::capture::map_batch::BatchReader;
 use crate::capture::connections::transactions::ConnTxn;
 use crate::capture::shedding::{ShedMode, UserShed};
 use crate::identity::proc_info::KernelCmdlines;
@@ -110,12 +110,19 @@ pub(super) fn run(
         );
         events.release_taken();
     };
+    let mut walk = match SockWalk::attach(&skel) {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
     let _ = ready.send(Ok(attached));
 
     let sweep_every = opts.snapshot_interval;
     let poll_timeout = sweep_every.min(EVENT_POLL);
     let mut next_sweep = Instant::now() + sweep_every;
-    let (mut swept, mut sweep_reader) = (HashSet::new(), BatchReader::default());
+    let (mut swept, mut sweep_pending) = (HashSet::new(), Vec::new());
     let mut next_stats = Instant::now();
     let mut txn = TxnDrain::new(
         boot_time_ns(),
@@ -153,12 +160,15 @@ pub(super) fn run(
         txn.ledger.commit(&skel, false);
         let now = Instant::now();
         if now >= next_sweep {
-            sweep(&skel, &disp, &stats, sweep_every, &mut swept, &mut sweep_reader);
+            sweep(&skel, &disp, &stats, sweep_every, &mut swept, &mut sweep_pending, &mut walk, || {
+                let _ = ring.consume();
+                read_events(&mut events);
+            });
             next_sweep = now + sweep_every;
         }
         if let (Some(at), Some(every)) = (next_txn, opts.transaction_interval) {
             if now >= at {
-                txn.drain(&skel, &txn_tx, &stop, &stats, &disp.borrow().nat, false);
+                txn.drain(&skel, &mut walk, &txn_tx, &stop, &stats, &disp.borrow().nat, false);
                 next_txn = Some(at + every.max(Duration::from_millis(10)));
                 if next_txn.is_some_and(|t| t < now) {
                     next_txn = Some(now + every);
@@ -183,7 +193,7 @@ pub(super) fn run(
     events.release_all();
     if opts.transaction_interval.is_some() {
         // Final drain; nobody may be reading any more, so a full channel drops the rest.
-        txn.drain(&skel, &txn_tx, &AtomicBool::new(true), &stats, &disp.borrow().nat, true);
+        txn.drain(&skel, &mut walk, &txn_tx, &AtomicBool::new(true), &stats, &disp.borrow().nat, true);
         txn.ledger.commit(&skel, true);
     }
     read_stats(&skel, &stats);

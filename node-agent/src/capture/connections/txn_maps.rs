@@ -1,8 +1,6 @@
 //! Entries of the kernel's transaction maps: histogram cells (`txn_hist`) and a socket's identity
-//! and cumulative totals, from the socket map while it lives or `txn_conns` once it closed.
+//! and cumulative totals, from its socket-local storage while it lives or `txn_conns` once it closed.
 use std::mem::size_of;
-
-use libbpf_rs::{MapCore, MapFlags};
 
 use super::read_pod;
 use super::skel::*;
@@ -84,10 +82,9 @@ impl TxnTotals {
         })
     }
 
-    pub(super) fn live(skel: &ConnectionsSkel<'_>, cookie: u64, now: u64) -> Option<TxnTotals> {
-        let val = skel.maps.socks.lookup(&cookie.to_ne_bytes(), MapFlags::ANY).ok()??;
-        let si: types::sock_info = read_pod(&val)?;
-        Some(TxnTotals {
+    /// A live socket's totals so far (its `sock_info`, from the drain's walk).
+    pub(super) fn live(si: &types::sock_info, now: u64) -> TxnTotals {
+        TxnTotals {
             role: si.role,
             proc_start_ns: si.proc_start_ns,
             cgroup_id: si.cgroup_id,
@@ -103,6 +100,6 @@ impl TxnTotals {
             resp: si.txn_resp_bytes,
             closed: false,
             age_ns: if si.open_ns == 0 { u64::MAX } else { now.saturating_sub(si.open_ns) },
-        })
+        }
     }
 }
