@@ -61,13 +61,26 @@ record EdgeWindows(TreeMap<Long, EdgeMetrics> latest, List<String> duplicates, T
   }
 
   /**
-   * What the agents delivered on {@code wattgraph.transactions} for these processes: transactions per
-   * {@code ROLE@windowStartNs} (the job's event time, interval end - 1 ns, in windows of
-   * {@code windowMs} from the epoch). A record the agent sent again (the same bytes: after a crash its
-   * spool sends what Kafka had not confirmed) counts once, as the job drops the replay.
+   * The graph's ids ({@code host/pid/startTimeNs}) of the processes at the ends of these windows: a
+   * pid alone may have been another process's earlier (an hour of pod churn reuses pids).
    */
-  static TreeMap<String, Long> delivered(String kafka, String clientHost, long clientPid, String serverHost,
-      long serverPid, long windowMs) throws Exception {
+  Set<String> processIds() {
+    Set<String> ids = new HashSet<>();
+    latest.values().forEach(m -> {
+      ids.add(m.getClientId().toString());
+      ids.add(m.getServerId().toString());
+    });
+    return ids;
+  }
+
+  /**
+   * What the agents delivered on {@code wattgraph.transactions} for these processes (graph ids,
+   * {@link #processIds}): transactions per {@code ROLE@windowStartNs} (the job's event time, interval
+   * end - 1 ns, in windows of {@code windowMs} from the epoch). A record the agent sent again (the
+   * same bytes: after a crash its spool sends what Kafka had not confirmed) counts once, as the job
+   * drops the replay.
+   */
+  static TreeMap<String, Long> delivered(String kafka, Set<String> processIds, long windowMs) throws Exception {
     TreeMap<String, Long> sums = new TreeMap<>();
     Set<Long> seen = new HashSet<>();
     long windowNs = windowMs * 1_000_000;
@@ -85,8 +98,7 @@ record EdgeWindows(TreeMap<Long, EdgeMetrics> latest, List<String> duplicates, T
             continue;
           }
           TransactionStats t = WattgraphSchemas.transactionStatsDecoder().decode(r.value());
-          String host = t.getHostId().toString();
-          if ((host.equals(clientHost) && t.getTgid() == clientPid) || (host.equals(serverHost) && t.getTgid() == serverPid)) {
+          if (processIds.contains(t.getHostId() + "/" + t.getTgid() + "/" + t.getProcessStartTimeNs())) {
             sums.merge(t.getRole() + "@" + (t.getIntervalEndNs() - 1) / windowNs * windowNs, t.getTransactions(), Long::sum);
           }
         }

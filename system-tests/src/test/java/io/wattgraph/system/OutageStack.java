@@ -303,8 +303,7 @@ final class OutageStack implements AutoCloseable {
       Thread.sleep(2000);
       w = windows(load);
     }
-    var delivered = EdgeWindows.delivered(kafka.bootstrapServers(), h.client(), load.client().pid(), h.server(),
-        load.server().pid(), WINDOW_MS);
+    var delivered = EdgeWindows.delivered(kafka.bootstrapServers(), w.processIds(), WINDOW_MS);
     long late = job.lateInputsDropped();
     System.out.printf("%s: %s; delivered by the agents %s; late inputs dropped by the job %d%n", phase, w, delivered, late);
     assertEquals(List.of(), w.duplicates(), phase + ": a window emitted twice with one revision");
