@@ -66,8 +66,8 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
     this(settings, graph, timers, mailbox, rowsWritten, List.of());
   }
 
-  /** With {@code unwritten}: the rows a checkpoint held (its writer's state), written first. */
-  Neo4jSinkWriter(Neo4jSettings settings, Neo4jBatchTarget<R> graph, ProcessingTimeService timers,
+  /** With {@code unwritten}: the rows a checkpoint held (its writer's state), written first. Public for tests. */
+  public Neo4jSinkWriter(Neo4jSettings settings, Neo4jBatchTarget<R> graph, ProcessingTimeService timers,
       MailboxExecutor mailbox, Counter rowsWritten, Collection<R> unwritten) {
     this.settings = settings;
     this.graph = graph;
