@@ -491,6 +491,43 @@ class MetricsHistoryIT {
     assertEquals(230.0, t.get("serverTimeSumNsTotal").asDouble());
   }
 
+  /**
+   * An edge window whose edge never comes waits in the checkpoint, is offered again for the wait
+   * ({@code --edge-wait-ms}), then is dropped and counted ({@code edgeWindowsWithoutEdge}); nothing else of the
+   * batch is lost and no edge is made. A window retracted to nothing (all requests moved off an External edge the
+   * connection path deleted) has nothing to add: it is dropped at once and not counted.
+   */
+  @Test
+  void anEdgeWindowWhoseEdgeNeverComesIsCountedAfterTheWait() throws Exception {
+    talksTo();
+    EdgeMetricsRow lost = edge(1, 0, 1, 3, 30);
+    lost.serverId = "h3/300/7000";
+    EdgeMetricsRow retracted = edge(1, 1, 1, 0, 0);
+    retracted.serverKind = EdgeInput.EXTERNAL;
+    retracted.serverId = "203.0.113.7:443";
+    long before = EdgeMetricsGraphWriter.WITHOUT_EDGE.get();
+    try (EdgeSink sink = new EdgeSink()) {
+      sink.writeNow(edge(1, 0, 1, 3, 30), lost, retracted);
+      assertEquals(List.of(lost), sink.writer.snapshotState(1), "the window waiting for its edge is in the checkpoint");
+      sink.timers.advance(settings.waitMs - 1);
+      sink.mailbox.yield(); // offered again by the timer, within the wait
+      assertEquals(List.of(lost), sink.writer.snapshotState(2));
+      assertEquals(0, sink.graph.withoutEdge());
+      sink.timers.advance(settings.waitMs);
+      sink.mailbox.yield();
+      assertEquals(List.of(), sink.writer.snapshotState(3));
+      assertEquals(1, sink.graph.withoutEdge(), "the lost window, not the retracted one");
+      sink.writer.flush(true);
+    }
+    assertEquals(1, EdgeMetricsGraphWriter.WITHOUT_EDGE.get() - before);
+    assertEquals(totals(0, 3), list(edgeValue(), "clientRttOctaveTotals"));
+    try (Session s = driver.session()) {
+      assertEquals(List.of(2L, 1L), s.executeRead(tx -> tx.run(
+          "MATCH (n) OPTIONAL MATCH (n)-[t]->() RETURN count(DISTINCT n) AS n, count(t) AS t").single().values()
+          .stream().map(Value::asLong).toList()), "no node or edge made: P1, P2 and their edge");
+    }
+  }
+
   @Test
   void zeroKeepsTheLatestWindowOnly() {
     write(0, host(1, 0, 0.1), host(2, 0, 0.2));
