@@ -62,6 +62,8 @@ public class EdgeMetricsGraphWriter extends WindowGraphWriter<EdgeMetricsRow> {
   public static final String WITHOUT_EDGE_METRIC = "edgeWindowsWithoutEdge";
   /** Over every writer of this JVM (tests read it). */
   public static final AtomicLong WITHOUT_EDGE = new AtomicLong();
+  /** Rows returned to wait for their edge, over every writer of this JVM (tests read it). */
+  public static final AtomicLong WAITING = new AtomicLong();
 
   /** Windows whose latency histograms are kept per edge ({@link NodeWindows#latencyTotals}). */
   private final int latencyShareWindows;
@@ -123,7 +125,10 @@ public class EdgeMetricsGraphWriter extends WindowGraphWriter<EdgeMetricsRow> {
         return new Written(past, missing);
       });
       countPast(written.past);
-      return rows.stream().filter(r -> written.missing.contains(r.key()) && carriesRequests(r)).toList();
+      List<EdgeMetricsRow> waiting =
+          rows.stream().filter(r -> written.missing.contains(r.key()) && carriesRequests(r)).toList();
+      WAITING.addAndGet(waiting.size());
+      return waiting;
     }
   }
 
