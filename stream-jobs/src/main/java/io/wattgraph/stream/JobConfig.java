@@ -58,6 +58,8 @@ public class JobConfig implements Serializable {
       new Option("--idleness-ms", "idlenessMs", "MS", "15000", "a host or partition silent this long stops holding time back"),
       new Option("--max-http-routes", "maxHttpRoutes", "N", "100", "HTTP routes per entity window and role, 1..10000"),
       new Option("--history-windows", "historyWindows", "N", "360", "windows kept per graph node, 0..8640; 0: latest only"),
+      new Option("--edge-wait-ms", "edgeWaitMs", "MS", "60000",
+          "an edge window that reaches the graph before its edge is offered again this long, then dropped and counted"),
       new Option("--sink-batch-size", "sinkBatchSize", "N", "2000", "rows per Neo4j transaction, 1..50000"),
       new Option("--checkpoint-interval-ms", "checkpointIntervalMs", "MS", "5000", "exactly-once checkpoints this often"),
       new Option("--checkpoint-timeout-ms", "checkpointTimeoutMs", "MS", "0.5 x transaction.timeout.ms",
@@ -167,6 +169,8 @@ public class JobConfig implements Serializable {
   /** Rows per Neo4j transaction: 2,000 gave 2.8x the creates/s of 500 (docs/benchmarks/stream-jobs.md). */
   public int sinkBatchSize = 2000;
   public long sinkFlushIntervalMs = 200;
+  /** How long an edge window waits in the sink for its edge ({@link Neo4jSettings#waitMs}). */
+  public long edgeWaitMs = Neo4jSettings.DEFAULT_WAIT_MS;
   /** Driver-level retry time per Neo4j transaction; after it the sink retries on its own, forever. */
   public long neo4jDriverRetryMs = 30_000;
   /** HTTP routes per entity window and role; the ones with the fewest transactions fold into OTHER *. */
@@ -206,7 +210,7 @@ public class JobConfig implements Serializable {
 
   public Neo4jSettings neo4j() {
     return new Neo4jSettings(neo4jUri, neo4jUser, neo4jPassword, sinkBatchSize, sinkFlushIntervalMs,
-        neo4jDriverRetryMs);
+        neo4jDriverRetryMs, edgeWaitMs);
   }
 
   /** Parses {@code --flag value} pairs; an IllegalArgumentException names the offending flag. */
@@ -241,6 +245,7 @@ public class JobConfig implements Serializable {
       throw new IllegalArgumentException("--neo4j-user and --neo4j-password go together (give both or neither)");
     }
     c.pairingHorizonMs = positive(flags, "--pairing-horizon-ms", c.pairingHorizonMs);
+    c.edgeWaitMs = nonNegative(flags, "--edge-wait-ms", c.edgeWaitMs);
     c.checkpointIntervalMs = positive(flags, "--checkpoint-interval-ms", c.checkpointIntervalMs);
     c.checkpointTimeoutMs = positive(flags, "--checkpoint-timeout-ms", c.checkpointTimeoutMs);
     long transactions = c.transactionTimeoutMs();

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.wattgraph.localstack.Neo4jServer;
 import io.wattgraph.stream.sink.neo4j.EdgeMetricsGraphWriter;
 import io.wattgraph.stream.sink.neo4j.Neo4jSettings;
+import io.wattgraph.stream.sink.neo4j.Neo4jSinkWriter;
 import io.wattgraph.stream.sink.neo4j.NodeMetricsGraphWriter;
 import io.wattgraph.stream.transaction.EdgeInput;
 import io.wattgraph.stream.transaction.EdgeMetricsRow;
@@ -21,6 +22,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.stream.Stream;
+import org.apache.flink.metrics.SimpleCounter;
+import org.apache.flink.streaming.runtime.tasks.StreamTaskActionExecutor;
+import org.apache.flink.streaming.runtime.tasks.TestProcessingTimeService;
+import org.apache.flink.streaming.runtime.tasks.mailbox.MailboxExecutorImpl;
+import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailboxImpl;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -442,6 +448,84 @@ class MetricsHistoryIT {
     r.clientRtt = served(k, revision, octave, n, sumNs).serverTime;
     r.serverTime = served(k, revision, octave, n, sumNs).serverTime;
     return r;
+  }
+
+  /** A sink writer of edge windows as the job runs it, with this thread as its task's mailbox thread. */
+  static final class EdgeSink implements AutoCloseable {
+    final TestProcessingTimeService timers = new TestProcessingTimeService();
+    final MailboxExecutorImpl mailbox =
+        new MailboxExecutorImpl(new TaskMailboxImpl(Thread.currentThread()), 0, StreamTaskActionExecutor.IMMEDIATE);
+    final EdgeMetricsGraphWriter graph = new EdgeMetricsGraphWriter(settings, SHARES);
+    final Neo4jSinkWriter<EdgeMetricsRow> writer =
+        new Neo4jSinkWriter<>(settings, graph, timers, mailbox, new SimpleCounter(), List.of());
+
+    /** Hands the rows to the writing thread now and waits until that write is done. */
+    void writeNow(EdgeMetricsRow... rows) throws Exception {
+      for (EdgeMetricsRow r : rows) {
+        writer.write(r, null);
+      }
+      writer.flush(false);
+      mailbox.yield(); // the write's completion
+    }
+
+    @Override
+    public void close() throws Exception {
+      writer.close();
+    }
+  }
+
+  /**
+   * Issue 23: an edge window that reaches the graph before the connection path made its edge waits in the sink
+   * writer and is written once the edge is there, so the edge's totals count its requests.
+   */
+  @Test
+  void anEdgeWindowBeforeItsEdgeWaitsForIt() throws Exception {
+    try (EdgeSink sink = new EdgeSink()) {
+      sink.writeNow(edge(1, 0, 1, 3, 30));
+      talksTo();
+      sink.writeNow(edge(2, 0, 2, 2, 200));
+      sink.writer.flush(true);
+    }
+    Value t = edgeValue();
+    assertEquals(totals(0, 3, 2), list(t, "clientRttOctaveTotals"), "both windows, the first written after its edge");
+    assertEquals(230.0, t.get("serverTimeSumNsTotal").asDouble());
+  }
+
+  /**
+   * An edge window whose edge never comes waits in the checkpoint, is offered again for the wait
+   * ({@code --edge-wait-ms}), then is dropped and counted ({@code edgeWindowsWithoutEdge}); nothing else of the
+   * batch is lost and no edge is made. A window retracted to nothing (all requests moved off an External edge the
+   * connection path deleted) has nothing to add: it is dropped at once and not counted.
+   */
+  @Test
+  void anEdgeWindowWhoseEdgeNeverComesIsCountedAfterTheWait() throws Exception {
+    talksTo();
+    EdgeMetricsRow lost = edge(1, 0, 1, 3, 30);
+    lost.serverId = "h3/300/7000";
+    EdgeMetricsRow retracted = edge(1, 1, 1, 0, 0);
+    retracted.serverKind = EdgeInput.EXTERNAL;
+    retracted.serverId = "203.0.113.7:443";
+    long before = EdgeMetricsGraphWriter.WITHOUT_EDGE.get();
+    try (EdgeSink sink = new EdgeSink()) {
+      sink.writeNow(edge(1, 0, 1, 3, 30), lost, retracted);
+      assertEquals(List.of(lost), sink.writer.snapshotState(1), "the window waiting for its edge is in the checkpoint");
+      sink.timers.advance(settings.waitMs - 1);
+      sink.mailbox.yield(); // offered again by the timer, within the wait
+      assertEquals(List.of(lost), sink.writer.snapshotState(2));
+      assertEquals(0, sink.graph.withoutEdge());
+      sink.timers.advance(settings.waitMs);
+      sink.mailbox.yield();
+      assertEquals(List.of(), sink.writer.snapshotState(3));
+      assertEquals(1, sink.graph.withoutEdge(), "the lost window, not the retracted one");
+      sink.writer.flush(true);
+    }
+    assertEquals(1, EdgeMetricsGraphWriter.WITHOUT_EDGE.get() - before);
+    assertEquals(totals(0, 3), list(edgeValue(), "clientRttOctaveTotals"));
+    try (Session s = driver.session()) {
+      assertEquals(List.of(2L, 1L), s.executeRead(tx -> tx.run(
+          "MATCH (n) OPTIONAL MATCH (n)-[t]->() RETURN count(DISTINCT n) AS n, count(t) AS t").single().values()
+          .stream().map(Value::asLong).toList()), "no node or edge made: P1, P2 and their edge");
+    }
   }
 
   @Test

@@ -59,10 +59,10 @@ public class CgroupGraphWriter extends WindowGraphWriter<CgroupRow> {
   }
 
   @Override
-  public void write(Collection<CgroupRow> rows) {
+  public List<CgroupRow> write(Collection<CgroupRow> rows) {
     List<List<CgroupRow>> rounds = NodeWindows.rounds(rows, CgroupRow::key, r -> r.windowEndNs, r -> r.revision);
     if (rounds.isEmpty()) {
-      return;
+      return List.of();
     }
     List<List<Map<String, Object>>> parameters = rounds.stream().map(CgroupGraphWriter::parameters).toList();
     try (Session session = driver.session()) {
@@ -73,6 +73,7 @@ public class CgroupGraphWriter extends WindowGraphWriter<CgroupRow> {
         return null;
       });
     }
+    return List.of();
   }
 
   static List<Map<String, Object>> parameters(List<CgroupRow> rows) {

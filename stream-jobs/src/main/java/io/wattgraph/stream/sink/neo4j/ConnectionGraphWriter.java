@@ -120,9 +120,9 @@ public class ConnectionGraphWriter implements Neo4jBatchTarget<EdgeRow> {
 
   /** Writes one batch (at most one row per edge) in one transaction. */
   @Override
-  public void write(Collection<EdgeRow> rows) {
+  public List<EdgeRow> write(Collection<EdgeRow> rows) {
     if (rows.isEmpty()) {
-      return;
+      return List.of();
     }
     Map<String, Map<String, Object>> processes = new LinkedHashMap<>();
     Map<String, Map<String, Object>> externals = new LinkedHashMap<>();
@@ -180,6 +180,7 @@ public class ConnectionGraphWriter implements Neo4jBatchTarget<EdgeRow> {
       throw e;
     }
     writtenProcesses.putAll(processes);
+    return List.of();
   }
 
   /** Runs one {@code UNWIND $rows} statement, unless there are no rows. */

@@ -2,19 +2,29 @@ package io.wattgraph.stream.sink.neo4j;
 
 import io.wattgraph.stream.transaction.EdgeInput;
 import io.wattgraph.stream.transaction.EdgeMetricsRow;
+import io.wattgraph.stream.window.LatencyStats;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.flink.metrics.Counter;
 import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.metrics.ThreadSafeSimpleCounter;
 import org.neo4j.driver.Session;
+import org.neo4j.driver.TransactionContext;
 
 /**
  * Writes the latest edge window as properties of the existing {@code TALKS_TO} relationship
- * between the two nodes (MATCH: edges exist through the connection graph, written by ConnectionGraphWriter;
- * a window of an edge the graph has not got yet is not kept, the next one sets it). One
+ * between the two nodes (MATCH: edges are made, moved and deleted by the connection path, ConnectionGraphWriter;
+ * this writer never creates one, which would bring back an External edge that path deleted). A window of an edge
+ * the graph has not got yet is returned by {@link #write}, so the sink writer offers it again until the edge is
+ * there (or {@code --edge-wait-ms} passed: dropped and counted, {@value #WITHOUT_EDGE_METRIC}); one that carries no
+ * requests (a revision retracted to nothing) has nothing to add to the totals and is dropped at once. One
  * {@code UNWIND $rows} statement per (client label, server label) in one write transaction per
  * batch, windows of one edge in successive statements (oldest first). Idempotent and monotonic like {@link NodeMetricsGraphWriter}: a row is applied only if its
  * (windowEndNs, revision) is not older than the relationship's ({@code latencyWindowEndNs},
@@ -41,8 +51,24 @@ public class EdgeMetricsGraphWriter extends WindowGraphWriter<EdgeMetricsRow> {
           t.latencyRevision = r.revision
       """);
 
+  /** The rows' edges that are not in the graph (yet): their rows are not written but returned. */
+  private static final String MISSING = """
+      UNWIND $rows AS r
+      WITH r WHERE NOT EXISTS { MATCH (:%s {id: r.clientId})-[:TALKS_TO]->(:%s {id: r.serverId}) }
+      RETURN DISTINCT r.key AS key
+      """;
+
+  /** The job's metric of edge windows dropped because their edge did not come within the wait. */
+  public static final String WITHOUT_EDGE_METRIC = "edgeWindowsWithoutEdge";
+  /** Over every writer of this JVM (tests read it). */
+  public static final AtomicLong WITHOUT_EDGE = new AtomicLong();
+  /** Rows returned to wait for their edge, over every writer of this JVM (tests read it). */
+  public static final AtomicLong WAITING = new AtomicLong();
+
   /** Windows whose latency histograms are kept per edge ({@link NodeWindows#latencyTotals}). */
   private final int latencyShareWindows;
+  /** Counted on the task's thread, read by the metrics reporter. */
+  private final Counter withoutEdge = new ThreadSafeSimpleCounter();
 
   public EdgeMetricsGraphWriter(Neo4jSettings settings, int latencyShareWindows) {
     super(settings, "edge metrics rows", r -> r.windowEndNs, r -> r.revision);
@@ -56,6 +82,18 @@ public class EdgeMetricsGraphWriter extends WindowGraphWriter<EdgeMetricsRow> {
   @Override
   public void registerMetrics(MetricGroup group) {
     registerPastShares(group);
+    group.counter(WITHOUT_EDGE_METRIC, withoutEdge);
+  }
+
+  @Override
+  public void gaveUp(Collection<EdgeMetricsRow> rows) {
+    withoutEdge.inc(rows.size());
+    WITHOUT_EDGE.addAndGet(rows.size());
+  }
+
+  /** Edge windows this writer dropped because their edge did not come. */
+  public long withoutEdge() {
+    return withoutEdge.getCount();
   }
 
   /** One row per edge and window: each window adds its share to the latency totals. */
@@ -64,15 +102,18 @@ public class EdgeMetricsGraphWriter extends WindowGraphWriter<EdgeMetricsRow> {
     return row.key() + "@" + row.windowEndNs;
   }
 
+  /** Writes the rows of edges the graph has; returns those of edges it has not got yet that carry requests. */
   @Override
-  public void write(Collection<EdgeMetricsRow> rows) {
-    List<Map<String, List<Map<String, Object>>>> rounds = NodeWindows.rounds(rows, EdgeMetricsRow::key,
-        r -> r.windowEndNs, r -> r.revision).stream().map(EdgeMetricsGraphWriter::byLabels).toList();
-    if (rounds.isEmpty()) {
-      return;
+  public List<EdgeMetricsRow> write(Collection<EdgeMetricsRow> rows) {
+    if (rows.isEmpty()) {
+      return List.of();
     }
     try (Session session = driver.session()) {
-      countPast(session.executeWrite(tx -> {
+      Written written = session.executeWrite(tx -> {
+        Set<String> missing = missingEdges(tx, rows);
+        List<Map<String, List<Map<String, Object>>>> rounds = NodeWindows.rounds(
+            rows.stream().filter(r -> !missing.contains(r.key())).toList(), EdgeMetricsRow::key,
+            r -> r.windowEndNs, r -> r.revision).stream().map(EdgeMetricsGraphWriter::byLabels).toList();
         long past = 0;
         for (var round : rounds) {
           for (var e : round.entrySet()) {
@@ -81,9 +122,49 @@ public class EdgeMetricsGraphWriter extends WindowGraphWriter<EdgeMetricsRow> {
                 Map.of("rows", e.getValue(), "latencyShareWindows", latencyShareWindows));
           }
         }
-        return past;
-      }));
+        return new Written(past, missing);
+      });
+      countPast(written.past);
+      List<EdgeMetricsRow> waiting =
+          rows.stream().filter(r -> written.missing.contains(r.key()) && carriesRequests(r)).toList();
+      WAITING.addAndGet(waiting.size());
+      return waiting;
     }
+  }
+
+  private record Written(long past, Set<String> missing) {}
+
+  /** The keys of the rows' edges that the graph has not got. */
+  private static Set<String> missingEdges(TransactionContext tx, Collection<EdgeMetricsRow> rows) {
+    Map<String, List<Map<String, Object>>> byLabels = new TreeMap<>();
+    for (EdgeMetricsRow r : rows) {
+      byLabels.computeIfAbsent(labels(r), k -> new ArrayList<>())
+          .add(Map.of("clientId", r.clientId, "serverId", r.serverId, "key", r.key()));
+    }
+    Set<String> missing = new HashSet<>();
+    for (var e : byLabels.entrySet()) {
+      String[] l = e.getKey().split("\\|");
+      tx.run(MISSING.formatted(l[0], l[1]), Map.of("rows", e.getValue()))
+          .forEachRemaining(rec -> missing.add(rec.get("key").asString()));
+    }
+    return missing;
+  }
+
+  /** Whether the window has requests or latencies to add (a revision retracted to nothing has not). */
+  static boolean carriesRequests(EdgeMetricsRow r) {
+    return r.requestRate != 0 || counts(r.clientRtt) || counts(r.serverTime);
+  }
+
+  private static boolean counts(LatencyStats s) {
+    if (s == null || s.octaves == null) {
+      return false;
+    }
+    for (long n : s.octaves) {
+      if (n != 0) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** A round's rows (at most one per edge) as parameters per (client label, server label), in a fixed order. */
@@ -113,10 +194,13 @@ public class EdgeMetricsGraphWriter extends WindowGraphWriter<EdgeMetricsRow> {
       m.put("windowStartNs", r.windowStartNs);
       m.put("windowEndNs", r.windowEndNs);
       m.put("revision", r.revision);
-      String labels = label(r.clientKind) + "|" + label(r.serverKind);
-      byLabels.computeIfAbsent(labels, k -> new ArrayList<>()).add(m);
+      byLabels.computeIfAbsent(labels(r), k -> new ArrayList<>()).add(m);
     }
     return byLabels;
+  }
+
+  private static String labels(EdgeMetricsRow r) {
+    return label(r.clientKind) + "|" + label(r.serverKind);
   }
 
   private static String label(String kind) {

@@ -1,6 +1,7 @@
 package io.wattgraph.stream.sink.neo4j;
 
 import java.util.Collection;
+import java.util.List;
 import org.apache.flink.metrics.MetricGroup;
 
 /**
@@ -31,7 +32,15 @@ public interface Neo4jBatchTarget<R> extends AutoCloseable {
   /** Idempotent schema preparation (constraints), run before the first write. */
   void createConstraints();
 
-  void write(Collection<R> batch);
+  /**
+   * Writes a batch in one transaction. Returns the rows that have nowhere to go yet (an edge window whose edge the
+   * connection path has not written): {@link Neo4jSinkWriter} offers them again at later flushes for at most
+   * {@link Neo4jSettings#waitMs}, then drops them ({@link #gaveUp}).
+   */
+  List<R> write(Collection<R> batch);
+
+  /** Rows that had nowhere to go for {@link Neo4jSettings#waitMs} and were dropped (on the task's thread). */
+  default void gaveUp(Collection<R> rows) {}
 
   @Override
   void close();

@@ -21,14 +21,20 @@ public class Neo4jSettings implements Serializable {
   public final long flushIntervalMs;
   /** How long the driver retries one transaction before the sink's own backoff loop takes over. */
   public final long driverRetryMs;
+  /** How long (processing time) a row with nowhere to go yet is offered again before it is dropped. */
+  public final long waitMs;
+
+  /** The job's default of {@code --edge-wait-ms}. */
+  public static final long DEFAULT_WAIT_MS = 60_000;
 
   public Neo4jSettings(String uri, String user, String password, int batchSize, long flushIntervalMs) {
-    this(uri, user, password, batchSize, flushIntervalMs, 30_000);
+    this(uri, user, password, batchSize, flushIntervalMs, 30_000, DEFAULT_WAIT_MS);
   }
 
   public Neo4jSettings(String uri, String user, String password, int batchSize, long flushIntervalMs,
-      long driverRetryMs) {
+      long driverRetryMs, long waitMs) {
     this.driverRetryMs = driverRetryMs;
+    this.waitMs = waitMs;
     this.uri = uri;
     this.user = user;
     this.password = password;
@@ -50,6 +56,6 @@ public class Neo4jSettings implements Serializable {
   public String toString() {
     // Never the password.
     return "Neo4jSettings{uri=" + uri + ", user=" + user + ", batchSize=" + batchSize
-        + ", flushIntervalMs=" + flushIntervalMs + "}";
+        + ", flushIntervalMs=" + flushIntervalMs + ", waitMs=" + waitMs + "}";
   }
 }

@@ -3,6 +3,7 @@ package io.wattgraph.stream.sink.neo4j;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -36,6 +37,11 @@ import org.slf4j.LoggerFactory;
  * the task waits (and checkpoints with it, until the checkpoint timeout restarts the job from the
  * last one, which holds the rows).
  *
+ * <p>A row the target has nowhere to put yet ({@link Neo4jBatchTarget#write} returns it: an edge window
+ * before its edge) waits and is offered again at every later flush, for at most {@link Neo4jSettings#waitMs}
+ * of processing time since it first came back, then is dropped and {@link Neo4jBatchTarget#gaveUp counted}.
+ * Waiting rows are part of the state, so they survive a restore (their wait starts again there).
+ *
  * <p>The buffer and the bookkeeping belong to the task's mailbox thread (timers and completions
  * arrive there as mails); the writing thread only ever sees a batch it was handed.
  */
@@ -54,6 +60,9 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
   private final Counter rowsWritten;
   private final ExecutorService io;
   private Map<String, R> buffer = new LinkedHashMap<>();
+  /** Rows the target had nowhere to put yet, offered again with the next hand-off, and since when they wait. */
+  private Map<String, R> waiting = new LinkedHashMap<>();
+  private final Map<String, Long> waitingSince = new HashMap<>();
   /** The rows with the writing thread (only one hand-off at a time, so batches land in order). */
   private List<R> handedOff = List.of();
   private boolean writing;
@@ -66,15 +75,15 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
     this(settings, graph, timers, mailbox, rowsWritten, List.of());
   }
 
-  /** With {@code unwritten}: the rows a checkpoint held (its writer's state), written first. */
-  Neo4jSinkWriter(Neo4jSettings settings, Neo4jBatchTarget<R> graph, ProcessingTimeService timers,
+  /** With {@code unwritten}: the rows a checkpoint held (its writer's state), written first. Public for tests. */
+  public Neo4jSinkWriter(Neo4jSettings settings, Neo4jBatchTarget<R> graph, ProcessingTimeService timers,
       MailboxExecutor mailbox, Counter rowsWritten, Collection<R> unwritten) {
     this.settings = settings;
     this.graph = graph;
     this.timers = timers;
     this.mailbox = mailbox;
     this.rowsWritten = rowsWritten;
-    unwritten.forEach(this::put);
+    unwritten.forEach(r -> put(buffer, r));
     this.io = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "neo4j-writer (" + graph.rowKind() + ")");
       t.setDaemon(true);
@@ -85,7 +94,7 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
 
   @Override
   public void write(R row, Context context) throws IOException, InterruptedException {
-    put(row);
+    put(buffer, row);
     if (buffer.size() >= settings.batchSize && !writing) {
       handOff();
     }
@@ -94,44 +103,46 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
     }
   }
 
-  /** Into the buffer, unless a row there for its key is newer. */
-  private void put(R row) {
+  /** Into {@code rows} (the buffer), unless a row there for its key is newer. */
+  private void put(Map<String, R> rows, R row) {
     if (!graph.accepts(row)) {
       return;
     }
     String key = graph.key(row);
-    R buffered = buffer.get(key);
+    R buffered = rows.get(key);
     if (buffered != null && !graph.supersedes(row, buffered)) {
       return;
     }
     // Remove first so the row moves to the end: batches keep the order rows arrived in.
-    buffer.remove(key);
-    buffer.put(key, row);
+    rows.remove(key);
+    rows.put(key, row);
   }
 
   /**
-   * At a checkpoint ({@code endOfInput} false) the buffer is handed off if nothing is being written,
-   * without waiting: what is not written yet goes into the checkpoint ({@link #snapshotState}). At
-   * the end of input it waits until everything is written.
+   * At a checkpoint ({@code endOfInput} false) the buffer and the waiting rows are handed off if nothing
+   * is being written, without waiting: what is not written yet goes into the checkpoint
+   * ({@link #snapshotState}). At the end of input it waits until everything is written, and waiting
+   * rows until they are written or dropped (offered again by the timer, once per flush interval).
    */
   @Override
   public void flush(boolean endOfInput) throws IOException, InterruptedException {
-    if (!writing && !buffer.isEmpty()) {
+    if (!writing && !(buffer.isEmpty() && waiting.isEmpty())) {
       handOff();
     }
-    while (endOfInput && (writing || !buffer.isEmpty())) {
-      if (!writing) {
+    while (endOfInput && (writing || !buffer.isEmpty() || !waiting.isEmpty())) {
+      if (!writing && !buffer.isEmpty()) {
         handOff();
       }
       mailbox.yield();
     }
   }
 
-  /** The rows not yet written, oldest first: those with the writing thread, then the buffer. */
+  /** The rows not yet written, oldest first: those with the writing thread, the waiting ones, the buffer. */
   @Override
   public List<R> snapshotState(long checkpointId) {
-    List<R> rows = new ArrayList<>(handedOff.size() + buffer.size());
+    List<R> rows = new ArrayList<>(handedOff.size() + waiting.size() + buffer.size());
     rows.addAll(handedOff);
+    rows.addAll(waiting.values());
     rows.addAll(buffer.values());
     return rows;
   }
@@ -141,21 +152,28 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
       if (closed) {
         return;
       }
-      if (!writing && !buffer.isEmpty()) {
+      if (!writing && !(buffer.isEmpty() && waiting.isEmpty())) {
         handOff();
       }
       scheduleFlush();
     });
   }
 
-  /** Gives the whole buffer to the writing thread (in transactions of at most the batch size). */
+  /**
+   * Gives the waiting rows and the whole buffer to the writing thread (in transactions of at most the
+   * batch size); a buffered row replaces a waiting one of its key unless older.
+   */
   private void handOff() {
-    List<R> rows = new ArrayList<>(buffer.values());
+    Map<String, R> all = waiting;
+    waiting = new LinkedHashMap<>();
+    buffer.values().forEach(r -> put(all, r));
     buffer = new LinkedHashMap<>();
+    List<R> rows = new ArrayList<>(all.values());
     writing = true;
     handedOff = rows;
     io.execute(() -> {
       Exception failure = null;
+      List<R> unplaced = new ArrayList<>();
       try {
         if (!prepared) {
           retrying("creating constraints", graph::createConstraints);
@@ -163,7 +181,7 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
         }
         for (int from = 0; from < rows.size(); from += settings.batchSize) {
           List<R> batch = rows.subList(from, Math.min(rows.size(), from + settings.batchSize));
-          retrying("writing " + batch.size() + " " + graph.rowKind(), () -> graph.write(batch));
+          retrying("writing " + batch.size() + " " + graph.rowKind(), () -> unplaced.addAll(graph.write(batch)));
         }
       } catch (IOException | RuntimeException e) {
         failure = e;
@@ -172,7 +190,7 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
       }
       Exception failed = failure;
       try {
-        mailbox.execute(() -> written(rows.size(), failed), "neo4j batch written");
+        mailbox.execute(() -> written(rows.size(), unplaced, failed), "neo4j batch written");
       } catch (RejectedExecutionException e) {
         // The task is gone; nothing to report to.
       }
@@ -180,13 +198,29 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
   }
 
   /** On the mailbox thread, after a hand-off was written (or failed for good). */
-  private void written(int rows, Exception failure) throws IOException {
+  private void written(int rows, List<R> unplaced, Exception failure) throws IOException {
     writing = false;
     handedOff = List.of();
     if (failure != null) {
       throw failure instanceof IOException io ? io : new IOException(failure);
     }
-    rowsWritten.inc(rows);
+    rowsWritten.inc(rows - unplaced.size());
+    long now = timers.getCurrentProcessingTime();
+    List<R> expired = new ArrayList<>();
+    for (R row : unplaced) {
+      String key = graph.key(row);
+      if (now - waitingSince.computeIfAbsent(key, k -> now) >= settings.waitMs) {
+        expired.add(row);
+      } else {
+        put(waiting, row);
+      }
+    }
+    waitingSince.keySet().retainAll(waiting.keySet());
+    if (!expired.isEmpty()) {
+      LOG.warn("Dropped {} {} that had nowhere to go in the graph for {} ms", expired.size(), graph.rowKind(),
+          settings.waitMs);
+      graph.gaveUp(expired);
+    }
     if (buffer.size() >= settings.batchSize) {
       handOff(); // rows piled up meanwhile: the next batch goes at once
     }

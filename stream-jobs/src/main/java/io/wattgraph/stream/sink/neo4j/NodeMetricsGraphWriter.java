@@ -181,11 +181,11 @@ public class NodeMetricsGraphWriter extends WindowGraphWriter<MetricsRow> {
 
   /** Writes one batch (at most one row per key) in one transaction. */
   @Override
-  public void write(Collection<MetricsRow> rows) {
+  public List<MetricsRow> write(Collection<MetricsRow> rows) {
     List<List<MetricsRow>> rounds = NodeWindows.rounds(rows.stream().filter(NodeMetricsGraphWriter::hasNode).toList(),
         MetricsRow::key, r -> r.windowEndNs, r -> r.revision);
     if (rounds.isEmpty()) {
-      return;
+      return List.of();
     }
     List<List<List<Map<String, Object>>>> byLabel = rounds.stream().map(NodeMetricsGraphWriter::parameters).toList();
     try (Session session = driver.session()) {
@@ -202,6 +202,7 @@ public class NodeMetricsGraphWriter extends WindowGraphWriter<MetricsRow> {
         return past;
       }));
     }
+    return List.of();
   }
 
   /** One round's rows as parameters: host, container, process and namespace rows, in that order. */

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -34,6 +36,9 @@ class Neo4jSinkWriterTest {
     volatile CountDownLatch gate = new CountDownLatch(0);
     final AtomicInteger unavailableLeft = new AtomicInteger();
     volatile RuntimeException failWith;
+    /** Keys whose rows have nowhere to go (yet): written as unplaced. */
+    final Set<String> nowhere = ConcurrentHashMap.newKeySet();
+    final List<Row> gaveUp = new ArrayList<>();
 
     @Override
     public String key(Row row) {
@@ -49,7 +54,7 @@ class Neo4jSinkWriterTest {
     public void createConstraints() {}
 
     @Override
-    public void write(Collection<Row> batch) {
+    public List<Row> write(Collection<Row> batch) {
       try {
         gate.await();
       } catch (InterruptedException e) {
@@ -63,6 +68,12 @@ class Neo4jSinkWriterTest {
         throw new ServiceUnavailableException("test: Neo4j is down");
       }
       batches.add(new ArrayList<>(batch));
+      return batch.stream().filter(r -> nowhere.contains(r.key)).toList();
+    }
+
+    @Override
+    public void gaveUp(Collection<Row> rows) {
+      gaveUp.addAll(rows);
     }
 
     void hold() {
@@ -213,6 +224,52 @@ class Neo4jSinkWriterTest {
       cause = cause.getCause();
     }
     assertTrue(cause != null, "failure names what failed: " + e);
+    assertEquals(0, written.getCount());
+  }
+
+  /**
+   * A row the target has nowhere to put yet (an edge window before its edge) is not lost: it is in the checkpoint
+   * while it waits, offered again at the next flush, and written once it can be.
+   */
+  @Test
+  void aRowWithNowhereToGoWaitsInTheCheckpointAndIsOfferedAgain() throws Exception {
+    Neo4jSinkWriter<Row> w = writer(100);
+    target.nowhere.add("a");
+    w.write(new Row("a", 1), null);
+    w.write(new Row("b", 1), null);
+    w.flush(false);
+    mailbox.yield(); // the write's completion
+    assertEquals(List.of(new Row("a", 1)), w.snapshotState(1), "the waiting row is the writer's state");
+    assertEquals(1, written.getCount(), "only b landed");
+    target.nowhere.clear(); // its edge came
+    timers.advance(200);
+    mailbox.yield();
+    assertEquals(List.of(List.of(new Row("a", 1), new Row("b", 1)), List.of(new Row("a", 1))), target.batches);
+    assertEquals(List.of(), w.snapshotState(2));
+    assertEquals(2, written.getCount());
+    assertEquals(List.of(), target.gaveUp);
+  }
+
+  /** A row with nowhere to go is offered again for the wait's length of processing time, then dropped and counted. */
+  @Test
+  void aRowWaitsAtMostTheWaitThenIsDroppedAndCounted() throws Exception {
+    Neo4jSinkWriter<Row> w = writer(100);
+    long wait = Neo4jSettings.DEFAULT_WAIT_MS;
+    target.nowhere.add("a");
+    w.write(new Row("a", 1), null);
+    w.flush(false);
+    mailbox.yield();
+    timers.advance(wait - 1);
+    mailbox.yield(); // offered again by the timer: still within the wait
+    w.write(new Row("a", 2), null); // a newer revision: replaces the waiting row at the next flush (or restore)
+    assertEquals(List.of(new Row("a", 1), new Row("a", 2)), w.snapshotState(1), "waiting, then buffered");
+    assertEquals(List.of(), target.gaveUp);
+    timers.advance(wait);
+    mailbox.yield();
+    assertEquals(List.of(new Row("a", 2)), target.gaveUp, "dropped and counted once the wait passed");
+    assertEquals(List.of(), w.snapshotState(2));
+    w.flush(true); // nothing left to wait for
+    assertEquals(3, target.batches.size());
     assertEquals(0, written.getCount());
   }
 }
