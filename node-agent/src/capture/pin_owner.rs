@@ -165,11 +165,7 @@ impl OwnerWatch {
                         self.record(s);
                     }
                 }
-                Some("DELETED") => {
-                    if state_of(obj, &self.name)?.is_some() {
-                        self.record(Seen::Absent);
-                    }
-                }
+                Some("DELETED") if state_of(obj, &self.name)?.is_some() => self.record(Seen::Absent),
                 Some("ERROR") => return Ok(()), // e.g. 410 Gone: list again
                 _ => {}
             }
