@@ -86,7 +86,8 @@ struct Known {
     ever_existed: bool,
 }
 
-/// The agent's DaemonSet, watched from the start.
+/// The agent's DaemonSet, watched from the start (clones share the client and what is known).
+#[derive(Clone)]
 pub struct OwnerWatch {
     client: Arc<KubeClient>,
     list_url: String,
@@ -106,7 +107,7 @@ impl OwnerWatch {
             name: name.to_string(),
             known: Arc::default(),
         };
-        let t = OwnerWatch { client: w.client.clone(), list_url: w.list_url.clone(), what: w.what.clone(), name: w.name.clone(), known: w.known.clone() };
+        let t = w.clone();
         std::thread::Builder::new().name("wg-owner".into()).spawn(move || t.run(&stop)).expect("spawn DaemonSet watch thread");
         w
     }
@@ -132,15 +133,19 @@ impl OwnerWatch {
     fn run(&self, stop: &AtomicBool) {
         let mut last_warn: Option<Instant> = None;
         while !stop.load(Ordering::Relaxed) {
+            let opened = Instant::now();
             let r = self.list().and_then(|(seen, rv)| {
                 self.record(seen);
                 self.watch(&rv, stop)
             });
-            if let Err(e) = r {
+            if let Err(e) = &r {
                 if last_warn.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
                     log::warn!("{}: {e:#} (its last known state stays)", self.what);
                     last_warn = Some(Instant::now());
                 }
+            }
+            // A watch the server ended at once must not turn into a loop of requests.
+            if r.is_err() || opened.elapsed() < Duration::from_secs(1) {
                 let until = Instant::now() + RETRY;
                 while !stop.load(Ordering::Relaxed) && Instant::now() < until {
                     std::thread::sleep(Duration::from_millis(100));
