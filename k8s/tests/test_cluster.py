@@ -9,7 +9,8 @@ counted on their sockets:
 - no External node for the Service's virtual IP (or any Service address): resolved to the backends;
 - the same totals at the pod, service and namespace levels of graph-service's service graph;
 - request latency on the edges (server time at least the server's delay, round trip at least that);
-- a placement recommendation for the namespace: on one node, every workload stays where it is.
+- a placement recommendation for the namespace: on one node, every workload stays where it is;
+- last, `helm uninstall`: the agent's pinned BPF programs leave the node with it.
 One node: a second kubelet in a network namespace of its own would share this kernel, whose
 tracepoints every node's agent sees, so both agents would report every socket (docs/kubernetes.md).
 Everything it made is removed at the end (cluster.sh down), also when it fails or is stopped;
@@ -39,7 +40,7 @@ import yaml
 K8S = pathlib.Path(__file__).resolve().parent.parent
 CLUSTER = K8S / "cluster"
 sys.path.insert(0, str(CLUSTER))
-from kube import KUBECONFIG, NODE, env_value, kget, kubectl, run  # noqa: E402 (after its path)
+from kube import K8S_BIN, KUBECONFIG, NODE, env_value, kget, kubectl, run  # noqa: E402 (after its path)
 import usage  # noqa: E402
 
 WORKLOADS = K8S / "tests" / "workload" / "workloads.yaml"
@@ -61,6 +62,8 @@ TIMINGS = {}
 # The fault test's connections: 250 ms apart (80 s), so its load spans every fault and its recovery.
 FAULT_CONNECTIONS = 320
 DNS_IP = env_value("K8S_DNS_IP")
+# The chart's --bpf-pin-dir on the node (this machine).
+PIN_DIR = pathlib.Path("/sys/fs/bpf/wattgraph")
 STATE = env_value("K8S_STATE")
 
 
@@ -489,6 +492,37 @@ class ClusterEndToEndTest(unittest.TestCase):
         # Nothing moves, so nothing to patch: the pods stay where they run.
         self.assertEqual([], result["moves"])
         self.assertEqual([], result.get("patches", []))
+
+    def test_9_uninstall_removes_the_pins(self):
+        # Last in name order (after test_9_placement...): it uninstalls the release.
+        if os.environ.get("WATTGRAPH_K8S_KEEP") == "1":
+            self.skipTest("WATTGRAPH_K8S_KEEP=1: the release stays installed for a look")
+        self.assertTrue(pinned(), f"the agent's programs are pinned under {PIN_DIR} before the uninstall")
+        if getattr(ClusterEndToEndTest, "usage", None):  # while the pipeline still runs
+            log("CPU and memory from the pipeline flowing to the end of the checks:\n"
+                + usage.table(ClusterEndToEndTest.usage, usage.reading()))
+            ClusterEndToEndTest.usage = None
+        agent = self.one_running(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent")
+        # The agent's log to its end: why it unpinned, or why not.
+        logs = subprocess.Popen([f"{K8S_BIN}/kubectl", "--kubeconfig", KUBECONFIG, "-n", WATTGRAPH_NS, "logs", "-f",
+                                 "--tail=5", agent], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            run(f"{K8S_BIN}/helm", "--kubeconfig", KUBECONFIG, "uninstall", "wattgraph", "-n", WATTGRAPH_NS)
+            eventually("the agent's pod gone", lambda: self.assertEqual(
+                [], [p["metadata"]["name"] for p in pods(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent")]), timeout=180)
+            said = logs.communicate(timeout=60)[0]
+        finally:
+            if logs.poll() is None:
+                logs.kill()
+                logs.wait()
+        log(f"the agent's last lines:\n{said[-3000:]}")
+        self.assertEqual([], pinned(), f"pins left on the node after helm uninstall; the agent said:\n{said[-2000:]}")
+        self.assertIn("unpinned 1 BPF object(s) under /sys/fs/bpf/wattgraph", said)
+
+
+def pinned():
+    """The BPF objects pinned under the chart's pin directory on the node."""
+    return sorted(p.name for p in PIN_DIR.iterdir() if p.is_dir()) if PIN_DIR.is_dir() else []
 
 
 if __name__ == "__main__":

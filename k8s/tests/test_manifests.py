@@ -160,6 +160,28 @@ class Manifests(unittest.TestCase):
         # Numbers from --set or a values file stay strings, which a container's args must be.
         self.assertEqual(["--pod-metadata-interval-ms", "5000"], args[-2:])
 
+    @each_variant
+    def test_the_agent_unpins_when_its_own_daemonset_is_gone_and_may_watch_only_that_one(self):
+        (ds,) = [d for d in applied() if d["kind"] == "DaemonSet"]
+        pod = ds["spec"]["template"]["spec"]
+        (c,) = pod["containers"]
+        args = c["args"]
+        self.assertIn("--pin-bpf", args)
+        self.assertEqual("$(POD_NAMESPACE)/" + ds["metadata"]["name"], args[args.index("--unpin-when-daemonset-gone") + 1])
+        self.assertEqual({"fieldRef": {"fieldPath": "metadata.namespace"}}, env(c, "POD_NAMESPACE")["valueFrom"])
+        (role,) = [d for d in applied() if d["kind"] == "Role" and d["metadata"]["name"] == "node-agent-own-daemonset"]
+        self.assertEqual([{"apiGroups": ["apps"], "resources": ["daemonsets"], "resourceNames": [ds["metadata"]["name"]],
+                           "verbs": ["list", "watch"]}], role["rules"])
+        (binding,) = [d for d in applied() if d["kind"] == "RoleBinding" and d["roleRef"]["name"] == role["metadata"]["name"]]
+        self.assertEqual("Role", binding["roleRef"]["kind"])
+        self.assertEqual([{"kind": "ServiceAccount", "name": pod["serviceAccountName"], "namespace": "wattgraph"}],
+                         binding["subjects"])
+        # Nothing else of the release may touch DaemonSets for the agent's service account.
+        for d in applied():
+            if d["kind"] in ("Role", "ClusterRole") and d is not role:
+                for rule in d.get("rules", []):
+                    self.assertNotIn("daemonsets", rule.get("resources", []), d["metadata"]["name"])
+
     def test_kafka_is_three_kraft_brokers_with_replication_3_and_min_isr_2(self):
         (sts,) = [d for d in applied() if d["kind"] == "StatefulSet" and d["metadata"]["name"] == "kafka"]
         self.assertEqual(sts["spec"]["replicas"], 3)

@@ -76,6 +76,10 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> i32 {
         Err(e) => return fail(2, format_args!("{e:#}")),
     };
     let pod_dir = pods.as_ref().map(|(d, _)| d.clone());
+    let owner = match options::owner_watch(cfg, stop.clone()) {
+        Ok(w) => w,
+        Err(e) => return fail(2, format_args!("{e:#}")),
+    };
     let handle = match spawn_capture(options::capture(cfg, pod_dir.clone())) {
         Ok(h) => h,
         Err(code) => return code,
@@ -223,6 +227,9 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> i32 {
         log::warn!("{left} Kafka messages not delivered within {FLUSH_TIMEOUT:?}");
     }
     log_stats(&stats, output.stats());
+    if let Some(w) = owner {
+        unpin_if_uninstalled(cfg, &w);
+    }
     if let Some(path) = &cfg.ready_file {
         let _ = std::fs::remove_file(path);
     }
@@ -237,6 +244,18 @@ pub fn unpin(cfg: &Config) -> i32 {
             0
         }
         Err(e) => fail(1, format_args!("cannot unpin under --bpf-pin-dir '{}': {e}", cfg.bpf_pin_dir.display())),
+    }
+}
+
+/// `--unpin-when-daemonset-gone`, after the capture's last drain: unpins when the DaemonSet is
+/// gone, else says why the pins stay.
+fn unpin_if_uninstalled(cfg: &Config, owner: &crate::capture::pin_owner::OwnerWatch) {
+    match owner.decide() {
+        Ok(why) => match crate::capture::pins::unpin_all(&cfg.bpf_pin_dir) {
+            Ok(n) => log::info!("unpinned {n} BPF object(s) under {}: {why}", cfg.bpf_pin_dir.display()),
+            Err(e) => log::error!("cannot unpin under --bpf-pin-dir '{}' ({why}): {e}", cfg.bpf_pin_dir.display()),
+        },
+        Err(why) => log::info!("keeping the BPF pins under {}: {why}", cfg.bpf_pin_dir.display()),
     }
 }
 

@@ -1,15 +1,17 @@
 //! The flags (`Config`) turned into each stage's options.
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::capture::connections::CaptureOptions;
+use crate::capture::pin_owner::{self, OwnerWatch};
 use crate::capture::sched::SchedOptions;
 use crate::config::Config;
 use crate::control::power_cap::consumer::ConsumerOptions;
 use crate::control::shedding::ShedController;
+use crate::identity::kube_api::KubeClient;
 use crate::identity::pod_metadata::{PodDirectory, PodSource, PodSourceOptions};
 use crate::output::kafka::SpoolOptions;
 use crate::output::kafka_client::KafkaClient;
@@ -79,16 +81,32 @@ pub(super) fn start_pod_metadata(cfg: &Config, stop: Arc<AtomicBool>) -> anyhow:
     Ok(Some((dir, t)))
 }
 
-pub(super) fn pod_source(cfg: &Config) -> anyhow::Result<Option<PodSource>> {
-    let Some(url) = &cfg.pod_metadata_url else { return Ok(None) };
+/// --pod-metadata-token-file and --pod-metadata-ca-file, else the service account's for https.
+fn kube_credentials(cfg: &Config, url: &str) -> (Option<PathBuf>, Option<PathBuf>) {
     let sa = |f: &str| {
         let p = Path::new(SA_DIR).join(f);
         (url.starts_with("https://") && p.is_file()).then_some(p)
     };
+    (cfg.pod_metadata_token_file.clone().or_else(|| sa("token")), cfg.pod_metadata_ca_file.clone().or_else(|| sa("ca.crt")))
+}
+
+/// The watch of --unpin-when-daemonset-gone (with --pin-bpf).
+pub(super) fn owner_watch(cfg: &Config, stop: Arc<AtomicBool>) -> anyhow::Result<Option<OwnerWatch>> {
+    let Some(r) = cfg.unpin_when_daemonset_gone.as_deref().filter(|_| cfg.pin_bpf) else { return Ok(None) };
+    let (ns, name) = pin_owner::parse_ref(r).map_err(anyhow::Error::msg)?;
+    let (token, ca) = kube_credentials(cfg, &cfg.kube_api_url);
+    let client = KubeClient::new(token, ca.as_ref(), false, "--pod-metadata-ca-file")?;
+    log::info!("pins: unpinned at a clean stop if the DaemonSet {ns}/{name} is gone (watched on {})", cfg.kube_api_url);
+    Ok(Some(OwnerWatch::start(client, &cfg.kube_api_url, &ns, &name, stop)))
+}
+
+pub(super) fn pod_source(cfg: &Config) -> anyhow::Result<Option<PodSource>> {
+    let Some(url) = &cfg.pod_metadata_url else { return Ok(None) };
+    let (token_file, ca_file) = kube_credentials(cfg, url);
     let opts = PodSourceOptions {
         url: url.clone(),
-        token_file: cfg.pod_metadata_token_file.clone().or_else(|| sa("token")),
-        ca_file: cfg.pod_metadata_ca_file.clone().or_else(|| sa("ca.crt")),
+        token_file,
+        ca_file,
         insecure_tls: cfg.pod_metadata_insecure_tls,
         interval: Duration::from_millis(cfg.pod_metadata_interval_ms),
         labels: cfg.pod_labels.clone(),

@@ -309,6 +309,17 @@ pub struct Config {
     /// Remove the pins under --bpf-pin-dir (the pinned programs stop counting) and exit.
     #[arg(long = "unpin")]
     pub unpin: bool,
+
+    /// With --pin-bpf, in a Kubernetes DaemonSet: at a clean stop, unpin when this DaemonSet
+    /// (NAMESPACE/NAME) is gone or being deleted (an uninstall), keep the pins otherwise (a
+    /// restart, or the API server cannot tell). Watched from the start on --kube-api-url with
+    /// --pod-metadata-token-file and --pod-metadata-ca-file (the service account's by default).
+    #[arg(long = "unpin-when-daemonset-gone", value_name = "NAMESPACE/NAME")]
+    pub unpin_when_daemonset_gone: Option<String>,
+
+    /// The Kubernetes API server, for --unpin-when-daemonset-gone.
+    #[arg(long = "kube-api-url", value_name = "URL", default_value = "https://kubernetes.default.svc")]
+    pub kube_api_url: String,
 }
 
 /// Why the configuration was refused.

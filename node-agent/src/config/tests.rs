@@ -186,7 +186,7 @@ fn example_file_is_valid_and_lists_every_flag() {
     let c = load(&example, &[]).unwrap();
     assert_eq!((c.host_id.as_str(), c.kafka_brokers.as_deref()), ("node-1", Some("127.0.0.1:9092")));
     // Every commented-out key is valid too: uncomment them all (except the exclusive once and
-    // paths that exist only on a node).
+    // paths that exist only on a node, and flags that need another one set).
     let text = std::fs::read_to_string(&example).unwrap();
     let mut all = String::new();
     let mut keys = HashSet::new();
@@ -195,7 +195,7 @@ fn example_file_is_valid_and_lists_every_flag() {
         if let Some((k, _)) = l.split_once(" = ") {
             if !k.contains(' ') {
                 keys.insert(k.to_string());
-                if !["once", "netns", "cgroup-root", "ready-file", "shed-priority", "shed-mode", "cpu-setpoint", "spool-dir", "pod-metadata-token-file", "pod-metadata-ca-file", "kafka-config"].contains(&k) {
+                if !["once", "netns", "cgroup-root", "ready-file", "shed-priority", "shed-mode", "cpu-setpoint", "spool-dir", "pod-metadata-token-file", "pod-metadata-ca-file", "kafka-config", "unpin-when-daemonset-gone"].contains(&k) {
                     all.push_str(l);
                     all.push('\n');
                 }
@@ -249,6 +249,11 @@ fn errors_name_the_value() {
         (&["--kafka-option", "acks=0"], "--kafka-option 'acks=0': key 'acks' cannot be set"),
         (&["--kafka-option", "sasl.password=x"], "--kafka-option key 'sasl.password' holds a secret"),
         (&["--kafka-config", "/nonexistent/k.properties"], "--kafka-config '/nonexistent/k.properties' cannot be read"),
+        (&["--unpin-when-daemonset-gone", "wattgraph/node-agent"], "--unpin-when-daemonset-gone 'wattgraph/node-agent' needs --pin-bpf"),
+        (&["--pin-bpf", "--unpin-when-daemonset-gone", "node-agent"], "--unpin-when-daemonset-gone 'node-agent' is not NAMESPACE/NAME"),
+        (&["--pin-bpf", "--unpin-when-daemonset-gone", "ns/a?watch=1"], "--unpin-when-daemonset-gone 'ns/a?watch=1' has no valid DaemonSet name"),
+        (&["--kube-api-url", "kubernetes.default.svc"], "--kube-api-url 'kubernetes.default.svc'"),
+        (&["--kube-api-url", "https://k8s/?x=1"], "--kube-api-url 'https://k8s/?x=1'"),
     ];
     for (args, needle) in cases {
         let err = parse(args).unwrap_err();

@@ -63,6 +63,16 @@ impl Config {
                 }
             }
         }
+        if let Some(r) = &self.unpin_when_daemonset_gone {
+            crate::capture::pin_owner::parse_ref(r)?;
+            if !self.pin_bpf {
+                return Err(format!("--unpin-when-daemonset-gone '{r}' needs --pin-bpf (without pins there is nothing to unpin)"));
+            }
+        }
+        let u = &self.kube_api_url;
+        if !(u.starts_with("http://") || u.starts_with("https://")) || u.len() < 10 || u.contains(['?', '#']) {
+            return Err(format!("--kube-api-url '{u}' must be an http:// or https:// URL without a query"));
+        }
         if !(1000..=3_600_000).contains(&self.pod_metadata_interval_ms) {
             return Err(format!("--pod-metadata-interval-ms '{}' must be between 1000 and 3600000", self.pod_metadata_interval_ms));
         }

@@ -41,16 +41,34 @@ impl KubeClient {
     /// GET `url` as JSON; a status other than 2xx or a body over `limit` bytes is an error
     /// naming the URL.
     pub fn get(&self, url: &str, limit: u64) -> Result<Vec<u8>> {
+        let (status, body) = self.get_any(url, limit)?;
+        if !(200..300).contains(&status) {
+            bail!("GET {url}: HTTP {status}");
+        }
+        Ok(body)
+    }
+
+    /// GET `url` as JSON: the status, whatever it is, and the body (at most `limit` bytes), for
+    /// callers that tell one error status from another (a 404 Status of the object).
+    pub fn get_any(&self, url: &str, limit: u64) -> Result<(u16, Vec<u8>)> {
+        let mut resp = self.request(url)?.call().with_context(|| format!("GET {url}"))?;
+        let body = resp.body_mut().with_config().limit(limit).read_to_vec().with_context(|| format!("reading {url}"))?;
+        Ok((resp.status().as_u16(), body))
+    }
+
+    /// GET `url` as a stream (a watch), open for at most `open_for`: its status and body reader.
+    pub fn stream(&self, url: &str, open_for: Duration) -> Result<(u16, impl std::io::Read)> {
+        let req = self.request(url)?.config().timeout_global(None).timeout_recv_body(Some(open_for)).build();
+        let resp = req.call().with_context(|| format!("GET {url}"))?;
+        Ok((resp.status().as_u16(), resp.into_body().into_reader()))
+    }
+
+    fn request(&self, url: &str) -> Result<ureq::RequestBuilder<ureq::typestate::WithoutBody>> {
         let mut req = self.agent.get(url).header("Accept", "application/json");
         if let Some(f) = &self.token_file {
             let token = std::fs::read_to_string(f).with_context(|| format!("token file {}", f.display()))?;
             req = req.header("Authorization", format!("Bearer {}", token.trim()));
         }
-        let mut resp = req.call().with_context(|| format!("GET {url}"))?;
-        let status = resp.status();
-        if !status.is_success() {
-            bail!("GET {url}: HTTP {status}");
-        }
-        resp.body_mut().with_config().limit(limit).read_to_vec().with_context(|| format!("reading {url}"))
+        Ok(req)
     }
 }
