@@ -50,7 +50,7 @@ fn spool_files(dir: &std::path::Path) -> usize {
 fn outage_spools_to_memory_then_disk_and_delivers_in_order_exactly_once() {
     let (mock, brokers) = mock_cluster(TOPIC, 2);
     let dir = agent::tmp("spool", "outage").join("spool");
-    let opts = SpoolOptions { memory_messages: MEMORY, dir: Some(dir.clone()), max_bytes: REC_DISK * DISK_RECORDS };
+    let opts = SpoolOptions { memory_messages: MEMORY, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: REC_DISK * DISK_RECORDS };
     let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
     let st = p.stats().clone();
     let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
@@ -117,6 +117,31 @@ fn outage_spools_to_memory_then_disk_and_delivers_in_order_exactly_once() {
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 }
 
+#[test]
+fn the_memory_tier_is_bounded_in_bytes_too() {
+    // librdkafka counts payloads: 10 KiB hold 102 of 100 bytes (the 103rd would make 10,300); the
+    // rest waits on disk, though the message bound would take 1,000.
+    let (mock, brokers) = mock_cluster(TOPIC, 1);
+    let dir = agent::tmp("spool", "bytes").join("spool");
+    let opts = SpoolOptions { memory_messages: 1000, memory_bytes: 10 << 10, dir: Some(dir.clone()), max_bytes: 1 << 20 };
+    let p = EventProducer::with_spool(&brokers, TOPIC, "spool-bytes", &opts).unwrap();
+    let st = p.stats().clone();
+    let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    mock.broker_down(1).unwrap();
+    let outcome: Vec<Sent> = (0..300).map(|i| {
+        let (k, v) = record(i);
+        p.send(k.as_bytes(), &v)
+    }).collect();
+    let count = |s: Sent| outcome.iter().filter(|x| **x == s).count() as u64;
+    assert_eq!((count(Sent::Memory), count(Sent::Disk), count(Sent::Dropped)), (102, 198, 0));
+    assert_eq!((st.memory_records(), st.memory_bytes()), (102, 102 * (2 + PAYLOAD as u64)));
+    mock.broker_up(1).unwrap();
+    agent::wait_for("every record delivered", || g(&st.delivered) == 300);
+    assert_exactly_once_in_order(&brokers, 1, &(0..300).collect::<Vec<_>>());
+    drop(p);
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
+
 /// Consumes `TOPIC` (until `accepted.len()` arrived, then 2 s more to see any duplicate) and
 /// checks that it holds each accepted record once and, per key, in sending order.
 fn assert_exactly_once_in_order(brokers: &str, partitions: i32, accepted: &[usize]) {
@@ -157,7 +182,7 @@ fn a_full_disk_drops_and_counts_but_never_loses_what_it_accepted() {
     // About 100 KiB free: the disk fills before the spool's bound (256 KiB, 64 KiB segments,
     // smaller when the disk has less room).
     let filler = fs.fill(100 << 10);
-    let opts = SpoolOptions { memory_messages: MEMORY, dir: Some(dir.clone()), max_bytes: 256 << 10 };
+    let opts = SpoolOptions { memory_messages: MEMORY, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: 256 << 10 };
     let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
     let st = p.stats().clone();
     let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
@@ -206,7 +231,7 @@ fn a_full_disk_drops_and_counts_but_never_loses_what_it_accepted() {
 fn records_left_on_disk_are_sent_first_after_a_restart() {
     let (mock, brokers) = mock_cluster(TOPIC, 1);
     let dir = agent::tmp("spool", "restart").join("spool");
-    let opts = SpoolOptions { memory_messages: 10, dir: Some(dir.clone()), max_bytes: 1 << 20 };
+    let opts = SpoolOptions { memory_messages: 10, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: 1 << 20 };
     mock.broker_down(1).unwrap();
     {
         // First run: 10 in memory (written back to disk at the stop, ahead), 40 on disk.
@@ -257,7 +282,7 @@ fn a_stop_while_draining_neither_loses_nor_repeats() {
     const N: usize = 2000;
     let (mock, brokers) = mock_cluster(TOPIC, 1);
     let dir = agent::tmp("spool", "stop-draining").join("spool");
-    let opts = SpoolOptions { memory_messages: 10, dir: Some(dir.clone()), max_bytes: 1 << 20 };
+    let opts = SpoolOptions { memory_messages: 10, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: 1 << 20 };
     mock.broker_down(1).unwrap();
     {
         let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
@@ -381,7 +406,7 @@ fn a_damaged_segment_loses_only_its_own_rest() {
     let (mock, brokers) = mock_cluster(TOPIC, 1);
     let dir = agent::tmp("spool", "damaged").join("spool");
     // 96 KiB bound: 24 KiB segments of 196 records.
-    let opts = SpoolOptions { memory_messages: 10, dir: Some(dir.clone()), max_bytes: 96 << 10 };
+    let opts = SpoolOptions { memory_messages: 10, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: 96 << 10 };
     mock.broker_down(1).unwrap();
     let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
     let outcome: Vec<Sent> = (0..N).map(record).map(|(k, v)| p.send(k.as_bytes(), &v)).collect();
@@ -490,7 +515,7 @@ fn a_stop_on_a_full_disk_counts_what_it_cannot_write_back() {
     let filler = fs.fill(8 << 10);
     let page = fs.path().join("page");
     std::fs::write(&page, [0u8; 4096]).unwrap();
-    let opts = SpoolOptions { memory_messages: 50, dir: Some(dir.clone()), max_bytes: 1 << 20 };
+    let opts = SpoolOptions { memory_messages: 50, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: 1 << 20 };
     mock.broker_down(1).unwrap();
     let (outcome, dropped, memory_only) = {
         let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();

@@ -58,7 +58,7 @@ pub(super) fn capture_once(cfg: &Config) -> CaptureOptions {
 }
 
 pub(super) fn spool(cfg: &Config) -> SpoolOptions {
-    SpoolOptions { memory_messages: cfg.spool_memory_messages, dir: cfg.spool_dir.clone(), max_bytes: cfg.spool_max_bytes }
+    SpoolOptions { memory_messages: cfg.spool_memory_messages, memory_bytes: cfg.spool_memory_bytes, dir: cfg.spool_dir.clone(), max_bytes: cfg.spool_max_bytes }
 }
 
 pub(super) fn topics(cfg: &Config) -> Topics {

@@ -286,6 +286,12 @@ pub struct Config {
     #[arg(long = "spool-memory-messages", value_name = "N", default_value_t = 200_000)]
     pub spool_memory_messages: u64,
 
+    /// Memory tier of the spool in bytes (payloads librdkafka holds; a multiple of 1024):
+    /// whichever of this and --spool-memory-messages is reached first sends records on to
+    /// --spool-dir. Size it below the container's memory limit.
+    #[arg(long = "spool-memory-bytes", value_name = "BYTES", default_value_t = 1 << 30)]
+    pub spool_memory_bytes: u64,
+
     /// Disk tier of the spool: directory for segment files (created if missing). Without it,
     /// records beyond the memory tier are dropped (counted).
     #[arg(long = "spool-dir", value_name = "PATH")]

@@ -39,6 +39,8 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
 pub struct SpoolOptions {
     /// librdkafka's queue (messages).
     pub memory_messages: u64,
+    /// librdkafka's queue (payload bytes, as librdkafka counts them; a multiple of 1024).
+    pub memory_bytes: u64,
     /// Disk tier; None = records beyond the memory tier are dropped.
     pub dir: Option<PathBuf>,
     pub max_bytes: u64,
@@ -46,7 +48,7 @@ pub struct SpoolOptions {
 
 impl Default for SpoolOptions {
     fn default() -> Self {
-        SpoolOptions { memory_messages: 200_000, dir: None, max_bytes: 1 << 30 }
+        SpoolOptions { memory_messages: 200_000, memory_bytes: 1 << 30, dir: None, max_bytes: 1 << 30 }
     }
 }
 
@@ -400,6 +402,7 @@ impl EventProducer {
             .set("linger.ms", "50")
             .set("batch.num.messages", "10000")
             .set("queue.buffering.max.messages", opts.memory_messages.to_string())
+            .set("queue.buffering.max.kbytes", (opts.memory_bytes / 1024).to_string())
             // Never expire a queued message: an outage is bounded by the spool, not by time.
             .set("message.timeout.ms", "0")
             .with_client(client)
