@@ -520,7 +520,7 @@ fn a_stop_on_a_full_disk_counts_what_it_cannot_write_back() {
     let (outcome, dropped, memory_only) = {
         let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
         let outcome: Vec<Sent> = (0..300).map(record).map(|(k, v)| p.send(k.as_bytes(), &v)).collect();
-        assert!(outcome.iter().any(|s| *s == Sent::Dropped), "the disk filled");
+        assert!(outcome.contains(&Sent::Dropped), "the disk filled");
         // One page free: the 50 records of the memory tier (6.3 KB) do not fit.
         std::fs::remove_file(&page).unwrap();
         p.flush(Duration::from_millis(200));

@@ -159,7 +159,7 @@ impl Config {
         if !(1..=10_000_000).contains(&self.spool_memory_messages) {
             return Err(format!("--spool-memory-messages '{}' must be between 1 and 10000000", self.spool_memory_messages));
         }
-        if !(1024..=1 << 40).contains(&self.spool_memory_bytes) || self.spool_memory_bytes % 1024 != 0 {
+        if !(1024..=1 << 40).contains(&self.spool_memory_bytes) || !self.spool_memory_bytes.is_multiple_of(1024) {
             return Err(format!("--spool-memory-bytes '{}' must be a multiple of 1024 between 1024 and 2^40", self.spool_memory_bytes));
         }
         if !(65_536..=1 << 50).contains(&self.spool_max_bytes) {
