@@ -133,6 +133,10 @@ class LatencyExportEndToEndTest {
       windows.addAll(samples(t0 + 4 * S));
       send(producer, windows);
       await(() -> EdgeMetricsGraphWriter.WAITING.get() > waitingBefore, "an edge window waiting for its edge");
+      // C2's pod before the edge: the export files an edge's growth under the workloads its ends are in when it
+      // reads it (under load the samples' windows can close after the edge windows land).
+      await(() -> driver.executableQuery("MATCH (c:Container {id: $c, podName: 'shop-0'}) RETURN count(c)")
+          .withParameters(Map.of("c", C2)).execute().records().get(0).get(0).asLong() == 1, "C2's pod in the graph");
       long waitingMs = elapsedMs(startNs);
 
       // Then the connection: the waiting windows land on its edge.
