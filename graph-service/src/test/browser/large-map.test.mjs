@@ -40,9 +40,10 @@ test('a large map is an overview below zoom 2.4 and has labels and arrow heads a
     assert.deepEqual(far.labels, ['none']);
     assert.deepEqual(far.arrows, ['none']);
     assert.deepEqual(far.curves, ['haystack']);
-    // Laid out (the headless draft): every node placed, at distinct spots.
+    // Laid out (the headless draft): every node placed, each at its own spot (the draft alone stacks nodes that
+    // have the same links, about a hundred of these 1,500, on one spot).
     assert.equal(far.placed, 1500);
-    assert.ok(far.spots > 1400, 'distinct positions: ' + far.spots);
+    assert.equal(far.spots, 1500, 'nodes at distinct spots');
     await page.evaluate(() => window.serviceMap.cy.zoom(3));
     const near = await state();
     assert.equal(near.overview, 0);

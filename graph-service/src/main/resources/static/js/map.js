@@ -6,7 +6,7 @@
  */
 /* global cytoscape */
 import { $, el, fmt, fmtBytes } from './util.js';
-import { PositionStore, placeNear } from './positions.js';
+import { PositionStore, placeNear, unstack } from './positions.js';
 
 const PALETTE = ['#4263eb', '#0ca678', '#ae3ec9', '#f59f00', '#1098ad', '#e64980', '#74b816', '#7048e8',
   '#fd7e14', '#15aabf'];
@@ -303,6 +303,7 @@ export class ServiceMap {
       copy.layout(options).run(); // synchronous without animation
       cy.batch(() => cy.nodes().forEach((x) => { if (!x.isParent()) x.position(copy.getElementById(x.id()).position()); }));
       copy.destroy();
+      unstack(cy);
       done();
       return Promise.resolve();
     }

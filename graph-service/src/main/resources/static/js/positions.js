@@ -94,3 +94,20 @@ function place(cy, nodes, seed) {
     pending.delete(n.id());
   }
 }
+
+/**
+ * Moves every node that shares its spot (to the pixel) with another to the nearest free spot, keeping one there.
+ * fcose's draft (spectral only) puts nodes with the same links, the leaves of one node say, on one spot, where
+ * the one on top hid the others.
+ */
+export function unstack(cy) {
+  const taken = new Set();
+  const stacked = [];
+  cy.nodes().forEach((n) => {
+    if (n.isParent()) return;
+    const key = Math.round(n.position('x')) + ',' + Math.round(n.position('y'));
+    if (taken.has(key)) stacked.push(n); else taken.add(key);
+  });
+  if (stacked.length) placeNear(cy, stacked, (n) => ({ ...n.position() }));
+  return stacked.length;
+}
