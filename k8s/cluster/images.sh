@@ -7,6 +7,7 @@
 #   images.sh import-system  import the node's images into containerd (cluster.sh up does)
 #   images.sh import         import every project image into containerd
 #   images.sh list           the images and their archives
+#   images.sh prune          remove what earlier builds left (build does it at its end)
 # A user builds the same Dockerfiles with their own builder and the public bases (README.md).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -114,7 +115,23 @@ artefacts() {
   done
 }
 
+# Unnamed images older than $1 (epoch s) that no image builds on: the stages of earlier builds
+# (each build of changed artefacts left ~1.3 GB). The layer cache of unchanged steps is an ancestor
+# of a named image, so buildah refuses to remove it and it stays. First the working containers that
+# bud leaves of the stages it copied from (they hold those images); this storage is the project's
+# own and builds in it run one at a time (the cluster test's lock).
+prune() {
+  local since=$1 id created n=0
+  "${B[@]}" rm --all >/dev/null
+  while read -r id created; do
+    [ "$created" -lt "$since" ] && "${B[@]}" rmi "$id" >/dev/null 2>&1 && n=$((n + 1))
+  done < <("${B[@]}" images --all --noheading --filter dangling=true --format '{{.ID}} {{.Created}}')
+  say "removed $n images of earlier builds"
+}
+
 build() {
+  local started
+  started=$(date +%s)
   ensure_packages buildah debootstrap gcc libc6-dev
   artefacts
   system
@@ -126,6 +143,7 @@ build() {
     IFS='|' read -r name file arg <<<"$i"
     bud "$name" "$file" "$arg"
   done
+  prune "$started"
 }
 
 import_archive() { # import_archive IMAGE : unless containerd has it with the archive's digest
@@ -155,5 +173,6 @@ case "${1:-}" in
   import-system) import_system ;;
   import) import_all ;;
   list) "${B[@]}" images; ls -la "$ARCHIVES" ;;
+  prune) prune "$(date +%s)" ;;
   *) echo "usage: $0 system|build|import-system|import|list" >&2; exit 2 ;;
 esac
