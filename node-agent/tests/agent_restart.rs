@@ -7,12 +7,13 @@
 //! records' maxima, as the job merges them.
 mod common;
 use common::agent;
+use common::keepalive;
 use common::netns::NetnsThread;
 use common::pin_dir::PinDir;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -29,7 +30,6 @@ const LONG: usize = 4;
 /// Short connections before the kill (the kill lands in their middle), while no agent runs,
 /// and after the second agent started.
 const SHORT: [usize; 3] = [400, 300, 150];
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the load thread in the namespace is asked to do.
 enum Step {
@@ -180,28 +180,16 @@ fn closed(seen: &HashMap<(Role, i64), Conn>, role: Role) -> usize {
 /// The load, in the test's namespace: a server echoing every byte twice, long connections kept
 /// open, short ones made on request; returns the ground truth.
 fn load(steps: mpsc::Receiver<Step>, step_done: mpsc::Sender<()>, done: Arc<AtomicUsize>) -> Truth {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for s in listener.incoming() {
-            let Ok(mut s) = s else { return };
-            std::thread::spawn(move || {
-                s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-                let mut buf = [0u8; 8192];
-                while let Ok(n @ 1..) = s.read(&mut buf) {
-                    if s.write_all(&buf[..n]).and_then(|_| s.write_all(&buf[..n])).is_err() {
-                        return;
-                    }
-                }
-            });
+    let addr = keepalive::serve(|s| {
+        let mut buf = [0u8; 8192];
+        while let Ok(n @ 1..) = s.read(&mut buf) {
+            if s.write_all(&buf[..n]).and_then(|_| s.write_all(&buf[..n])).is_err() {
+                return;
+            }
         }
     });
     let mut truth = Truth::new();
-    let connect = || {
-        let s = TcpStream::connect(addr).unwrap();
-        s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        s
-    };
+    let connect = || keepalive::connect(addr);
     let exchange = |s: &mut TcpStream, n: usize, truth: &mut Truth| {
         s.write_all(&vec![b'x'; n]).unwrap();
         let mut back = vec![0u8; 2 * n];
