@@ -34,6 +34,18 @@ build_example() {
   [ -x "$2" ] || { echo "example $1 not found at $2" >&2; exit 1; }
 }
 
+# bpf_stats on|off : kernel.bpf_stats_enabled for the per-call figures; off puts back the value it
+# had before the first on (another tool may be counting), and is in the EXIT trap.
+BPF_STATS_BEFORE=
+bpf_stats() {
+  if [ "$1" = on ]; then
+    [ -n "$BPF_STATS_BEFORE" ] || BPF_STATS_BEFORE=$(sysctl -n kernel.bpf_stats_enabled)
+    sysctl -qw kernel.bpf_stats_enabled=1
+  elif [ -n "$BPF_STATS_BEFORE" ]; then
+    sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_BEFORE"
+  fi
+}
+
 # kill_pids : for the EXIT trap, so an interrupted run leaves nothing behind.
 kill_pids() {
   local p

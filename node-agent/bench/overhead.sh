@@ -21,7 +21,7 @@ need_root
 need_cmds iperf3 jq bpftool
 build_agent
 
-trap 'kill_pids; sysctl -qw kernel.bpf_stats_enabled=0' EXIT
+trap 'kill_pids; bpf_stats off' EXIT
 
 # A real broker, so the agent does its whole job (encode, batch, send).
 start_kafka $KAFKA_PORT wattgraph.connections
@@ -67,7 +67,7 @@ prog_stats() { # prog_stats PID LABEL: that agent's programs, "LABEL name run_ti
   bpftool prog show -j | jq -r --argjson ids "[${ids}]" --arg l "$2" '.[] | select(.id as $i | $ids | index($i))
     | select(.name|test("^(handle_|wg_)")) | "\($l) \(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"'
 }
-sysctl -qw kernel.bpf_stats_enabled=1
+bpf_stats on
 for len in 1K 128K; do
   for label in after before; do
     if [ $label = before ]; then [ -n "${AGENT_BEFORE:-}" ] || continue; AGENT=$AGENT_BEFORE; else AGENT=$AGENT_AFTER; fi
@@ -79,7 +79,7 @@ for len in 1K 128K; do
   done
 done
 AGENT=$AGENT_AFTER
-sysctl -qw kernel.bpf_stats_enabled=0
+bpf_stats off
 
 mean() { echo "$@" | tr ' ' '\n' | grep -v '^$' | awk '{s+=$1; n++} END {printf "%.3f", s/n}'; }
 spread() { echo "$@" | tr ' ' '\n' | grep -v '^$' | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.3f-%.3f", lo, hi}'; }

@@ -12,11 +12,11 @@ N=${1:-20000}; shift || true
 AGENT=${AGENT:-$ROOT/target/release/wattgraph-agent}
 PORT=25301; SINK=25302
 need_root
-trap 'kill_pids; sysctl -qw kernel.bpf_stats_enabled=0' EXIT
+trap 'kill_pids; bpf_stats off' EXIT
 iperf3 -s -B 127.0.0.1 -p $PORT >/dev/null 2>&1 & pids+=($!)
 python3 "$ROOT/node-agent/bench/conn_flood.py" sink $SINK & pids+=($!)
 sleep 0.5
-sysctl -qw kernel.bpf_stats_enabled=1
+bpf_stats on
 "$AGENT" --host-id cost --once --no-transactions --sample-interval-ms 15000 --log-level warn "$@" >/dev/null 2>&1 & apid=$!
 sleep 1.5
 iperf3 -c 127.0.0.1 -p $PORT -l 1K -t 4 >/dev/null

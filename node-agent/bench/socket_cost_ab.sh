@@ -19,14 +19,14 @@ PORT=25311; SINK=25312
 need_root
 need_cmds iperf3 bpftool jq
 WORK=$(mktemp -d)
-trap 'kill_pids; sysctl -qw kernel.bpf_stats_enabled=0; rm -rf "$WORK"' EXIT
+trap 'kill_pids; bpf_stats off; rm -rf "$WORK"' EXIT
 iperf3 -s -B 127.0.0.1 -p $PORT >/dev/null 2>&1 & pids+=($!)
 python3 "$ROOT/node-agent/bench/conn_flood.py" sink $SINK >/dev/null & pids+=($!)
 sleep 0.5
 for r in $(seq 1 "$ROUNDS"); do
   for label in A B; do
     if [ $label = A ]; then AGENT=$A; else AGENT=$B; fi
-    sysctl -qw kernel.bpf_stats_enabled=1
+    bpf_stats on
     "$AGENT" --host-id cost --once "${TXN_FLAGS[@]}" --sample-interval-ms 15000 --log-level warn >/dev/null 2>&1 & apid=$!
     pids+=("$apid")
     sleep 1.5
@@ -39,7 +39,7 @@ for r in $(seq 1 "$ROUNDS"); do
     ids=$(grep -h '^prog_id:' /proc/$apid/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -u | paste -sd, -)
     bpftool prog show -j | jq -r --argjson ids "[${ids}]" --arg l "$label" '.[] | select(.id as $i | $ids | index($i)) | select(.name|test("^handle_(set_state|send|recv|sendmsg_begin)$")) | "\($l) \(.name) \(.run_cnt // 0) \(if (.run_cnt // 0) > 0 then (.run_time_ns // 0) / .run_cnt else 0 end)"' | tee -a "$WORK/rows"
     kill -TERM "$apid" 2>/dev/null; wait "$apid" 2>/dev/null || true; forget_pids "$apid"
-    sysctl -qw kernel.bpf_stats_enabled=0
+    bpf_stats off
   done
 done
 # Means, and medians with min-max: on a shared machine one disturbed round moves a mean.

@@ -8,6 +8,8 @@ $AGENT --host-id bench --kafka-brokers 127.0.0.1:1 --ready-file $W/ready --log-l
 apid=$!
 for _ in $(seq 1 100); do [ -f $W/ready ] && break; sleep 0.1; done
 snap() { bpftool prog show -j | jq -r '.[] | select(.name|test("^handle_(send|recv|set_state)$")) | "\(.id) \(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"' | grep -v -w -F -f $W/ids0 | cut -d' ' -f2- | sort; }
+prev_stats=$(sysctl -n kernel.bpf_stats_enabled)
+trap 'sysctl -qw kernel.bpf_stats_enabled=$prev_stats' EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
 snap > $W/s0
 python3 "$(dirname "$0")/pingpong.py" 6 4 > $W/pp.txt
@@ -15,7 +17,7 @@ snap > $W/s1
 iperf3 -s -B 127.0.0.1 -p 25299 -1 >/dev/null 2>&1 & sleep 0.3
 iperf3 -c 127.0.0.1 -p 25299 -l 1K -t 5 >/dev/null 2>&1
 snap > $W/s2
-sysctl -qw kernel.bpf_stats_enabled=0
+sysctl -qw kernel.bpf_stats_enabled=$prev_stats
 kill -TERM $apid; wait $apid
 cat $W/pp.txt
 echo "request/response phase:"; join $W/s0 $W/s1 | awk '{c=$5-$3; if (c>0) printf "  %s calls=%d ns/call=%.0f\n", $1, c, ($4-$2)/c}'
