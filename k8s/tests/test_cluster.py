@@ -59,8 +59,8 @@ KEPT_LABELS = {"app", "app.kubernetes.io/name", "app.kubernetes.io/instance", "a
 # pairing horizon, windows, checkpoints): a deadline for polling, generous for 2 shared cores.
 SETTLE_S = 420
 TIMINGS = {}
-# The fault test's connections: 250 ms apart, so its load spans both faults and their recoveries.
-FAULT_CONNECTIONS = 240
+# The fault test's connections: 250 ms apart (80 s), so its load spans every fault and its recovery.
+FAULT_CONNECTIONS = 320
 DNS_IP = env_value("K8S_DNS_IP")
 # The chart's --bpf-pin-dir on the node (this machine).
 PIN_DIR = pathlib.Path("/sys/fs/bpf/wattgraph")
@@ -431,8 +431,8 @@ class ClusterEndToEndTest(unittest.TestCase):
             f"{series.get('flink_taskmanager_job_task_operator_vipTranslated')}")
 
     def test_7_faults_during_traffic_lose_nothing(self):
-        # Short connections at a steady pace while the Flink JobManager's pod, one Kafka broker's pod and
-        # Neo4j's pod are deleted: the job recovers from its checkpoint (Kubernetes HA), the agents'
+        # Short connections at a steady pace while the Flink JobManager's pod, one Kafka broker's pod,
+        # Neo4j's pod and the node's agent pod are deleted: the job recovers from its checkpoint (Kubernetes HA), the agents'
         # producers move to the other brokers, the Neo4j sink's unwritten rows wait in its checkpointed
         # state for the new Neo4j pod (same volume), and the edges end exact, the earlier workloads' untouched.
         cron = next(d for d in workload_documents() if d["kind"] == "CronJob")
@@ -455,15 +455,24 @@ class ClusterEndToEndTest(unittest.TestCase):
         kubectl("-n", WATTGRAPH_NS, "delete", "pod", "kafka-1", "--wait=false")
         time.sleep(15)
         kubectl("-n", WATTGRAPH_NS, "delete", "pod", "neo4j-0", "--wait=false")
+        agent = self.one_running(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent")
+        time.sleep(10)
+        # The node's agent restarted (as in a rolling update or a drain): its pinned programs keep
+        # counting and its ring keeps the events until the DaemonSet's new pod reads on.
+        kubectl("-n", WATTGRAPH_NS, "delete", "pod", "-l", "app.kubernetes.io/name=node-agent", "--wait=false")
         tally = eventually("the fault load's tally", lambda: tally_of(BATCH_NS, pod), timeout=300)
         log(f"fault load: {sum(c['connections'] for c in tally['backends'].values())} connections in "
-            f"{time.monotonic() - start:.0f} s, JobManager, kafka-1 and neo4j-0 deleted at 10 s, 30 s and 45 s")
+            f"{time.monotonic() - start:.0f} s, JobManager, kafka-1, neo4j-0 and the agent deleted at 10, 30, 45 and 55 s")
         for backend, counts in tally["backends"].items():
             self.assertIn(backend, self.servers)
             type(self).expected[(tally["pod"], backend)] = counts
         kubectl("-n", WATTGRAPH_NS, "rollout", "status", "deployment/flink-jobmanager", "--timeout=300s")
         kubectl("-n", WATTGRAPH_NS, "rollout", "status", "statefulset/kafka", "--timeout=300s")
         kubectl("-n", WATTGRAPH_NS, "rollout", "status", "statefulset/neo4j", "--timeout=300s")
+        kubectl("-n", WATTGRAPH_NS, "rollout", "status", "daemonset/node-agent", "--timeout=300s")
+        new_agent = eventually("the agent's new pod", lambda: self.one_running(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent"))
+        self.assertNotEqual(agent, new_agent)
+        self.assertIn("reusing the connections BPF programs", kubectl("-n", WATTGRAPH_NS, "logs", new_agent))
         eventually("exact pod -> pod edges after the faults", self.assert_edges_exact)
         TIMINGS["faults"] = time.monotonic() - start
 

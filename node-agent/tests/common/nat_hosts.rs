@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -84,6 +84,77 @@ impl Hosts {
                 let _ = s.read_to_end(&mut rest);
             }
         })
+    }
+
+    /// A's DNAT of the virtual address now picks B's `port` (as kube-proxy's random pick of
+    /// another backend): connections already tracked keep theirs, new ones take this one.
+    pub fn dnat_to(&self, port: u16) {
+        let (vip_port, backend) = (VIP_PORT.to_string(), format!("{ADDR_B}:{port}"));
+        let rule = ["-d", VIP, "-p", "tcp", "--dport", &vip_port, "-j", "DNAT", "--to-destination", &backend];
+        sh(&[&["ip", "netns", "exec", &self.a, "iptables", "-t", "nat", "-R", "OUTPUT", "1"], &rule[..]].concat());
+    }
+
+    /// B's server on `port` for one connection: reads `req` bytes, answers `resp` and closes
+    /// first, so the client's port is free again at once (no TIME_WAIT on A's side) while A's
+    /// conntrack keeps the connection in TIME_WAIT.
+    pub fn serve_once_closing_first(&self, port: u16, req: usize, resp: usize) -> std::thread::JoinHandle<()> {
+        let listener = in_ns(&self.b, move || TcpListener::bind((ADDR_B, port)).unwrap()).join().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut buf = vec![0u8; req];
+            s.read_exact(&mut buf).unwrap();
+            s.write_all(&vec![7u8; resp]).unwrap();
+        })
+    }
+
+    /// From A's `local_port` (0: any), dials the virtual address, sends `req` bytes, reads `resp`
+    /// and the server's close, closes. A port whose previous connection is still closing is
+    /// tried again (bounded). Returns the local endpoint.
+    pub fn dial_vip_from(&self, local_port: u16, req: usize, resp: usize) -> SocketAddr {
+        in_ns(&self.a, move || {
+            let vip: std::net::Ipv4Addr = VIP.parse().unwrap();
+            let local: std::net::Ipv4Addr = ADDR_A.parse().unwrap();
+            let sin = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: port.to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from(ip).to_be() },
+                sin_zero: [0; 8],
+            };
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            for _ in 0..100 {
+                // SAFETY: plain socket calls on a descriptor this closure owns.
+                let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+                assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+                let s = unsafe { TcpStream::from_raw_fd(fd) };
+                let one: libc::c_int = 1;
+                let (l, r) = (sin(local, local_port), sin(vip, VIP_PORT));
+                let ok = unsafe {
+                    libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, (&one as *const libc::c_int).cast(), 4) == 0
+                        && libc::bind(fd, (&l as *const libc::sockaddr_in).cast(), len) == 0
+                        && libc::connect(fd, (&r as *const libc::sockaddr_in).cast(), len) == 0
+                };
+                if !ok {
+                    let e = std::io::Error::last_os_error();
+                    assert!(matches!(e.raw_os_error(), Some(libc::EADDRINUSE | libc::EADDRNOTAVAIL)), "dial from {local_port}: {e}");
+                    drop(s);
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+                let mut s = s;
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                s.write_all(&vec![1u8; req]).unwrap();
+                let mut buf = vec![0u8; resp];
+                s.read_exact(&mut buf).unwrap();
+                let mut rest = Vec::new();
+                s.read_to_end(&mut rest).unwrap();
+                assert!(rest.is_empty(), "{} bytes after the answer", rest.len());
+                return s.local_addr().unwrap();
+            }
+            panic!("port {local_port} of {ADDR_A} not free again within a second");
+        })
+        .join()
+        .unwrap()
     }
 
     /// From A: dials `to`, sends `req` bytes, reads `resp`, waits `hold`, closes. Returns the

@@ -9,8 +9,11 @@
 //! host passes here once.
 //!
 //! Ordering: a client's OPENED is emitted when its SYN-ACK arrives, after its SYN passed the NAT
-//! hooks, where conntrack queued the NEW message. So a lookup that misses for an event stamped
-//! after the last read re-reads the sockets once; events stamped before it need not.
+//! hooks, where conntrack queued the NEW message. So an OPENED stamped after the last read reads
+//! the sockets first, hit or miss: its tuple may still map to an earlier connection of the same
+//! client port (conntrack keeps TIME_WAIT 120 s, the client's socket 60 s or none), whose DESTROY
+//! and the NEW that replaced it (perhaps to another backend) wait in the queue. Events stamped
+//! before the last read need not.
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
@@ -119,15 +122,13 @@ impl NatTable {
 
     /// The NAT tuple of a socket (local, remote) that dialled a translated connection. A socket's
     /// first event (`first`) stamped (boot clock) after the last read may have its entry still
-    /// queued: read once more. Later events of a socket need not: its entry came before its first.
+    /// queued, and what the table holds for its tuple may be an earlier connection's: read first
+    /// (one non-blocking recv per namespace, mostly EAGAIN, and only for the first such event of a
+    /// batch). Later events of a socket need not: its entry came before its first.
     pub fn translate(&mut self, first: bool, event_boot_ns: u64, local: ([u8; 16], u16), remote: ([u8; 16], u16)) -> Option<NatTuple> {
-        if let Some(n) = self.lookup(local, remote) {
-            return Some(n);
+        if first && !self.sockets.is_empty() && event_boot_ns >= self.last_read_ns {
+            self.read_events();
         }
-        if !first || self.sockets.is_empty() || event_boot_ns < self.last_read_ns {
-            return None;
-        }
-        self.read_events();
         self.lookup(local, remote)
     }
 
