@@ -41,8 +41,9 @@ enum Step {
     Finish,
 }
 
-/// Client port -> (bytes the client sent, bytes it received).
-type Truth = HashMap<u16, (u64, u64)>;
+/// Per connection: (client port, bytes the client sent, bytes it received), sorted. A list, not a
+/// map by port: among ~850 short connections a client port can come back.
+type Truth = Vec<(u16, u64, u64)>;
 
 #[test]
 fn agent_killed_and_restarted_on_its_pins_loses_no_connection_and_no_byte() {
@@ -113,13 +114,20 @@ fn agent_killed_and_restarted_on_its_pins_loses_no_connection_and_no_byte() {
 
     eprintln!("{} connections ({} short done at the kill), {records} records, {} sockets", truth.len(), killed_at, seen.len());
     assert_eq!(seen.len(), 2 * truth.len(), "one client and one server socket per connection, no other");
+    let (mut clients, mut servers): (Truth, Truth) = (Vec::new(), Vec::new());
     for ((role, _), c) in &seen {
-        let (port, got) = match role {
-            Role::Client => (c.local_port, (c.sent, c.recv)),
-            Role::Server => (c.remote_port, (c.recv, c.sent)),
+        match role {
+            Role::Client => clients.push((c.local_port, c.sent, c.recv)),
+            Role::Server => servers.push((c.remote_port, c.recv, c.sent)),
             Role::Unknown => panic!("a socket of unknown role: {c:?}"),
-        };
-        assert_eq!(truth.get(&port), Some(&got), "{role:?} end of the connection from port {port}: {c:?}");
+        }
+    }
+    clients.sort_unstable();
+    servers.sort_unstable();
+    for (role, ends) in [("client", &clients), ("server", &servers)] {
+        assert_eq!(ends.len(), truth.len(), "{role} ends");
+        let wrong: Vec<_> = ends.iter().zip(&truth).filter(|(a, b)| a != b).take(5).collect();
+        assert!(wrong.is_empty(), "{role} ends (port, sent, received) against the load's, first differences: {wrong:?}");
     }
 }
 
@@ -188,26 +196,26 @@ fn load(steps: mpsc::Receiver<Step>, step_done: mpsc::Sender<()>, done: Arc<Atom
             }
         }
     });
-    let mut truth = Truth::new();
     let connect = || keepalive::connect(addr);
-    let exchange = |s: &mut TcpStream, n: usize, truth: &mut Truth| {
+    // (bytes sent, bytes received) of one connection.
+    let exchange = |s: &mut TcpStream, n: usize, t: &mut (u64, u64)| {
         s.write_all(&vec![b'x'; n]).unwrap();
         let mut back = vec![0u8; 2 * n];
         s.read_exact(&mut back).unwrap();
-        let t = truth.entry(s.local_addr().unwrap().port()).or_default();
         (t.0, t.1) = (t.0 + n as u64, t.1 + 2 * n as u64);
     };
     let mut long: Vec<TcpStream> = (0..LONG).map(|_| connect()).collect();
-    for s in &long {
-        truth.insert(s.local_addr().unwrap().port(), (0, 0));
-    }
+    let mut long_bytes = [(0u64, 0u64); LONG];
+    let mut truth = Truth::new();
     let mut i = 0usize;
     for step in steps {
         match step {
             Step::Short(n) => {
                 for _ in 0..n {
                     let mut s = connect();
-                    exchange(&mut s, 1 + (i * 37) % 3000, &mut truth);
+                    let mut t = (0, 0);
+                    exchange(&mut s, 1 + (i * 37) % 3000, &mut t);
+                    truth.push((s.local_addr().unwrap().port(), t.0, t.1));
                     s.shutdown(Shutdown::Write).unwrap();
                     let mut rest = Vec::new();
                     s.read_to_end(&mut rest).unwrap();
@@ -218,18 +226,20 @@ fn load(steps: mpsc::Receiver<Step>, step_done: mpsc::Sender<()>, done: Arc<Atom
                 }
             }
             Step::LongSend(n) => {
-                for s in &mut long {
-                    exchange(s, n, &mut truth);
+                for (s, t) in long.iter_mut().zip(&mut long_bytes) {
+                    exchange(s, n, t);
                 }
             }
             Step::Finish => break,
         }
         step_done.send(()).unwrap();
     }
-    for s in long.drain(..) {
+    for (s, t) in long.drain(..).zip(long_bytes) {
+        truth.push((s.local_addr().unwrap().port(), t.0, t.1));
         s.shutdown(Shutdown::Write).unwrap();
         let mut rest = Vec::new();
         (&s).read_to_end(&mut rest).unwrap();
     }
+    truth.sort_unstable();
     truth
 }
