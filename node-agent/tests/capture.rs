@@ -197,6 +197,32 @@ fn idle_connection_bytes_are_swept() {
     h.stop();
 }
 
+/// More idle sockets with unreported bytes than the sweep holds at once (it emits their SNAPSHOTs
+/// chunk by chunk, sweep.rs): every one of them still gets a SNAPSHOT with all its bytes.
+#[test]
+fn many_idle_sockets_bytes_are_all_swept() {
+    use std::collections::HashSet;
+    const N: usize = 1500; // 3,000 sockets, about three chunks
+    let Some(h) = start(CaptureOptions { snapshot_interval: Duration::from_millis(200), ..opts() }) else { return };
+    let (clients, _servers) = hold_connections(N);
+    // Each socket sent one byte and received one; keyed by (local port, remote port).
+    let mut left: HashSet<(u16, u16)> = HashSet::new();
+    for c in &clients {
+        let (l, r) = (c.local_addr().unwrap().port(), c.peer_addr().unwrap().port());
+        left.insert((l, r));
+        left.insert((r, l));
+    }
+    wait_for(&format!("a SNAPSHOT with both bytes of each of {} sockets", 2 * N), || {
+        while let Ok(e) = h.events().try_recv() {
+            if e.kind == Kind::Snapshot && e.bytes_sent == 1 && e.bytes_recv == 1 {
+                left.remove(&(e.local_port, e.remote_port));
+            }
+        }
+        left.is_empty()
+    });
+    h.stop();
+}
+
 /// A process whose dialling thread has a name of its own: prints that thread's id.
 const NAMED_THREAD_DIALER: &str = r#"
 #include <arpa/inet.h>
