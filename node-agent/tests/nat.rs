@@ -70,9 +70,13 @@ fn dialled_virtual_address_is_reported_past_dnat_and_snat() {
     let closed = |ev: &[ConnEvent], port: u16| ev.iter().any(|e| e.kind == Kind::Closed && e.role == Role::Client && e.local_port == port);
     let through_vip = |r: &ConnTxn| (r.remote_addr, r.remote_port) == (a(VIP), VIP_PORT);
     let masked_client = |t: &[ConnTxn]| t.iter().filter(|r| r.role == TxnRole::Client && r.local_port == 0 && through_vip(r)).map(|r| r.connections).sum::<u64>();
+    // B's merged record of the short ones (remote port 0 on the SNAT address): B's server sockets
+    // close after A's, so their last transactions may come a drain later than A's record.
+    let masked_server = |t: &[ConnTxn]| t.iter().filter(|r| r.role == TxnRole::Server && r.remote_port == 0 && r.remote_addr == a(SNAT_A)).map(|r| r.transactions).sum::<u64>();
     while Instant::now() < deadline
         && !([long.port(), direct.port()].into_iter().chain(short.iter().map(|s| s.port())).all(|p| closed(&events, p))
-            && masked_client(&txns) == 5)
+            && masked_client(&txns) == 5
+            && masked_server(&txns) >= 5)
     {
         while let Ok(e) = h.events().try_recv() {
             events.push(e);
