@@ -114,10 +114,7 @@ impl OwnerWatch {
 
     /// Lists the DaemonSet now.
     fn list(&self) -> Result<(Seen, String)> {
-        let (status, body) = self.client.get_any(&self.list_url, MAX_BODY)?;
-        if status != 200 {
-            bail!("GET {}: HTTP {status}: {}", self.list_url, String::from_utf8_lossy(&body[..body.len().min(300)]).trim());
-        }
+        let body = self.client.get(&self.list_url, MAX_BODY)?;
         parse_list(&body, &self.name).with_context(|| format!("GET {}", self.list_url))
     }
 

@@ -1,6 +1,7 @@
 //! Reads from the Kubernetes API server or a kubelet: https with a given CA bundle (or the Web
 //! PKI roots, or no verification for kubelets that serve self-signed certificates), a bearer
 //! token re-read at every request (projected service-account tokens rotate), bounded bodies.
+use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -38,22 +39,17 @@ impl KubeClient {
         Ok(KubeClient { agent: ureq::Agent::new_with_config(config), token_file })
     }
 
-    /// GET `url` as JSON; a status other than 2xx or a body over `limit` bytes is an error
-    /// naming the URL.
+    /// GET `url` as JSON; a status other than 2xx (with the start of the server's answer, which
+    /// says why: a Status of RBAC's refusal) or a body over `limit` bytes is an error naming the URL.
     pub fn get(&self, url: &str, limit: u64) -> Result<Vec<u8>> {
-        let (status, body) = self.get_any(url, limit)?;
-        if !(200..300).contains(&status) {
-            bail!("GET {url}: HTTP {status}");
-        }
-        Ok(body)
-    }
-
-    /// GET `url` as JSON: the status, whatever it is, and the body (at most `limit` bytes), for
-    /// callers that tell one error status from another (a 404 Status of the object).
-    pub fn get_any(&self, url: &str, limit: u64) -> Result<(u16, Vec<u8>)> {
         let mut resp = self.request(url)?.call().with_context(|| format!("GET {url}"))?;
-        let body = resp.body_mut().with_config().limit(limit).read_to_vec().with_context(|| format!("reading {url}"))?;
-        Ok((resp.status().as_u16(), body))
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            let mut said = Vec::new();
+            let _ = resp.body_mut().as_reader().take(300).read_to_end(&mut said);
+            bail!("GET {url}: HTTP {status}: {}", String::from_utf8_lossy(&said).trim());
+        }
+        resp.body_mut().with_config().limit(limit).read_to_vec().with_context(|| format!("reading {url}"))
     }
 
     /// GET `url` as a stream (a watch), open for at most `open_for`: its status and body reader.
