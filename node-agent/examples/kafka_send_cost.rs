@@ -15,7 +15,7 @@ fn main() {
     let mock = MockCluster::new(1).unwrap();
     mock.create_topic("wattgraph.connections", 6, 1).unwrap();
     let brokers = mock.bootstrap_servers();
-    let opts = SpoolOptions { memory_messages: 2 * n, memory_bytes: 1 << 30, dir: None, max_bytes: 0 };
+    let opts = SpoolOptions { memory_messages: 2 * n, dir: None, max_bytes: 0, ..SpoolOptions::default() };
     let ours = EventProducer::with_spool(&brokers, "wattgraph.connections", "cost", &opts).unwrap();
     let bare: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
         .set("bootstrap.servers", &brokers)

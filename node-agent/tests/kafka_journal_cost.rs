@@ -51,8 +51,8 @@ fn a_journaled_send_against_a_memory_only_send() {
     mock.create_topic("cost.test", 4, 1).unwrap();
     let brokers = mock.bootstrap_servers();
     let dir = agent::tmp("spool", "journal-cost").join("spool");
-    let memory = EventProducer::with_spool(&brokers, "cost.test", "cost-memory", &SpoolOptions { memory_messages: 200_000, memory_bytes: 1 << 30, dir: None, max_bytes: 1 << 30 }).unwrap();
-    let journaled = EventProducer::with_spool(&brokers, "cost.test", "cost-journal", &SpoolOptions { memory_messages: 200_000, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: 1 << 30 }).unwrap();
+    let memory = EventProducer::with_spool(&brokers, "cost.test", "cost-memory", &SpoolOptions { memory_messages: 200_000, dir: None, max_bytes: 1 << 30, ..SpoolOptions::default() }).unwrap();
+    let journaled = EventProducer::with_spool(&brokers, "cost.test", "cost-journal", &SpoolOptions { memory_messages: 200_000, dir: Some(dir.clone()), max_bytes: 1 << 30, ..SpoolOptions::default() }).unwrap();
     per_send(&memory, 20_000);
     per_send(&journaled, 20_000);
     let (mut m, mut j) = (Vec::new(), Vec::new());

@@ -25,7 +25,7 @@ fn send_with_the_broker_up_allocates_nothing() {
     let dir = agent::tmp("spool", "alloc").join("spool");
     // Each send is journaled in the spool's segment; a new segment (allocations of its own) comes
     // once per segment size (here 16 MiB), not within these sends.
-    let opts = SpoolOptions { memory_messages: 100_000, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: 64 << 20 };
+    let opts = SpoolOptions { memory_messages: 100_000, dir: Some(dir.clone()), max_bytes: 64 << 20, ..SpoolOptions::default() };
     let p = EventProducer::with_spool(&brokers, "alloc.test", "alloc-test", &opts).unwrap();
     let bare: ThreadedProducer<DefaultProducerContext> = ClientConfig::new().set("bootstrap.servers", &brokers).create().unwrap();
     let payload = [7u8; 200];

@@ -50,7 +50,7 @@ fn spool_files(dir: &std::path::Path) -> usize {
 fn outage_spools_to_memory_then_disk_and_delivers_in_order_exactly_once() {
     let (mock, brokers) = mock_cluster(TOPIC, 2);
     let dir = agent::tmp("spool", "outage").join("spool");
-    let opts = SpoolOptions { memory_messages: MEMORY, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: REC_DISK * DISK_RECORDS };
+    let opts = SpoolOptions { memory_messages: MEMORY, dir: Some(dir.clone()), max_bytes: REC_DISK * DISK_RECORDS, ..SpoolOptions::default() };
     let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
     let st = p.stats().clone();
     let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
@@ -182,7 +182,7 @@ fn a_full_disk_drops_and_counts_but_never_loses_what_it_accepted() {
     // About 100 KiB free: the disk fills before the spool's bound (256 KiB, 64 KiB segments,
     // smaller when the disk has less room).
     let filler = fs.fill(100 << 10);
-    let opts = SpoolOptions { memory_messages: MEMORY, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: 256 << 10 };
+    let opts = SpoolOptions { memory_messages: MEMORY, dir: Some(dir.clone()), max_bytes: 256 << 10, ..SpoolOptions::default() };
     let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
     let st = p.stats().clone();
     let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
@@ -231,7 +231,7 @@ fn a_full_disk_drops_and_counts_but_never_loses_what_it_accepted() {
 fn records_left_on_disk_are_sent_first_after_a_restart() {
     let (mock, brokers) = mock_cluster(TOPIC, 1);
     let dir = agent::tmp("spool", "restart").join("spool");
-    let opts = SpoolOptions { memory_messages: 10, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: 1 << 20 };
+    let opts = SpoolOptions { memory_messages: 10, dir: Some(dir.clone()), max_bytes: 1 << 20, ..SpoolOptions::default() };
     mock.broker_down(1).unwrap();
     {
         // First run: 10 in memory (written back to disk at the stop, ahead), 40 on disk.
@@ -282,7 +282,7 @@ fn a_stop_while_draining_neither_loses_nor_repeats() {
     const N: usize = 2000;
     let (mock, brokers) = mock_cluster(TOPIC, 1);
     let dir = agent::tmp("spool", "stop-draining").join("spool");
-    let opts = SpoolOptions { memory_messages: 10, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: 1 << 20 };
+    let opts = SpoolOptions { memory_messages: 10, dir: Some(dir.clone()), max_bytes: 1 << 20, ..SpoolOptions::default() };
     mock.broker_down(1).unwrap();
     {
         let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
@@ -406,7 +406,7 @@ fn a_damaged_segment_loses_only_its_own_rest() {
     let (mock, brokers) = mock_cluster(TOPIC, 1);
     let dir = agent::tmp("spool", "damaged").join("spool");
     // 96 KiB bound: 24 KiB segments of 196 records.
-    let opts = SpoolOptions { memory_messages: 10, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: 96 << 10 };
+    let opts = SpoolOptions { memory_messages: 10, dir: Some(dir.clone()), max_bytes: 96 << 10, ..SpoolOptions::default() };
     mock.broker_down(1).unwrap();
     let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
     let outcome: Vec<Sent> = (0..N).map(record).map(|(k, v)| p.send(k.as_bytes(), &v)).collect();
@@ -515,7 +515,7 @@ fn a_stop_on_a_full_disk_counts_what_it_cannot_write_back() {
     let filler = fs.fill(8 << 10);
     let page = fs.path().join("page");
     std::fs::write(&page, [0u8; 4096]).unwrap();
-    let opts = SpoolOptions { memory_messages: 50, memory_bytes: 1 << 30, dir: Some(dir.clone()), max_bytes: 1 << 20 };
+    let opts = SpoolOptions { memory_messages: 50, dir: Some(dir.clone()), max_bytes: 1 << 20, ..SpoolOptions::default() };
     mock.broker_down(1).unwrap();
     let (outcome, dropped, memory_only) = {
         let p = EventProducer::with_spool(&brokers, TOPIC, "spool-test", &opts).unwrap();
