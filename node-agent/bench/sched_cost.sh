@@ -10,9 +10,11 @@
 set -euo pipefail
 BASE=${1:?baseline agent binary}; CAND=${2:?candidate agent binary}; ROUNDS=${3:-3}
 command -v bpftool >/dev/null && command -v jq >/dev/null || { echo "needs bpftool and jq" >&2; exit 2; }
-prev_stats=$(sysctl -n kernel.bpf_stats_enabled)
-trap 'sysctl -qw kernel.bpf_stats_enabled=$prev_stats' EXIT
-sysctl -qw kernel.bpf_stats_enabled=1
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$ROOT/node-agent/bench/lib.sh"
+trap 'bpf_stats off' EXIT
+bpf_stats on
 
 load() {
   PAIRS=${PAIRS:-1} python3 - <<'PY'
