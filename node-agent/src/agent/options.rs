@@ -138,6 +138,8 @@ pub(super) fn sampler(cfg: &Config, max_intervals: Option<u64>, pods: Option<Arc
         thread_entries: cfg.thread_entries,
         ht_ratio: cfg.ht_ratio,
         use_counters: !cfg.no_hw_counters,
+        // `--once` is a diagnostic: nothing outlives it.
+        pin_root: (cfg.pin_bpf && max_intervals.is_none()).then(|| cfg.bpf_pin_dir.clone()),
         ..SchedOptions::default()
     };
     opts.powercap_root = cfg.powercap_root.clone();

@@ -7,6 +7,7 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
 
 use super::bpf::CaptureError;
 use crate::shared::fnv1a::fnv1a;
@@ -24,7 +25,7 @@ pub struct Pins {
     /// Pins of a previous agent of the same object and configuration, complete: reuse its maps
     /// and attach nothing.
     pub reuse: bool,
-    _lock: File,
+    _lock: Arc<File>,
 }
 
 impl Pins {
@@ -41,11 +42,7 @@ impl Pins {
 pub fn prepare(root: &Path, object: &str, build: &str, config: &str, links: &[&str]) -> Result<Pins, CaptureError> {
     let err = |what: &str, e: std::io::Error| CaptureError::Other(format!("BPF pin directory {}: {what}: {e}", root.display()));
     ensure_bpffs(root).map_err(|e| err("mount bpffs", e))?;
-    let lock = File::open(root).map_err(|e| err("open", e))?;
-    // SAFETY: plain flock on an open descriptor.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(err("locked by another running agent", std::io::Error::last_os_error()));
-    }
+    let lock = lock_root(root).map_err(|(what, e)| err(what, e))?;
     let name = format!("{object}-{build}-{:016x}", fnv1a(config.as_bytes()));
     let dir = root.join(&name);
     for entry in std::fs::read_dir(root).map_err(|e| err("list", e))? {
@@ -70,6 +67,25 @@ pub fn prepare(root: &Path, object: &str, build: &str, config: &str, links: &[&s
         }
     }
     Ok(Pins { dir, reuse, _lock: lock })
+}
+
+/// The lock on `root`, shared by the BPF objects of this agent (two open files of one process
+/// conflict under flock too).
+fn lock_root(root: &Path) -> Result<Arc<File>, (&'static str, std::io::Error)> {
+    static LOCKS: Mutex<Vec<(PathBuf, Weak<File>)>> = Mutex::new(Vec::new());
+    let mut locks = LOCKS.lock().unwrap_or_else(|p| p.into_inner());
+    locks.retain(|(_, l)| l.strong_count() > 0);
+    if let Some(held) = locks.iter().filter(|(p, _)| p == root).find_map(|(_, l)| l.upgrade()) {
+        return Ok(held);
+    }
+    let lock = File::open(root).map_err(|e| ("open", e))?;
+    // SAFETY: plain flock on an open descriptor.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(("locked by another running agent", std::io::Error::last_os_error()));
+    }
+    let lock = Arc::new(lock);
+    locks.push((root.to_path_buf(), Arc::downgrade(&lock)));
+    Ok(lock)
 }
 
 /// Removes every pin under `root` (`--unpin`): the programs detach, the maps are freed once no

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use crate::capture::bpf::CaptureError;
 use crate::capture::sched::{CpuTopo, SchedOptions, SchedPrograms, SchedStat, ThreadStat, MAX_SOCKETS};
+use crate::resources::cpu_base::Baseline;
 use crate::shared::clock::mono_ns;
 
 /// One process's figures for an interval (sum of its threads).
@@ -44,18 +45,27 @@ pub struct CpuInterval {
     pub threads_tracked: u64,
 }
 
-#[derive(Clone, Copy)]
-struct Prev {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Prev {
     /// Observed (completed + running slice), kept monotonic.
-    oncpu: [u64; MAX_SOCKETS],
+    pub oncpu: [u64; MAX_SOCKETS],
     /// Completed slices only, as the kernel holds them: a drop means a recreated entry.
-    raw_oncpu: u64,
-    wcyc: [u64; MAX_SOCKETS],
-    cycles: u64,
-    instr: u64,
-    cref: u64,
-    cmiss: u64,
-    gen: u64,
+    pub raw_oncpu: u64,
+    pub wcyc: [u64; MAX_SOCKETS],
+    pub cycles: u64,
+    pub instr: u64,
+    pub cref: u64,
+    pub cmiss: u64,
+    /// The read that last saw the thread.
+    pub gen: u64,
+}
+
+impl Prev {
+    pub const ZERO: Prev = Prev { oncpu: [0; MAX_SOCKETS], raw_oncpu: 0, wcyc: [0; MAX_SOCKETS], cycles: 0, instr: 0, cref: 0, cmiss: 0, gen: 0 };
+
+    fn same_totals(&self, other: &Prev) -> bool {
+        Prev { gen: 0, ..*self } == Prev { gen: 0, ..*other }
+    }
 }
 
 /// Counters for the metrics endpoint.
@@ -87,23 +97,42 @@ pub struct CpuCollector {
     /// `SchedStats::map_evictions`, never decreasing.
     evictions: u64,
     out: CpuInterval,
+    /// With pinned programs: what to write to their baseline after the records went out.
+    base: Option<Baseline>,
 }
 
 impl CpuCollector {
     pub fn load(opts: &SchedOptions) -> Result<CpuCollector, CaptureError> {
-        let progs = SchedPrograms::load(opts)?;
+        let mut progs = SchedPrograms::load(opts)?;
+        let mut table = HashMap::with_capacity(4096);
+        let mut last_mono = mono_ns();
+        if progs.reused() {
+            match Baseline::load(&mut progs, &mut table) {
+                Some(end) => last_mono = end,
+                None => log::warn!("CPU accounting: the pinned programs have no reported baseline; their threads' CPU time so far is reported as new"),
+            }
+        }
         Ok(CpuCollector {
             counters_absent: progs.counters_absent.clone(),
             cache_absent: progs.cache_absent.clone(),
+            base: progs.pinned().then(Baseline::default),
             progs,
-            table: HashMap::with_capacity(4096),
+            table,
             procs: HashMap::with_capacity(1024),
             scan: Vec::with_capacity(4096),
             gen: 0,
-            last_mono: mono_ns(),
+            last_mono,
             evictions: 0,
             out: CpuInterval::default(),
         })
+    }
+
+    /// The records of the last `collect` went to the output: with pinned programs, their
+    /// baseline is written for an agent restarted on the pins.
+    pub fn commit(&mut self) {
+        if let Some(b) = &mut self.base {
+            b.commit(&self.progs, &self.table, self.last_mono);
+        }
     }
 
     pub fn has_counters(&self) -> bool {
@@ -153,10 +182,13 @@ impl CpuCollector {
 
         // 1. Exited threads (final totals), drained before the map scan so a thread that
         //    exits after the drain is still in the table for the next interval.
-        let (table, procs) = (&mut self.table, &mut self.procs);
+        let (table, procs, base) = (&mut self.table, &mut self.procs, &mut self.base);
         self.out.exits = self.progs.consume_exits(|ts| {
             let key = (ts.tid, ts.thread_start_ns);
             let prev = table.remove(&key);
+            if let (Some(b), Some(_)) = (base.as_mut(), prev) {
+                b.removed.push(key);
+            }
             account(procs, ts, &[0; MAX_SOCKETS], prev.as_ref());
         });
 
@@ -179,13 +211,23 @@ impl CpuCollector {
             let k = (ts.tid, ts.thread_start_ns);
             let prev = self.table.get(&k).copied();
             let seen = account(&mut self.procs, ts, &pending, prev.as_ref());
+            if let Some(b) = self.base.as_mut().filter(|_| prev.is_none_or(|p| !p.same_totals(&seen))) {
+                b.dirty.push(k);
+            }
             self.table.insert(k, Prev { gen, ..seen });
         }
         self.out.threads_tracked = tracked;
         let deletes = self.progs.stat(SchedStat::Deletes);
         self.evictions = self.evictions.max(inserts.saturating_sub(deletes + tracked));
         // Forget threads gone for two reads (evicted, or exit record lost).
-        self.table.retain(|_, p| gen - p.gen <= 2);
+        let base = &mut self.base;
+        self.table.retain(|k, p| {
+            let keep = gen - p.gen <= 2;
+            if let Some(b) = base.as_mut().filter(|_| !keep) {
+                b.removed.push(*k);
+            }
+            keep
+        });
         self.out.procs.extend(self.procs.values().filter(|p| p.oncpu_total() > 0 || p.cycles > 0).copied());
         self.out.procs.sort_unstable_by_key(|p| std::cmp::Reverse(p.oncpu_total()));
         &self.out
@@ -200,7 +242,7 @@ fn account(
     pending: &[u64; MAX_SOCKETS],
     prev: Option<&Prev>,
 ) -> Prev {
-    let zero = Prev { oncpu: [0; MAX_SOCKETS], raw_oncpu: 0, wcyc: [0; MAX_SOCKETS], cycles: 0, instr: 0, cref: 0, cmiss: 0, gen: 0 };
+    let zero = Prev::ZERO;
     let raw: u64 = ts.oncpu_ns.iter().sum();
     // The kernel entry was recreated (LRU eviction, or a second flush during exit):
     // everything it holds is new.

@@ -1,12 +1,14 @@
 //! CPU, power and container figures per interval: the sched programs' per-thread counters summed
 //! into processes (`sampler`), RAPL or the power model (`power`), the high-frequency cgroup
 //! samples (`cgroup_sampler`, `cgroup_report`), the records they make (`record`), and the
-//! re-report of a group whose pod was named late (`late_names`).
+//! re-report of a group whose pod was named late (`late_names`); with pinned programs, the CPU
+//! baseline an agent restarted on the pins continues from (`cpu_base`).
 use std::sync::atomic::AtomicU64;
 
 pub mod cgroup_report;
 pub mod cgroup_sampler;
 pub mod cpu;
+mod cpu_base;
 mod late_names;
 pub mod power;
 pub mod record;

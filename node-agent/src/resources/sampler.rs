@@ -342,6 +342,8 @@ pub fn spawn_sampler(
                     metrics.host_power_watts_bits.store(h.power_watts.to_bits(), Ordering::Relaxed);
                 }
                 sink.put_resources(recs);
+                // After the output took them (journaled, with a spool): their baseline.
+                s.cpu.commit();
                 let st = s.cpu.stats();
                 let (fill, cap) = s.cpu.map_fill();
                 metrics.sched_switches.store(st.switches, Ordering::Relaxed);

@@ -94,16 +94,21 @@ pub fn spawn_ready(mut cmd: Command, ready: &Path) -> Option<Agent> {
     Some(Agent(Some(child)))
 }
 
-/// The restart tests' agent: as `host`, counting only `netns`, with a spool and its BPF programs
-/// pinned under `pins`; `extra` arguments added.
+/// The restart tests' agent: as `host`, counting only `netns` (no CPU accounting), with a spool
+/// and its BPF programs pinned under `pins`; `extra` arguments added.
 #[allow(clippy::too_many_arguments)]
 pub fn pinned(host: &str, brokers: &str, ready: &Path, netns: &Path, metrics_port: u16, spool: &Path, pins: &Path, extra: &[&str]) -> Command {
+    let mut cmd = pinned_host(host, brokers, ready, metrics_port, spool, pins);
+    cmd.args(["--netns", netns.to_str().unwrap(), "--no-resources"]).args(extra);
+    cmd
+}
+
+/// A restart test's agent on the whole host, CPU accounting included (its cgroup sampler off).
+pub fn pinned_host(host: &str, brokers: &str, ready: &Path, metrics_port: u16, spool: &Path, pins: &Path) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.args(["--host-id", host, "--kafka-brokers", brokers, "--ready-file", ready.to_str().unwrap()])
-        .args(["--netns", netns.to_str().unwrap(), "--no-resources", "--cgroup-sample-interval-ms", "0"])
-        .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
+        .args(["--cgroup-sample-interval-ms", "0", "--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
         .args(["--spool-dir", spool.to_str().unwrap(), "--pin-bpf", "--bpf-pin-dir", pins.to_str().unwrap()])
-        .args(extra)
         .env("RUST_LOG", "info");
     cmd
 }

@@ -15,6 +15,7 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use crate::capture::bpf::{bpf_err, CaptureError};
 use crate::capture::map_batch::BatchReader;
+use crate::capture::pins::{self, Pins};
 
 mod counters;
 mod topology;
@@ -32,12 +33,18 @@ const NO_SIBLING: u32 = u32::MAX;
 
 /// Tracepoints the CPU programs attach to (tp_btf).
 pub const TRACEPOINTS: [&str; 2] = ["sched:sched_switch", "sched:sched_process_exec"];
+/// The programs, as their links are pinned.
+const PROGRAMS: [&str; 2] = ["wg_sched_switch", "wg_sched_process_exec"];
 
 pub type ThreadStat = types::thread_stat;
+/// A thread's entry in the reported baseline (`cpu_base`), and what it holds.
+pub type BaseKey = types::cpu_base_key;
+pub type BaseValue = types::cpu_base;
 /// Threads read per syscall by `scan_threads`.
 const THREAD_BATCH: u32 = 4096;
 const _: () = assert!(size_of::<ThreadStat>() == 152);
 const _: () = assert!(size_of::<types::cpu_state>() == 96);
+const _: () = assert!(size_of::<BaseKey>() == 16 && size_of::<BaseValue>() == 104);
 
 // ---------------------------------------------------------------- topology
 
@@ -49,6 +56,9 @@ pub struct SchedOptions {
     /// Try hardware counters (perf_event_open); on failure on-CPU time is the weight.
     pub use_counters: bool,
     pub sys_cpu_root: PathBuf,
+    /// Pin the programs and maps under this bpffs directory (`--pin-bpf`), or reuse a previous
+    /// agent's pins there, so the kernel counts while no agent runs.
+    pub pin_root: Option<PathBuf>,
 }
 
 impl Default for SchedOptions {
@@ -58,6 +68,7 @@ impl Default for SchedOptions {
             ht_ratio: 1.1,
             use_counters: true,
             sys_cpu_root: "/sys/devices/system/cpu".into(),
+            pin_root: None,
         }
     }
 }
@@ -109,6 +120,8 @@ pub struct SchedPrograms {
     pub cache_absent: Option<String>,
     ncpus: usize,
     topo: Vec<CpuTopo>,
+    /// The pins (and the root's lock) while the agent runs; None = not pinned.
+    pins: Option<Pins>,
 }
 
 impl SchedPrograms {
@@ -131,6 +144,22 @@ impl SchedPrograms {
         // hundred bytes) is leaked once per collector so the collector can own the skeleton.
         let storage: &'static mut MaybeUninit<libbpf_rs::OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
         let mut open = SchedSkelBuilder::default().open(storage).map_err(|e| bpf_err("open sched BPF object", e))?;
+        let pins = match &opts.pin_root {
+            Some(root) => {
+                let config = pinned_config(opts, &topo, hw.as_ref());
+                Some(pins::prepare(root, "sched", env!("WG_SCHED_BPF_HASH"), &config, &PROGRAMS)?)
+            }
+            None => None,
+        };
+        if let Some(p) = &pins {
+            for mut map in open.open_object_mut().maps_mut() {
+                let name = map.name().to_string_lossy().into_owned();
+                if !name.contains('.') {
+                    map.set_pin_path(p.map_path(&name)).map_err(|e| bpf_err("set map pin path", e))?;
+                }
+            }
+        }
+        let reuse = pins.as_ref().is_some_and(|p| p.reuse);
         {
             let ro = open.maps.rodata_data.as_deref_mut().ok_or_else(|| CaptureError::Other("BPF rodata not mmapped".into()))?;
             ro.have_counters = u8::from(hw.is_some());
@@ -140,13 +169,17 @@ impl SchedPrograms {
         let n = ncpus as u32;
         let m = &mut open.maps;
         m.threads.set_max_entries(opts.thread_entries).map_err(|e| bpf_err("size thread map", e))?;
+        // Live threads plus those the table keeps two reads after their entry went.
+        m.cpu_base.set_max_entries(opts.thread_entries.saturating_mul(2)).map_err(|e| bpf_err("size cpu baseline map", e))?;
         m.cpus.set_max_entries(n).map_err(|e| bpf_err("size cpu map", e))?;
         m.cycles_pe.set_max_entries(n).map_err(|e| bpf_err("size perf array", e))?;
         m.instr_pe.set_max_entries(n).map_err(|e| bpf_err("size perf array", e))?;
         m.cache_ref_pe.set_max_entries(n).map_err(|e| bpf_err("size perf array", e))?;
         m.cache_miss_pe.set_max_entries(n).map_err(|e| bpf_err("size perf array", e))?;
         let mut skel = open.load().map_err(|e| bpf_err("load sched BPF programs", e))?;
-        for (cpu, t) in topo.iter().enumerate() {
+        // Reused pins: the CPUs' state is live (the running threads' switch-in); the topology
+        // is part of the pins' configuration, so it is the same.
+        for (cpu, t) in topo.iter().enumerate().filter(|_| !reuse) {
             let mut st: types::cpu_state = unsafe { std::mem::zeroed() };
             st.sibling = t.sibling.unwrap_or(NO_SIBLING);
             st.socket = t.socket;
@@ -156,6 +189,8 @@ impl SchedPrograms {
                 .update(&(cpu as u32).to_ne_bytes(), bytes, MapFlags::ANY)
                 .map_err(|e| bpf_err("fill cpu topology", e))?;
         }
+        // Filled again on reused pins: a perf event array drops the entries a process added when
+        // that process's map file closes.
         if let Some(h) = &hw {
             for cpu in 0..ncpus {
                 let k = (cpu as u32).to_ne_bytes();
@@ -179,7 +214,20 @@ impl SchedPrograms {
                 }
             }
         }
-        skel.attach().map_err(|e| bpf_err("attach sched tracepoints", e))?;
+        if reuse {
+            log::info!("CPU accounting continues from the sched programs pinned by a previous agent");
+        } else {
+            skel.attach().map_err(|e| bpf_err("attach sched tracepoints", e))?;
+            if let Some(p) = &pins {
+                // Last: a directory with every link pinned is complete (pins::prepare).
+                let l = &mut skel.links;
+                for (name, link) in [(PROGRAMS[0], l.wg_sched_switch.as_mut()), (PROGRAMS[1], l.wg_sched_process_exec.as_mut())] {
+                    if let Some(link) = link {
+                        link.pin(p.link_path(name)).map_err(|e| bpf_err("pin sched link", e))?;
+                    }
+                }
+            }
+        }
         let sink: *mut Vec<ThreadStat> = Box::into_raw(Box::new(Vec::with_capacity(4096)));
         let fd = skel.maps.exits.as_fd().as_raw_fd();
         let rb = unsafe { libbpf_sys::ring_buffer__new(fd, Some(on_exit_record), sink as *mut libc::c_void, std::ptr::null()) };
@@ -191,7 +239,49 @@ impl SchedPrograms {
             Some(h) => h.cache.as_ref().err().cloned(),
             None => absent.clone(),
         };
-        Ok(SchedPrograms { skel, ring: ExitRing { rb, sink }, batch: BatchReader::default(), _hw: hw, cache_absent, counters_absent: absent, ncpus, topo })
+        Ok(SchedPrograms { skel, ring: ExitRing { rb, sink }, batch: BatchReader::default(), _hw: hw, cache_absent, counters_absent: absent, ncpus, topo, pins })
+    }
+
+    /// The programs are pinned: user space keeps its baseline in `cpu_base` for the next agent.
+    pub fn pinned(&self) -> bool {
+        self.pins.is_some()
+    }
+
+    /// They were pinned by a previous agent and counted since; its baseline is in `cpu_base`.
+    pub fn reused(&self) -> bool {
+        self.pins.as_ref().is_some_and(|p| p.reuse)
+    }
+
+    /// Every entry of the baseline a previous agent left.
+    pub fn read_base(&mut self, mut visit: impl FnMut(&BaseKey, &BaseValue)) -> std::io::Result<usize> {
+        let map = &self.skel.maps.cpu_base;
+        self.batch.for_each(map, THREAD_BATCH, false, |k, v| {
+            if k.len() >= size_of::<BaseKey>() && v.len() >= size_of::<BaseValue>() {
+                // SAFETY: key and value are the map's types (sizes asserted above), integers only.
+                let (k, v) = unsafe { (std::ptr::read_unaligned(k.as_ptr().cast()), std::ptr::read_unaligned(v.as_ptr().cast())) };
+                visit(&k, &v);
+            }
+        })
+    }
+
+    /// Writes `n` baseline entries (keys and values back to back) in one system call, so a kill
+    /// leaves all or none of them.
+    pub fn write_base(&self, keys: &[u8], values: &[u8], n: u32) -> Result<(), CaptureError> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.skel.maps.cpu_base.update_batch(keys, values, n, MapFlags::ANY, MapFlags::ANY).map_err(|e| bpf_err("write the CPU baseline", e))
+    }
+
+    /// Deletes `n` baseline entries; one missing (never written) does not stop the others.
+    pub fn delete_base(&self, keys: &[u8], n: u32) {
+        let map = &self.skel.maps.cpu_base;
+        if n == 0 || map.delete_batch(keys, n, MapFlags::ANY, MapFlags::ANY).is_ok() {
+            return;
+        }
+        for k in keys.chunks_exact(size_of::<BaseKey>()) {
+            let _ = map.delete(k);
+        }
     }
 
     pub fn has_counters(&self) -> bool {
@@ -280,6 +370,19 @@ impl SchedPrograms {
         }
         nrun
     }
+}
+
+/// What shapes the programs and maps besides the object: a previous agent's pins are reused only
+/// when it is the same.
+fn pinned_config(opts: &SchedOptions, topo: &[CpuTopo], hw: Option<&HwCounters>) -> String {
+    let cpus: Vec<(u32, Option<u32>)> = topo.iter().map(|t| (t.socket, t.sibling)).collect();
+    format!(
+        "threads={} ht_milli={} counters={} cache={} cpus={cpus:?}",
+        opts.thread_entries,
+        (opts.ht_ratio * 1000.0).round() as u32,
+        hw.is_some(),
+        hw.is_some_and(|h| h.cache.is_ok()),
+    )
 }
 
 /// First field of `/proc/<tid>/schedstat`: the thread's `se.sum_exec_runtime` in ns. Stack

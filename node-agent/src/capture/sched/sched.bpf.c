@@ -64,6 +64,15 @@ struct {
 	__uint(max_entries, 1024 * 1024);
 } exits SEC(".maps");
 
+/* User space's baseline, for the next agent when the programs are pinned (no program reads it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536); // resized from user space (twice --thread-entries)
+	__type(key, struct cpu_base_key);
+	__type(value, struct cpu_base);
+} cpu_base SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SSTAT_MAX);

@@ -49,4 +49,23 @@ struct cpu_state {
 	__u32 known[KNOWN_TIDS]; /* threads recently switched in here that had an entry */
 };
 
+/* What user space last reported of a thread (cpu_base, written only by user space, pinned with
+ * the programs): the next agent on the pins takes its differences from here. Key tid 0 (the
+ * idle task, never an entry) holds the end of the last reported interval in raw_oncpu. */
+struct cpu_base_key {
+	__u32 tid;
+	__u32 pad;
+	__u64 thread_start_ns;
+};
+
+struct cpu_base {
+	__u64 oncpu_ns[MAX_SOCKETS];   /* observed: completed and running slices, monotonic */
+	__u64 wcycles[MAX_SOCKETS];
+	__u64 raw_oncpu;               /* completed slices only, as thread_stat held them */
+	__u64 cycles;
+	__u64 instructions;
+	__u64 cache_references;
+	__u64 cache_misses;
+};
+
 #endif
