@@ -472,7 +472,9 @@ class ClusterEndToEndTest(unittest.TestCase):
         kubectl("-n", WATTGRAPH_NS, "rollout", "status", "daemonset/node-agent", "--timeout=300s")
         new_agent = eventually("the agent's new pod", lambda: self.one_running(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent"))
         self.assertNotEqual(agent, new_agent)
-        self.assertIn("reusing the connections BPF programs", kubectl("-n", WATTGRAPH_NS, "logs", new_agent))
+        said = kubectl("-n", WATTGRAPH_NS, "logs", new_agent)
+        self.assertIn("reusing the connections BPF programs", said)
+        self.assertIn("CPU accounting continues from the sched programs pinned by a previous agent", said)
         eventually("exact pod -> pod edges after the faults", self.assert_edges_exact)
         TIMINGS["faults"] = time.monotonic() - start
 
@@ -517,7 +519,8 @@ class ClusterEndToEndTest(unittest.TestCase):
                 logs.wait()
         log(f"the agent's last lines:\n{said[-3000:]}")
         self.assertEqual([], pinned(), f"pins left on the node after helm uninstall; the agent said:\n{said[-2000:]}")
-        self.assertIn("unpinned 1 BPF object(s) under /sys/fs/bpf/wattgraph", said)
+        # The connection programs' and the sched programs' directories.
+        self.assertIn("unpinned 2 BPF object(s) under /sys/fs/bpf/wattgraph", said)
 
 
 def pinned():
