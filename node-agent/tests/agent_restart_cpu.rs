@@ -112,3 +112,32 @@ fn agent_killed_and_restarted_on_its_pins_loses_no_cpu_time() {
     assert_eq!(child_ns, truth as i64, "the child's CPU time: agents against the kernel");
     assert!(err.contains("CPU accounting continues from the sched programs pinned by a previous agent"), "the second agent reused the pins: {err}");
 }
+
+/// An agent without CPU accounting (`--no-resources`) on the pins of one with it unpins the sched
+/// programs, which would otherwise count for nobody, and keeps the connection programs' pins.
+#[test]
+fn an_agent_without_cpu_accounting_unpins_the_sched_programs() {
+    let mock = MockCluster::new(1).unwrap();
+    let brokers = mock.bootstrap_servers();
+    let dir = agent::tmp("restart", "nosched");
+    let pins = dir.join("bpf");
+    let _unmount = PinDir(pins.clone());
+    let (ready, spool) = (dir.join("ready"), dir.join("spool"));
+    let port = agent::free_port();
+    let objects = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&pins).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| !n.ends_with(".debug")).collect();
+        v.sort_unstable();
+        v.iter().map(|n| n.split('-').next().unwrap().to_string()).collect()
+    };
+    let Some(first) = agent::spawn_ready(agent::pinned_host("nosched-host", &brokers, &ready, port, &spool, &pins), &ready) else { return };
+    agent::sigterm(first);
+    assert_eq!(objects(), ["connections", "sched"]);
+    let _ = std::fs::remove_file(&ready); // a clean stop removes it
+    let mut cmd = agent::pinned_host("nosched-host", &brokers, &ready, port, &spool, &pins);
+    cmd.arg("--no-resources");
+    let second = agent::spawn_ready(cmd, &ready).expect("second agent");
+    let err = agent::sigterm(second);
+    assert!(err.contains("this agent does not run the sched programs"), "{err}");
+    assert!(err.contains("reusing the connections BPF programs"), "{err}");
+    assert_eq!(objects(), ["connections"]);
+}

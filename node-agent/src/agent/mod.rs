@@ -116,6 +116,11 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> i32 {
 
     let res_metrics = Arc::new(ResourceMetrics::default());
     let mut res_thread = None;
+    if cfg.no_resources && cfg.pin_bpf {
+        if let Err(e) = crate::capture::pins::unpin_object(&cfg.bpf_pin_dir, "sched") {
+            return fail(1, format_args!("{e}"));
+        }
+    }
     if !cfg.no_resources {
         let outlet = match output.resource_outlet() {
             Ok(o) => o,

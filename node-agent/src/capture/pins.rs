@@ -69,6 +69,27 @@ pub fn prepare(root: &Path, object: &str, build: &str, config: &str, links: &[&s
     Ok(Pins { dir, reuse, _lock: lock })
 }
 
+/// Unpins `object`'s programs and maps under `root`, if a previous agent left them: for an agent
+/// that does not run that object (`--no-resources`), which would leave them counting for nobody.
+/// Returns how many directories went.
+pub fn unpin_object(root: &Path, object: &str) -> Result<usize, CaptureError> {
+    let err = |what: &str, e: std::io::Error| CaptureError::Other(format!("BPF pin directory {}: {what}: {e}", root.display()));
+    if !root.exists() {
+        return Ok(0);
+    }
+    let _lock = lock_root(root).map_err(|(what, e)| err(what, e))?;
+    let mut n = 0;
+    for entry in std::fs::read_dir(root).map_err(|e| err("list", e))? {
+        let entry = entry.map_err(|e| err("list", e))?;
+        if entry.file_name().to_string_lossy().starts_with(&format!("{object}-")) {
+            std::fs::remove_dir_all(entry.path()).map_err(|e| err("unpin", e))?;
+            log::info!("unpinned {}: this agent does not run the {object} programs", entry.path().display());
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 /// The lock on `root`, shared by the BPF objects of this agent (two open files of one process
 /// conflict under flock too).
 fn lock_root(root: &Path) -> Result<Arc<File>, (&'static str, std::io::Error)> {
