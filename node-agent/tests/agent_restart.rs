@@ -9,7 +9,7 @@ mod common;
 use common::agent;
 use common::keepalive;
 use common::netns::NetnsThread;
-use common::pin_dir::PinDir;
+use common::pin_dir::{PinDir, Scratch};
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -50,11 +50,7 @@ fn agent_killed_and_restarted_on_its_pins_loses_no_connection_and_no_byte() {
     let mock = MockCluster::new(1).unwrap();
     mock.create_topic(TOPIC, 1, 1).unwrap();
     let brokers = mock.bootstrap_servers();
-    let dir = agent::tmp("restart", "pins");
-    let pins = dir.join("bpf");
-    let _unmount = PinDir(pins.clone());
-    let (ready, spool) = (dir.join("ready"), dir.join("spool"));
-    let port = agent::free_port();
+    let Scratch { pins, ready, spool, port, .. } = &Scratch::new("pins");
 
     let (steps, steps_rx) = mpsc::channel::<Step>();
     let (step_done, step_done_rx) = mpsc::channel::<()>();
@@ -62,7 +58,7 @@ fn agent_killed_and_restarted_on_its_pins_loses_no_connection_and_no_byte() {
     let done2 = done.clone();
     let netns = NetnsThread::spawn(move || load(steps_rx, step_done, done2));
     let ns = netns.path.clone();
-    let command = || agent::pinned("restart-host", &brokers, &ready, &ns, port, &spool, &pins, &["--no-transactions", "--snapshot-interval-ms", "200"]);
+    let command = || agent::pinned("restart-host", &brokers, &ready, &ns, *port, &spool, &pins, &["--no-transactions", "--snapshot-interval-ms", "200"]);
     let Some(first) = agent::spawn_ready(command(), &ready) else {
         netns.cancel();
         return;

@@ -6,7 +6,7 @@
 //! the second agent's first interval starts where the first agent's last reported one ended.
 mod common;
 use common::agent;
-use common::pin_dir::PinDir;
+use common::pin_dir::Scratch;
 
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -40,13 +40,9 @@ fn agent_killed_and_restarted_on_its_pins_loses_no_cpu_time() {
     let mock = MockCluster::new(1).unwrap();
     mock.create_topic(TOPIC, 1, 1).unwrap();
     let brokers = mock.bootstrap_servers();
-    let dir = agent::tmp("restart", "cpu");
-    let pins = dir.join("bpf");
-    let _unmount = PinDir(pins.clone());
-    let (ready, spool) = (dir.join("ready"), dir.join("spool"));
-    let port = agent::free_port();
+    let Scratch { pins, ready, spool, port, .. } = &Scratch::new("cpu");
     let command = || {
-        let mut c = agent::pinned_host("cpu-restart-host", &brokers, &ready, port, &spool, &pins);
+        let mut c = agent::pinned_host("cpu-restart-host", &brokers, &ready, *port, &spool, &pins);
         c.args(["--sample-interval-ms", "200"]);
         c
     };
@@ -119,21 +115,17 @@ fn agent_killed_and_restarted_on_its_pins_loses_no_cpu_time() {
 fn an_agent_without_cpu_accounting_unpins_the_sched_programs() {
     let mock = MockCluster::new(1).unwrap();
     let brokers = mock.bootstrap_servers();
-    let dir = agent::tmp("restart", "nosched");
-    let pins = dir.join("bpf");
-    let _unmount = PinDir(pins.clone());
-    let (ready, spool) = (dir.join("ready"), dir.join("spool"));
-    let port = agent::free_port();
+    let Scratch { pins, ready, spool, port, .. } = &Scratch::new("nosched");
     let objects = || -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(&pins).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| !n.ends_with(".debug")).collect();
         v.sort_unstable();
         v.iter().map(|n| n.split('-').next().unwrap().to_string()).collect()
     };
-    let Some(first) = agent::spawn_ready(agent::pinned_host("nosched-host", &brokers, &ready, port, &spool, &pins), &ready) else { return };
+    let Some(first) = agent::spawn_ready(agent::pinned_host("nosched-host", &brokers, &ready, *port, &spool, &pins), &ready) else { return };
     agent::sigterm(first);
     assert_eq!(objects(), ["connections", "sched"]);
     let _ = std::fs::remove_file(&ready); // a clean stop removes it
-    let mut cmd = agent::pinned_host("nosched-host", &brokers, &ready, port, &spool, &pins);
+    let mut cmd = agent::pinned_host("nosched-host", &brokers, &ready, *port, &spool, &pins);
     cmd.arg("--no-resources");
     let second = agent::spawn_ready(cmd, &ready).expect("second agent");
     let err = agent::sigterm(second);

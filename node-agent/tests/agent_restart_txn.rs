@@ -11,7 +11,7 @@ mod common;
 use common::agent;
 use common::keepalive::{self, Truth, REQUEST, RESPONSE};
 use common::netns::NetnsThread;
-use common::pin_dir::PinDir;
+use common::pin_dir::Scratch;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -57,11 +57,7 @@ fn transactions_of_connections_alive_across_a_restart_are_delivered_exactly_once
     mock.create_topic(TOPIC, 1, 1).unwrap();
     mock.create_topic("wattgraph.connections", 1, 1).unwrap();
     let brokers = mock.bootstrap_servers();
-    let dir = agent::tmp("restart", "txn");
-    let pins = dir.join("bpf");
-    let _unmount = PinDir(pins.clone());
-    let (ready, spool) = (dir.join("ready"), dir.join("spool"));
-    let port = agent::free_port();
+    let Scratch { pins, ready, spool, port, .. } = &Scratch::new("txn");
 
     let (steps, steps_rx) = mpsc::channel::<Option<usize>>();
     let (step_done, step_done_rx) = mpsc::channel::<()>();
@@ -69,7 +65,7 @@ fn transactions_of_connections_alive_across_a_restart_are_delivered_exactly_once
     let done2 = done.clone();
     let netns = NetnsThread::spawn(move || keepalive::load(CONNS, steps_rx, step_done, done2));
     let ns = netns.path.clone();
-    let command = || agent::pinned("txn-restart-host", &brokers, &ready, &ns, port, &spool, &pins, &["--transaction-interval-ms", "100"]);
+    let command = || agent::pinned("txn-restart-host", &brokers, &ready, &ns, *port, &spool, &pins, &["--transaction-interval-ms", "100"]);
     let Some(first) = agent::spawn_ready(command(), &ready) else {
         netns.cancel();
         return;

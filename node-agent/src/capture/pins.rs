@@ -35,6 +35,18 @@ impl Pins {
     pub fn link_path(&self, prog: &str) -> PathBuf {
         self.dir.join("links").join(prog)
     }
+
+    /// Every state map of the opened `object` pinned here (or reused from here at load).
+    pub fn set_map_paths(&self, object: &mut libbpf_rs::OpenObject) -> Result<(), CaptureError> {
+        for mut map in object.maps_mut() {
+            let name = map.name().to_string_lossy().into_owned();
+            // Internal maps (.rodata) are the programs' own; the rest are state.
+            if !name.contains('.') {
+                map.set_pin_path(self.map_path(&name)).map_err(|e| super::bpf::bpf_err("set map pin path", e))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Prepares `root` for `object` (build hash `build`, configuration `config` as text); `links`

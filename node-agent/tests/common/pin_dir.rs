@@ -13,3 +13,21 @@ impl Drop for PinDir {
         let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
     }
 }
+
+/// A restart test's scratch: bpffs pins (unpinned when dropped, with the directory), the agent's
+/// ready file and spool, and a free metrics port.
+pub struct Scratch {
+    pub pins: PathBuf,
+    pub ready: PathBuf,
+    pub spool: PathBuf,
+    pub port: u16,
+    _unpin: PinDir,
+}
+
+impl Scratch {
+    pub fn new(tag: &str) -> Scratch {
+        let dir = super::agent::tmp("restart", tag);
+        let pins = dir.join("bpf");
+        Scratch { ready: dir.join("ready"), spool: dir.join("spool"), port: super::agent::free_port(), _unpin: PinDir(pins.clone()), pins }
+    }
+}

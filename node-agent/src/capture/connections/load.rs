@@ -45,13 +45,7 @@ pub(super) fn load_and_attach<'a>(
         None => None,
     };
     if let Some(p) = &pins {
-        for mut map in open.open_object_mut().maps_mut() {
-            let name = map.name().to_string_lossy().into_owned();
-            if !name.contains('.') {
-                // Internal maps (.rodata) are the programs' own; the rest are state.
-                map.set_pin_path(p.map_path(&name)).map_err(|e| bpf_err("set map pin path", e))?;
-            }
-        }
+        p.set_map_paths(open.open_object_mut())?;
     }
     {
         let ro = open.maps.rodata_data.as_deref_mut().ok_or_else(|| CaptureError::Other("BPF rodata not mmapped".into()))?;

@@ -152,12 +152,7 @@ impl SchedPrograms {
             None => None,
         };
         if let Some(p) = &pins {
-            for mut map in open.open_object_mut().maps_mut() {
-                let name = map.name().to_string_lossy().into_owned();
-                if !name.contains('.') {
-                    map.set_pin_path(p.map_path(&name)).map_err(|e| bpf_err("set map pin path", e))?;
-                }
-            }
+            p.set_map_paths(open.open_object_mut())?;
         }
         let reuse = pins.as_ref().is_some_and(|p| p.reuse);
         {
