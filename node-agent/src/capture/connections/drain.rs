@@ -35,8 +35,11 @@ pub(super) struct TxnDrain {
     /// Cookies found in neither map at the previous check.
     pub(super) missing: HashSet<u64>,
     pub(super) routes: RouteNames,
-    /// Closed sockets of this drain (read and deleted in batches), by cookie.
-    pub(super) closed: Vec<(u64, TxnTotals)>,
+    /// Cookies of the closed sockets of this drain (sorted); their totals are read again after
+    /// the cells, a batch at a time.
+    pub(super) closed: Vec<u64>,
+    /// Keys of `closed` to delete (unpinned: once their records are built), in one batch.
+    pub(super) closed_keys: Vec<u8>,
     /// How many the previous drain had (to give a storm's buffer back).
     pub(super) closed_peak: usize,
     pub(super) cells: Vec<(TxnCell, u64)>,
@@ -78,6 +81,7 @@ impl TxnDrain {
             missing: HashSet::new(),
             routes: RouteNames::default(),
             closed: Vec::new(),
+            closed_keys: Vec::new(),
             closed_peak: 0,
             cells: Vec::new(),
             cells_peak: 0,
@@ -117,25 +121,21 @@ impl TxnDrain {
         // Reused buffers (taken out so `process` may borrow self): no allocation per socket.
         let (mut closed, mut cells, mut done) = (std::mem::take(&mut self.closed), std::mem::take(&mut self.cells), std::mem::take(&mut self.done));
         // 1. Closed sockets first: their entry is written after their last cell, so the
-        //    cells read next are complete. Read and deleted in batches (one syscall per
-        //    MAP_BATCH entries): the kernel writes an entry once, at close. At most the map's
-        //    size is held (about 120 bytes each); the buffer shrinks back after a close storm.
+        //    cells read next are complete. Only their cookies are kept (8 bytes each; their totals
+        //    are read again in 3, a batch at a time: the kernel writes an entry once, at close,
+        //    and only this thread deletes it). Holding every closed socket's totals took 16 MB in
+        //    a close storm of 200,000 sockets (docs/benchmarks/agent.md "Footprint").
         let cmap = &skel.maps.txn_conns;
         closed.clear();
         if closed.capacity() > 16384 && closed.capacity() / 4 > self.closed_peak {
             closed.shrink_to(self.closed_peak * 2);
         }
-        // Pinned, an entry stays until its final record was journaled (`ledger`).
-        let read = self.reader.for_each(cmap, MAP_BATCH, !self.ledger.persist, |k, v| {
-            if let (Some(cookie), Some(t)) = (read_pod::<u64>(k), TxnTotals::closed(v)) {
-                closed.push((cookie, t));
-            }
-        });
+        let read = self.reader.for_each(cmap, MAP_BATCH, false, |k, _| closed.extend(read_pod::<u64>(k)));
         if let Err(e) = read {
             log::warn!("reading closed transaction entries: {e}");
         }
         self.closed_peak = closed.len();
-        closed.sort_unstable_by_key(|c| c.0);
+        closed.sort_unstable();
         // 2. Histogram cells (cumulative counts), grouped by socket (sorted by cookie).
         let hmap = &skel.maps.txn_hist;
         cells.clear();
@@ -157,13 +157,32 @@ impl TxnDrain {
             done.shrink_to(cells.capacity());
         }
         done.resize(cells.len(), false);
-        // 3. One record per socket with new transactions (or that closed). Closed sockets first
-        //    (their totals are in `closed`).
+        // 3. One record per socket with new transactions (or that closed). Closed sockets first:
+        //    those of 1, with their final totals, a batch at a time.
         let mut missing = HashSet::new();
-        for &(cookie, t) in &closed {
-            let r = cells_of(&cells, cookie);
-            done[r.clone()].fill(true);
-            self.process(skel, cookie, &cells[r], Some(t), None, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
+        if !closed.is_empty() {
+            // Entries closed since 1 wait for the next drain (their cells may not be read yet).
+            // Pinned, an entry stays until its final record was journaled (`ledger`).
+            let (mut reader, mut gone, persist) = (std::mem::take(&mut self.reader), std::mem::take(&mut self.closed_keys), self.ledger.persist);
+            gone.clear();
+            let read = reader.for_each(cmap, MAP_BATCH, false, |k, v| {
+                let (Some(cookie), Some(t)) = (read_pod::<u64>(k), TxnTotals::closed(v)) else { return };
+                if closed.binary_search(&cookie).is_err() {
+                    return;
+                }
+                if !persist {
+                    gone.extend_from_slice(k);
+                }
+                let r = cells_of(&cells, cookie);
+                done[r.clone()].fill(true);
+                self.process(skel, cookie, &cells[r], Some(t), None, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
+            });
+            if let Err(e) = read {
+                log::warn!("reading closed transaction entries: {e}");
+            }
+            // Unpinned, nothing outlives the process: an entry goes once its record is built.
+            delete_keys(cmap, &gone, 8);
+            (self.reader, self.closed_keys) = (reader, gone);
         }
         // 3b. Live sockets' totals, read after their cells as a lookup per socket was: one walk
         //     of the sockets with transactions (filtered in the kernel), only when a cell or a
