@@ -35,11 +35,13 @@ pub(super) struct TxnDrain {
     /// Cookies found in neither map at the previous check.
     pub(super) missing: HashSet<u64>,
     pub(super) routes: RouteNames,
-    /// Cookies of the closed sockets of this drain (sorted); their totals are read again after
-    /// the cells, a batch at a time.
-    pub(super) closed: Vec<u64>,
-    /// Keys of `closed` to delete (unpinned: once their records are built), in one batch.
-    pub(super) closed_keys: Vec<u8>,
+    /// Closed sockets of this drain, by cookie (sorted). Unpinned, entries are read and deleted in
+    /// batches, which frees the map at once for a storm's next closes (a full map refuses them):
+    /// their final totals are held here. Pinned, an entry stays in the kernel until its final
+    /// record was journaled (`ledger`): only its cookie is kept (`closed_cookies`), and its totals
+    /// are read again after the cells, a batch at a time (the kernel writes an entry once, at close).
+    pub(super) closed: Vec<(u64, TxnTotals)>,
+    pub(super) closed_cookies: Vec<u64>,
     /// How many the previous drain had (to give a storm's buffer back).
     pub(super) closed_peak: usize,
     pub(super) cells: Vec<(TxnCell, u64)>,
@@ -81,7 +83,7 @@ impl TxnDrain {
             missing: HashSet::new(),
             routes: RouteNames::default(),
             closed: Vec::new(),
-            closed_keys: Vec::new(),
+            closed_cookies: Vec::new(),
             closed_peak: 0,
             cells: Vec::new(),
             cells_peak: 0,
@@ -120,22 +122,35 @@ impl TxnDrain {
         let check_quiet = self.drains.is_multiple_of(TXN_GONE_CHECK_EVERY);
         // Reused buffers (taken out so `process` may borrow self): no allocation per socket.
         let (mut closed, mut cells, mut done) = (std::mem::take(&mut self.closed), std::mem::take(&mut self.cells), std::mem::take(&mut self.done));
+        let mut cookies = std::mem::take(&mut self.closed_cookies);
         // 1. Closed sockets first: their entry is written after their last cell, so the
-        //    cells read next are complete. Only their cookies are kept (8 bytes each; their totals
-        //    are read again in 3, a batch at a time: the kernel writes an entry once, at close,
-        //    and only this thread deletes it). Holding every closed socket's totals took 16 MB in
-        //    a close storm of 200,000 sockets (docs/benchmarks/agent.md "Footprint").
+        //    cells read next are complete. Read in batches (one syscall per MAP_BATCH entries).
+        //    At most the map's size is held (about 120 bytes each unpinned, 8 pinned); the
+        //    buffer shrinks back after a close storm.
         let cmap = &skel.maps.txn_conns;
+        let persist = self.ledger.persist;
         closed.clear();
+        cookies.clear();
         if closed.capacity() > 16384 && closed.capacity() / 4 > self.closed_peak {
             closed.shrink_to(self.closed_peak * 2);
         }
-        let read = self.reader.for_each(cmap, MAP_BATCH, false, |k, _| closed.extend(read_pod::<u64>(k)));
+        if cookies.capacity() > 16384 && cookies.capacity() / 4 > self.closed_peak {
+            cookies.shrink_to(self.closed_peak * 2);
+        }
+        let read = self.reader.for_each(cmap, MAP_BATCH, !persist, |k, v| {
+            let Some(cookie) = read_pod::<u64>(k) else { return };
+            if persist {
+                cookies.push(cookie);
+            } else if let Some(t) = TxnTotals::closed(v) {
+                closed.push((cookie, t));
+            }
+        });
         if let Err(e) = read {
             log::warn!("reading closed transaction entries: {e}");
         }
-        self.closed_peak = closed.len();
-        closed.sort_unstable();
+        self.closed_peak = closed.len().max(cookies.len());
+        closed.sort_unstable_by_key(|c| c.0);
+        cookies.sort_unstable();
         // 2. Histogram cells (cumulative counts), grouped by socket (sorted by cookie).
         let hmap = &skel.maps.txn_hist;
         cells.clear();
@@ -157,32 +172,29 @@ impl TxnDrain {
             done.shrink_to(cells.capacity());
         }
         done.resize(cells.len(), false);
-        // 3. One record per socket with new transactions (or that closed). Closed sockets first:
-        //    those of 1, with their final totals, a batch at a time.
+        // 3. One record per socket with new transactions (or that closed). Closed sockets first.
         let mut missing = HashSet::new();
-        if !closed.is_empty() {
-            // Entries closed since 1 wait for the next drain (their cells may not be read yet).
-            // Pinned, an entry stays until its final record was journaled (`ledger`).
-            let (mut reader, mut gone, persist) = (std::mem::take(&mut self.reader), std::mem::take(&mut self.closed_keys), self.ledger.persist);
-            gone.clear();
+        for &(cookie, t) in &closed {
+            let r = cells_of(&cells, cookie);
+            done[r.clone()].fill(true);
+            self.process(skel, cookie, &cells[r], Some(t), None, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
+        }
+        if !cookies.is_empty() {
+            // Pinned: the totals of the closed sockets of 1 (entries closed since wait for the
+            // next drain: their cells may not be read yet).
+            let mut reader = std::mem::take(&mut self.reader);
             let read = reader.for_each(cmap, MAP_BATCH, false, |k, v| {
                 let (Some(cookie), Some(t)) = (read_pod::<u64>(k), TxnTotals::closed(v)) else { return };
-                if closed.binary_search(&cookie).is_err() {
-                    return;
+                if cookies.binary_search(&cookie).is_ok() {
+                    let r = cells_of(&cells, cookie);
+                    done[r.clone()].fill(true);
+                    self.process(skel, cookie, &cells[r], Some(t), None, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
                 }
-                if !persist {
-                    gone.extend_from_slice(k);
-                }
-                let r = cells_of(&cells, cookie);
-                done[r.clone()].fill(true);
-                self.process(skel, cookie, &cells[r], Some(t), None, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
             });
+            self.reader = reader;
             if let Err(e) = read {
                 log::warn!("reading closed transaction entries: {e}");
             }
-            // Unpinned, nothing outlives the process: an entry goes once its record is built.
-            delete_keys(cmap, &gone, 8);
-            (self.reader, self.closed_keys) = (reader, gone);
         }
         // 3b. Live sockets' totals, read after their cells as a lookup per socket was: one walk
         //     of the sockets with transactions (filtered in the kernel), only when a cell or a
@@ -233,7 +245,7 @@ impl TxnDrain {
         shrink_after_storm(&mut self.prev_hist);
         shrink_after_storm(&mut self.prev_conn);
         self.last_ns = now;
-        (self.closed, self.cells, self.done) = (closed, cells, done);
+        (self.closed, self.closed_cookies, self.cells, self.done) = (closed, cookies, cells, done);
     }
 
     /// Deletes routes nobody used for an idle period from the kernel's table, which new routes
