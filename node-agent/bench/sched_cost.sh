@@ -39,19 +39,30 @@ for pid in kids:
 PY
 }
 
-# avg ns per call of wg_sched_switch for one build: of the programs that appeared while it ran,
-# the one that saw the whole load (run the bench on an otherwise quiet machine).
-one() {
-  local bin=$1 before ids
-  before=$(bpftool prog show -j | jq -c '[.[].id]')
-  "$bin" --host-id bench --no-transactions --once --sample-interval-ms 4000 >/dev/null 2>&1 &
-  local pid=$!
-  sleep 1.5
-  load
-  bpftool prog show -j | jq -r --argjson old "$before" \
+# The agent's wg_sched_switch: of the programs that appeared since BEFORE (ids), the one with
+# the most calls, as "run_time_ns run_cnt"; nothing when there is none.
+sched_prog() {
+  bpftool prog show -j | jq -r --argjson old "$1" \
     '[.[] | select(.name == "wg_sched_switch" and (.id as $i | $old | index($i) | not))] | max_by(.run_cnt // 0)
-     | "\(.run_time_ns // 0) \(.run_cnt // 0)"' | awk '{ printf "%.1f %d\n", ($2 > 0 ? $1 / $2 : 0), $2 }'
-  wait "$pid" || true
+     | select(. != null) | "\(.run_time_ns // 0) \(.run_cnt // 0)"'
+}
+
+# avg ns per call of wg_sched_switch for one build, read while the agent still runs (its programs
+# go when it exits): its one interval is far longer than the load, and it is killed after the
+# read (`--once` finishes its interval whatever the signal; it has nothing to flush). Run the
+# bench on an otherwise quiet machine.
+one() {
+  local bin=$1 before stats
+  before=$(bpftool prog show -j | jq -c '[.[].id]')
+  "$bin" --host-id bench --no-transactions --once --sample-interval-ms 120000 >/dev/null 2>&1 &
+  local pid=$!
+  for _ in $(seq 1 100); do [ -n "$(sched_prog "$before")" ] && break; sleep 0.1; done
+  load
+  stats=$(sched_prog "$before")
+  kill -0 "$pid" 2>/dev/null || { echo "agent $bin exited before its counters were read" >&2; exit 1; }
+  kill -KILL "$pid"; wait "$pid" 2>/dev/null || true
+  [ -n "$stats" ] || { echo "no wg_sched_switch program of $bin found" >&2; exit 1; }
+  awk '{ printf "%.1f %d\n", ($2 > 0 ? $1 / $2 : 0), $2 }' <<<"$stats"
 }
 
 declare -a B C

@@ -35,13 +35,19 @@ pub(super) struct TxnDrain {
     /// Cookies found in neither map at the previous check.
     pub(super) missing: HashSet<u64>,
     pub(super) routes: RouteNames,
-    /// Closed sockets of this drain (read and deleted in batches), by cookie.
+    /// Closed sockets of this drain, by cookie (sorted). Unpinned, entries are read and deleted in
+    /// batches, which frees the map at once for a storm's next closes (a full map refuses them):
+    /// their final totals are held here. Pinned, an entry stays in the kernel until its final
+    /// record was journaled (`ledger`): only its cookie is kept (`closed_cookies`), and its totals
+    /// are read again after the cells, a batch at a time (the kernel writes an entry once, at close).
     pub(super) closed: Vec<(u64, TxnTotals)>,
+    pub(super) closed_cookies: Vec<u64>,
     /// How many the previous drain had (to give a storm's buffer back).
     pub(super) closed_peak: usize,
     pub(super) cells: Vec<(TxnCell, u64)>,
-    /// Live sockets with transactions, from this drain's walk, by cookie.
-    pub(super) live: HashMap<u64, TxnTotals>,
+    pub(super) cells_peak: usize,
+    /// Per cell of this drain: its socket's record was built (closed, or met by the walk).
+    pub(super) done: Vec<bool>,
     /// Keys (TxnCell::key_bytes) of cells to delete at the end of the drain, in one batch.
     pub(super) dead_cells: Vec<u8>,
     /// `CaptureOptions::mask_client_port_below`, and the lifetime below which a connection
@@ -77,9 +83,11 @@ impl TxnDrain {
             missing: HashSet::new(),
             routes: RouteNames::default(),
             closed: Vec::new(),
+            closed_cookies: Vec::new(),
             closed_peak: 0,
             cells: Vec::new(),
-            live: HashMap::new(),
+            cells_peak: 0,
+            done: Vec::new(),
             dead_cells: Vec::new(),
             mask_below,
             mask_age_ns: mask_age.as_nanos() as u64,
@@ -113,30 +121,42 @@ impl TxnDrain {
         self.drains += 1;
         let check_quiet = self.drains.is_multiple_of(TXN_GONE_CHECK_EVERY);
         // Reused buffers (taken out so `process` may borrow self): no allocation per socket.
-        let (mut closed, mut cells) = (std::mem::take(&mut self.closed), std::mem::take(&mut self.cells));
+        let (mut closed, mut cells, mut done) = (std::mem::take(&mut self.closed), std::mem::take(&mut self.cells), std::mem::take(&mut self.done));
+        let mut cookies = std::mem::take(&mut self.closed_cookies);
         // 1. Closed sockets first: their entry is written after their last cell, so the
-        //    cells read next are complete. Read and deleted in batches (one syscall per
-        //    MAP_BATCH entries): the kernel writes an entry once, at close. At most the map's
-        //    size is held (about 120 bytes each); the buffer shrinks back after a close storm.
+        //    cells read next are complete. Read in batches (one syscall per MAP_BATCH entries).
+        //    At most the map's size is held (about 120 bytes each unpinned, 8 pinned); the
+        //    buffer shrinks back after a close storm.
         let cmap = &skel.maps.txn_conns;
+        let persist = self.ledger.persist;
         closed.clear();
+        cookies.clear();
         if closed.capacity() > 16384 && closed.capacity() / 4 > self.closed_peak {
             closed.shrink_to(self.closed_peak * 2);
         }
-        // Pinned, an entry stays until its final record was journaled (`ledger`).
-        let read = self.reader.for_each(cmap, MAP_BATCH, !self.ledger.persist, |k, v| {
-            if let (Some(cookie), Some(t)) = (read_pod::<u64>(k), TxnTotals::closed(v)) {
+        if cookies.capacity() > 16384 && cookies.capacity() / 4 > self.closed_peak {
+            cookies.shrink_to(self.closed_peak * 2);
+        }
+        let read = self.reader.for_each(cmap, MAP_BATCH, !persist, |k, v| {
+            let Some(cookie) = read_pod::<u64>(k) else { return };
+            if persist {
+                cookies.push(cookie);
+            } else if let Some(t) = TxnTotals::closed(v) {
                 closed.push((cookie, t));
             }
         });
         if let Err(e) = read {
             log::warn!("reading closed transaction entries: {e}");
         }
-        self.closed_peak = closed.len();
+        self.closed_peak = closed.len().max(cookies.len());
         closed.sort_unstable_by_key(|c| c.0);
+        cookies.sort_unstable();
         // 2. Histogram cells (cumulative counts), grouped by socket (sorted by cookie).
         let hmap = &skel.maps.txn_hist;
         cells.clear();
+        if cells.capacity() > 16384 && cells.capacity() / 4 > self.cells_peak {
+            cells.shrink_to(self.cells_peak * 2);
+        }
         let read = self.reader.for_each(hmap, MAP_BATCH, false, |k, v| {
             if let (Some(c), Some(n)) = (TxnCell::from_key(k), read_pod::<u64>(v)) {
                 cells.push((c, n));
@@ -145,44 +165,67 @@ impl TxnDrain {
         if let Err(e) = read {
             log::warn!("reading transaction histograms: {e}");
         }
+        self.cells_peak = cells.len();
         cells.sort_unstable_by_key(|(c, _)| c.cookie);
-        // 2b. Live sockets' totals, read after their cells as a lookup per socket was: one walk
+        done.clear();
+        if done.capacity() > cells.capacity() {
+            done.shrink_to(cells.capacity());
+        }
+        done.resize(cells.len(), false);
+        // 3. One record per socket with new transactions (or that closed). Closed sockets first.
+        let mut missing = HashSet::new();
+        for &(cookie, t) in &closed {
+            let r = cells_of(&cells, cookie);
+            done[r.clone()].fill(true);
+            self.process(skel, cookie, &cells[r], Some(t), None, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
+        }
+        if !cookies.is_empty() {
+            // Pinned: the totals of the closed sockets of 1 (entries closed since wait for the
+            // next drain: their cells may not be read yet).
+            let mut reader = std::mem::take(&mut self.reader);
+            let read = reader.for_each(cmap, MAP_BATCH, false, |k, v| {
+                let (Some(cookie), Some(t)) = (read_pod::<u64>(k), TxnTotals::closed(v)) else { return };
+                if cookies.binary_search(&cookie).is_ok() {
+                    let r = cells_of(&cells, cookie);
+                    done[r.clone()].fill(true);
+                    self.process(skel, cookie, &cells[r], Some(t), None, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
+                }
+            });
+            self.reader = reader;
+            if let Err(e) = read {
+                log::warn!("reading closed transaction entries: {e}");
+            }
+        }
+        // 3b. Live sockets' totals, read after their cells as a lookup per socket was: one walk
         //     of the sockets with transactions (filtered in the kernel), only when a cell or a
-        //     socket missing last time asks for it.
-        self.live.clear();
+        //     socket missing last time asks for it. Each socket's record is built as the walk
+        //     meets it: nothing is held per live socket (a table of all of them took 16 MB at
+        //     200,000 sockets, docs/benchmarks/agent.md "Footprint").
         if !cells.is_empty() || !self.missing.is_empty() {
-            let live = &mut self.live;
             if let Err(e) = walk.for_each(Which::Txn, |si| {
-                live.insert(si.cookie, TxnTotals::live(si, now));
+                let r = cells_of(&cells, si.cookie);
+                if r.is_empty() || done[r.start] {
+                    return; // no cells, or closed (its final totals were used)
+                }
+                done[r.clone()].fill(true);
+                let t = TxnTotals::live(si, now);
+                self.process(skel, si.cookie, &cells[r], None, Some(t), check_quiet, now, last, &mut missing, tx, stop, stats, nat);
             }) {
                 // Nothing is forgotten on a failed walk: its sockets count as missing once.
                 log::warn!("reading live sockets' transaction totals: {e}");
             }
         }
-        // 3. One record per socket with new transactions (or that closed): a merge of the two
-        //    sorted lists.
-        let mut missing = HashSet::new();
-        let (mut i, mut k) = (0, 0);
-        while i < cells.len() || k < closed.len() {
-            let cell_cookie = cells.get(i).map(|c| c.0.cookie);
-            let closed_cookie = closed.get(k).map(|c| c.0);
-            let cookie = match (cell_cookie, closed_cookie) {
-                (Some(a), Some(b)) => a.min(b),
-                (Some(a), None) => a,
-                (None, Some(b)) => b,
-                (None, None) => break,
-            };
+        // 3c. Sockets with cells in neither (closed between our reads, or a failed walk).
+        let mut i = 0;
+        while i < cells.len() {
+            let cookie = cells[i].0.cookie;
             let mut j = i;
             while j < cells.len() && cells[j].0.cookie == cookie {
                 j += 1;
             }
-            let totals = if closed_cookie == Some(cookie) {
-                k += 1;
-                Some(closed[k - 1].1)
-            } else {
-                None
-            };
-            self.process(skel, cookie, &cells[i..j], totals, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
+            if !done[i] {
+                self.process(skel, cookie, &cells[i..j], None, None, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
+            }
             i = j;
         }
         let (mut masked_sent, masked) = (0, self.masked.len() as u64);
@@ -199,8 +242,10 @@ impl TxnDrain {
             self.prune_routes(skel, now, stats);
         }
         self.missing = missing;
+        shrink_after_storm(&mut self.prev_hist);
+        shrink_after_storm(&mut self.prev_conn);
         self.last_ns = now;
-        (self.closed, self.cells) = (closed, cells);
+        (self.closed, self.closed_cookies, self.cells, self.done) = (closed, cookies, cells, done);
     }
 
     /// Deletes routes nobody used for an idle period from the kernel's table, which new routes
@@ -244,7 +289,8 @@ impl TxnDrain {
         self.dead_cells.clear();
     }
 
-    /// The record of one socket from its cells (and its final totals if it closed).
+    /// The record of one socket from its cells and its totals: final if it closed, else what the
+    /// walk read (`live`, None when it did not meet the socket).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn process(
         &mut self,
@@ -252,6 +298,7 @@ impl TxnDrain {
         cookie: u64,
         cells: &[(TxnCell, u64)],
         closed: Option<TxnTotals>,
+        live: Option<TxnTotals>,
         check_quiet: bool,
         now: u64,
         last: bool,
@@ -267,7 +314,7 @@ impl TxnDrain {
         let changed = cells.iter().any(|(c, n)| self.prev_hist.get(c).copied().unwrap_or(0) != *n);
         let totals = match closed {
             Some(t) => Some(t),
-            None if changed || check_quiet || self.missing.contains(&cookie) => self.live.get(&cookie).copied(),
+            None if changed || check_quiet || self.missing.contains(&cookie) => live,
             None => return, // quiet live socket
         };
         let Some(t) = totals else {
@@ -388,6 +435,20 @@ impl TxnDrain {
             self.ledger.unstage();
         }
     }
+}
+
+/// A table far below its capacity (a close storm's) gives memory back: a HashMap never shrinks
+/// by itself. To twice what it holds, so a table that grows again does not shrink at once.
+fn shrink_after_storm<K: Eq + std::hash::Hash, V>(m: &mut HashMap<K, V>) {
+    if m.capacity() > 16384 && m.len() < m.capacity() / 4 {
+        m.shrink_to(m.len() * 2);
+    }
+}
+
+/// The cells of `cookie` in `cells` (sorted by cookie).
+fn cells_of(cells: &[(TxnCell, u64)], cookie: u64) -> std::ops::Range<usize> {
+    let start = cells.partition_point(|c| c.0.cookie < cookie);
+    start..start + cells[start..].partition_point(|c| c.0.cookie == cookie)
 }
 
 /// False when `v` was dropped (nobody reads any more, or full at stop).
