@@ -59,8 +59,8 @@ KEPT_LABELS = {"app", "app.kubernetes.io/name", "app.kubernetes.io/instance", "a
 # pairing horizon, windows, checkpoints): a deadline for polling, generous for 2 shared cores.
 SETTLE_S = 420
 TIMINGS = {}
-# The fault test's connections: 250 ms apart (80 s), so its load spans every fault and its recovery.
-FAULT_CONNECTIONS = 320
+# The fault test's connections: 250 ms apart (110 s), so its load spans every fault and its recovery.
+FAULT_CONNECTIONS = 440
 DNS_IP = env_value("K8S_DNS_IP")
 # The chart's --bpf-pin-dir on the node (this machine).
 PIN_DIR = pathlib.Path("/sys/fs/bpf/wattgraph")
@@ -261,6 +261,13 @@ class ClusterEndToEndTest(unittest.TestCase):
         assert len(items) == 1, f"running pods for {selector}: {[p['metadata']['name'] for p in items]}"
         return items[0]["metadata"]["name"]
 
+    @classmethod
+    def other_running_agent(cls, before):
+        """The node's agent pod, running, other than `before`."""
+        now = cls.one_running(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent")
+        assert now != before, f"the agent pod is still {before}"
+        return now
+
     @staticmethod
     def assert_jobs(n):
         jobs = kget("-n", BATCH_NS, "jobs")["items"]
@@ -460,9 +467,26 @@ class ClusterEndToEndTest(unittest.TestCase):
         # The node's agent restarted (as in a rolling update or a drain): its pinned programs keep
         # counting and its ring keeps the events until the DaemonSet's new pod reads on.
         kubectl("-n", WATTGRAPH_NS, "delete", "pod", "-l", "app.kubernetes.io/name=node-agent", "--wait=false")
+        restarted = eventually("the agent's new pod", lambda: self.other_running_agent(agent))
+        said = kubectl("-n", WATTGRAPH_NS, "logs", restarted)
+        self.assertIn("reusing the connections BPF programs", said)
+        self.assertIn("CPU accounting continues from the sched programs pinned by a previous agent", said)
+        # The node drained of its agent and given it back: a nodeSelector no node has makes the
+        # DaemonSet stop its pod (a clean stop, which keeps the pins while the DaemonSet exists);
+        # without it the pod comes back on the pins, which counted meanwhile.
+        drained_at = time.monotonic() - start
+        selector = {"spec": {"template": {"spec": {"nodeSelector": {"wattgraph.io/drained": "true"}}}}}
+        kubectl("-n", WATTGRAPH_NS, "patch", "daemonset", "node-agent", "--type=merge", "-p", json.dumps(selector))
+        eventually("the node drained of its agent", lambda: self.assertEqual(
+            [], [p["metadata"]["name"] for p in pods(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent")]), timeout=120)
+        time.sleep(10)
+        selector["spec"]["template"]["spec"]["nodeSelector"] = None
+        kubectl("-n", WATTGRAPH_NS, "patch", "daemonset", "node-agent", "--type=merge", "-p", json.dumps(selector))
+        back_at = time.monotonic() - start
         tally = eventually("the fault load's tally", lambda: tally_of(BATCH_NS, pod), timeout=300)
         log(f"fault load: {sum(c['connections'] for c in tally['backends'].values())} connections in "
-            f"{time.monotonic() - start:.0f} s, JobManager, kafka-1, neo4j-0 and the agent deleted at 10, 30, 45 and 55 s")
+            f"{time.monotonic() - start:.0f} s, JobManager, kafka-1, neo4j-0 and the agent deleted at 10, 30, 45 and 55 s, "
+            f"the agent drained from {drained_at:.0f} s to {back_at:.0f} s")
         for backend, counts in tally["backends"].items():
             self.assertIn(backend, self.servers)
             type(self).expected[(tally["pod"], backend)] = counts
@@ -470,9 +494,8 @@ class ClusterEndToEndTest(unittest.TestCase):
         kubectl("-n", WATTGRAPH_NS, "rollout", "status", "statefulset/kafka", "--timeout=300s")
         kubectl("-n", WATTGRAPH_NS, "rollout", "status", "statefulset/neo4j", "--timeout=300s")
         kubectl("-n", WATTGRAPH_NS, "rollout", "status", "daemonset/node-agent", "--timeout=300s")
-        new_agent = eventually("the agent's new pod", lambda: self.one_running(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent"))
-        self.assertNotEqual(agent, new_agent)
-        said = kubectl("-n", WATTGRAPH_NS, "logs", new_agent)
+        back = eventually("the agent back on the node", lambda: self.other_running_agent(restarted))
+        said = kubectl("-n", WATTGRAPH_NS, "logs", back)
         self.assertIn("reusing the connections BPF programs", said)
         self.assertIn("CPU accounting continues from the sched programs pinned by a previous agent", said)
         eventually("exact pod -> pod edges after the faults", self.assert_edges_exact)
