@@ -47,24 +47,51 @@ impl Pins {
         }
         Ok(())
     }
+
+    /// Pins the attached programs' links, the last step: a directory with every link pinned is
+    /// complete (`prepare`). A program not loaded has no link.
+    pub fn pin_links<'a>(&self, links: impl IntoIterator<Item = (&'a str, Option<&'a mut libbpf_rs::Link>)>) -> Result<(), CaptureError> {
+        for (name, link) in links {
+            if let Some(link) = link {
+                link.pin(self.link_path(name)).map_err(|e| super::bpf::bpf_err("pin link", e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn dir_err(root: &Path, what: &str, e: std::io::Error) -> CaptureError {
+    CaptureError::Other(format!("BPF pin directory {}: {what}: {e}", root.display()))
+}
+
+/// Removes the pin directories of `object` under `root` other than `keep`; each removed path to
+/// `removed` (for its log line).
+fn remove_object_dirs(root: &Path, object: &str, keep: Option<&str>, mut removed: impl FnMut(&Path)) -> Result<usize, CaptureError> {
+    let prefix = format!("{object}-");
+    let mut n = 0;
+    for entry in std::fs::read_dir(root).map_err(|e| dir_err(root, "list", e))? {
+        let entry = entry.map_err(|e| dir_err(root, "list", e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(&prefix) && keep != Some(name.as_str()) {
+            removed(&entry.path());
+            std::fs::remove_dir_all(entry.path()).map_err(|e| dir_err(root, "unpin", e))?;
+            n += 1;
+        }
+    }
+    Ok(n)
 }
 
 /// Prepares `root` for `object` (build hash `build`, configuration `config` as text); `links`
 /// are the programs a complete pinning has links of.
 pub fn prepare(root: &Path, object: &str, build: &str, config: &str, links: &[&str]) -> Result<Pins, CaptureError> {
-    let err = |what: &str, e: std::io::Error| CaptureError::Other(format!("BPF pin directory {}: {what}: {e}", root.display()));
+    let err = |what: &str, e: std::io::Error| dir_err(root, what, e);
     ensure_bpffs(root).map_err(|e| err("mount bpffs", e))?;
     let lock = lock_root(root).map_err(|(what, e)| err(what, e))?;
     let name = format!("{object}-{build}-{:016x}", fnv1a(config.as_bytes()));
     let dir = root.join(&name);
-    for entry in std::fs::read_dir(root).map_err(|e| err("list", e))? {
-        let entry = entry.map_err(|e| err("list", e))?;
-        let other = entry.file_name().to_string_lossy().into_owned();
-        if other != name && other.starts_with(&format!("{object}-")) {
-            log::warn!("unpinning {}: pinned by an agent of another {object} BPF object or configuration; loading fresh", entry.path().display());
-            std::fs::remove_dir_all(entry.path()).map_err(|e| err("unpin", e))?;
-        }
-    }
+    remove_object_dirs(root, object, Some(&name), |other| {
+        log::warn!("unpinning {}: pinned by an agent of another {object} BPF object or configuration; loading fresh", other.display())
+    })?;
     let complete = links.iter().all(|l| dir.join("links").join(l).exists());
     if dir.exists() && !complete {
         log::warn!("unpinning {}: incomplete (an agent stopped while pinning); loading fresh", dir.display());
@@ -85,21 +112,11 @@ pub fn prepare(root: &Path, object: &str, build: &str, config: &str, links: &[&s
 /// that does not run that object (`--no-resources`), which would leave them counting for nobody.
 /// Returns how many directories went.
 pub fn unpin_object(root: &Path, object: &str) -> Result<usize, CaptureError> {
-    let err = |what: &str, e: std::io::Error| CaptureError::Other(format!("BPF pin directory {}: {what}: {e}", root.display()));
     if !root.exists() {
         return Ok(0);
     }
-    let _lock = lock_root(root).map_err(|(what, e)| err(what, e))?;
-    let mut n = 0;
-    for entry in std::fs::read_dir(root).map_err(|e| err("list", e))? {
-        let entry = entry.map_err(|e| err("list", e))?;
-        if entry.file_name().to_string_lossy().starts_with(&format!("{object}-")) {
-            std::fs::remove_dir_all(entry.path()).map_err(|e| err("unpin", e))?;
-            log::info!("unpinned {}: this agent does not run the {object} programs", entry.path().display());
-            n += 1;
-        }
-    }
-    Ok(n)
+    let _lock = lock_root(root).map_err(|(what, e)| dir_err(root, what, e))?;
+    remove_object_dirs(root, object, None, |dir| log::info!("unpinning {}: this agent does not run the {object} programs", dir.display()))
 }
 
 /// The lock on `root`, shared by the BPF objects of this agent (two open files of one process

@@ -102,20 +102,14 @@ pub(super) fn load_and_attach<'a>(
     }
     skel.attach().map_err(|e| bpf_err("attach tracepoints", e))?;
     if let Some(p) = &pins {
-        // Last: a directory with every link pinned is complete (pins::prepare).
         let l = &mut skel.links;
-        let links = [
+        p.pin_links([
             (PROGRAMS[0], l.handle_set_state.as_mut()),
             (PROGRAMS[1], l.handle_set_state_nested.as_mut()),
             (PROGRAMS[2], l.handle_send.as_mut()),
             (PROGRAMS[3], l.handle_recv.as_mut()),
             (SEND_BEGIN_PROGRAM, l.handle_sendmsg_begin.as_mut()),
-        ];
-        for (name, link) in links {
-            if let Some(link) = link {
-                link.pin(p.link_path(name)).map_err(|e| bpf_err("pin link", e))?;
-            }
-        }
+        ])?;
         log::info!("BPF programs and maps pinned at {}: they keep counting while no agent runs", p.dir.display());
     }
     Ok((skel, attached, pins))

@@ -214,13 +214,8 @@ impl SchedPrograms {
         } else {
             skel.attach().map_err(|e| bpf_err("attach sched tracepoints", e))?;
             if let Some(p) = &pins {
-                // Last: a directory with every link pinned is complete (pins::prepare).
                 let l = &mut skel.links;
-                for (name, link) in [(PROGRAMS[0], l.wg_sched_switch.as_mut()), (PROGRAMS[1], l.wg_sched_process_exec.as_mut())] {
-                    if let Some(link) = link {
-                        link.pin(p.link_path(name)).map_err(|e| bpf_err("pin sched link", e))?;
-                    }
-                }
+                p.pin_links([(PROGRAMS[0], l.wg_sched_switch.as_mut()), (PROGRAMS[1], l.wg_sched_process_exec.as_mut())])?;
             }
         }
         let sink: *mut Vec<ThreadStat> = Box::into_raw(Box::new(Vec::with_capacity(4096)));
