@@ -131,12 +131,8 @@ impl TxnDrain {
         let persist = self.ledger.persist;
         closed.clear();
         cookies.clear();
-        if closed.capacity() > 16384 && closed.capacity() / 4 > self.closed_peak {
-            closed.shrink_to(self.closed_peak * 2);
-        }
-        if cookies.capacity() > 16384 && cookies.capacity() / 4 > self.closed_peak {
-            cookies.shrink_to(self.closed_peak * 2);
-        }
+        shrink_vec_after_storm(&mut closed, self.closed_peak);
+        shrink_vec_after_storm(&mut cookies, self.closed_peak);
         let read = self.reader.for_each(cmap, MAP_BATCH, !persist, |k, v| {
             let Some(cookie) = read_pod::<u64>(k) else { return };
             if persist {
@@ -154,9 +150,7 @@ impl TxnDrain {
         // 2. Histogram cells (cumulative counts), grouped by socket (sorted by cookie).
         let hmap = &skel.maps.txn_hist;
         cells.clear();
-        if cells.capacity() > 16384 && cells.capacity() / 4 > self.cells_peak {
-            cells.shrink_to(self.cells_peak * 2);
-        }
+        shrink_vec_after_storm(&mut cells, self.cells_peak);
         let read = self.reader.for_each(hmap, MAP_BATCH, false, |k, v| {
             if let (Some(c), Some(n)) = (TxnCell::from_key(k), read_pod::<u64>(v)) {
                 cells.push((c, n));
@@ -440,9 +434,20 @@ impl TxnDrain {
 /// A table far below its capacity (a close storm's) gives memory back: a HashMap never shrinks
 /// by itself. To twice what it holds, so a table that grows again does not shrink at once.
 fn shrink_after_storm<K: Eq + std::hash::Hash, V>(m: &mut HashMap<K, V>) {
-    if m.capacity() > 16384 && m.len() < m.capacity() / 4 {
+    if far_below(m.capacity(), m.len()) {
         m.shrink_to(m.len() * 2);
     }
+}
+
+/// The same for a buffer refilled each drain, against what the previous drain held (`peak`).
+fn shrink_vec_after_storm<T>(v: &mut Vec<T>, peak: usize) {
+    if far_below(v.capacity(), peak) {
+        v.shrink_to(peak * 2);
+    }
+}
+
+fn far_below(capacity: usize, used: usize) -> bool {
+    capacity > 16384 && used < capacity / 4
 }
 
 /// The cells of `cookie` in `cells` (sorted by cookie).
