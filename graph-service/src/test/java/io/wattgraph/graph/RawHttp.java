@@ -2,7 +2,6 @@ package io.wattgraph.graph;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -37,11 +36,31 @@ final class RawHttp {
         try (Socket socket = new Socket()) {
             socket.connect(new InetSocketAddress("127.0.0.1", port), 5_000);
             socket.setSoTimeout(60_000);
-            OutputStream out = socket.getOutputStream();
-            out.write(request.toString().getBytes(StandardCharsets.ISO_8859_1));
-            out.write(body);
-            out.flush();
-            String raw = new String(readAll(socket.getInputStream()), StandardCharsets.UTF_8);
+            IOException cut = null;
+            try {
+                OutputStream out = socket.getOutputStream();
+                out.write(request.toString().getBytes(StandardCharsets.ISO_8859_1));
+                out.write(body);
+                out.flush();
+            } catch (IOException e) {
+                // A server may answer (400, 431) and close before it read all of an oversized request: the
+                // write then fails, but the answer is in our receive queue, and it is what callers assert on.
+                cut = e;
+            }
+            ByteArrayOutputStream received = new ByteArrayOutputStream();
+            try {
+                socket.getInputStream().transferTo(received);
+            } catch (IOException e) {
+                // The close of a half-read request is a reset; what arrived before it is still the answer.
+                if (cut != null) {
+                    e.addSuppressed(cut);
+                }
+                cut = e;
+            }
+            String raw = received.toString(StandardCharsets.UTF_8);
+            if (cut != null && !raw.startsWith("HTTP/1.1 ")) {
+                throw cut;
+            }
             int headEnd = raw.indexOf("\r\n\r\n");
             String head = headEnd < 0 ? raw : raw.substring(0, headEnd);
             String rest = headEnd < 0 ? "" : raw.substring(headEnd + 4);
@@ -51,12 +70,6 @@ final class RawHttp {
             String[] statusLine = head.split("\r\n", 2)[0].split(" ");
             return new Response(Integer.parseInt(statusLine[1]), head, rest);
         }
-    }
-
-    private static byte[] readAll(InputStream in) throws IOException {
-        ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-        in.transferTo(buffer);
-        return buffer.toByteArray();
     }
 
     private static String dechunk(String chunked) {
