@@ -63,6 +63,14 @@ forget_pids() {
   pids=("${keep[@]}")
 }
 
+# cpu_ticks PID : the process's user + system CPU time so far, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# millicores TICKS0 TICKS1 NS0 NS1 : CPU between two cpu_ticks readings over wall time NS0..NS1 (ns).
+millicores() {
+  echo "($2 - $1) / $(getconf CLK_TCK) / (($4 - $3) / 1000000000) * 1000" | bc -l | xargs printf '%.0f'
+}
+
 # start_kafka PORT TOPIC... : a real single-node broker from local-stack, waited for.
 start_kafka() {
   local port=$1; shift

@@ -34,10 +34,6 @@ sleep 0.5
 run_iperf() { # run_iperf LEN -> Gbit/s
   iperf3 -c 127.0.0.1 -p $IPERF_PORT -l "$1" -t "$SECS" -J | jq '.end.sum_received.bits_per_second / 1e9'
 }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-millicores() { # millicores TICKS0 TICKS1 NS0 NS1
-  echo "($2 - $1) / $(getconf CLK_TCK) / (($4 - $3) / 1000000000) * 1000" | bc -l | xargs printf '%.0f'
-}
 
 declare -A off on before
 agent_cpu=() agent_rss=() broker_off=() broker_on=()

@@ -27,7 +27,6 @@ cleanup() {
 trap cleanup EXIT
 ip netns add "$NS"
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 agent() {
   "$AGENT" --host-id "pin-cost-$1" --kafka-brokers 127.0.0.1:1 --netns "/run/netns/$NS" --cgroup-sample-interval-ms 0 \
     --metrics-addr "127.0.0.1:0" --log-level warn "${@:2}" >"$WORK/$1.log" 2>&1 &
