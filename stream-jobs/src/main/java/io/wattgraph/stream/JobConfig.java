@@ -61,6 +61,10 @@ public class JobConfig implements Serializable {
       new Option("--edge-wait-ms", "edgeWaitMs", "MS", "60000",
           "an edge window that reaches the graph before its edge is offered again this long, then dropped and counted"),
       new Option("--sink-batch-size", "sinkBatchSize", "N", "2000", "rows per Neo4j transaction, 1..50000"),
+      new Option("--neo4j-writes", "neo4jWritesCheckpointed", "checkpointed|immediate", "checkpointed",
+          "checkpointed: a row reaches Neo4j once the checkpoint after it completed (the graph is what the job's "
+              + "state holds, after a failover too; it lags by up to a checkpoint interval); immediate: within "
+              + "the sink's flush interval (200 ms), but a failover can leave rows its replay does not write again"),
       new Option("--checkpoint-interval-ms", "checkpointIntervalMs", "MS", "5000", "exactly-once checkpoints this often"),
       new Option("--checkpoint-timeout-ms", "checkpointTimeoutMs", "MS", "0.5 x transaction.timeout.ms",
           "a checkpoint not complete by then fails and the job restarts from the last one; with the interval, "
@@ -169,6 +173,8 @@ public class JobConfig implements Serializable {
   /** Rows per Neo4j transaction: 2,000 gave 2.8x the creates/s of 500 (docs/benchmarks/stream-jobs.md). */
   public int sinkBatchSize = 2000;
   public long sinkFlushIntervalMs = 200;
+  /** Rows reach Neo4j once the checkpoint after them completed (--neo4j-writes checkpointed). */
+  public boolean neo4jWritesCheckpointed = true;
   /** How long an edge window waits in the sink for its edge ({@link Neo4jSettings#waitMs}). */
   public long edgeWaitMs = Neo4jSettings.DEFAULT_WAIT_MS;
   /** Driver-level retry time per Neo4j transaction; after it the sink retries on its own, forever. */
@@ -284,6 +290,11 @@ public class JobConfig implements Serializable {
         }
       }
     }
+    String writes = flags.getOrDefault("--neo4j-writes", "checkpointed");
+    if (!writes.equals("checkpointed") && !writes.equals("immediate")) {
+      throw new IllegalArgumentException("--neo4j-writes must be checkpointed or immediate, got '" + writes + "'");
+    }
+    c.neo4jWritesCheckpointed = writes.equals("checkpointed");
     long batch = positive(flags, "--sink-batch-size", c.sinkBatchSize);
     if (batch > 50_000) {
       throw new IllegalArgumentException("--sink-batch-size must be at most 50000, got " + batch);

@@ -37,7 +37,7 @@ final class Sinks {
 
   /** Edge totals onto the graph; one writer also cannot race an orphan-External delete against a new edge. */
   void connectionGraph(DataStream<EdgeRow> edges) {
-    edges.sinkTo(new Neo4jSink<>(config.neo4j(), edges.getType(), ConnectionGraphWriter::new))
+    Neo4jSink.sinkTo(edges, config.neo4j(), config.neo4jWritesCheckpointed, ConnectionGraphWriter::new)
         .uid("neo4j-sink")
         .name("neo4j")
         .setParallelism(1);
@@ -61,8 +61,7 @@ final class Sinks {
     int historyWindows = config.historyWindows;
     int shares = config.latencyShareWindows();
     DataStream<MetricsRow> rows = entities.union(namespaces);
-    rows.sinkTo(new Neo4jSink<>(config.neo4j(), rows.getType(),
-            s -> new NodeMetricsGraphWriter(s, historyWindows, shares)))
+    Neo4jSink.sinkTo(rows, config.neo4j(), config.neo4jWritesCheckpointed, s -> new NodeMetricsGraphWriter(s, historyWindows, shares))
         .uid("metrics-neo4j-sink")
         .name("neo4j: window metrics")
         .setParallelism(1);
@@ -78,7 +77,7 @@ final class Sinks {
         .uid("edge-metrics-kafka-sink")
         .name("kafka: " + config.edgeMetricsTopic);
     int shares = config.latencyShareWindows();
-    edges.sinkTo(new Neo4jSink<>(config.neo4j(), edges.getType(), s -> new EdgeMetricsGraphWriter(s, shares)))
+    Neo4jSink.sinkTo(edges, config.neo4j(), config.neo4jWritesCheckpointed, s -> new EdgeMetricsGraphWriter(s, shares))
         .uid("edge-metrics-neo4j-sink")
         .name("neo4j: edge metrics")
         .setParallelism(1);
@@ -91,7 +90,7 @@ final class Sinks {
         .uid("late-cgroup-stats")
         .name("count late cgroup stats");
     int historyWindows = config.historyWindows;
-    containers.sinkTo(new Neo4jSink<>(config.neo4j(), containers.getType(), s -> new CgroupGraphWriter(s, historyWindows)))
+    Neo4jSink.sinkTo(containers, config.neo4j(), config.neo4jWritesCheckpointed, s -> new CgroupGraphWriter(s, historyWindows))
         .uid("cgroup-neo4j-sink")
         .name("neo4j: container cgroups")
         .setParallelism(1);

@@ -248,7 +248,7 @@ class JobConfigTest {
       }
       checked++;
     }
-    assertEquals(24, checked, "options with a value as default");
+    assertEquals(25, checked, "options with a value as default");
     assertEquals(2 * without.pairingHorizonMs, without.closedRetention(), "2 x --pairing-horizon-ms");
     assertEquals(JobConfig.TRANSACTION_TIMEOUT_MS / 2, without.checkpointTimeout(), "0.5 x transaction.timeout.ms");
     assertNull(without.parallelism, "the environment's");

@@ -457,12 +457,12 @@ class MetricsHistoryIT {
         new MailboxExecutorImpl(new TaskMailboxImpl(Thread.currentThread()), 0, StreamTaskActionExecutor.IMMEDIATE);
     final EdgeMetricsGraphWriter graph = new EdgeMetricsGraphWriter(settings, SHARES);
     final Neo4jSinkWriter<EdgeMetricsRow> writer =
-        new Neo4jSinkWriter<>(settings, graph, timers, mailbox, new SimpleCounter(), List.of());
+        new Neo4jSinkWriter<>(settings, graph, timers, mailbox, new SimpleCounter(), List.of(), false);
 
     /** Hands the rows to the writing thread now and waits until that write is done. */
     void writeNow(EdgeMetricsRow... rows) throws Exception {
       for (EdgeMetricsRow r : rows) {
-        writer.write(r, null);
+        writer.write(r);
       }
       writer.flush(false);
       mailbox.yield(); // the write's completion

@@ -42,6 +42,7 @@ import org.neo4j.driver.Session;
  * End-to-end latency, run by hand (not a test): event produced to Kafka → visible in Neo4j.
  * <pre>
  * java ... io.wattgraph.stream.bench.EndToEndLatencyBenchmark [RATE=50000] [SECONDS=30] [PARALLELISM=1] [WARMUP=60]
+ *     [WRITES=checkpointed,immediate] [CHECKPOINT_MS=5000]
  * </pre>
  * local-stack's Kafka broker and Neo4j and the real job ({@link CorrelationJob#build}, defaults,
  * live/unbounded) in one JVM. A generator produces {@link StreamJobsBenchmark.Generate}'s agent
@@ -50,7 +51,9 @@ import org.neo4j.driver.Session;
  * counter of a dedicated connection (both ends, client end first), whose edge's
  * {@code bytesClientToServer} then equals the probe's number. A poller reads that edge every 10 ms;
  * a probe's latency is from sending its second end to the first poll that shows its number or more.
- * The first {@code WARMUP} seconds run at the same rate and are not measured.
+ * The first {@code WARMUP} seconds run at the same rate and are not measured. Each of {@code WRITES}
+ * ({@code --neo4j-writes}) is measured in turn by its own job on its own topic, in the same JVM, broker
+ * and Neo4j (emptied in between), and the ratios of their percentiles to the first one's are printed.
  */
 public final class EndToEndLatencyBenchmark {
   static final String TOPIC = "wattgraph.connections";
@@ -71,92 +74,116 @@ public final class EndToEndLatencyBenchmark {
     System.out.printf("cores available: %d, JVM %s; target %,d events/s for %d s after %d s of warm-up, parallelism %d%n",
         Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"), rate, seconds, warmup,
         parallelism);
+    List<String> modes = List.of((args.length > 4 ? args[4] : "checkpointed,immediate").split(","));
+    long checkpointMs = args.length > 5 ? Long.parseLong(args[5]) : new JobConfig().checkpointIntervalMs;
     Path dir = Path.of("target", "bench", "e2e-" + System.nanoTime()).toAbsolutePath();
     Files.createDirectories(dir);
+    Map<String, double[]> results = new java.util.LinkedHashMap<>();
     try (KafkaBroker kafka = KafkaBroker.start(dir.resolve("kafka"), 0, 0);
         Neo4jServer neo4j = Neo4jServer.start(dir.resolve("neo4j"), 0);
         Driver driver = GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none());
         KafkaProducer<String, byte[]> producer = producer(kafka.bootstrapServers())) {
-      kafka.createTopic(TOPIC, 2);
-      JobConfig c = new JobConfig();
-      c.kafkaBrokers = kafka.bootstrapServers();
-      c.neo4jUri = neo4j.boltUri();
-      c.parallelism = parallelism;
-      c.checkpointDir = dir.resolve("checkpoints").toUri().toString();
-      StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(new Configuration());
-      CorrelationJob.build(env, c);
-      producer.send(new ProducerRecord<>(c.serviceMappingsTopic, "10.96.0.10:80", bytes(ServiceMapping.getEncoder()
-          .encode(new ServiceMapping("10.96.0.10", 80, "TCP", null, null, List.of(
-              backend(0), backend(1), backend(2))))))).get();
-      JobClient job = env.executeAsync("e2e-latency");
-      try {
-        Probes probes = new Probes();
-        // Warm-up: the job is running and writing once probe 1 is visible.
-        long seq = probes.send(producer, 1);
-        Thread poller = new Thread(() -> probes.poll(driver), "poller");
-        poller.setDaemon(true);
-        poller.start();
-        while (probes.visible.get() < seq) {
-          Thread.sleep(10);
+      for (String mode : modes) {
+        String topic = TOPIC + "-" + mode;
+        kafka.createTopic(topic, 2);
+        JobConfig c = JobConfig.parse(new String[] {"--kafka-brokers", kafka.bootstrapServers(), "--neo4j-uri",
+            neo4j.boltUri(), "--topic", topic, "--group-id", "e2e-" + mode, "--neo4j-writes", mode,
+            "--checkpoint-interval-ms", String.valueOf(checkpointMs),
+            "--checkpoint-dir", dir.resolve("checkpoints-" + mode).toUri().toString()});
+        c.parallelism = parallelism;
+        System.out.printf("%n== --neo4j-writes %s, checkpoints every %d ms ==%n", mode, checkpointMs);
+        results.put(mode, measure(c, producer, driver, rate, seconds, warmup));
+        try (Session s = driver.session()) {
+          s.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume();
         }
-        probes.latenciesNs.clear();
-        System.out.println("job running, first probe visible; generating");
-
-        var generate = new StreamJobsBenchmark.Generate();
-        // Warm-up at the measured rate: a cold JVM plans and compiles Neo4j's queries and Flink's
-        // code paths for tens of seconds, during which writes take seconds each (measured: 3-6 s
-        // per batch in the first 15 s, tens of ms after 40 s at 200 events/s).
-        long[] cursor = {0, 1};
-        if (warmup > 0) {
-          generate(producer, probes, generate, rate, warmup, cursor);
-          // Start measuring from an empty queue: what the cold job fell behind by is not the rate's.
-          long drainStart = System.nanoTime();
-          long drainUntil = drainStart + TimeUnit.SECONDS.toNanos(Math.max(60, 2L * warmup));
-          while (probes.visible.get() < cursor[1] && System.nanoTime() < drainUntil) {
-            Thread.sleep(10);
-          }
-          if (probes.visible.get() < cursor[1]) {
-            System.out.printf("warm-up of %d s done, its backlog NOT drained after %.0f s (the job does not keep up"
-                + " with this rate); measuring anyway%n", warmup, (System.nanoTime() - drainStart) / 1e9);
-          } else {
-            System.out.printf("warm-up of %d s done, its backlog drained in %.1f s; measuring%n", warmup,
-                (System.nanoTime() - drainStart) / 1e9);
-          }
-        }
-        long first = cursor[1] + 1;
-        double sendS = generate(producer, probes, generate, rate, seconds, cursor);
-        long last = cursor[1];
-        long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-        while (probes.visible.get() < last && System.nanoTime() < waitUntil) {
-          Thread.sleep(10);
-        }
-        long total = (long) rate * seconds;
-        System.out.printf("sent %,d events in %.1f s -> %,.0f events/s (target %,d/s); probes %d, visible %d%n",
-            total, sendS, total / sendS, rate, last - first + 1,
-            probes.latenciesNs.keySet().stream().filter(n -> n >= first).count());
-        // Per 5 s of sending: steady state or a queue that grows?
-        long perSlice = 5_000 / 50;
-        for (long from = first; from <= last; from += perSlice) {
-          long lo = from;
-          long hi = Math.min(last, from + perSlice - 1);
-          long[] slice = probes.latenciesNs.entrySet().stream().filter(e -> e.getKey() >= lo && e.getKey() <= hi)
-              .mapToLong(Map.Entry::getValue).sorted().toArray();
-          if (slice.length > 0) {
-            System.out.printf("  s %3d-%3d: p50 %6.0f ms, max %6.0f ms%n", (lo - first) / 20, (hi - first + 1) / 20,
-                percentile(slice, 0.50) / 1e6, slice[slice.length - 1] / 1e6);
-          }
-        }
-        long[] l = probes.latenciesNs.entrySet().stream().filter(e -> e.getKey() >= first)
-            .mapToLong(Map.Entry::getValue).sorted().toArray();
-        if (l.length > 0) {
-          System.out.printf("event -> visible in Neo4j: p50 %.0f ms, p99 %.0f ms, max %.0f ms%n",
-              percentile(l, 0.50) / 1e6, percentile(l, 0.99) / 1e6, l[l.length - 1] / 1e6);
-        }
-      } finally {
-        job.cancel().get(1, TimeUnit.MINUTES);
       }
     }
+    System.out.printf("%n%-14s %10s %10s %10s %12s%n", "writes", "p50 ms", "p99 ms", "max ms", "p99 ratio");
+    double[] base = results.values().iterator().next();
+    results.forEach((mode, r) -> System.out.printf("%-14s %10.0f %10.0f %10.0f %11.2fx%n", mode, r[0], r[1], r[2],
+        r[1] / base[1]));
     System.exit(0);
+  }
+
+  /** One job with {@code c}: warm-up, then measured; p50, p99 and max in ms. */
+  static double[] measure(JobConfig c, KafkaProducer<String, byte[]> producer, Driver driver, int rate, int seconds,
+      int warmup) throws Exception {
+    double[] result = {Double.NaN, Double.NaN, Double.NaN};
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(new Configuration());
+    CorrelationJob.build(env, c);
+    producer.send(new ProducerRecord<>(c.serviceMappingsTopic, "10.96.0.10:80", bytes(ServiceMapping.getEncoder()
+        .encode(new ServiceMapping("10.96.0.10", 80, "TCP", null, null, List.of(
+            backend(0), backend(1), backend(2))))))).get();
+    JobClient job = env.executeAsync("e2e-latency");
+    Probes probes = new Probes(c.topic);
+    Thread poller = new Thread(() -> probes.poll(driver), "poller");
+    poller.setDaemon(true);
+    try {
+      // Warm-up: the job is running and writing once probe 1 is visible.
+      long seq = probes.send(producer, 1);
+      poller.start();
+      while (probes.visible.get() < seq) {
+        Thread.sleep(10);
+      }
+      probes.latenciesNs.clear();
+      System.out.println("job running, first probe visible; generating");
+
+      var generate = new StreamJobsBenchmark.Generate();
+      // Warm-up at the measured rate: a cold JVM plans and compiles Neo4j's queries and Flink's
+      // code paths for tens of seconds, during which writes take seconds each (measured: 3-6 s
+      // per batch in the first 15 s, tens of ms after 40 s at 200 events/s).
+      long[] cursor = {0, 1};
+      if (warmup > 0) {
+        generate(producer, probes, generate, rate, warmup, cursor);
+        // Start measuring from an empty queue: what the cold job fell behind by is not the rate's.
+        long drainStart = System.nanoTime();
+        long drainUntil = drainStart + TimeUnit.SECONDS.toNanos(Math.max(60, 2L * warmup));
+        while (probes.visible.get() < cursor[1] && System.nanoTime() < drainUntil) {
+          Thread.sleep(10);
+        }
+        if (probes.visible.get() < cursor[1]) {
+          System.out.printf("warm-up of %d s done, its backlog NOT drained after %.0f s (the job does not keep up"
+              + " with this rate); measuring anyway%n", warmup, (System.nanoTime() - drainStart) / 1e9);
+        } else {
+          System.out.printf("warm-up of %d s done, its backlog drained in %.1f s; measuring%n", warmup,
+              (System.nanoTime() - drainStart) / 1e9);
+        }
+      }
+      long first = cursor[1] + 1;
+      double sendS = generate(producer, probes, generate, rate, seconds, cursor);
+      long last = cursor[1];
+      long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+      while (probes.visible.get() < last && System.nanoTime() < waitUntil) {
+        Thread.sleep(10);
+      }
+      long total = (long) rate * seconds;
+      System.out.printf("sent %,d events in %.1f s -> %,.0f events/s (target %,d/s); probes %d, visible %d%n",
+          total, sendS, total / sendS, rate, last - first + 1,
+          probes.latenciesNs.keySet().stream().filter(n -> n >= first).count());
+      // Per 5 s of sending: steady state or a queue that grows?
+      long perSlice = 5_000 / 50;
+      for (long from = first; from <= last; from += perSlice) {
+        long lo = from;
+        long hi = Math.min(last, from + perSlice - 1);
+        long[] slice = probes.latenciesNs.entrySet().stream().filter(e -> e.getKey() >= lo && e.getKey() <= hi)
+            .mapToLong(Map.Entry::getValue).sorted().toArray();
+        if (slice.length > 0) {
+          System.out.printf("  s %3d-%3d: p50 %6.0f ms, max %6.0f ms%n", (lo - first) / 20, (hi - first + 1) / 20,
+              percentile(slice, 0.50) / 1e6, slice[slice.length - 1] / 1e6);
+        }
+      }
+      long[] l = probes.latenciesNs.entrySet().stream().filter(e -> e.getKey() >= first)
+          .mapToLong(Map.Entry::getValue).sorted().toArray();
+      if (l.length > 0) {
+        result = new double[] {percentile(l, 0.50) / 1e6, percentile(l, 0.99) / 1e6, l[l.length - 1] / 1e6};
+        System.out.printf("event -> visible in Neo4j: p50 %.0f ms, p99 %.0f ms, max %.0f ms%n", result[0], result[1],
+            result[2]);
+      }
+    } finally {
+      poller.interrupt();
+      job.cancel().get(1, TimeUnit.MINUTES);
+    }
+    return result;
   }
 
   /**
@@ -182,7 +209,8 @@ public final class EndToEndLatencyBenchmark {
       for (; i < due; i++) {
         long index = cursor[0]++;
         ConnectionEvent e = event(generate.map(index), (int) (index % 6));
-        producer.send(new ProducerRecord<>(TOPIC, key(e), bytes(WattgraphSchemas.connectionEventEncoder().encode(e))));
+        producer.send(new ProducerRecord<>(probes.topic, key(e),
+            bytes(WattgraphSchemas.connectionEventEncoder().encode(e))));
         // Within the batch: behind its rate, the generator's batch is everything due, seconds of events.
         if (System.nanoTime() >= nextProbe) {
           cursor[1] = probes.send(producer, cursor[1] + 1);
@@ -200,9 +228,15 @@ public final class EndToEndLatencyBenchmark {
 
   /** Send times of the probes and their measured latencies, by probe number. */
   static final class Probes {
+    /** Where the events and probes go: the measured job's topic. */
+    final String topic;
     final Map<Long, Long> sentNs = new ConcurrentHashMap<>();
     final Map<Long, Long> latenciesNs = new ConcurrentHashMap<>();
     final AtomicLong visible = new AtomicLong();
+
+    Probes(String topic) {
+      this.topic = topic;
+    }
 
     long send(KafkaProducer<String, byte[]> producer, long n) throws java.io.IOException {
       for (Role role : List.of(Role.CLIENT, Role.SERVER)) {
@@ -221,7 +255,7 @@ public final class EndToEndLatencyBenchmark {
         o.bytesReceived = role == Role.CLIENT ? 0 : n;
         o.eventTimeNs = System.currentTimeMillis() * 1_000_000L;
         ConnectionEvent e = event(o, 2);
-        producer.send(new ProducerRecord<>(TOPIC, key(e), bytes(WattgraphSchemas.connectionEventEncoder().encode(e))));
+        producer.send(new ProducerRecord<>(topic, key(e), bytes(WattgraphSchemas.connectionEventEncoder().encode(e))));
       }
       sentNs.put(n, System.nanoTime());
       return n;

@@ -7,13 +7,13 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.operators.ProcessingTimeService;
-import org.apache.flink.api.connector.sink2.StatefulSinkWriter;
 import org.apache.flink.metrics.Counter;
 import org.neo4j.driver.exceptions.RetryableException;
 import org.slf4j.Logger;
@@ -21,35 +21,49 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Buffers rows (edge totals, window metrics) and writes them in batches on a thread of its own,
- * one batch at a time, in order: a batch goes when the buffer reaches the batch size, every flush
- * interval, and at each checkpoint. A checkpoint does not wait for it: the rows not yet written
- * (buffered, or with the writing thread) are the writer's state ({@link #snapshotState}), written
- * by the writer restored from it. So a Neo4j outage stalls neither checkpoints nor the job's Kafka
- * outputs, whose transactions commit with them (a checkpoint held up by Neo4j outlived them). Only
- * the end of input waits until everything is written.
+ * one batch at a time, in order, for {@link Neo4jSinkOperator}.
+ *
+ * <p>Exactly once ({@code afterCheckpoints}): a row is written only once the checkpoint after it
+ * completed. Rows since the last checkpoint barrier are open; the barrier seals them under its id;
+ * the checkpoint's completion releases them to be written. A job restored from checkpoint N replays
+ * what came after it, and that replay need not produce the same rows: a lone connection end whose
+ * pairing horizon (processing time) passed before the failure becomes an External edge, while in the
+ * replay its late peer may come first. A row written before N completed would stay in the graph
+ * although no state knows it; a row held back is replaced by the replay's own. Without checkpoints
+ * (a bounded run) rows go as they come.
+ *
+ * <p>A batch goes when the ready rows reach the batch size, every flush interval, at each checkpoint
+ * and when a checkpoint completes. A checkpoint does not wait for Neo4j: the rows not yet written
+ * (sealed, ready, or with the writing thread) are the writer's state ({@link #snapshotState}),
+ * written by the writer restored from it (they are all before that checkpoint, which completed). So
+ * a Neo4j outage stalls neither checkpoints nor the job's Kafka outputs, whose transactions commit
+ * with them. Only the end of input waits until everything is written.
  *
  * <p>Rows carry absolute values, so only the latest row per key matters. While a batch is being
- * written the task keeps consuming and the buffer keeps collapsing rows per key: the slower Neo4j
+ * written the task keeps consuming and the buffers keep collapsing rows per key: the slower Neo4j
  * is, the fewer rows per input record it is sent, instead of the task stalling on every batch. The
- * buffer is bounded ({@link #MAX_BUFFERED_BATCHES} batches of distinct keys); past that the task
- * waits (backpressure to Kafka). A write that keeps failing for transient reasons is retried with
- * backoff forever, so a Neo4j outage keeps rows instead of dropping them; past the buffer's bound
- * the task waits (and checkpoints with it, until the checkpoint timeout restarts the job from the
- * last one, which holds the rows).
+ * ready rows are bounded ({@link #MAX_BUFFERED_BATCHES} batches of distinct keys); past that the task
+ * waits (backpressure to Kafka). Open and sealed rows hold at most one row per key and checkpoint
+ * ({@link #MAX_SEALED} checkpoints, older ones merged into the next). A write that keeps failing for
+ * transient reasons is retried with backoff forever, so a Neo4j outage keeps rows instead of
+ * dropping them; past the bound the task waits (and checkpoints with it, until the checkpoint
+ * timeout restarts the job from the last one, which holds the rows).
  *
  * <p>A row the target has nowhere to put yet ({@link Neo4jBatchTarget#write} returns it: an edge window
  * before its edge) waits and is offered again at every later flush, for at most {@link Neo4jSettings#waitMs}
  * of processing time since it first came back, then is dropped and {@link Neo4jBatchTarget#gaveUp counted}.
  * Waiting rows are part of the state, so they survive a restore (their wait starts again there).
  *
- * <p>The buffer and the bookkeeping belong to the task's mailbox thread (timers and completions
+ * <p>The buffers and the bookkeeping belong to the task's mailbox thread (timers and completions
  * arrive there as mails); the writing thread only ever sees a batch it was handed.
  */
-public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
+public class Neo4jSinkWriter<R> {
   private static final Logger LOG = LoggerFactory.getLogger(Neo4jSinkWriter.class);
   private static final long MAX_BACKOFF_MS = 5_000;
   /** Distinct keys buffered while a batch is written, in batches, before the task waits. */
   static final int MAX_BUFFERED_BATCHES = 4;
+  /** Checkpoints whose rows wait for their completion before the oldest is merged into the next. */
+  static final int MAX_SEALED = 3;
   /** Retries after Neo4j was unavailable, over every writer of this JVM (tests watch it). */
   public static final java.util.concurrent.atomic.AtomicLong UNAVAILABLE_RETRIES = new java.util.concurrent.atomic.AtomicLong();
 
@@ -59,6 +73,13 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
   private final MailboxExecutor mailbox;
   private final Counter rowsWritten;
   private final ExecutorService io;
+  /** Rows wait for the checkpoint after them to complete (see the class comment). */
+  private final boolean afterCheckpoints;
+  /** Rows since the last checkpoint barrier: a failure replays them, so they are nobody's state. */
+  private Map<String, R> open = new LinkedHashMap<>();
+  /** Rows before a checkpoint barrier, by its id, released when that checkpoint (or a later one) completes. */
+  private final TreeMap<Long, Map<String, R>> sealed = new TreeMap<>();
+  /** Rows ready to be written. */
   private Map<String, R> buffer = new LinkedHashMap<>();
   /** Rows the target had nowhere to put yet, offered again with the next hand-off, and since when they wait. */
   private Map<String, R> waiting = new LinkedHashMap<>();
@@ -70,15 +91,14 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
   /** The constraints exist (the writing thread's: made before its first batch, not at start). */
   private boolean prepared;
 
-  Neo4jSinkWriter(Neo4jSettings settings, Neo4jBatchTarget<R> graph, ProcessingTimeService timers,
-      MailboxExecutor mailbox, Counter rowsWritten) {
-    this(settings, graph, timers, mailbox, rowsWritten, List.of());
-  }
-
-  /** With {@code unwritten}: the rows a checkpoint held (its writer's state), written first. Public for tests. */
+  /**
+   * With {@code unwritten}: the rows a checkpoint held (its writer's state), written first. Without
+   * {@code afterCheckpoints} every row goes as it comes. Public for tests.
+   */
   public Neo4jSinkWriter(Neo4jSettings settings, Neo4jBatchTarget<R> graph, ProcessingTimeService timers,
-      MailboxExecutor mailbox, Counter rowsWritten, Collection<R> unwritten) {
+      MailboxExecutor mailbox, Counter rowsWritten, Collection<R> unwritten, boolean afterCheckpoints) {
     this.settings = settings;
+    this.afterCheckpoints = afterCheckpoints;
     this.graph = graph;
     this.timers = timers;
     this.mailbox = mailbox;
@@ -92,8 +112,12 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
     scheduleFlush();
   }
 
-  @Override
-  public void write(R row, Context context) throws IOException, InterruptedException {
+  /** Takes a row: open until the next checkpoint, or ready at once without checkpoints. */
+  public void write(R row) throws InterruptedException {
+    if (afterCheckpoints) {
+      put(open, row);
+      return;
+    }
     put(buffer, row);
     if (buffer.size() >= settings.batchSize && !writing) {
       handOff();
@@ -124,8 +148,13 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
    * ({@link #snapshotState}). At the end of input it waits until everything is written, and waiting
    * rows until they are written or dropped (offered again by the timer, once per flush interval).
    */
-  @Override
-  public void flush(boolean endOfInput) throws IOException, InterruptedException {
+  public void flush(boolean endOfInput) throws InterruptedException {
+    if (endOfInput) {
+      // Nothing more comes and the job is done with its input: what it produced is final.
+      release(Long.MAX_VALUE);
+      release(open);
+      open = new LinkedHashMap<>();
+    }
     if (!writing && !(buffer.isEmpty() && waiting.isEmpty())) {
       handOff();
     }
@@ -137,14 +166,47 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
     }
   }
 
-  /** The rows not yet written, oldest first: those with the writing thread, the waiting ones, the buffer. */
-  @Override
+  /**
+   * At checkpoint {@code checkpointId}'s barrier: seals the open rows under it, and returns the rows
+   * not yet written, oldest first: those with the writing thread, the waiting ones, the ready ones,
+   * the sealed ones.
+   */
   public List<R> snapshotState(long checkpointId) {
+    if (!open.isEmpty()) {
+      sealed.put(checkpointId, open);
+      open = new LinkedHashMap<>();
+      while (sealed.size() > MAX_SEALED) {
+        // Checkpoints keep failing (no completion releases them): the oldest rows wait for the next one too.
+        Map<String, R> oldest = sealed.pollFirstEntry().getValue();
+        Map.Entry<Long, Map<String, R>> next = sealed.firstEntry();
+        next.getValue().values().forEach(r -> put(oldest, r));
+        sealed.put(next.getKey(), oldest);
+      }
+    }
     List<R> rows = new ArrayList<>(handedOff.size() + waiting.size() + buffer.size());
     rows.addAll(handedOff);
     rows.addAll(waiting.values());
     rows.addAll(buffer.values());
+    sealed.values().forEach(m -> rows.addAll(m.values()));
     return rows;
+  }
+
+  /** Checkpoint {@code checkpointId} completed: the rows sealed by it and before it are written. */
+  public void checkpointComplete(long checkpointId) {
+    release(checkpointId);
+    if (!writing && !buffer.isEmpty()) {
+      handOff();
+    }
+  }
+
+  private void release(long upToCheckpoint) {
+    Map<Long, Map<String, R>> done = sealed.headMap(upToCheckpoint, true);
+    done.values().forEach(this::release);
+    done.clear();
+  }
+
+  private void release(Map<String, R> rows) {
+    rows.values().forEach(r -> put(buffer, r));
   }
 
   private void scheduleFlush() {
@@ -245,7 +307,6 @@ public class Neo4jSinkWriter<R> implements StatefulSinkWriter<R, R> {
     }
   }
 
-  @Override
   public void close() throws InterruptedException {
     closed = true;
     io.shutdownNow();
