@@ -9,6 +9,8 @@ counted on their sockets:
 - no External node for the Service's virtual IP (or any Service address): resolved to the backends;
 - the same totals at the pod, service and namespace levels of graph-service's service graph;
 - request latency on the edges (server time at least the server's delay, round trip at least that);
+- faults during traffic (the JobManager, a Kafka broker, Neo4j and the agent deleted, the agent drained):
+  the edges stay exact, and a pod burning CPU through them has windows adding up to the kernel's count;
 - a placement recommendation for the namespace: on one node, every workload stays where it is;
 - last, `helm uninstall`: the agent's pinned BPF programs leave the node with it.
 One node: a second kubelet in a network namespace of its own would share this kernel, whose
@@ -452,7 +454,7 @@ class ClusterEndToEndTest(unittest.TestCase):
         container["name"] = "faultload"
         container["env"] = [e for e in container["env"] if e["name"] not in ("SHORT_CONNECTIONS", "PACE_MS")] + [
             {"name": "SHORT_CONNECTIONS", "value": str(FAULT_CONNECTIONS)}, {"name": "PACE_MS", "value": "250"}]
-        apply([job])
+        apply([job, self.burner(container)])
         pod = eventually("the fault load's pod", lambda: self.one_running(BATCH_NS, "app=faultload"))
         start = time.monotonic()
         time.sleep(10)
@@ -499,7 +501,49 @@ class ClusterEndToEndTest(unittest.TestCase):
         self.assertIn("reusing the connections BPF programs", said)
         self.assertIn("CPU accounting continues from the sched programs pinned by a previous agent", said)
         eventually("exact pod -> pod edges after the faults", self.assert_edges_exact)
+        # CPU windows through the same faults: the burner's windows since its boundary add up to the
+        # CPU time the kernel counted for it since.
+        burned = eventually("the burner done", lambda: self.burned(BATCH_NS, "cpuburn"), timeout=300)
+        (status,) = kget("-n", BATCH_NS, "pod", "cpuburn")["status"]["containerStatuses"]
+        container = status["containerID"].removeprefix("containerd://")
+        log(f"burner: {burned['cpuNs'] / 1e9:.6f} s of CPU after {burned['boundaryNs']}, as the kernel counted it")
+        graph_ns = eventually("the burner's CPU windows equal the kernel's count",
+                              lambda: self.assert_cpu_windows(container, burned["boundaryNs"], burned["cpuNs"]))
+        log(f"burner: its windows in the graph add up to {graph_ns:.0f} ns, {graph_ns - burned['cpuNs']:+.0f} ns")
         TIMINGS["faults"] = time.monotonic() - start
+
+    @staticmethod
+    def burner(like):
+        """A pod burning CPU at 20 % of a core through the faults, then idle (its CPU time final)."""
+        container = json.loads(json.dumps(like))
+        container.update(name="cpuburn", args=["burn"], env=[
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "BURN_S", "value": str(FAULT_CONNECTIONS // 4)}])
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "cpuburn", "namespace": BATCH_NS, "labels": {"app": "cpuburn"}},
+                "spec": {"restartPolicy": "Never", "enableServiceLinks": False,
+                         "automountServiceAccountToken": False, "containers": [container]}}
+
+    @staticmethod
+    def burned(namespace, pod):
+        lines = [line for line in kubectl("-n", namespace, "logs", pod).splitlines() if line.startswith("BURNED ")]
+        assert lines, f"{pod} has not finished burning"
+        return json.loads(lines[0].removeprefix("BURNED "))
+
+    def assert_cpu_windows(self, container, boundary_ns, truth_ns):
+        """The container's windows after boundary_ns (graph history: cpuUsage in cores) add up to
+        truth_ns. Allowed: 1 ms, for the burner's return from its sleep across the boundary and its
+        first read of schedstat (microseconds, in the windows but before its count), and each
+        window's figure being a double."""
+        (row,) = self.api.cypher(
+            "MATCH (c:Container {id: $id}) RETURN c.historyWindowEndNs AS ends, c.historyCpuUsage AS cpu, "
+            "c.metricsWindowEndNs - c.metricsWindowStartNs AS windowNs", id=container)
+        windows = [(end, cpu) for end, cpu in zip(row["ends"] or [], row["cpu"] or []) if end > boundary_ns]
+        graph_ns = sum(cpu * row["windowNs"] for _, cpu in windows if cpu == cpu)  # NaN: no CPU that window
+        self.assertLessEqual(abs(graph_ns - truth_ns), 1_000_000,
+                             f"container {container}: {len(windows)} windows after {boundary_ns}, graph "
+                             f"{graph_ns:.0f} ns, kernel {truth_ns} ns")
+        return graph_ns
 
     def test_8_totals_stay_exact(self):
         # Later windows, checkpoints and the correlator's horizons added nothing and took nothing away.

@@ -7,6 +7,9 @@
                                      prints the tally, then idles until stopped
   workload.py short                  SHORT_CONNECTIONS connections of one request each to the ClusterIP
                                      Service; prints the tally, exits after LINGER_S
+  workload.py burn                   idles past the next WINDOW_MS boundary, then BURN_MS of CPU every
+                                     PERIOD_MS for BURN_S seconds; prints the boundary and the CPU time
+                                     the kernel counted since (BURNED), then idles until stopped
 
 The tally (one JSON line starting with "TALLY ") is the ground truth the test compares the graph with:
 per backend pod (from X-Backend), connections, requests, bytes sent and bytes received, counted on the
@@ -148,5 +151,34 @@ def short():
     time.sleep(env_int("LINGER_S", 0))
 
 
+def schedstat_ns():
+    """The kernel's CPU time of this process (its threads' scheduler runtime, ns)."""
+    return sum(int(open(f"/proc/self/task/{t}/schedstat").read().split()[0]) for t in os.listdir("/proc/self/task"))
+
+
+def burn():
+    # Idle across a window boundary first, 3 s either side of it (the agent reports every second):
+    # start-up (runc's init threads, Python's) stays in earlier windows, and the windows after the
+    # boundary hold exactly the burn.
+    window = env_int("WINDOW_MS", 10000) / 1000
+    now = time.time()
+    boundary = (int((now + 3) / window) + 1) * window
+    time.sleep(boundary - now + 3)
+    before = schedstat_ns()
+    busy = env_int("BURN_MS", 20) / 1000
+    period = env_int("PERIOD_MS", 100) / 1000
+    end = time.monotonic() + env_int("BURN_S", 100)
+    while time.monotonic() < end:
+        until = time.monotonic() + busy
+        while time.monotonic() < until:
+            pass
+        time.sleep(period - busy)
+    cpu = schedstat_ns() - before
+    print("BURNED " + json.dumps({"pod": POD, "boundaryNs": int(boundary) * 1_000_000_000, "cpuNs": cpu}), flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        time.sleep(3600)
+
+
 if __name__ == "__main__":
-    {"server": server, "client": client, "short": short}[sys.argv[1]]()
+    {"server": server, "client": client, "short": short, "burn": burn}[sys.argv[1]]()
