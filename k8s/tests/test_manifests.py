@@ -160,6 +160,28 @@ class Manifests(unittest.TestCase):
         # Numbers from --set or a values file stay strings, which a container's args must be.
         self.assertEqual(["--pod-metadata-interval-ms", "5000"], args[-2:])
 
+    def test_the_jobs_checkpoint_interval_and_neo4j_writes_come_from_values(self):
+        # The job sets its own interval (--checkpoint-interval-ms), which wins over Flink's configuration:
+        # a value only in the configuration would not reach it.
+        def job(*settings):
+            objs = render(*settings)
+            (jm,) = [d for d in objs if d["kind"] == "Deployment" and d["metadata"]["name"] == "flink-jobmanager"]
+            args = jm["spec"]["template"]["spec"]["containers"][0]["args"]
+            conf = next(d for d in objs if d["kind"] == "ConfigMap" and "config.yaml" in d.get("data", {}))
+            return args, conf["data"]["config.yaml"]
+        args, conf = job()
+        self.assertEqual(["5000", "checkpointed"],
+                         [args[args.index("--checkpoint-interval-ms") + 1], args[args.index("--neo4j-writes") + 1]])
+        self.assertIn("execution.checkpointing.interval: 5000ms", conf)
+        args, conf = job("flink.checkpointIntervalMs=2000", "flink.neo4jWrites=immediate")
+        self.assertEqual(["2000", "immediate"],
+                         [args[args.index("--checkpoint-interval-ms") + 1], args[args.index("--neo4j-writes") + 1]])
+        self.assertIn("execution.checkpointing.interval: 2000ms", conf)
+        r = subprocess.run([helm(), "template", "w", str(CHART), "--kube-version", KUBE_VERSION,
+                            "--set", "flink.neo4jWrites=eventually"], capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('flink.neo4jWrites must be checkpointed or immediate, got "eventually"', r.stderr)
+
     @each_variant
     def test_the_agent_unpins_when_its_own_daemonset_is_gone_and_may_watch_only_that_one(self):
         (ds,) = [d for d in applied() if d["kind"] == "DaemonSet"]
