@@ -532,9 +532,10 @@ class ClusterEndToEndTest(unittest.TestCase):
 
     def assert_cpu_windows(self, container, boundary_ns, truth_ns):
         """The container's windows after boundary_ns (graph history: cpuUsage in cores) add up to
-        truth_ns. Allowed: 1 ms, for the burner's return from its sleep across the boundary and its
-        first read of schedstat (microseconds, in the windows but before its count), and each
-        window's figure being a double."""
+        truth_ns. Allowed: 1 ms, for what the burner runs in those windows outside its count: the
+        return from its sleep across the boundary and its first read of schedstat, then its last
+        read, the print and the start of its idling (+0.36 ms in CI), and each window's figure
+        being a double."""
         (row,) = self.api.cypher(
             "MATCH (c:Container {id: $id}) RETURN c.historyWindowEndNs AS ends, c.historyCpuUsage AS cpu, "
             "c.metricsWindowEndNs - c.metricsWindowStartNs AS windowNs", id=container)
