@@ -216,7 +216,7 @@ public class JobConfig implements Serializable {
 
   public Neo4jSettings neo4j() {
     return new Neo4jSettings(neo4jUri, neo4jUser, neo4jPassword, sinkBatchSize, sinkFlushIntervalMs,
-        neo4jDriverRetryMs, edgeWaitMs);
+        neo4jDriverRetryMs, edgeWaitMs, neo4jWritesCheckpointed);
   }
 
   /** Parses {@code --flag value} pairs; an IllegalArgumentException names the offending flag. */
@@ -290,7 +290,7 @@ public class JobConfig implements Serializable {
         }
       }
     }
-    String writes = flags.getOrDefault("--neo4j-writes", "checkpointed");
+    String writes = text(flags, "--neo4j-writes", "checkpointed");
     if (!writes.equals("checkpointed") && !writes.equals("immediate")) {
       throw new IllegalArgumentException("--neo4j-writes must be checkpointed or immediate, got '" + writes + "'");
     }

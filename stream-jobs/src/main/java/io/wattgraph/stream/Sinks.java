@@ -37,7 +37,7 @@ final class Sinks {
 
   /** Edge totals onto the graph; one writer also cannot race an orphan-External delete against a new edge. */
   void connectionGraph(DataStream<EdgeRow> edges) {
-    Neo4jSink.sinkTo(edges, config.neo4j(), config.neo4jWritesCheckpointed, ConnectionGraphWriter::new)
+    Neo4jSink.sinkTo(edges, config.neo4j(), ConnectionGraphWriter::new)
         .uid("neo4j-sink")
         .name("neo4j")
         .setParallelism(1);
@@ -61,7 +61,7 @@ final class Sinks {
     int historyWindows = config.historyWindows;
     int shares = config.latencyShareWindows();
     DataStream<MetricsRow> rows = entities.union(namespaces);
-    Neo4jSink.sinkTo(rows, config.neo4j(), config.neo4jWritesCheckpointed, s -> new NodeMetricsGraphWriter(s, historyWindows, shares))
+    Neo4jSink.sinkTo(rows, config.neo4j(), s -> new NodeMetricsGraphWriter(s, historyWindows, shares))
         .uid("metrics-neo4j-sink")
         .name("neo4j: window metrics")
         .setParallelism(1);
@@ -77,7 +77,7 @@ final class Sinks {
         .uid("edge-metrics-kafka-sink")
         .name("kafka: " + config.edgeMetricsTopic);
     int shares = config.latencyShareWindows();
-    Neo4jSink.sinkTo(edges, config.neo4j(), config.neo4jWritesCheckpointed, s -> new EdgeMetricsGraphWriter(s, shares))
+    Neo4jSink.sinkTo(edges, config.neo4j(), s -> new EdgeMetricsGraphWriter(s, shares))
         .uid("edge-metrics-neo4j-sink")
         .name("neo4j: edge metrics")
         .setParallelism(1);
@@ -90,7 +90,7 @@ final class Sinks {
         .uid("late-cgroup-stats")
         .name("count late cgroup stats");
     int historyWindows = config.historyWindows;
-    Neo4jSink.sinkTo(containers, config.neo4j(), config.neo4jWritesCheckpointed, s -> new CgroupGraphWriter(s, historyWindows))
+    Neo4jSink.sinkTo(containers, config.neo4j(), s -> new CgroupGraphWriter(s, historyWindows))
         .uid("cgroup-neo4j-sink")
         .name("neo4j: container cgroups")
         .setParallelism(1);

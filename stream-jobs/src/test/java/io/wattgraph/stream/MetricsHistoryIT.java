@@ -457,7 +457,7 @@ class MetricsHistoryIT {
         new MailboxExecutorImpl(new TaskMailboxImpl(Thread.currentThread()), 0, StreamTaskActionExecutor.IMMEDIATE);
     final EdgeMetricsGraphWriter graph = new EdgeMetricsGraphWriter(settings, SHARES);
     final Neo4jSinkWriter<EdgeMetricsRow> writer =
-        new Neo4jSinkWriter<>(settings, graph, timers, mailbox, new SimpleCounter(), List.of(), false);
+        new Neo4jSinkWriter<>(settings, graph, timers, mailbox, new SimpleCounter(), List.of());
 
     /** Hands the rows to the writing thread now and waits until that write is done. */
     void writeNow(EdgeMetricsRow... rows) throws Exception {

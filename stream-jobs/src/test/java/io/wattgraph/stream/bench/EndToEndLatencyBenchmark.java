@@ -18,6 +18,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -78,7 +79,7 @@ public final class EndToEndLatencyBenchmark {
     long checkpointMs = args.length > 5 ? Long.parseLong(args[5]) : new JobConfig().checkpointIntervalMs;
     Path dir = Path.of("target", "bench", "e2e-" + System.nanoTime()).toAbsolutePath();
     Files.createDirectories(dir);
-    Map<String, double[]> results = new java.util.LinkedHashMap<>();
+    Map<String, double[]> results = new LinkedHashMap<>();
     try (KafkaBroker kafka = KafkaBroker.start(dir.resolve("kafka"), 0, 0);
         Neo4jServer neo4j = Neo4jServer.start(dir.resolve("neo4j"), 0);
         Driver driver = GraphDatabase.driver(neo4j.boltUri(), AuthTokens.none());

@@ -23,16 +23,19 @@ public class Neo4jSettings implements Serializable {
   public final long driverRetryMs;
   /** How long (processing time) a row with nowhere to go yet is offered again before it is dropped. */
   public final long waitMs;
+  /** A row is written once the checkpoint after it completed (Neo4jSinkWriter); false: as it comes. */
+  public final boolean writesAfterCheckpoints;
 
   /** The job's default of {@code --edge-wait-ms}. */
   public static final long DEFAULT_WAIT_MS = 60_000;
 
   public Neo4jSettings(String uri, String user, String password, int batchSize, long flushIntervalMs) {
-    this(uri, user, password, batchSize, flushIntervalMs, 30_000, DEFAULT_WAIT_MS);
+    this(uri, user, password, batchSize, flushIntervalMs, 30_000, DEFAULT_WAIT_MS, false);
   }
 
   public Neo4jSettings(String uri, String user, String password, int batchSize, long flushIntervalMs,
-      long driverRetryMs, long waitMs) {
+      long driverRetryMs, long waitMs, boolean writesAfterCheckpoints) {
+    this.writesAfterCheckpoints = writesAfterCheckpoints;
     this.driverRetryMs = driverRetryMs;
     this.waitMs = waitMs;
     this.uri = uri;
@@ -40,6 +43,11 @@ public class Neo4jSettings implements Serializable {
     this.password = password;
     this.batchSize = batchSize;
     this.flushIntervalMs = flushIntervalMs;
+  }
+
+  /** These settings with rows written once their checkpoint completed, or as they come. */
+  public Neo4jSettings withWritesAfterCheckpoints(boolean afterCheckpoints) {
+    return new Neo4jSettings(uri, user, password, batchSize, flushIntervalMs, driverRetryMs, waitMs, afterCheckpoints);
   }
 
   /** A driver for these settings; every writer of the job builds its own this way. */
@@ -56,6 +64,7 @@ public class Neo4jSettings implements Serializable {
   public String toString() {
     // Never the password.
     return "Neo4jSettings{uri=" + uri + ", user=" + user + ", batchSize=" + batchSize
-        + ", flushIntervalMs=" + flushIntervalMs + ", waitMs=" + waitMs + "}";
+        + ", flushIntervalMs=" + flushIntervalMs + ", waitMs=" + waitMs + ", writesAfterCheckpoints="
+        + writesAfterCheckpoints + "}";
   }
 }

@@ -32,12 +32,11 @@ public final class Neo4jSink {
 
   /**
    * Ends {@code rows} in a Neo4j writer; set its uid, name and parallelism on the result. With
-   * {@code afterCheckpoints} (the job checkpoints) a row waits for the checkpoint after it.
+   * {@link Neo4jSettings#writesAfterCheckpoints} a row waits for the checkpoint after it.
    */
   public static <R> SingleOutputStreamOperator<Void> sinkTo(DataStream<R> rows, Neo4jSettings settings,
-      boolean afterCheckpoints, TargetFactory<R> target) {
-    return rows.transform("neo4j", Types.VOID,
-        new Factory<>(settings, target, rowSerializer(rows.getType()), afterCheckpoints));
+      TargetFactory<R> target) {
+    return rows.transform("neo4j", Types.VOID, new Factory<>(settings, target, rowSerializer(rows.getType())));
   }
 
   /** The rows' serializer in the job, versioned for the operator's state. */
@@ -52,20 +51,17 @@ public final class Neo4jSink {
     private final Neo4jSettings settings;
     private final TargetFactory<R> target;
     private final SimpleVersionedSerializer<R> rows;
-    private final boolean afterCheckpoints;
 
-    Factory(Neo4jSettings settings, TargetFactory<R> target, SimpleVersionedSerializer<R> rows, boolean afterCheckpoints) {
+    Factory(Neo4jSettings settings, TargetFactory<R> target, SimpleVersionedSerializer<R> rows) {
       this.settings = settings;
       this.target = target;
       this.rows = rows;
-      this.afterCheckpoints = afterCheckpoints;
     }
 
     @Override
     @SuppressWarnings("unchecked")
     public <T extends StreamOperator<Void>> T createStreamOperator(StreamOperatorParameters<Void> parameters) {
-      return (T) new Neo4jSinkOperator<>(parameters, settings, target, rows, afterCheckpoints,
-          parameters.getMailboxExecutor());
+      return (T) new Neo4jSinkOperator<>(parameters, settings, target, rows, parameters.getMailboxExecutor());
     }
 
     @Override

@@ -34,18 +34,16 @@ final class Neo4jSinkOperator<R> extends AbstractStreamOperator<Void> implements
   private final Neo4jSettings settings;
   private final Neo4jSink.TargetFactory<R> target;
   private final SimpleVersionedSerializer<R> rows;
-  private final boolean afterCheckpoints;
   private final transient MailboxExecutor mailbox;
   private transient SimpleVersionedListState<R> unwritten;
   private transient Neo4jSinkWriter<R> writer;
 
   Neo4jSinkOperator(StreamOperatorParameters<Void> parameters, Neo4jSettings settings, Neo4jSink.TargetFactory<R> target,
-      SimpleVersionedSerializer<R> rows, boolean afterCheckpoints, MailboxExecutor mailbox) {
+      SimpleVersionedSerializer<R> rows, MailboxExecutor mailbox) {
     super(parameters);
     this.settings = settings;
     this.target = target;
     this.rows = rows;
-    this.afterCheckpoints = afterCheckpoints;
     this.mailbox = mailbox;
   }
 
@@ -58,7 +56,7 @@ final class Neo4jSinkOperator<R> extends AbstractStreamOperator<Void> implements
     Neo4jBatchTarget<R> graph = target.create(settings);
     graph.registerMetrics(getMetricGroup());
     writer = new Neo4jSinkWriter<>(settings, graph, getProcessingTimeService(), mailbox,
-        getMetricGroup().counter("neo4jRowsWritten"), restored, afterCheckpoints);
+        getMetricGroup().counter("neo4jRowsWritten"), restored);
   }
 
   @Override

@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  * Buffers rows (edge totals, window metrics) and writes them in batches on a thread of its own,
  * one batch at a time, in order, for {@link Neo4jSinkOperator}.
  *
- * <p>Exactly once ({@code afterCheckpoints}): a row is written only once the checkpoint after it
+ * <p>Exactly once ({@link Neo4jSettings#writesAfterCheckpoints}): a row is written only once the checkpoint after it
  * completed. Rows since the last checkpoint barrier are open; the barrier seals them under its id;
  * the checkpoint's completion releases them to be written. A job restored from checkpoint N replays
  * what came after it, and that replay need not produce the same rows: a lone connection end whose
@@ -73,8 +73,6 @@ public class Neo4jSinkWriter<R> {
   private final MailboxExecutor mailbox;
   private final Counter rowsWritten;
   private final ExecutorService io;
-  /** Rows wait for the checkpoint after them to complete (see the class comment). */
-  private final boolean afterCheckpoints;
   /** Rows since the last checkpoint barrier: a failure replays them, so they are nobody's state. */
   private Map<String, R> open = new LinkedHashMap<>();
   /** Rows before a checkpoint barrier, by its id, released when that checkpoint (or a later one) completes. */
@@ -91,14 +89,10 @@ public class Neo4jSinkWriter<R> {
   /** The constraints exist (the writing thread's: made before its first batch, not at start). */
   private boolean prepared;
 
-  /**
-   * With {@code unwritten}: the rows a checkpoint held (its writer's state), written first. Without
-   * {@code afterCheckpoints} every row goes as it comes. Public for tests.
-   */
+  /** With {@code unwritten}: the rows a checkpoint held (its writer's state), written first. Public for tests. */
   public Neo4jSinkWriter(Neo4jSettings settings, Neo4jBatchTarget<R> graph, ProcessingTimeService timers,
-      MailboxExecutor mailbox, Counter rowsWritten, Collection<R> unwritten, boolean afterCheckpoints) {
+      MailboxExecutor mailbox, Counter rowsWritten, Collection<R> unwritten) {
     this.settings = settings;
-    this.afterCheckpoints = afterCheckpoints;
     this.graph = graph;
     this.timers = timers;
     this.mailbox = mailbox;
@@ -114,7 +108,7 @@ public class Neo4jSinkWriter<R> {
 
   /** Takes a row: open until the next checkpoint, or ready at once without checkpoints. */
   public void write(R row) throws InterruptedException {
-    if (afterCheckpoints) {
+    if (settings.writesAfterCheckpoints) {
       put(open, row);
       return;
     }

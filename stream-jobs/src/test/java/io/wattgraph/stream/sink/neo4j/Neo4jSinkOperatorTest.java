@@ -51,8 +51,9 @@ class Neo4jSinkOperatorTest {
   }
 
   static OneInputStreamOperatorTestHarness<String, Void> harness() throws Exception {
-    Neo4jSink.Factory<String> factory = new Neo4jSink.Factory<>(new Neo4jSettings("bolt://unused", null, null, 100, 200),
-        s -> new MapTarget(), Neo4jSink.rowSerializer(Types.STRING), true);
+    Neo4jSink.Factory<String> factory = new Neo4jSink.Factory<>(
+        new Neo4jSettings("bolt://unused", null, null, 100, 200).withWritesAfterCheckpoints(true), s -> new MapTarget(),
+        Neo4jSink.rowSerializer(Types.STRING));
     return new OneInputStreamOperatorTestHarness<>(factory, StringSerializer.INSTANCE);
   }
 

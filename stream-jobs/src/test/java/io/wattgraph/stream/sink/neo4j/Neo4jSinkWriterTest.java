@@ -104,8 +104,8 @@ class Neo4jSinkWriterTest {
   }
 
   Neo4jSinkWriter<Row> writer(int batchSize, boolean afterCheckpoints) {
-    writer = new Neo4jSinkWriter<>(new Neo4jSettings("bolt://unused", null, null, batchSize, 200), target, timers,
-        mailbox, written, List.of(), afterCheckpoints);
+    writer = new Neo4jSinkWriter<>(new Neo4jSettings("bolt://unused", null, null, batchSize, 200)
+        .withWritesAfterCheckpoints(afterCheckpoints), target, timers, mailbox, written, List.of());
     return writer;
   }
 
@@ -195,7 +195,7 @@ class Neo4jSinkWriterTest {
     writer = null;
     RecordingTarget after = new RecordingTarget();
     Neo4jSinkWriter<Row> restored = new Neo4jSinkWriter<>(new Neo4jSettings("bolt://unused", null, null, 100, 200),
-        after, timers, mailbox, written, state, false);
+        after, timers, mailbox, written, state);
     writer = restored;
     restored.flush(true);
     assertEquals(List.of(List.of(new Row("b", 1), new Row("a", 2))), after.batches);
@@ -297,9 +297,9 @@ class Neo4jSinkWriterTest {
 
   private Map<String, Row> graphAfterAFailureAndARestore(boolean afterCheckpoints) throws Exception {
     RecordingTarget graph = new RecordingTarget();
-    Neo4jSettings settings = new Neo4jSettings("bolt://unused", null, null, 100, 200);
-    Neo4jSinkWriter<Row> before = new Neo4jSinkWriter<>(settings, graph, timers, mailbox, written, List.of(),
-        afterCheckpoints);
+    Neo4jSettings settings =
+        new Neo4jSettings("bolt://unused", null, null, 100, 200).withWritesAfterCheckpoints(afterCheckpoints);
+    Neo4jSinkWriter<Row> before = new Neo4jSinkWriter<>(settings, graph, timers, mailbox, written, List.of());
     before.write(new Row("a", 1));
     before.flush(false);
     List<Row> checkpoint1 = before.snapshotState(1);
@@ -311,8 +311,7 @@ class Neo4jSinkWriterTest {
       mailbox.yield(); // rows as they come: the timer started x's write
     }
     before.close(); // the task fails before checkpoint 2
-    Neo4jSinkWriter<Row> restored = new Neo4jSinkWriter<>(settings, graph, timers, mailbox, written, checkpoint1,
-        afterCheckpoints);
+    Neo4jSinkWriter<Row> restored = new Neo4jSinkWriter<>(settings, graph, timers, mailbox, written, checkpoint1);
     try {
       restored.write(new Row("a", 2)); // the replay: no x this time
       restored.flush(false);
