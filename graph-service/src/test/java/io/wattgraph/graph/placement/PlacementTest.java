@@ -105,6 +105,24 @@ class PlacementTest {
     }
 
     @Test
+    void amongEqualCostPlacementsTheOneMovingFewestWorkloadsIsRecommended() {
+        // A client alone on one node, its server and a batch client on the other: both nodes can take all
+        // three at the same cost, and moving the client is one move where the other way is two.
+        for (String[] at : List.of(new String[] {"a", "b"}, new String[] {"b", "a"})) {
+            List<Workload> w = List.of(new Workload("client", 0.1, 0.1, at[0]), new Workload("server", 0.1, 0.1, at[1]),
+                    new Workload("batch", 0.1, 0.1, at[1]));
+            List<Traffic> t = List.of(new Traffic("client", "server", 1000), new Traffic("batch", "server", 100));
+            PlacementProblem p = new PlacementProblem(w, List.of(new NodeCapacity("a", 2, 10),
+                    new NodeCapacity("b", 2, 10)), t, null);
+            for (String method : List.of("auto", "exact", "local")) {
+                PlacementResult r = PlacementService.solve(p, method);
+                assertThat(r.moves()).as("%s with the client on %s", method, at[0])
+                        .containsExactly(new PlacementResult.Move("client", at[0], at[1]));
+            }
+        }
+    }
+
+    @Test
     void movesAndKubernetesPatches() {
         PlacementProblem p = new PlacementProblem(
                 List.of(new Workload("pod:shop/web-0", 1, 1, "n0", "shop", "web"), new Workload("db", 1, 1, "n1")),
