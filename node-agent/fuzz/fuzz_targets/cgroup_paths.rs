@@ -1,8 +1,10 @@
 //! cgroup paths and /proc/<pid>/cgroup texts (a container names its own cgroups): container and
-//! pod identity (`cgroup::identify*`) and the ConnectionEvent container id (`proc_info`).
+//! pod identity (`cgroup::identify*`), the ConnectionEvent container id (`proc_info`) and a
+//! kubelet's cgroup root (`node_cgroups`, `--node-scope`).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use wattgraph_agent::identity::cgroup::{identify, identify_proc_cgroup, Identity, HOST_GROUP};
+use wattgraph_agent::identity::node_cgroups::{kubelet_root, root_before_kubepods, under_root};
 use wattgraph_agent::identity::proc_info::{container_id_from_cgroup_path, container_id_from_proc_cgroup};
 
 fn hex64(s: &str) -> bool {
@@ -22,6 +24,12 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     check(&identify_proc_cgroup(text));
     check(&identify(text));
+    if let Some(r) = kubelet_root(text) {
+        assert!(r.path.is_empty() || (r.path.starts_with('/') && !r.path.ends_with('/')), "{r:?}");
+    }
+    if let Some(root) = root_before_kubepods(text) {
+        assert!(under_root(&root, &root) && !root.contains("//") && !root.ends_with('/'), "{root:?}");
+    }
     for c in [container_id_from_proc_cgroup(text), container_id_from_cgroup_path(text)].into_iter().flatten() {
         assert!(hex64(&c), "{c:?}");
     }

@@ -23,6 +23,7 @@ use crate::shared::clock::boot_to_unix_offset_ns;
 
 mod once;
 mod options;
+mod scope;
 
 pub use once::run_once;
 
@@ -80,12 +81,22 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> i32 {
         Ok(w) => w,
         Err(e) => return fail(2, format_args!("{e:#}")),
     };
-    let handle = match spawn_capture(options::capture(cfg, pod_dir.clone())) {
+    let scope = match scope::resolve(cfg, &stop) {
+        Ok(s) => s,
+        Err(e) => return fail(1, format_args!("{e:#}")),
+    };
+    if cfg.node_scope.is_some() && scope.is_none() {
+        return 0; // stopped while waiting for the node's pod CIDRs
+    }
+    let scope = scope.as_ref();
+    let handle = match spawn_capture(options::capture(cfg, pod_dir.clone(), scope)) {
         Ok(h) => h,
         Err(code) => return code,
     };
     pipeline.use_kernel_cmdlines(handle.kernel_cmdlines().clone());
-    let netns_desc = if cfg.netns.is_empty() {
+    let netns_desc = if let Some(n) = &cfg.node_scope {
+        format!("node {n} (see node scope above)")
+    } else if cfg.netns.is_empty() {
         "all network namespaces".to_string()
     } else {
         cfg.netns.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
@@ -126,7 +137,7 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> i32 {
             Ok(o) => o,
             Err(e) => return fail(1, format_args!("{e:#}")),
         };
-        match sampler::spawn_sampler(options::sampler(cfg, None, pod_dir.clone()), Box::new(outlet), res_metrics.clone(), stop.clone()) {
+        match sampler::spawn_sampler(options::sampler(cfg, None, pod_dir.clone(), scope), Box::new(outlet), res_metrics.clone(), stop.clone()) {
             Ok(t) => res_thread = Some(t),
             Err(e @ CaptureError::Permission(_)) => return fail(3, e),
             Err(e) => return fail(1, format_args!("cannot start CPU accounting: {e}")),
@@ -140,7 +151,7 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> i32 {
     }
     // High-frequency cgroup samples (--cgroup-sample-interval-ms): its own thread, no BPF.
     let mut cgroup_thread = None;
-    if let Some(cg) = options::cgroups(cfg, None, pod_dir.clone()) {
+    if let Some(cg) = options::cgroups(cfg, None, pod_dir.clone(), scope) {
         let outlet = match output.cgroup_outlet() {
             Ok(o) => o,
             Err(e) => return fail(1, format_args!("{e:#}")),

@@ -51,7 +51,12 @@ pub fn run_once(cfg: &Config) -> i32 {
         }
         Err(e) => return fail(2, format_args!("{e:#}")),
     };
-    let handle = match spawn_capture(options::capture_once(cfg)) {
+    let scope = match super::scope::resolve(cfg, &AtomicBool::new(false)) {
+        Ok(s) => s,
+        Err(e) => return fail(1, format_args!("{e:#}")),
+    };
+    let scope = scope.as_ref();
+    let handle = match spawn_capture(options::capture_once(cfg, scope)) {
         Ok(h) => h,
         Err(code) => return code,
     };
@@ -60,14 +65,14 @@ pub fn run_once(cfg: &Config) -> i32 {
         let _ = tx.send(recs.to_vec());
     });
     let stop = Arc::new(AtomicBool::new(false));
-    let t = match sampler::spawn_sampler(options::sampler(cfg, Some(1), once_pods.clone()), sink, Arc::new(ResourceMetrics::default()), stop) {
+    let t = match sampler::spawn_sampler(options::sampler(cfg, Some(1), once_pods.clone(), scope), sink, Arc::new(ResourceMetrics::default()), stop) {
         Ok(t) => t,
         Err(e @ CaptureError::Permission(_)) => return fail(3, e),
         Err(e) => return fail(1, format_args!("cannot start CPU accounting: {e}")),
     };
     // The cgroup sampler over the same interval, in parallel (its first tick is the baseline).
     let (cg_tx, cg_rx) = std::sync::mpsc::channel::<OwnedCgroupStats>();
-    let cg = options::cgroups(cfg, Some(1), once_pods.clone()).map(|c| {
+    let cg = options::cgroups(cfg, Some(1), once_pods.clone(), scope).map(|c| {
         let label = cgroup_report::hierarchy_label(&c.hierarchy);
         let metrics = Arc::new(ResourceMetrics::default());
         let sink = Box::new(move |r: &CgroupStatsRecord<'_>| {

@@ -21,15 +21,23 @@ use crate::resources::cgroup_sampler::Hierarchy;
 use crate::resources::power::ModelParams;
 use crate::resources::sampler::{ResourceOptions, SamplerThread};
 
+use super::scope::NodeScope;
+
 /// Where a pod's service account token and CA are mounted.
 const SA_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-/// The capture of the running agent; shedding priorities by pod name read `pods`.
-pub(super) fn capture(cfg: &Config, pods: Option<Arc<PodDirectory>>) -> CaptureOptions {
+/// The capture of the running agent; shedding priorities by pod name read `pods`. Under
+/// --node-scope: the agent's own namespace (the node's: hostNetwork) too, and the pod CIDRs.
+pub(super) fn capture(cfg: &Config, pods: Option<Arc<PodDirectory>>, scope: Option<&NodeScope>) -> CaptureOptions {
+    let mut netns = cfg.netns.clone();
+    if scope.is_some() {
+        netns.push(PathBuf::from("/proc/self/ns/net"));
+    }
     CaptureOptions {
         snapshot_bytes: cfg.snapshot_bytes,
         snapshot_interval: Duration::from_millis(cfg.snapshot_interval_ms),
-        netns: cfg.netns.clone(),
+        netns,
+        local_cidrs: scope.map(|s| s.cidrs.clone()).unwrap_or_default(),
         map_entries: cfg.map_entries,
         ignore_self: !cfg.include_self,
         transaction_interval: (!cfg.no_transactions).then(|| Duration::from_millis(cfg.transaction_interval_ms)),
@@ -46,14 +54,14 @@ pub(super) fn capture(cfg: &Config, pods: Option<Arc<PodDirectory>>) -> CaptureO
 }
 
 /// The capture of `--once`: one sampling interval, every connection swept and drained at its end.
-pub(super) fn capture_once(cfg: &Config) -> CaptureOptions {
+pub(super) fn capture_once(cfg: &Config, scope: Option<&NodeScope>) -> CaptureOptions {
     let every = Duration::from_millis(cfg.sample_interval_ms.max(100));
     CaptureOptions {
         snapshot_bytes: CaptureOptions::default().snapshot_bytes,
         snapshot_interval: every,
         transaction_interval: (!cfg.no_transactions).then_some(every),
         pin_root: None, // a diagnostic: nothing outlives it
-        ..capture(cfg, None)
+        ..capture(cfg, None, scope)
     }
 }
 
@@ -82,7 +90,7 @@ pub(super) fn start_pod_metadata(cfg: &Config, stop: Arc<AtomicBool>) -> anyhow:
 }
 
 /// --pod-metadata-token-file and --pod-metadata-ca-file, else the service account's for https.
-fn kube_credentials(cfg: &Config, url: &str) -> (Option<PathBuf>, Option<PathBuf>) {
+pub(super) fn kube_credentials(cfg: &Config, url: &str) -> (Option<PathBuf>, Option<PathBuf>) {
     let sa = |f: &str| {
         let p = Path::new(SA_DIR).join(f);
         (url.starts_with("https://") && p.is_file()).then_some(p)
@@ -115,7 +123,7 @@ pub(super) fn pod_source(cfg: &Config) -> anyhow::Result<Option<PodSource>> {
 }
 
 /// The cgroup sampler thread's options, None when --cgroup-sample-interval-ms is 0.
-pub(super) fn cgroups(cfg: &Config, max_intervals: Option<u64>, pods: Option<Arc<PodDirectory>>) -> Option<CgroupThread> {
+pub(super) fn cgroups(cfg: &Config, max_intervals: Option<u64>, pods: Option<Arc<PodDirectory>>, scope: Option<&NodeScope>) -> Option<CgroupThread> {
     if cfg.cgroup_sample_interval_ms == 0 {
         return None;
     }
@@ -128,12 +136,14 @@ pub(super) fn cgroups(cfg: &Config, max_intervals: Option<u64>, pods: Option<Arc
         realtime: cfg.cgroup_sampler_realtime,
         max_intervals,
         pods,
+        within: scope.and_then(|s| s.cgroups.as_ref()).map(|r| r.path.clone()).unwrap_or_default(),
     })
 }
 
-pub(super) fn sampler(cfg: &Config, max_intervals: Option<u64>, pods: Option<Arc<PodDirectory>>) -> SamplerThread {
+pub(super) fn sampler(cfg: &Config, max_intervals: Option<u64>, pods: Option<Arc<PodDirectory>>, scope: Option<&NodeScope>) -> SamplerThread {
     let mut opts = ResourceOptions::new(&cfg.host_id);
     opts.pods = pods;
+    opts.node_cgroups = scope.and_then(|s| s.cgroups.clone());
     opts.sched = SchedOptions {
         thread_entries: cfg.thread_entries,
         ht_ratio: cfg.ht_ratio,

@@ -207,6 +207,16 @@ pub struct Config {
     #[arg(long = "pod-metadata-insecure-tls")]
     pub pod_metadata_insecure_tls: bool,
 
+    /// For nodes sharing one kernel (kind-like clusters): count only what belongs to Kubernetes
+    /// node NAME. Sockets: those of the agent's own network namespace and the --netns ones, and
+    /// those whose local address is in the node's pod CIDRs (read at start from the API server of
+    /// --pod-metadata-url, which it needs). CPU and cgroups: tasks under the node's kubelet cgroup
+    /// root, the part of the agent's own cgroup before `kubepods`. The HOST record then covers
+    /// those tasks only (their CPU and attributed power); idle and unattributed power and the
+    /// RAPL readings are the machine's and left out.
+    #[arg(long = "node-scope", value_name = "NODE")]
+    pub node_scope: Option<String>,
+
     /// How often the PodList is fetched.
     #[arg(long = "pod-metadata-interval-ms", value_name = "MS", default_value_t = 15000)]
     pub pod_metadata_interval_ms: u64,

@@ -48,6 +48,17 @@ fn cgroup_sampler_flags() {
 }
 
 #[test]
+fn node_scope_flag() {
+    assert_eq!(parse(&[]).unwrap().node_scope, None, "off by default");
+    let c = parse(&["--node-scope", "kind-worker2.local", "--pod-metadata-url", "https://kubernetes.default.svc/api/v1/pods"]).unwrap();
+    assert_eq!(c.node_scope.as_deref(), Some("kind-worker2.local"));
+    let f = file("scope.toml", "host-id = \"h\"\nkafka-brokers = \"k:1\"\nnode-scope = \"n2\"\n");
+    let err = load(&f, &[]).unwrap_err();
+    assert!(err.contains("key 'node-scope': --node-scope 'n2' needs --pod-metadata-url"), "{err}");
+    assert_eq!(load(&f, &["--pod-metadata-url", "https://k8s/api/v1/pods"]).unwrap().node_scope.as_deref(), Some("n2"));
+}
+
+#[test]
 fn power_cap_flags() {
     use crate::control::power_cap::outcome::PowerCapMode;
     let c = parse(&[]).unwrap();
@@ -254,6 +265,9 @@ fn errors_name_the_value() {
         (&["--pin-bpf", "--unpin-when-daemonset-gone", "ns/a?watch=1"], "--unpin-when-daemonset-gone 'ns/a?watch=1' has no valid DaemonSet name"),
         (&["--kube-api-url", "kubernetes.default.svc"], "--kube-api-url 'kubernetes.default.svc'"),
         (&["--kube-api-url", "https://k8s/?x=1"], "--kube-api-url 'https://k8s/?x=1'"),
+        (&["--node-scope", "node-2"], "--node-scope 'node-2' needs --pod-metadata-url"),
+        (&["--node-scope", "Node_2", "--pod-metadata-url", "https://k8s/api/v1/pods"], "--node-scope 'Node_2' is not a Kubernetes node name"),
+        (&["--node-scope=n-", "--pod-metadata-url", "https://k8s/api/v1/pods"], "--node-scope 'n-' is not a Kubernetes node name"),
     ];
     for (args, needle) in cases {
         let err = parse(args).unwrap_err();

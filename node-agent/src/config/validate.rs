@@ -56,6 +56,21 @@ impl Config {
                 return Err(format!("--pod-metadata-url '{u}' must be an http:// or https:// URL"));
             }
         }
+        if let Some(n) = &self.node_scope {
+            let ok = !n.is_empty()
+                && n.len() <= 253
+                && n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+                && n.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && n.ends_with(|c: char| c.is_ascii_alphanumeric());
+            if !ok {
+                return Err(format!("--node-scope '{n}' is not a Kubernetes node name (lowercase letters, digits, '-' and '.')"));
+            }
+            if self.pod_metadata_url.is_none() {
+                return Err(format!(
+                    "--node-scope '{n}' needs --pod-metadata-url: the node's pod CIDRs are read from that API server (GET <api>/api/v1/nodes/{n})"
+                ));
+            }
+        }
         for (flag, f) in [("--pod-metadata-token-file", &self.pod_metadata_token_file), ("--pod-metadata-ca-file", &self.pod_metadata_ca_file)] {
             if let Some(f) = f {
                 if let Err(e) = std::fs::File::open(f) {

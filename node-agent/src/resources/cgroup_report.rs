@@ -282,6 +282,8 @@ pub struct CgroupThread {
     pub max_intervals: Option<u64>,
     /// Pod names for containers of pods (--pod-metadata-url).
     pub pods: Option<Arc<PodDirectory>>,
+    /// Only containers below this kubelet cgroup root (--node-scope); "" = all.
+    pub within: String,
 }
 
 /// Ticks per reporting interval (at least one).
@@ -307,7 +309,7 @@ pub fn spawn(
                 ),
             }
         }
-        let mut sampler = CgroupSampler::new(cfg.hierarchy.clone());
+        let mut sampler = CgroupSampler::within(cfg.hierarchy.clone(), &cfg.within);
         let mut agg = CgroupAggregator::new(
             &cfg.host_id,
             &cfg.hierarchy,
@@ -504,6 +506,7 @@ mod tests {
             realtime: false,
             max_intervals: Some(2),
             pods: None,
+            within: String::new(),
         };
         let t = spawn(cfg, Box::new(move |r: &CgroupStatsRecord<'_>| tx.send(r.to_owned()).unwrap()), metrics.clone(), Arc::new(AtomicBool::new(false))).unwrap();
         t.join().unwrap();

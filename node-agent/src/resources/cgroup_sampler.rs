@@ -195,9 +195,15 @@ pub fn parse_into(kind: Kind, text: &[u8], out: &mut CgroupStats) {
 
 /// Container cgroups under the hierarchy (identity not "host"), walked to `max_depth` levels.
 pub fn discover(h: &Hierarchy, max_depth: usize) -> Vec<(String, Identity)> {
+    discover_under(h, max_depth, "")
+}
+
+/// As `discover`, only below `within` (a kubelet's cgroup root, `--node-scope`; "" = all).
+/// Paths stay relative to the hierarchy's root.
+pub fn discover_under(h: &Hierarchy, max_depth: usize, within: &str) -> Vec<(String, Identity)> {
     let root = h.walk_root();
     let mut out = Vec::new();
-    let mut stack = vec![(root.clone(), 0usize)];
+    let mut stack = vec![(root.join(within.trim_start_matches('/')), 0usize)];
     while let Some((dir, depth)) = stack.pop() {
         let Ok(rd) = std::fs::read_dir(&dir) else { continue };
         for e in rd.flatten() {
@@ -226,6 +232,8 @@ pub fn discover(h: &Hierarchy, max_depth: usize) -> Vec<(String, Identity)> {
 /// The containers of a host with their files open, read together.
 pub struct CgroupSampler {
     hierarchy: Hierarchy,
+    /// Only containers below this path (`--node-scope`); "" = all.
+    within: String,
     pub targets: Vec<Target>,
     stats: Vec<CgroupStats>,
     buf: Vec<u8>,
@@ -233,14 +241,19 @@ pub struct CgroupSampler {
 
 impl CgroupSampler {
     pub fn new(hierarchy: Hierarchy) -> CgroupSampler {
-        let mut s = CgroupSampler { hierarchy, targets: Vec::new(), stats: Vec::new(), buf: vec![0; 64 * 1024] };
+        Self::within(hierarchy, "")
+    }
+
+    /// Only the containers below `within` (a kubelet's cgroup root, `--node-scope`).
+    pub fn within(hierarchy: Hierarchy, within: &str) -> CgroupSampler {
+        let mut s = CgroupSampler { hierarchy, within: within.to_string(), targets: Vec::new(), stats: Vec::new(), buf: vec![0; 64 * 1024] };
         s.rediscover();
         s
     }
 
     /// Walks the hierarchy again (allocates; call it seconds apart, not every tick).
     pub fn rediscover(&mut self) {
-        let found = discover(&self.hierarchy, 8);
+        let found = discover_under(&self.hierarchy, 8, &self.within);
         // A target whose files no longer read was removed (perhaps created again under the same
         // path: then it is reopened below and its counters start again from 0).
         let buf = &mut self.buf;
@@ -476,6 +489,28 @@ mod tests {
                 pids: 2
             }
         );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// `--node-scope`: only the containers below the node's kubelet root, not those of another
+    /// root sharing its prefix; paths stay relative to the hierarchy.
+    #[test]
+    fn within_a_kubelet_root() {
+        let root = std::env::temp_dir().join(format!("wg-cgs-within-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let mine = format!("n1/kubepods/besteffort/pod11111111-2222-3333-4444-555555555555/{ID}");
+        let other_id = ID.replace('0', "f");
+        let other = format!("n1-2/kubepods/besteffort/pod11111111-2222-3333-4444-666666666666/{other_id}");
+        for rel in [&mine, &other] {
+            write(&root.join("cpuacct").join(rel).join("cpuacct.usage"), "1\n");
+        }
+        let h = Hierarchy::V1(root.clone());
+        let found = |within: &str| discover_under(&h, 8, within).into_iter().map(|(p, _)| p).collect::<Vec<_>>();
+        assert_eq!(found("/n1"), vec![format!("/{mine}")]);
+        assert_eq!(found("/n1-2"), vec![format!("/{other}")]);
+        assert_eq!(found("").len(), 2);
+        assert!(found("/n3").is_empty(), "a root that does not exist (yet): nothing");
+        assert_eq!(CgroupSampler::within(h, "/n1").targets.len(), 1);
         let _ = std::fs::remove_dir_all(&root);
     }
 

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use crate::identity::cgroup::{identify_proc_cgroup, CgroupResolver, Identity, Runtime};
+use crate::identity::node_cgroups::{KubeletRoot, NodeCgroups};
 use crate::resources::power::{attributed_watts, unattributed_watts, HostPower, Meter, ModelParams, PowerSource};
 use crate::resources::record::{ResourceRecord, Scope, WeightKind};
 use crate::shared::clock::mono_to_unix_offset;
@@ -24,6 +25,8 @@ pub struct ResourceOptions {
     pub cgroup_root: PathBuf,
     /// Pod names for records with a pod UID (--pod-metadata-url); None = UIDs only.
     pub pods: Option<std::sync::Arc<crate::identity::pod_metadata::PodDirectory>>,
+    /// --node-scope: only processes under this kubelet cgroup root; None = every process.
+    pub node_cgroups: Option<KubeletRoot>,
 }
 
 impl ResourceOptions {
@@ -36,6 +39,7 @@ impl ResourceOptions {
             model: ModelParams::default(),
             cgroup_root: crate::identity::cgroup::default_v2_root(),
             pods: None,
+            node_cgroups: None,
         }
     }
 }
@@ -73,6 +77,8 @@ pub struct ResourceSampler {
     pub last_power: Option<HostPower>,
     pods: Option<std::sync::Arc<crate::identity::pod_metadata::PodDirectory>>,
     late_names: LateNames,
+    /// --node-scope: the node's processes; the others are left out of every record.
+    scope: Option<NodeCgroups>,
 }
 
 fn weights(p: &ProcCpu, counters: bool) -> [f64; MAX_SOCKETS] {
@@ -104,6 +110,7 @@ impl ResourceSampler {
             last_power: None,
             pods: opts.pods.clone(),
             late_names: LateNames::default(),
+            scope: opts.node_cgroups.clone().map(NodeCgroups::new),
         })
     }
 
@@ -142,7 +149,15 @@ impl ResourceSampler {
         let (mut threads, mut cyc, mut ins, mut wc) = (0u64, 0u64, 0u64, 0u64);
         let (mut cref, mut cmiss) = (0u64, 0u64);
         let mut procs = Vec::with_capacity(iv.procs.len());
+        // Under --node-scope the machine's figures above still drive the meter and the shares;
+        // the node's (processes, CPU, weight, power) are summed here.
+        let (mut n_procs, mut cpu_ns, mut weight, mut power) = (0i32, 0u64, 0.0f64, 0.0f64);
         for p in &iv.procs {
+            if let Some(scope) = self.scope.as_mut() {
+                if !scope.contains(&mut self.cgroups, p.cgroup_id, p.tgid, p.proc_start_ns) {
+                    continue;
+                }
+            }
             let w = weights(p, counters);
             let watts = attributed_watts(&hp, &w, &total_w);
             let mut ident = self.cgroups.identity(p.cgroup_id).clone();
@@ -163,6 +178,7 @@ impl ResourceSampler {
             }
             let wsum: f64 = w.iter().sum();
             let wcyc: u64 = p.wcycles.iter().sum();
+            (n_procs, cpu_ns, weight, power) = (n_procs + 1, cpu_ns + p.oncpu_total(), weight + wsum, power + watts);
             threads += p.threads as u64;
             cyc += p.cycles;
             ins += p.instructions;
@@ -210,7 +226,7 @@ impl ResourceSampler {
                 ..base.clone()
             });
         }
-        self.records.push(ResourceRecord {
+        let host = ResourceRecord {
             threads: threads as i32,
             processes: iv.procs.len() as i32,
             cpu_time_ns: busy.iter().sum::<u64>() as i64,
@@ -228,6 +244,24 @@ impl ResourceSampler {
             core_watts: hp.core_w,
             dram_watts: hp.dram_w,
             ..base.clone()
+        };
+        // A node sharing the machine: its tasks only; idle, unattributed and RAPL are the machine's.
+        self.records.push(if self.scope.is_some() {
+            ResourceRecord {
+                processes: n_procs,
+                cpu_time_ns: cpu_ns as i64,
+                weight,
+                power_watts: power,
+                energy_joules: power * secs,
+                idle_power_watts: 0.0,
+                unattributed_power_watts: 0.0,
+                package_watts: None,
+                core_watts: None,
+                dram_watts: None,
+                ..host
+            }
+        } else {
+            host
         });
         let mut gs: Vec<_> = self.groups.iter().collect();
         gs.sort_by_key(|g| std::cmp::Reverse(g.1.cpu_ns));

@@ -10,6 +10,7 @@ pub mod alloc_count;
 pub mod native;
 pub mod nat_hosts;
 pub mod netns;
+pub mod nodes;
 pub mod pin_dir;
 pub mod powercap;
 pub mod tmpfs;

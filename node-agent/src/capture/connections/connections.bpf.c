@@ -2,7 +2,7 @@
 // Wattgraph connection capture (BlackBox's KernelAgg): TCP sockets, per-socket byte
 // counters aggregated in-kernel, OPENED / SNAPSHOT / CLOSED pushed to a ring
 // buffer. Only tracepoints are used (kprobes/fentry are unavailable here).
-// Length: about 820 lines, one compilation unit because it is one BPF object (one skeleton):
+// Length: about 940 lines, one compilation unit because it is one BPF object (one skeleton):
 // its programs share the socket map and the helpers, in sections (maps, identity, shedding,
 // transactions, the programs); the HTTP request parser and the shared layouts are headers.
 #include "vmlinux.h"
@@ -30,6 +30,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 snapshot_bytes = 1048576;
 const volatile __u64 snapshot_interval_ns = 5000000000ULL;
 const volatile __u8 filter_netns = 0;    // 1 = only namespaces in netns_filter
+const volatile __u8 filter_cidr = 0;     // with filter_netns: also sockets whose local address is in local_cidrs
 const volatile __u8 track_txn = 1;       // 0 = no transaction tracking (nobody drains)
 const volatile __u8 track_http = 1;      // 1 = HTTP/1.x routes of transactions (needs track_txn)
 const volatile __u8 shed_mode = SHED_OFF; // enum shed_mode; SHED_OFF compiles the shedder out
@@ -51,6 +52,20 @@ struct {
 	__type(key, __u32);   // netns inode
 	__type(value, __u8);
 } netns_filter SEC(".maps");
+
+// --node-scope: the node's pod CIDRs (IPv4 as ::ffff:a.b.c.d/96+n), for pods' sockets, which live in
+// namespaces of their own. Consulted only with filter_cidr.
+struct lpm_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 16);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct lpm_key);
+	__type(value, __u8);
+} local_cidrs SEC(".maps");
 
 // The agent's own process (its Kafka traffic), ignored; 0 = none. A map, not a constant: pinned
 // programs outlive the agent that loaded them, and the next agent writes its own pid here.
@@ -240,11 +255,33 @@ static __always_inline __u32 sk_netns(const struct sock *sk)
 	return sk->__sk_common.skc_net.net->ns.inum;
 }
 
-static __always_inline bool netns_allowed(__u32 ns)
+// The local address as fill_tuple normalises it. A v4-mapped AF_INET6 socket (Java's) has
+// ::ffff:a.b.c.d there from the moment its IPv4 source is set (sk_rcv_saddr_set writes both), so
+// before SYN_SENT too (tests/node_scope.rs dials one).
+static __always_inline bool local_in_cidrs(const struct sock *sk)
+{
+	struct lpm_key k = { .prefixlen = 128 };
+	if (sk->__sk_common.skc_family == AF_INET) {
+		__u32 l = sk->__sk_common.skc_rcv_saddr;
+		__builtin_memset(k.addr, 0, 10);
+		k.addr[10] = 0xff; k.addr[11] = 0xff;
+		__builtin_memcpy(&k.addr[12], &l, 4);
+	} else {
+		__builtin_memcpy(k.addr, sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8, 16);
+	}
+	return bpf_map_lookup_elem(&local_cidrs, &k) != NULL;
+}
+
+// Whether a socket first met counts: every socket, or (filter_netns) those of the listed
+// namespaces, and (filter_cidr) those whose local address is in the node's pod CIDRs. The
+// default compiles to true.
+static __always_inline bool sock_allowed(const struct sock *sk, __u32 ns)
 {
 	if (!filter_netns)
 		return true;
-	return bpf_map_lookup_elem(&netns_filter, &ns) != NULL;
+	if (bpf_map_lookup_elem(&netns_filter, &ns))
+		return true;
+	return filter_cidr && local_in_cidrs(sk);
 }
 
 // TCP over IPv4/IPv6 only.
@@ -686,7 +723,7 @@ static __always_inline int set_state(struct sock *sk, int oldstate, int newstate
 	if (newstate == TCP_SYN_SENT) {
 		// connect(): process context, the dialling task is current.
 		__u32 ns = sk_netns(sk);
-		if (!netns_allowed(ns))
+		if (!sock_allowed(sk, ns))
 			return 0;
 		if (is_self())
 			return 0;
@@ -711,7 +748,7 @@ static __always_inline int set_state(struct sock *sk, int oldstate, int newstate
 			// From SYN_RECV, in softirq: current task is unrelated. Register now, identify
 			// and emit OPENED at the first send/recv (process context).
 			__u32 ns = sk_netns(sk);
-			if (!netns_allowed(ns))
+			if (!sock_allowed(sk, ns))
 				return 0;
 			new_entry(sk, ns, ROLE_SERVER, bpf_ktime_get_boot_ns());
 		}
@@ -797,7 +834,7 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 		if (sk->__sk_common.skc_state == TCP_CLOSE)
 			return 0;
 		__u32 ns = sk_netns(sk);
-		if (!netns_allowed(ns))
+		if (!sock_allowed(sk, ns))
 			return 0;
 		if (is_self())
 			return 0;

@@ -51,7 +51,8 @@ pub(super) fn load_and_attach<'a>(
         let ro = open.maps.rodata_data.as_deref_mut().ok_or_else(|| CaptureError::Other("BPF rodata not mmapped".into()))?;
         ro.snapshot_bytes = opts.snapshot_bytes;
         ro.snapshot_interval_ns = opts.snapshot_interval.as_nanos().min(u64::MAX as u128) as u64;
-        ro.filter_netns = u8::from(!inodes.is_empty());
+        ro.filter_netns = u8::from(!inodes.is_empty() || !opts.local_cidrs.is_empty());
+        ro.filter_cidr = u8::from(!opts.local_cidrs.is_empty());
         ro.track_txn = u8::from(opts.transaction_interval.is_some());
         ro.track_http = u8::from(opts.transaction_interval.is_some() && opts.http_routes > 0);
         if let Some(sh) = &opts.shed {
@@ -91,6 +92,15 @@ pub(super) fn load_and_attach<'a>(
             .update(&ino.to_ne_bytes(), &[1u8], MapFlags::ANY)
             .map_err(|e| bpf_err("fill netns filter", e))?;
     }
+    for c in &opts.local_cidrs {
+        let mut key = [0u8; 20]; // struct lpm_key: prefix length, then the address
+        key[..4].copy_from_slice(&u32::from(c.prefix).to_ne_bytes());
+        key[4..].copy_from_slice(&c.addr);
+        skel.maps
+            .local_cidrs
+            .update(&key, &[1u8], MapFlags::ANY)
+            .map_err(|e| bpf_err(&format!("fill pod CIDR filter ({})", c.text), e))?;
+    }
     if opts.shed.as_ref().is_some_and(|c| c.mode().kernel_constant() != 0) {
         // The overflow counter exists before anything can find the map full.
         let ncpu = libbpf_rs::num_possible_cpus().map_err(|e| bpf_err("count CPUs", e))?;
@@ -128,9 +138,13 @@ pub(super) fn set_self(skel: &ConnectionsSkel<'_>, tgid: u32) -> Result<(), Capt
 fn pinned_config(opts: &CaptureOptions, inodes: &[u32], send_begin: bool) -> String {
     let mut ns = inodes.to_vec();
     ns.sort_unstable();
+    // The filter maps are filled only at a fresh load: what is in them is part of the name.
+    let mut cidrs: Vec<(&[u8; 16], u8)> = opts.local_cidrs.iter().map(|c| (&c.addr, c.prefix)).collect();
+    cidrs.sort_unstable();
+    let cidrs = if cidrs.is_empty() { String::new() } else { format!(" cidrs={cidrs:?}") };
     let shed = opts.shed.as_ref().map(|s| (s.mode().kernel_constant(), s.by_cgroup()));
     format!(
-        "snapshot_bytes={} snapshot_interval={:?} netns={ns:?} txn={} http_routes={} shed={shed:?} map_entries={} txn_hist={} send_begin={send_begin}",
+        "snapshot_bytes={} snapshot_interval={:?} netns={ns:?}{cidrs} txn={} http_routes={} shed={shed:?} map_entries={} txn_hist={} send_begin={send_begin}",
         opts.snapshot_bytes,
         opts.snapshot_interval,
         opts.transaction_interval.is_some(),

@@ -33,6 +33,7 @@ use std::time::Duration;
 use crate::capture::bpf::CaptureError;
 use crate::capture::shedding::{Domain, ShedControl, ShedCount};
 use crate::capture::event::ConnEvent;
+use crate::identity::node_scope::PodCidr;
 use crate::identity::proc_info::KernelCmdlines;
 use crate::capture::connections::transactions::ConnTxn;
 
@@ -55,8 +56,11 @@ const KERNEL_CMDLINES: usize = 16384;
 pub struct CaptureOptions {
     pub snapshot_bytes: u64,
     pub snapshot_interval: Duration,
-    /// nsfs paths; empty = every namespace.
+    /// nsfs paths; empty = every namespace (unless `local_cidrs`).
     pub netns: Vec<PathBuf>,
+    /// Sockets whose local address lies in one of these also count, whatever their namespace
+    /// (`--node-scope`: the node's pod CIDRs); non-empty turns the namespace filter on.
+    pub local_cidrs: Vec<PodCidr>,
     /// Closed sockets' transaction totals the kernel holds until the next drain (`txn_conns`).
     /// Live sockets' state has no such bound: it is socket-local storage, one per TCP socket.
     pub map_entries: u32,
@@ -100,6 +104,7 @@ impl Default for CaptureOptions {
             snapshot_bytes: 1 << 20,
             snapshot_interval: Duration::from_secs(5),
             netns: Vec::new(),
+            local_cidrs: Vec::new(),
             map_entries: 65536,
             ignore_self: true,
             channel_capacity: 16384,
