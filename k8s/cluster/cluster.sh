@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# A one-node Kubernetes cluster on this machine, from the binaries build.sh made:
-#   cluster.sh up      start (or complete) etcd, containerd, the control plane, kubelet,
-#                      kube-proxy (iptables) and CoreDNS; return when the node is Ready and DNS answers
+# A two-node Kubernetes cluster on this machine, from the binaries build.sh made:
+#   cluster.sh up      start (or complete) etcd, the control plane, CoreDNS and two nodes: the host's
+#                      network namespace, and a namespace of its own for the second, each with its
+#                      containerd, kubelet and kube-proxy (iptables); return when both nodes are Ready
+#                      and DNS answers
 #   cluster.sh down    stop all of it and remove what it left: processes, pods' network namespaces,
 #                      mounts, iptables chains, the node's interface, cgroups, $K8S_STATE
 #   cluster.sh status  what runs
@@ -13,13 +15,17 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 S=$K8S_STATE
 P=$S/pki
+N2=$S/node-2
 APT_PACKAGES=(containerd runc containernetworking-plugins conntrack iptables openssl dnsutils iproute2 curl)
 # Kernel settings kubelet or the pod network change; saved at `up`, put back at `down`.
 SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys
          kernel.keys.root_maxbytes net.ipv4.ip_forward)
 # Children first: the order `down` stops them in is the reverse.
-COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+COMPONENTS=(containerd containerd-2 etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
+            kubelet-2 kube-proxy-2)
+# Each node's kubelet puts its pods under a cgroup of its own in every v1 hierarchy.
 CGROUP_ROOT=wattgraph-k8s
+CGROUP_ROOT2=wattgraph-k8s-2
 
 say() { printf '\033[1mk8s:\033[0m %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -31,7 +37,8 @@ start() { # start NAME CMD... : in its own session, logs in $S/logs, pid in $S/p
   local name=$1; shift
   pid_of "$name" >/dev/null && return
   say "starting $name"
-  setsid "$@" >>"$S/logs/$name.log" 2>&1 </dev/null &
+  # Not holding the lock (fd 9): it is the command's, not the cluster's.
+  setsid "$@" >>"$S/logs/$name.log" 2>&1 </dev/null 9>&- &
   echo $! >"$S/pids/$name.pid"
 }
 
@@ -111,9 +118,11 @@ pki() {
   cert kube-proxy "/CN=system:kube-proxy" clientAuth
   cert kubelet "/O=system:nodes/CN=system:node:$K8S_NODE" clientAuth
   cert kubelet-server "/CN=$K8S_NODE" serverAuth "IP:$K8S_NODE_IP,DNS:$K8S_NODE"
+  cert kubelet-2 "/O=system:nodes/CN=system:node:$K8S_NODE2" clientAuth
+  cert kubelet-2-server "/CN=$K8S_NODE2" serverAuth "IP:$K8S_NODE2_IP,DNS:$K8S_NODE2"
   [ -f "$P/sa.key" ] || { openssl genrsa -out "$P/sa.key" 2048 2>/dev/null && openssl rsa -in "$P/sa.key" -pubout -out "$P/sa.pub" 2>/dev/null; }
   local k
-  for k in admin kube-controller-manager kube-scheduler kube-proxy kubelet; do kubeconfig "$k"; done
+  for k in admin kube-controller-manager kube-scheduler kube-proxy kubelet kubelet-2; do kubeconfig "$k"; done
 }
 
 # ---------------------------------------------------------------- host: interface, sysctls, cgroups
@@ -131,16 +140,37 @@ host_setup() {
   fi
   # Pods are routed through the host (CNI ptp: one veth pair a pod, no bridge).
   sysctl -qw net.ipv4.ip_forward=1
-  # The kubelet's pods under a cgroup of their own in every v1 hierarchy (cgroupfs driver).
-  local h
+  # Each kubelet's pods under a cgroup of their own in every v1 hierarchy (cgroupfs driver).
+  local h r
   for h in /sys/fs/cgroup/*/; do
     [ "$(stat -f -c %T "$h")" = cgroupfs ] || continue
-    mkdir -p "$h$CGROUP_ROOT"
-    if [ -f "$h/cpuset.cpus" ]; then
-      cat "$h/cpuset.cpus" >"$h$CGROUP_ROOT/cpuset.cpus"
-      cat "$h/cpuset.mems" >"$h$CGROUP_ROOT/cpuset.mems"
-    fi
+    for r in "$CGROUP_ROOT" "$CGROUP_ROOT2"; do
+      mkdir -p "$h$r"
+      if [ -f "$h/cpuset.cpus" ]; then
+        cat "$h/cpuset.cpus" >"$h$r/cpuset.cpus"
+        cat "$h/cpuset.mems" >"$h$r/cpuset.mems"
+      fi
+    done
   done
+  node2_network
+}
+
+# The second node's network namespace: a veth pair to the host, its address routed by the host and
+# the host's node address its gateway (to the API server and the first node's pods).
+in_node2() { nsenter --net="/run/netns/$K8S_NODE2_NETNS" -- "$@"; }
+node2_network() {
+  [ -e "/run/netns/$K8S_NODE2_NETNS" ] || ip netns add "$K8S_NODE2_NETNS"
+  ip link show "$K8S_NODE2_IF" >/dev/null 2>&1 \
+    || ip link add "$K8S_NODE2_IF" type veth peer name eth0 netns "$K8S_NODE2_NETNS"
+  ip link set "$K8S_NODE2_IF" up
+  ip -n "$K8S_NODE2_NETNS" link set lo up
+  ip -n "$K8S_NODE2_NETNS" link set eth0 up
+  ip -n "$K8S_NODE2_NETNS" addr replace "$K8S_NODE2_IP/32" dev eth0
+  ip -n "$K8S_NODE2_NETNS" route replace "$K8S_NODE_IP/32" dev eth0 scope link
+  ip -n "$K8S_NODE2_NETNS" route replace default via "$K8S_NODE_IP" dev eth0
+  ip route replace "$K8S_NODE2_IP/32" dev "$K8S_NODE2_IF" src "$K8S_NODE_IP"
+  # Its pods are routed through it, as the host routes the first node's.
+  in_node2 sysctl -qw net.ipv4.ip_forward=1
 }
 
 # ---------------------------------------------------------------- configuration files
@@ -152,18 +182,19 @@ write_file() { # write_file PATH < CONTENT
   if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv "$tmp" "$1"; fi
 }
 
-configs() {
-  mkdir -p "$S"/{containerd,cni/net.d,cni/ipam,kubelet,etcd,run}
-  write_file "$S/containerd/config.toml" <<EOF
+containerd_config() { # containerd_config DIR SOCKET : DIR/containerd/config.toml; CNI configuration in DIR/cni/net.d
+  local d=$1
+  mkdir -p "$d"/{containerd,cni/net.d,cni/ipam,kubelet,run}
+  write_file "$d/containerd/config.toml" <<EOF
 version = 2
-root = "$S/containerd/root"
-state = "$S/containerd/state"
+root = "$d/containerd/root"
+state = "$d/containerd/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
   "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
 [grpc]
-  address = "$CONTAINERD_SOCK"
+  address = "$2"
 [plugins."io.containerd.internal.v1.opt"]
-  path = "$S/containerd/opt"
+  path = "$d/containerd/opt"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE_IMAGE"
   stream_server_address = "127.0.0.1"
@@ -178,14 +209,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
-        Root = "$S/run/runc"
+        Root = "$d/run/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "$S/cni/net.d"
+    conf_dir = "$d/cni/net.d"
 EOF
-  # ptp: each pod a veth pair routed by the host, so kube-proxy's DNAT and the host's conntrack see
-  # every pod-to-pod connection. No masquerade: pods reach each other and the node, nothing outside.
-  write_file "$S/cni/net.d/10-wattgraph.conflist" <<EOF
+}
+
+cni_config() { # cni_config DIR POD-CIDR
+  # ptp: each pod a veth pair routed by its node, so kube-proxy's DNAT and the node's conntrack see
+  # every pod-to-pod connection. No masquerade: pods reach each other and the nodes, nothing outside.
+  write_file "$1/cni/net.d/10-wattgraph.conflist" <<EOF
 {
   "cniVersion": "0.4.0",
   "name": "wattgraph",
@@ -195,18 +229,21 @@ EOF
       "ipMasq": false,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": "$K8S_POD_CIDR"}]],
+        "ranges": [[{"subnet": "$2"}]],
         "routes": [{"dst": "0.0.0.0/0"}],
-        "dataDir": "$S/cni/ipam"
+        "dataDir": "$1/cni/ipam"
       }
     }
   ]
 }
 EOF
-  write_file "$S/kubelet/config.yaml" <<EOF
+}
+
+kubelet_config() { # kubelet_config DIR CERT IP CGROUP-ROOT SOCKET : DIR/kubelet/config.yaml, serving certificate CERT-server
+  write_file "$1/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: $K8S_NODE_IP
+address: $3
 healthzBindAddress: 127.0.0.1
 readOnlyPort: 0
 authentication:
@@ -214,11 +251,11 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: $P/ca.crt}
 authorization: {mode: Webhook}
-tlsCertFile: $P/kubelet-server.crt
-tlsPrivateKeyFile: $P/kubelet-server.key
-containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+tlsCertFile: $P/$2-server.crt
+tlsPrivateKeyFile: $P/$2-server.key
+containerRuntimeEndpoint: unix://$5
 cgroupDriver: cgroupfs
-cgroupRoot: /$CGROUP_ROOT
+cgroupRoot: /$4
 clusterDNS: [$K8S_DNS_IP]
 clusterDomain: $K8S_DOMAIN
 resolvConf: /etc/resolv.conf
@@ -228,22 +265,36 @@ imageGCHighThresholdPercent: 95
 imageGCLowThresholdPercent: 90
 evictionHard: {nodefs.available: 2%, imagefs.available: 2%, memory.available: 200Mi}
 serializeImagePulls: false
-podLogsDir: $S/pod-logs
+podLogsDir: $1/pod-logs
 EOF
-  write_file "$S/kube-proxy.yaml" <<EOF
+}
+
+kube_proxy_config() { # kube_proxy_config FILE NODE IP
+  write_file "$1" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables
 clientConnection: {kubeconfig: $P/kube-proxy.kubeconfig}
-hostnameOverride: $K8S_NODE
+hostnameOverride: $2
 clusterCIDR: $K8S_CLUSTER_CIDR
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
-nodePortAddresses: ["$K8S_NODE_IP/32"]
+nodePortAddresses: ["$3/32"]
 iptables: {localhostNodePorts: false}
 # 0: leave the host's conntrack table size and timeouts as they are.
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 EOF
+}
+
+configs() {
+  mkdir -p "$S"/etcd
+  containerd_config "$S" "$CONTAINERD_SOCK"
+  kubelet_config "$S" kubelet "$K8S_NODE_IP" "$CGROUP_ROOT" "$CONTAINERD_SOCK"
+  kube_proxy_config "$S/kube-proxy.yaml" "$K8S_NODE" "$K8S_NODE_IP"
+  # The second node's. Each node's CNI configuration once it has a pod range (pod_range).
+  containerd_config "$N2" "$CONTAINERD2_SOCK"
+  kubelet_config "$N2" kubelet-2 "$K8S_NODE2_IP" "$CGROUP_ROOT2" "$CONTAINERD2_SOCK"
+  kube_proxy_config "$N2/kube-proxy.yaml" "$K8S_NODE2" "$K8S_NODE2_IP"
 }
 
 # ---------------------------------------------------------------- start
@@ -252,7 +303,21 @@ etcd_healthy() {
     "https://127.0.0.1:$K8S_ETCD_PORT/health" | grep -q '"health":"true"'
 }
 api_ready() { curl -fsS --cacert "$P/ca.crt" --cert "$P/admin.crt" --key "$P/admin.key" "https://$K8S_NODE_IP:$K8S_API_PORT/readyz"; }
-node_ready() { kc get node "$K8S_NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True; }
+node_ready() { # node_ready NAME
+  kc get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True
+}
+pod_cidr() { kc get node "$1" -o jsonpath='{.spec.podCIDR}'; }
+has_pod_cidr() { [ -n "$(pod_cidr "$1")" ]; }
+# A node's pod range is the controller manager's choice, given once its kubelet has registered it
+# (in whichever order the nodes come): its CNI configuration follows it, and the kubelet reports
+# Ready once that is there.
+pod_range() { # pod_range NODE DIR : the range, after writing DIR's CNI configuration for it
+  wait_for "pod range of $1" 120 has_pod_cidr "$1"
+  local cidr
+  cidr=$(pod_cidr "$1")
+  cni_config "$2" "$cidr"
+  echo "$cidr"
+}
 dns_answers() { [ "$(dig +time=2 +tries=1 +short "@$K8S_DNS_IP" "kubernetes.default.svc.$K8S_DOMAIN")" = "$K8S_API_VIP" ]; }
 
 control_plane() {
@@ -294,7 +359,24 @@ node() {
   start kubelet "$K8S_BIN/kubelet" --config "$S/kubelet/config.yaml" --kubeconfig "$P/kubelet.kubeconfig" \
     --hostname-override "$K8S_NODE" --node-ip "$K8S_NODE_IP" --root-dir "$S/kubelet/root"
   start kube-proxy "$K8S_BIN/kube-proxy" --config "$S/kube-proxy.yaml"
-  wait_for "node $K8S_NODE" 180 node_ready
+  pod_range "$K8S_NODE" "$S" >/dev/null
+  wait_for "node $K8S_NODE" 180 node_ready "$K8S_NODE"
+}
+
+# The second node: started in its network namespace with nsenter, not `ip netns exec`, which would
+# give each process a mount namespace of its own, and containerd must see the kubelet's volume mounts.
+node2() {
+  local ns=(nsenter "--net=/run/netns/$K8S_NODE2_NETNS" --) cidr
+  start containerd-2 "${ns[@]}" containerd --config "$N2/containerd/config.toml"
+  wait_for containerd-2 60 ctr --address "$CONTAINERD2_SOCK" version
+  "$HERE/images.sh" import-system
+  start kubelet-2 "${ns[@]}" "$K8S_BIN/kubelet" --config "$N2/kubelet/config.yaml" --kubeconfig "$P/kubelet-2.kubeconfig" \
+    --hostname-override "$K8S_NODE2" --node-ip "$K8S_NODE2_IP" --root-dir "$N2/kubelet/root"
+  start kube-proxy-2 "${ns[@]}" "$K8S_BIN/kube-proxy" --config "$N2/kube-proxy.yaml"
+  # The host routes its pods to it, as it routes the first node's to their veths.
+  cidr=$(pod_range "$K8S_NODE2" "$N2")
+  ip route replace "$cidr" via "$K8S_NODE2_IP" dev "$K8S_NODE2_IF" src "$K8S_NODE_IP"
+  wait_for "node $K8S_NODE2" 180 node_ready "$K8S_NODE2"
 }
 
 dns() {
@@ -332,6 +414,7 @@ up() {
   configs
   control_plane
   node
+  node2
   dns
   storage
   kc get nodes -o wide >&2
@@ -348,21 +431,17 @@ down() {
   if pid_of kube-apiserver >/dev/null && pid_of kubelet >/dev/null; then
     kc delete pods --all --all-namespaces --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
     local deadline=$((SECONDS + 60))
-    while [ $SECONDS -lt $deadline ] && [ -n "$(ctr_k8s tasks ls -q 2>/dev/null)" ]; do sleep 1; done
+    while [ $SECONDS -lt $deadline ] && [ -n "$(each_containerd ctr_k8s tasks ls -q 2>/dev/null)" ]; do sleep 1; done
   fi
   local c
-  for c in kube-proxy kubelet kube-apiserver etcd; do stop "$c"; done
-  # What the kubelet did not get to: tasks, sandboxes' network namespaces, then containerd.
-  if pid_of containerd >/dev/null; then
-    local t
-    for t in $(ctr_k8s tasks ls -q 2>/dev/null); do ctr_k8s tasks kill -s KILL "$t" >/dev/null 2>&1 || true; done
-    sleep 1
-    for t in $(ctr_k8s tasks ls -q 2>/dev/null); do ctr_k8s tasks rm -f "$t" >/dev/null 2>&1 || true; done
-  fi
+  for c in kube-proxy-2 kubelet-2 kube-proxy kubelet kube-apiserver etcd; do stop "$c"; done
+  # What the kubelets did not get to: tasks, sandboxes' network namespaces, then containerd.
+  each_containerd kill_tasks
+  stop containerd-2
   stop containerd
-  # Shims outlive containerd: those serving our socket are ours.
+  # Shims outlive containerd: those serving our sockets are ours.
   local pid
-  for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $CONTAINERD_SOCK" || true); do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address ($CONTAINERD_SOCK|$CONTAINERD2_SOCK)" || true); do kill -KILL "$pid" 2>/dev/null || true; done
   clean_network
   clean_mounts
   clean_cgroups
@@ -381,16 +460,25 @@ down() {
   say "down: processes, pod networks, mounts, iptables chains, $K8S_NODE_IF, cgroups and $S removed"
 }
 
+kill_tasks() {
+  local t
+  for t in $(ctr_k8s tasks ls -q 2>/dev/null); do ctr_k8s tasks kill -s KILL "$t" >/dev/null 2>&1 || true; done
+  sleep 1
+  for t in $(ctr_k8s tasks ls -q 2>/dev/null); do ctr_k8s tasks rm -f "$t" >/dev/null 2>&1 || true; done
+}
+
 clean_network() {
   # Pod sandboxes' network namespaces (containerd names them cni-<uuid>): ours are those whose
   # veth peer has an address of our pod range, or which CNI's IPAM recorded.
   local ns
   for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^cni-/ {print $1}'); do
-    if ip -n "$ns" -4 addr 2>/dev/null | grep -q "inet ${K8S_POD_CIDR%.*}\."; then
+    if ip -n "$ns" -4 addr 2>/dev/null | grep -q "inet ${K8S_CLUSTER_CIDR%.*.*}\."; then
       ip netns delete "$ns" 2>/dev/null || true
     fi
   done
   ip link delete "$K8S_NODE_IF" 2>/dev/null || true
+  # The second node's namespace; its veth pair and the host's routes to it go with it.
+  ip netns delete "$K8S_NODE2_NETNS" 2>/dev/null || true
 }
 
 # Chains named PREFIX* in every table of iptables and ip6tables, and the rules that jump to them.
@@ -421,12 +509,14 @@ clean_mounts() {
 }
 
 clean_cgroups() {
-  local h d
+  local h d r
   for h in /sys/fs/cgroup/*/; do
-    [ -d "$h$CGROUP_ROOT" ] || continue
-    # Any process still inside is a pod's: it goes with the cluster.
-    find "$h$CGROUP_ROOT" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
-    for d in $(find "$h$CGROUP_ROOT" -depth -type d); do rmdir "$d" 2>/dev/null || true; done
+    for r in "$CGROUP_ROOT" "$CGROUP_ROOT2"; do
+      [ -d "$h$r" ] || continue
+      # Any process still inside is a pod's: it goes with the cluster.
+      find "$h$r" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+      for d in $(find "$h$r" -depth -type d); do rmdir "$d" 2>/dev/null || true; done
+    done
   done
 }
 

@@ -1,4 +1,4 @@
-# Addresses and paths of the one-node test cluster (sourced by cluster.sh, images.sh and the tests).
+# Addresses and paths of the two-node test cluster (sourced by cluster.sh, images.sh and the tests).
 . "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
 
 # Everything of a running cluster lives here (certificates, etcd, containerd, kubelet, CNI, logs);
@@ -12,7 +12,16 @@ K8S_NODE=${WATTGRAPH_K8S_NODE:-wattgraph-node}
 # server there through the kubernetes Service) and not an interface of the machine's.
 K8S_NODE_IF=wgk8s0
 K8S_NODE_IP=${WATTGRAPH_K8S_NODE_IP:-10.245.0.1}
-K8S_POD_CIDR=10.244.0.0/24
+# The second node: a network namespace of its own, joined to the host by a veth pair (host side
+# $K8S_NODE2_IF), with its own containerd, kubelet and kube-proxy on this kernel. Its pod range is
+# the one the controller manager gives it (spec.podCIDR, a /24 of $K8S_CLUSTER_CIDR, as for the
+# first node), routed by the host to its address.
+K8S_NODE2=${WATTGRAPH_K8S_NODE2:-wattgraph-node-2}
+K8S_NODE2_NETNS=wgk8s-node2
+K8S_NODE2_IF=wgk8s1
+K8S_NODE2_IP=10.245.0.2
+# Every node address (the chart's network policies let the agents in from these).
+K8S_NODE_CIDR=10.245.0.0/24
 K8S_CLUSTER_CIDR=10.244.0.0/16
 K8S_SERVICE_CIDR=10.96.0.0/16
 K8S_API_VIP=10.96.0.1
@@ -23,6 +32,7 @@ K8S_ETCD_PORT=23790
 K8S_ETCD_PEER_PORT=23800
 
 CONTAINERD_SOCK=$K8S_STATE/run/containerd.sock
+CONTAINERD2_SOCK=$K8S_STATE/node-2/run/containerd.sock
 KUBECONFIG_ADMIN=$K8S_STATE/pki/admin.kubeconfig
 IMAGE_CACHE=$WATTGRAPH_CACHE/images
 # Images the node itself needs (the pod sandbox, cluster DNS); the project's are in images.sh.
@@ -30,7 +40,15 @@ PAUSE_IMAGE=wattgraph.local/pause:$K8S_VERSION
 COREDNS_IMAGE=wattgraph.local/coredns:$COREDNS_VERSION
 
 kc() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
-ctr_k8s() { ctr --address "$CONTAINERD_SOCK" --namespace k8s.io "$@"; }
+ctr_k8s() { ctr --address "${CTR_SOCK:-$CONTAINERD_SOCK}" --namespace k8s.io "$@"; }
+# ctr_k8s on each node's containerd that runs (CTR_SOCK set for the command).
+each_containerd() { # each_containerd CMD...
+  local sock
+  for sock in "$CONTAINERD_SOCK" "$CONTAINERD2_SOCK"; do
+    [ -S "$sock" ] || continue
+    CTR_SOCK=$sock "$@"
+  done
+}
 # Debian packages a script needs, installed when missing (CI starts from a clean machine).
 ensure_packages() { # ensure_packages PACKAGE...
   local p missing=()

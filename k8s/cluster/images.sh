@@ -4,8 +4,8 @@
 # test cluster's containerd.
 #   images.sh system         the node's own images: the pod sandbox (pause) and CoreDNS
 #   images.sh build          the bases and every project image (see IMAGES below)
-#   images.sh import-system  import the node's images into containerd (cluster.sh up does)
-#   images.sh import         import every project image into containerd
+#   images.sh import-system  import the node's images into each node's containerd (cluster.sh up does)
+#   images.sh import         import every project image into each node's containerd
 #   images.sh list           the images and their archives
 #   images.sh prune          remove what earlier builds left (build does it at its end)
 # A user builds the same Dockerfiles with their own builder and the public bases (README.md).
@@ -150,12 +150,11 @@ import_archive() { # import_archive IMAGE : unless containerd has it with the ar
   local a
   a=$(archive_of "$1")
   [ -f "$a" ] || die "no archive for $1 ($a): run images.sh build (or system)"
-  say "importing $1"
+  say "importing $1 (${CTR_SOCK:-$CONTAINERD_SOCK})"
   ctr_k8s images import "$a" >/dev/null
 }
 
 import_system() {
-  system
   local i
   for i in "$PAUSE_IMAGE" "$COREDNS_IMAGE"; do
     ctr_k8s images ls -q | grep -qx "$i" || import_archive "$i"
@@ -170,8 +169,8 @@ import_all() {
 case "${1:-}" in
   system) system ;;
   build) build ;;
-  import-system) import_system ;;
-  import) import_all ;;
+  import-system) system; each_containerd import_system ;;
+  import) each_containerd import_all ;;
   list) "${B[@]}" images; ls -la "$ARCHIVES" ;;
   prune) prune "$(date +%s)" ;;
   *) echo "usage: $0 system|build|import-system|import|list" >&2; exit 2 ;;

@@ -14,6 +14,8 @@ def env_value(name):
 K8S_BIN = env_value("K8S_BIN")
 KUBECONFIG = env_value("KUBECONFIG_ADMIN")
 NODE = env_value("K8S_NODE")
+NODE2 = env_value("K8S_NODE2")
+NODES = (NODE, NODE2)
 
 
 def run(*cmd, input=None, check=True):

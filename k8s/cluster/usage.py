@@ -1,4 +1,4 @@
-"""CPU and memory of every container on the test cluster's node, from the kubelet's summary API
+"""CPU and memory of every container on the test cluster's nodes, from the kubelets' summary API
 (/stats/summary through the API server: no metrics-server needed).
 
   usage.py [SECONDS]   two readings SECONDS apart (default 60); prints, per container, the mean
@@ -9,19 +9,20 @@ import json
 import sys
 import time
 
-from kube import NODE, kubectl
+from kube import NODES, kubectl
 
 
 def reading():
-    """(namespace, pod, container) -> (cumulative CPU ns, working set bytes, monotonic time)."""
-    summary = json.loads(kubectl("get", "--raw", f"/api/v1/nodes/{NODE}/proxy/stats/summary"))
-    now = time.monotonic()
+    """(namespace, pod, container) -> (cumulative CPU ns, working set bytes, monotonic time), every node's."""
     out = {}
-    for p in summary.get("pods", []):
-        ref = p["podRef"]
-        for c in p.get("containers", []):
-            out[(ref["namespace"], ref["name"], c["name"])] = (
-                c.get("cpu", {}).get("usageCoreNanoSeconds", 0), c.get("memory", {}).get("workingSetBytes", 0), now)
+    for node in NODES:
+        summary = json.loads(kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/stats/summary"))
+        now = time.monotonic()
+        for p in summary.get("pods", []):
+            ref = p["podRef"]
+            for c in p.get("containers", []):
+                out[(ref["namespace"], ref["name"], c["name"])] = (
+                    c.get("cpu", {}).get("usageCoreNanoSeconds", 0), c.get("memory", {}).get("workingSetBytes", 0), now)
     return out
 
 
@@ -43,5 +44,5 @@ if __name__ == "__main__":
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 60
     first = reading()
     time.sleep(seconds)
-    print(f"over {seconds:.0f} s on node {NODE}:")
+    print(f"over {seconds:.0f} s on nodes {', '.join(NODES)}:")
     print(table(first, reading()))

@@ -1,20 +1,22 @@
-"""The pipeline on a real Kubernetes cluster, end to end (k8s/cluster: built from source, one node).
+"""The pipeline on a real Kubernetes cluster, end to end (k8s/cluster: built from source, two nodes).
 
 Starts the test cluster (cluster.sh up), builds and imports the images, installs the chart, then runs
 the workloads of workload/workloads.yaml and compares what the graph says with what the clients
 counted on their sockets:
-- pod -> pod edges (the client's and the CronJob's pods -> the two server pods) with exact bytes each
-  way and connection counts, through the ClusterIP Service (kube-proxy's DNAT) and the headless Service;
+- pod -> pod edges (the client's pod on the first node and the CronJob's on the second -> the two
+  server pods on the second) with exact bytes each way and connection counts, through the ClusterIP
+  Service (kube-proxy's DNAT, on either node) and the headless Service;
 - the pods' names, namespaces, kept labels and node as the API server has them;
 - no External node for the Service's virtual IP (or any Service address): resolved to the backends;
 - the same totals at the pod, service and namespace levels of graph-service's service graph;
 - request latency on the edges (server time at least the server's delay, round trip at least that);
 - faults during traffic (the JobManager, a Kafka broker, Neo4j and the agent deleted, the agent drained):
   the edges stay exact, and a pod burning CPU through them has windows adding up to the kernel's count;
-- a placement recommendation for the namespace: on one node, every workload stays where it is;
-- last, `helm uninstall`: the agent's pinned BPF programs leave the node with it.
-One node: a second kubelet in a network namespace of its own would share this kernel, whose
-tracepoints every node's agent sees, so both agents would report every socket (docs/kubernetes.md).
+- a placement recommendation for the namespace: the client moves to its servers' node; its patch,
+  applied with kubectl, moves the pod there, and the moved pod's new edges are exact and on that node;
+- last, `helm uninstall`: the agents' pinned BPF programs leave the nodes with them.
+Both nodes share this kernel (the second is a kubelet in a network namespace of its own), so each
+agent counts only its own node (the chart's nodeAgent.nodeScope, docs/kubernetes.md).
 Everything it made is removed at the end (cluster.sh down), also when it fails or is stopped;
 WATTGRAPH_K8S_KEEP=1 keeps the cluster for a look (and lets the next run use it). It refuses a
 cluster it did not start, and holds the cluster's lock for its whole run, so cluster.sh up/down/install
@@ -28,6 +30,7 @@ import fcntl
 import json
 import os
 import pathlib
+import shlex
 import signal
 import string
 import subprocess
@@ -42,7 +45,7 @@ import yaml
 K8S = pathlib.Path(__file__).resolve().parent.parent
 CLUSTER = K8S / "cluster"
 sys.path.insert(0, str(CLUSTER))
-from kube import K8S_BIN, KUBECONFIG, NODE, env_value, kget, kubectl, run  # noqa: E402 (after its path)
+from kube import K8S_BIN, KUBECONFIG, NODE, NODE2, NODES, env_value, kget, kubectl, run  # noqa: E402 (after its path)
 import usage  # noqa: E402
 
 WORKLOADS = K8S / "tests" / "workload" / "workloads.yaml"
@@ -64,8 +67,9 @@ TIMINGS = {}
 # The fault test's connections: 250 ms apart (110 s), so its load spans every fault and its recovery.
 FAULT_CONNECTIONS = 440
 DNS_IP = env_value("K8S_DNS_IP")
-# The chart's --bpf-pin-dir on the node (this machine).
+# Where the chart's agents pin (--bpf-pin-dir): a directory a node, since the nodes share a bpffs.
 PIN_DIR = pathlib.Path("/sys/fs/bpf/wattgraph")
+NODE2_NETNS = env_value("K8S_NODE2_NETNS")
 STATE = env_value("K8S_STATE")
 
 
@@ -124,7 +128,8 @@ class Api:
 def workload_documents():
     """workloads.yaml with its $-names filled in."""
     text = string.Template(WORKLOADS.read_text()).substitute(
-        APP_NS=APP_NS, BATCH_NS=BATCH_NS, IMAGE=IMAGE, **{k: str(v) for k, v in PARAMS.items()})
+        APP_NS=APP_NS, BATCH_NS=BATCH_NS, IMAGE=IMAGE, CLIENT_NODE=NODE, SERVER_NODE=NODE2,
+        **{k: str(v) for k, v in PARAMS.items()})
     return [d for d in yaml.safe_load_all(text) if d]
 
 
@@ -183,8 +188,8 @@ class ClusterEndToEndTest(unittest.TestCase):
         timed("chart install", CLUSTER / "cluster.sh", "install")
         cls.api = Api()
         start = time.monotonic()
-        # The pipeline carries data: the node's agent has reached the graph (agent -> Kafka -> Flink -> Neo4j).
-        eventually("the node in the graph's hosts", cls.assert_host)
+        # The pipeline carries data: both nodes' agents have reached the graph (agent -> Kafka -> Flink -> Neo4j).
+        eventually("the nodes in the graph's hosts", cls.assert_host)
         TIMINGS["pipeline flowing"] = time.monotonic() - start
         cls.usage = usage.reading()
         cls.run_workloads()
@@ -192,7 +197,7 @@ class ClusterEndToEndTest(unittest.TestCase):
     @classmethod
     def assert_host(cls):
         hosts = {h["id"] for h in cls.api.call("GET", "/hosts")["hosts"]}
-        assert NODE in hosts, f"hosts in the graph: {sorted(hosts)}"
+        assert set(NODES) <= hosts, f"hosts in the graph: {sorted(hosts)}"
 
     @classmethod
     def tear_down_cluster(cls):
@@ -221,7 +226,8 @@ class ClusterEndToEndTest(unittest.TestCase):
         kubectl("-n", APP_NS, "rollout", "status", "deployment/server", "--timeout=300s")
         # The clients start once kube-proxy has both backends behind the virtual IP and DNS has both
         # pod addresses for the headless name: nothing they do may fail and be retried.
-        eventually("kube-proxy's rules for the Service", lambda: cls.assert_proxied(f"{APP_NS}/server:http", 2))
+        for netns in (None, NODE2_NETNS):
+            eventually("kube-proxy's rules for the Service", lambda: cls.assert_proxied(f"{APP_NS}/server:http", 2, netns))
         eventually("DNS for the headless Service", lambda: cls.assert_dns(f"server-headless.{APP_NS}.svc.cluster.local", 2))
         apply([d for d in docs if d not in first])
         client = eventually("the client's pod", lambda: cls.one_running(APP_NS, "app=client"))
@@ -246,8 +252,9 @@ class ClusterEndToEndTest(unittest.TestCase):
             f"{json.dumps({'%s>%s' % k: v for k, v in cls.expected.items()})}")
 
     @staticmethod
-    def assert_proxied(comment, endpoints):
-        rules = run("iptables-save", "-t", "nat")
+    def assert_proxied(comment, endpoints, netns=None):
+        """kube-proxy's rules on the first node (the host's), or in the second's namespace."""
+        rules = run(*(["ip", "netns", "exec", netns] if netns else []), "iptables-save", "-t", "nat")
         seps = {line.split()[1] for line in rules.splitlines()
                 if line.startswith("-A KUBE-SEP-") and f'"{comment}"' in line}
         assert len(seps) == endpoints, f"kube-proxy has {len(seps)} endpoints for {comment}"
@@ -263,12 +270,31 @@ class ClusterEndToEndTest(unittest.TestCase):
         assert len(items) == 1, f"running pods for {selector}: {[p['metadata']['name'] for p in items]}"
         return items[0]["metadata"]["name"]
 
+    @staticmethod
+    def agents():
+        """Node -> its agent pod, running (one on each node)."""
+        running = {p["spec"]["nodeName"]: p["metadata"]["name"]
+                   for p in pods(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent") if p["status"].get("phase") == "Running"}
+        assert set(running) == set(NODES), f"running agents by node: {running}"
+        return running
+
     @classmethod
-    def other_running_agent(cls, before):
-        """The node's agent pod, running, other than `before`."""
-        now = cls.one_running(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent")
-        assert now != before, f"the agent pod is still {before}"
+    def other_agents(cls, before):
+        """Node -> its agent pod, running, none of them one of `before`'s."""
+        now = cls.agents()
+        assert not set(now.values()) & set(before.values()), f"agents {now}, before {before}"
         return now
+
+    def assert_agents_reused_their_pins(self, agents):
+        """Each agent said it went on from its node's pins (its start-up log, polled: a running pod may
+        not have got that far yet)."""
+        def said(node, pod):
+            text = kubectl("-n", WATTGRAPH_NS, "logs", pod)
+            self.assertIn("reusing the connections BPF programs", text, f"{node}'s agent")
+            self.assertIn("CPU accounting continues from the sched programs pinned by a previous agent", text,
+                          f"{node}'s agent")
+        for node, pod in agents.items():
+            eventually(f"{node}'s agent on its pins", lambda: said(node, pod), timeout=120)
 
     @staticmethod
     def assert_jobs(n):
@@ -464,22 +490,20 @@ class ClusterEndToEndTest(unittest.TestCase):
         kubectl("-n", WATTGRAPH_NS, "delete", "pod", "kafka-1", "--wait=false")
         time.sleep(15)
         kubectl("-n", WATTGRAPH_NS, "delete", "pod", "neo4j-0", "--wait=false")
-        agent = self.one_running(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent")
+        agents = self.agents()
         time.sleep(10)
-        # The node's agent restarted (as in a rolling update or a drain): its pinned programs keep
-        # counting and its ring keeps the events until the DaemonSet's new pod reads on.
+        # The nodes' agents restarted (as in a rolling update or a drain): their pinned programs keep
+        # counting and their rings keep the events until the DaemonSet's new pods read on.
         kubectl("-n", WATTGRAPH_NS, "delete", "pod", "-l", "app.kubernetes.io/name=node-agent", "--wait=false")
-        restarted = eventually("the agent's new pod", lambda: self.other_running_agent(agent))
-        said = kubectl("-n", WATTGRAPH_NS, "logs", restarted)
-        self.assertIn("reusing the connections BPF programs", said)
-        self.assertIn("CPU accounting continues from the sched programs pinned by a previous agent", said)
-        # The node drained of its agent and given it back: a nodeSelector no node has makes the
-        # DaemonSet stop its pod (a clean stop, which keeps the pins while the DaemonSet exists);
-        # without it the pod comes back on the pins, which counted meanwhile.
+        restarted = eventually("the agents' new pods", lambda: self.other_agents(agents))
+        self.assert_agents_reused_their_pins(restarted)
+        # The nodes drained of their agents and given them back: a nodeSelector no node has makes the
+        # DaemonSet stop its pods (a clean stop, which keeps the pins while the DaemonSet exists);
+        # without it the pods come back on the pins, which counted meanwhile.
         drained_at = time.monotonic() - start
         selector = {"spec": {"template": {"spec": {"nodeSelector": {"wattgraph.io/drained": "true"}}}}}
         kubectl("-n", WATTGRAPH_NS, "patch", "daemonset", "node-agent", "--type=merge", "-p", json.dumps(selector))
-        eventually("the node drained of its agent", lambda: self.assertEqual(
+        eventually("the nodes drained of their agents", lambda: self.assertEqual(
             [], [p["metadata"]["name"] for p in pods(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent")]), timeout=120)
         time.sleep(10)
         selector["spec"]["template"]["spec"]["nodeSelector"] = None
@@ -496,10 +520,8 @@ class ClusterEndToEndTest(unittest.TestCase):
         kubectl("-n", WATTGRAPH_NS, "rollout", "status", "statefulset/kafka", "--timeout=300s")
         kubectl("-n", WATTGRAPH_NS, "rollout", "status", "statefulset/neo4j", "--timeout=300s")
         kubectl("-n", WATTGRAPH_NS, "rollout", "status", "daemonset/node-agent", "--timeout=300s")
-        back = eventually("the agent back on the node", lambda: self.other_running_agent(restarted))
-        said = kubectl("-n", WATTGRAPH_NS, "logs", back)
-        self.assertIn("reusing the connections BPF programs", said)
-        self.assertIn("CPU accounting continues from the sched programs pinned by a previous agent", said)
+        back = eventually("the agents back on the nodes", lambda: self.other_agents(restarted))
+        self.assert_agents_reused_their_pins(back)
         eventually("exact pod -> pod edges after the faults", self.assert_edges_exact)
         # CPU windows through the same faults: the burner's windows since its boundary add up to the
         # CPU time the kernel counted for it since.
@@ -519,9 +541,11 @@ class ClusterEndToEndTest(unittest.TestCase):
         container.update(name="cpuburn", args=["burn"], env=[
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "BURN_S", "value": str(FAULT_CONNECTIONS // 4)}])
+        # On the second node: its agent counts it, the first node's does not (both see its threads).
         return {"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": "cpuburn", "namespace": BATCH_NS, "labels": {"app": "cpuburn"}},
                 "spec": {"restartPolicy": "Never", "enableServiceLinks": False,
+                         "nodeSelector": {"kubernetes.io/hostname": NODE2},
                          "automountServiceAccountToken": False, "containers": [container]}}
 
     @staticmethod
@@ -550,50 +574,89 @@ class ClusterEndToEndTest(unittest.TestCase):
         # Later windows, checkpoints and the correlator's horizons added nothing and took nothing away.
         self.assert_edges_exact()
 
-    def test_9_placement_keeps_every_workload_on_the_one_node(self):
+    def test_9_placement_moves_the_client_to_its_servers_node(self):
+        # The client alone on the first node, everything it talks to on the second: one move puts the
+        # namespace's traffic on one node (moving the servers and the batch clients instead would be
+        # three), and the recommendation's patch, applied as it is, moves the pod there.
         result = self.api.call("POST", "/placement", {"level": "service", "namespace": APP_NS})
         log(f"placement: {json.dumps(result)[:2000]}")
+        client = f"service:{APP_NS}/client"
         self.assertTrue(result["feasible"])
-        want = {f"service:{APP_NS}/server", f"service:{APP_NS}/client", f"service:{BATCH_NS}/shortconn"}
-        self.assertLessEqual(want, set(result["assignment"]), "the namespace's workloads and their clients")
-        self.assertEqual({NODE}, set(result["assignment"].values()))
-        self.assertEqual((0, 0, 1, 1), (result["crossNodeBytesBefore"], result["crossNodeBytesAfter"],
-                                        result["nodesUsedBefore"], result["nodesUsedAfter"]))
-        # Nothing moves, so nothing to patch: the pods stay where they run.
-        self.assertEqual([], result["moves"])
-        self.assertEqual([], result.get("patches", []))
+        self.assertEqual([{"workload": client, "from": NODE, "to": NODE2}], result["moves"])
+        self.assertEqual({NODE2}, set(result["assignment"].values()))
+        client_bytes = sum(v["sent"] + v["received"] for (c, _), v in self.expected.items() if c in self.clients
+                           and self.clients[c]["metadata"]["labels"].get("app") == "client")
+        self.assertEqual((client_bytes, 0, 2, 1), (result["crossNodeBytesBefore"], result["crossNodeBytesAfter"],
+                                                   result["nodesUsedBefore"], result["nodesUsedAfter"]))
+        (patch,) = result["patches"]
+        self.assertEqual((APP_NS, "client", NODE2), (patch["namespace"], patch["name"], patch["node"]))
+        before = self.one_running(APP_NS, "app=client")
+        # The recommendation's own kubectl command, with this cluster's kubectl and credentials.
+        command = shlex.split(patch["kubectl"])
+        self.assertEqual("kubectl", command[0])
+        kubectl(*command[1:])
+        kubectl("-n", APP_NS, "rollout", "status", "deployment/client", "--timeout=300s")
+        moved = eventually("the client's new pod", lambda: self.other_client(before))
+        pod = kget("-n", APP_NS, "pod", moved)
+        self.assertEqual(NODE2, pod["spec"]["nodeName"], "the client's pod runs where the recommendation said")
+        # The moved pod called the servers again: its edges are exact, and the graph has it on its new
+        # node (the second node's agent counted it, the first's did not).
+        tally = eventually("the moved client's tally", lambda: tally_of(APP_NS, moved))
+        for backend, counts in tally["backends"].items():
+            self.assertIn(backend, self.servers)
+            type(self).expected[(moved, backend)] = counts
+        type(self).clients[moved] = pod
+        eventually("exact pod -> pod edges after the move", self.assert_edges_exact)
+        (status,) = pod["status"]["containerStatuses"]
+        (row,) = self.api.cypher("MATCH (c:Container {id: $id}) RETURN c.hostId AS host",
+                                 id=status["containerID"].removeprefix("containerd://"))
+        self.assertEqual(NODE2, row["host"])
+
+    @staticmethod
+    def other_client(before):
+        """The client's one pod, running, other than `before` (the old one gone)."""
+        now = pods(APP_NS, "app=client")
+        running = [p["metadata"]["name"] for p in now if p["status"].get("phase") == "Running"]
+        assert len(now) == 1 and running and running[0] != before, f"client pods {[p['metadata']['name'] for p in now]}"
+        return running[0]
 
     def test_9_uninstall_removes_the_pins(self):
         # Last in name order (after test_9_placement...): it uninstalls the release.
         if os.environ.get("WATTGRAPH_K8S_KEEP") == "1":
             self.skipTest("WATTGRAPH_K8S_KEEP=1: the release stays installed for a look")
-        self.assertTrue(pinned(), f"the agent's programs are pinned under {PIN_DIR} before the uninstall")
+        for node in NODES:
+            self.assertTrue(pinned(node), f"{node}'s agent's programs are pinned under {PIN_DIR / node} before the uninstall")
         if getattr(ClusterEndToEndTest, "usage", None):  # while the pipeline still runs
             log("CPU and memory from the pipeline flowing to the end of the checks:\n"
                 + usage.table(ClusterEndToEndTest.usage, usage.reading()))
             ClusterEndToEndTest.usage = None
-        agent = self.one_running(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent")
-        # The agent's log to its end: why it unpinned, or why not.
-        logs = subprocess.Popen([f"{K8S_BIN}/kubectl", "--kubeconfig", KUBECONFIG, "-n", WATTGRAPH_NS, "logs", "-f",
-                                 "--tail=5", agent], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        # Each agent's log to its end: why it unpinned, or why not.
+        logs = {node: subprocess.Popen([f"{K8S_BIN}/kubectl", "--kubeconfig", KUBECONFIG, "-n", WATTGRAPH_NS, "logs",
+                                        "-f", "--tail=5", agent], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True)
+                for node, agent in self.agents().items()}
+        said = {}
         try:
             run(f"{K8S_BIN}/helm", "--kubeconfig", KUBECONFIG, "uninstall", "wattgraph", "-n", WATTGRAPH_NS)
-            eventually("the agent's pod gone", lambda: self.assertEqual(
+            eventually("the agents' pods gone", lambda: self.assertEqual(
                 [], [p["metadata"]["name"] for p in pods(WATTGRAPH_NS, "app.kubernetes.io/name=node-agent")]), timeout=180)
-            said = logs.communicate(timeout=60)[0]
+            said = {node: follow.communicate(timeout=60)[0] for node, follow in logs.items()}
         finally:
-            if logs.poll() is None:
-                logs.kill()
-                logs.wait()
-        log(f"the agent's last lines:\n{said[-3000:]}")
-        self.assertEqual([], pinned(), f"pins left on the node after helm uninstall; the agent said:\n{said[-2000:]}")
-        # The connection programs' and the sched programs' directories.
-        self.assertIn("unpinned 2 BPF object(s) under /sys/fs/bpf/wattgraph", said)
+            for follow in logs.values():
+                if follow.poll() is None:
+                    follow.kill()
+                    follow.wait()
+        for node in NODES:
+            log(f"{node}'s agent's last lines:\n{said[node][-3000:]}")
+            self.assertEqual([], pinned(node), f"pins left on {node} after helm uninstall; its agent said:\n{said[node][-2000:]}")
+            # The connection programs' and the sched programs' directories.
+            self.assertIn(f"unpinned 2 BPF object(s) under {PIN_DIR / node}", said[node])
 
 
-def pinned():
-    """The BPF objects pinned under the chart's pin directory on the node."""
-    return sorted(p.name for p in PIN_DIR.iterdir() if p.is_dir()) if PIN_DIR.is_dir() else []
+def pinned(node):
+    """The BPF objects pinned under a node's pin directory."""
+    d = PIN_DIR / node
+    return sorted(p.name for p in d.iterdir() if p.is_dir()) if d.is_dir() else []
 
 
 if __name__ == "__main__":

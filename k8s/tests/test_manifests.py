@@ -22,7 +22,7 @@ KUBE_VERSION = "v1.34.4"
 ALL_ON = ["monitoring.podMonitors=true", "monitoring.dashboards=true", "monitoring.prometheusRule=true", "graphService.tls.secret=gs-tls", "kafka.security.protocol=SASL_SSL",
           "kafka.security.brokerSecret=kafka-broker", "kafka.security.clientSecrets.nodeAgent=k-agent",
           "kafka.security.clientSecrets.streamJobs=k-job", "kafka.security.clientSecrets.graphService=k-gs",
-          "kafka.security.clientSecrets.serviceMapper=k-mapper", "graphService.replicas=5"]
+          "kafka.security.clientSecrets.serviceMapper=k-mapper", "graphService.replicas=5", "nodeAgent.nodeScope=true"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -159,6 +159,28 @@ class Manifests(unittest.TestCase):
         self.assertEqual("262144", args[args.index("--transaction-hist-entries") + 1])
         # Numbers from --set or a values file stay strings, which a container's args must be.
         self.assertEqual(["--pod-metadata-interval-ms", "5000"], args[-2:])
+
+    def test_node_scope_gives_each_agent_its_node_and_a_pin_directory_and_spool_of_its_node(self):
+        def agent(*settings):
+            objs = render(*settings)
+            (ds,) = [d for d in objs if d["kind"] == "DaemonSet"]
+            (role,) = [d for d in objs if d["kind"] == "ClusterRole" and d["metadata"]["name"].startswith("wattgraph-node-agent")]
+            (c,) = ds["spec"]["template"]["spec"]["containers"]
+            (state,) = [m for m in c["volumeMounts"] if m["name"] == "state"]
+            return c["args"], state, role["rules"]
+        args, state, rules = agent()
+        self.assertNotIn("--node-scope", args)
+        self.assertEqual("/sys/fs/bpf/wattgraph", args[args.index("--bpf-pin-dir") + 1])
+        self.assertNotIn("subPathExpr", state)
+        self.assertEqual([{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}], rules)
+        # Nodes sharing a kernel share its bpffs and the host's directories: each agent its own.
+        args, state, rules = agent("nodeAgent.nodeScope=true")
+        self.assertEqual("$(NODE_NAME)", args[args.index("--node-scope") + 1])
+        self.assertEqual("/sys/fs/bpf/wattgraph/$(NODE_NAME)", args[args.index("--bpf-pin-dir") + 1])
+        self.assertEqual("$(NODE_NAME)", state["subPathExpr"])
+        # Its node's pod ranges: get on nodes, nothing more.
+        self.assertEqual([{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+                          {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}], rules)
 
     def test_the_jobs_checkpoint_interval_and_neo4j_writes_come_from_values(self):
         # The job sets its own interval (--checkpoint-interval-ms), which wins over Flink's configuration:
