@@ -18,7 +18,16 @@ pub const VIP_PORT: u16 = 80;
 pub const SERVER_PORT: u16 = 7080;
 pub const SNAT_PORTS: (u16, u16) = (40000, 40999);
 
-fn sh(args: &[&str]) {
+/// A server's side of one request: reads `req` bytes (10 s at most) and answers `resp`.
+pub fn answer(s: &mut TcpStream, req: usize, resp: usize) {
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = vec![0u8; req];
+    s.read_exact(&mut buf).unwrap();
+    s.write_all(&vec![7u8; resp]).unwrap();
+}
+
+/// Runs a command, panicking with its stderr when it fails.
+pub fn sh(args: &[&str]) {
     let out = Command::new(args[0]).args(&args[1..]).output().unwrap_or_else(|e| panic!("{}: {e}", args[0]));
     assert!(out.status.success(), "{}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
 }
@@ -76,10 +85,7 @@ impl Hosts {
         std::thread::spawn(move || {
             for _ in 0..n {
                 let (mut s, _) = listener.accept().unwrap();
-                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-                let mut buf = vec![0u8; req];
-                s.read_exact(&mut buf).unwrap();
-                s.write_all(&vec![7u8; resp]).unwrap();
+                answer(&mut s, req, resp);
                 let mut rest = Vec::new();
                 let _ = s.read_to_end(&mut rest);
             }
@@ -101,10 +107,7 @@ impl Hosts {
         let listener = in_ns(&self.b, move || TcpListener::bind((ADDR_B, port)).unwrap()).join().unwrap();
         std::thread::spawn(move || {
             let (mut s, _) = listener.accept().unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-            let mut buf = vec![0u8; req];
-            s.read_exact(&mut buf).unwrap();
-            s.write_all(&vec![7u8; resp]).unwrap();
+            answer(&mut s, req, resp);
         })
     }
 

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
 use std::time::Duration;
 
-use super::nat_hosts::in_ns;
+use super::nat_hosts::{answer, in_ns, sh};
 
 pub const NODE_A: &str = "10.252.0.1";
 pub const NODE_B: &str = "10.252.0.2";
@@ -17,11 +17,6 @@ pub const POD_A6: &str = "fd77:1::2";
 pub const POD_B: &str = "10.252.2.2";
 pub const BRIDGE_B: &str = "10.252.2.1";
 pub const CIDRS_A: [&str; 2] = ["10.252.1.0/24", "fd77:1::/64"];
-
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0]).args(&args[1..]).output().unwrap_or_else(|e| panic!("{}: {e}", args[0]));
-    assert!(out.status.success(), "{}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
-}
 
 pub struct Nodes {
     /// Network namespace names (under /run/netns).
@@ -93,10 +88,7 @@ pub fn exchange(server_ns: &str, listen: &str, client_ns: &str, to: &str, req: u
     let listener = in_ns(server_ns, move || TcpListener::bind(listen).unwrap()).join().unwrap();
     let server = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut buf = vec![0u8; req];
-        s.read_exact(&mut buf).unwrap();
-        s.write_all(&vec![7u8; resp]).unwrap();
+        answer(&mut s, req, resp);
         let mut rest = Vec::new();
         s.read_to_end(&mut rest).unwrap();
         assert!(rest.is_empty());
