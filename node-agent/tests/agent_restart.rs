@@ -105,6 +105,8 @@ fn agent_killed_and_restarted_on_its_pins_loses_no_connection_and_no_byte() {
     }
     let err = agent::sigterm(second);
     assert!(err.contains("reusing the connections BPF programs and maps pinned at"), "the second agent reused the pins: {err}");
+    // And its summary line says so, not that it attached them.
+    assert!(err.contains("reused pinned tp_btf programs on") && !err.contains("attached tp_btf"), "{err}");
     let unpinned = std::process::Command::new(agent::BIN).args(["--host-id", "x", "--unpin", "--bpf-pin-dir", pins.to_str().unwrap()]).output().unwrap();
     assert!(unpinned.status.success(), "{unpinned:?}");
 

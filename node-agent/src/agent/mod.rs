@@ -102,7 +102,8 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> i32 {
         cfg.netns.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
     };
     log::info!(
-        "attached tp_btf programs to {}; capturing {}; snapshot every {} bytes or {} ms; {} closed-transaction entries",
+        "{} tp_btf programs on {}; capturing {}; snapshot every {} bytes or {} ms; {} closed-transaction entries",
+        if handle.reused { "reused pinned" } else { "attached" },
         handle.attached.join(", "),
         netns_desc,
         cfg.snapshot_bytes,
@@ -143,7 +144,7 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> i32 {
             Err(e) => return fail(1, format_args!("cannot start CPU accounting: {e}")),
         }
         log::info!(
-            "attached tp_btf programs to {}; ResourceSample every {} ms to topic {}",
+            "sched tp_btf programs on {}; ResourceSample every {} ms to topic {}",
             crate::capture::sched::TRACEPOINTS.join(", "),
             cfg.sample_interval_ms,
             cfg.resource_topic

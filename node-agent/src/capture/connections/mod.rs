@@ -138,7 +138,10 @@ pub struct CaptureHandle {
     cmdlines: Arc<KernelCmdlines>,
     taken: Arc<AtomicU64>,
     txn_taken: Arc<AtomicU64>,
+    /// The tracepoints the programs are on.
     pub attached: Vec<String>,
+    /// Whether they are a previous agent's pinned programs (attached then, not now).
+    pub reused: bool,
 }
 
 /// Requests to the capture thread (it owns the BPF maps).
@@ -245,7 +248,9 @@ pub fn spawn(opts: CaptureOptions) -> Result<CaptureHandle, CaptureError> {
         .spawn(move || thread::run(opts, inodes, tx, txn_tx, stop2, stats2, cmdlines2, ready_tx, shed_rx, taken2))
         .map_err(|e| CaptureError::Other(format!("spawn capture thread: {e}")))?;
     match ready_rx.recv() {
-        Ok(Ok(attached)) => Ok(CaptureHandle { rx, txn_rx, stop, thread: Some(thread), stats, shed_tx, cmdlines, taken, txn_taken, attached }),
+        Ok(Ok((attached, reused))) => {
+            Ok(CaptureHandle { rx, txn_rx, stop, thread: Some(thread), stats, shed_tx, cmdlines, taken, txn_taken, attached, reused })
+        }
         Ok(Err(e)) => {
             let _ = thread.join();
             Err(e)

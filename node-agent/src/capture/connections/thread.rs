@@ -36,7 +36,7 @@ pub(super) fn run(
     stop: Arc<AtomicBool>,
     stats: Arc<CaptureStats>,
     cmdlines: Arc<KernelCmdlines>,
-    ready: SyncSender<Result<Vec<String>, CaptureError>>,
+    ready: SyncSender<Result<(Vec<String>, bool), CaptureError>>,
     shed_rx: Receiver<ShedCmd>,
     (taken, txn_taken): (Arc<AtomicU64>, Arc<AtomicU64>),
 ) {
@@ -117,7 +117,8 @@ pub(super) fn run(
             return;
         }
     };
-    let _ = ready.send(Ok(attached));
+    let reused = pins.as_ref().is_some_and(|p| p.reuse);
+    let _ = ready.send(Ok((attached, reused)));
 
     let sweep_every = opts.snapshot_interval;
     let poll_timeout = sweep_every.min(EVENT_POLL);
