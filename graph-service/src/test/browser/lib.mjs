@@ -101,10 +101,26 @@ export function drawn(page) {
 /** Where node {@code id} (or the middle of edge SOURCE>TARGET) is on the screen, in page pixels. */
 export function screenPoint(page, id) {
   return page.evaluate((key) => {
-    const e = window.serviceMap.cy.getElementById(key);
+    const cy = window.serviceMap.cy;
+    const e = cy.getElementById(key);
     if (e.empty()) return null;
     const box = document.getElementById('map').getBoundingClientRect();
-    const p = e.isNode() ? e.renderedPosition() : e.renderedMidpoint();
+    let p = e.isNode() ? e.renderedPosition() : e.renderedMidpoint();
+    if (e.isEdge()) {
+      // A person clicks a visible part of the edge: where another node is drawn over its midpoint,
+      // a point further along it (the curve through both ends and the midpoint), clear of every node.
+      const a = e.renderedSourceEndpoint();
+      const b = e.renderedTargetEndpoint();
+      const c = { x: 2 * p.x - (a.x + b.x) / 2, y: 2 * p.y - (a.y + b.y) / 2 };
+      const at = (t) => ({ x: (1 - t) ** 2 * a.x + 2 * t * (1 - t) * c.x + t * t * b.x,
+                           y: (1 - t) ** 2 * a.y + 2 * t * (1 - t) * c.y + t * t * b.y });
+      const covered = (q) => cy.nodes().some((n) => !n.isParent() && (() => {
+        const bb = n.renderedBoundingBox();
+        return q.x >= bb.x1 - 3 && q.x <= bb.x2 + 3 && q.y >= bb.y1 - 3 && q.y <= bb.y2 + 3;
+      })());
+      const free = [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8].map(at).find((q) => !covered(q));
+      if (free) p = free;
+    }
     return { x: box.left + p.x, y: box.top + p.y };
   }, id);
 }
