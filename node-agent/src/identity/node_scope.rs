@@ -34,20 +34,22 @@ impl PodCidr {
         let prefix = if ip.is_ipv4() { 96 + len } else { len };
         let mut addr = addr16_from_ip(ip);
         for (i, b) in addr.iter_mut().enumerate() {
-            let keep = (prefix as usize).saturating_sub(i * 8).min(8);
-            *b &= !(0xffu16 >> keep) as u8;
+            *b &= byte_mask(prefix, i);
         }
         Ok(PodCidr { addr, prefix, text: text.to_string() })
     }
 
-    /// Whether a 16-byte address (as the capture normalises it) lies in this CIDR.
-    pub fn contains(&self, addr: &[u8; 16]) -> bool {
-        (0..16).all(|i| {
-            let keep = (self.prefix as usize).saturating_sub(i * 8).min(8);
-            let mask = !(0xffu16 >> keep) as u8;
-            addr[i] & mask == self.addr[i]
-        })
+    /// Whether a 16-byte address lies in this CIDR: what the kernel's trie answers, for the tests.
+    #[cfg(test)]
+    fn contains(&self, addr: &[u8; 16]) -> bool {
+        (0..16).all(|i| addr[i] & byte_mask(self.prefix, i) == self.addr[i])
     }
+}
+
+/// The bits of byte `i` of a 16-byte address that a prefix of `prefix` bits keeps.
+fn byte_mask(prefix: u8, i: usize) -> u8 {
+    let keep = (prefix as usize).saturating_sub(i * 8).min(8);
+    !(0xffu16 >> keep) as u8
 }
 
 /// The pod CIDRs of a Node object (`spec.podCIDRs`, else the older `spec.podCIDR`); empty while
