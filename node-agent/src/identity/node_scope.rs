@@ -39,9 +39,8 @@ impl PodCidr {
         Ok(PodCidr { addr, prefix, text: text.to_string() })
     }
 
-    /// Whether a 16-byte address lies in this CIDR: what the kernel's trie answers, for the tests.
-    #[cfg(test)]
-    fn contains(&self, addr: &[u8; 16]) -> bool {
+    /// Whether a 16-byte address lies in this CIDR: what the kernel's trie answers (tests, fuzzing).
+    pub fn contains(&self, addr: &[u8; 16]) -> bool {
         (0..16).all(|i| addr[i] & byte_mask(self.prefix, i) == self.addr[i])
     }
 }
