@@ -328,14 +328,61 @@ fn short_connections_one_transaction_each() {
         assert!(cl.routes().is_empty() && sv.routes().is_empty(), "not HTTP, yet routes: {cl:?} {sv:?}");
         assert_eq!(cl.bytes(), (e.request_bytes, e.response_bytes));
         assert_eq!(sv.bytes(), (e.request_bytes, e.response_bytes));
-        // Server time >= the 2 ms sleep (recv returned before it, send returned after it).
-        // Client RTT >= server time is not asserted per single transaction: timestamps are
-        // taken when send/recv return, so a client woken before the server's send returns
-        // can measure a few µs less (node-agent/README.md "Limits"); the keep-alive test compares percentiles.
+        // Server time >= the 2 ms sleep (recv returned before it, send began after it).
+        // Client RTT >= server time is not asserted per single transaction: a receive is timed
+        // at its read, so a client woken before the server's send returns can measure a few µs
+        // less (node-agent/README.md "Limits"); the keep-alive test compares percentiles.
         let s = sv.merged(TxnRole::Server);
         assert!(s.cells.iter().all(|c| c.0 >= bucket_of(2 * MS)), "server time below 2 ms: {s:?}");
     }
     println!("{K} short connections: 1 transaction on each side of each");
+    h.stop();
+}
+
+/// A receive is timed at its read, as when the clock was read at its return, though it is now
+/// TCP's own stamp of the socket (rx_time in connections.bpf.c: the kernel stamps it when the
+/// receive copies the bytes out). Two exchanges on one connection: the server reads the first
+/// request `LATE` after it arrived, so its server time excludes that wait (were the stamp the
+/// arrival's, it would be >= LATE); the client reads the second response `LATE` after it
+/// arrived, so its round trip includes it.
+#[test]
+fn a_receive_is_timed_at_its_read_not_at_the_arrival() {
+    let Some(h) = start() else { return };
+    const LATE: Duration = Duration::from_secs(1);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (first_sent, wait) = std::sync::mpsc::channel::<()>();
+    let srv = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_nodelay(true).unwrap();
+        wait.recv().unwrap();
+        std::thread::sleep(LATE); // the first request waits in the socket
+        for _ in 0..2 {
+            s.read_exact(&mut [0u8; 5]).unwrap();
+            s.write_all(b"pong!!").unwrap();
+        }
+        s.read_to_end(&mut Vec::new()).unwrap();
+    });
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_nodelay(true).unwrap();
+    let port = c.local_addr().unwrap().port();
+    c.write_all(b"ping1").unwrap();
+    first_sent.send(()).unwrap();
+    c.read_exact(&mut [0u8; 6]).unwrap();
+    c.write_all(b"ping2").unwrap();
+    std::thread::sleep(LATE); // the second response waits in the socket
+    c.read_exact(&mut [0u8; 6]).unwrap();
+    drop(c);
+    srv.join().unwrap();
+    let sides = collect(&h, &[(port, addr.port())]);
+    let (cl, sv) = (&sides[&(port, addr.port())], &sides[&(addr.port(), port)]);
+    assert_eq!((cl.transactions(), sv.transactions()), (2, 2), "{cl:?} {sv:?}");
+    let at_least_half_late = |h: &Histogram| -> u64 {
+        h.cells.iter().filter(|c| bucket_lower(c.0) >= LATE.as_nanos() as u64 / 2).map(|c| c.1).sum()
+    };
+    let (crtt, stime) = (cl.merged(TxnRole::Client), sv.merged(TxnRole::Server));
+    assert_eq!(at_least_half_late(&stime), 0, "a request's wait in the socket is not server time: {stime:?}");
+    assert_eq!(at_least_half_late(&crtt), 2, "both round trips hold a late read: {crtt:?}");
     h.stop();
 }
 

@@ -204,7 +204,7 @@ struct {
 struct send_begin {
 	__u64 sk;
 	__u64 left;
-	__u64 ts;
+	__u64 ts; // CLOCK_MONOTONIC, as every transaction time
 	__u64 idle_sk;
 	__u32 idle_seq;
 	__u32 _pad;
@@ -570,6 +570,32 @@ static __always_inline __u64 clock_now(__u64 *now)
 	return *now;
 }
 
+// Transaction times are CLOCK_MONOTONIC ns, the clock TCP keeps per socket (only differences
+// of them are reported). A send's is when it began (send_begins), read at the first need.
+static __always_inline __u64 txn_clock(__u64 *t)
+{
+	if (!*t)
+		*t = bpf_ktime_get_ns();
+	return *t;
+}
+
+// A receive's transaction time without a clock read: TCP's own stamp of the socket
+// (tcp_clock_cache), which the kernel refreshes when a receive copies bytes out
+// (tcp_rcv_space_adjust), so the read's time as before; on any kernel between the arrival of the
+// last byte read and this receive's return. A load where a clock read costs as much as the rest.
+static __always_inline __u64 rx_time(struct sock *sk)
+{
+	__u64 t = 0;
+	if (bpf_core_field_exists(struct tcp_sock, tcp_clock_cache))
+		t = bpf_core_cast(sk, struct tcp_sock)->tcp_clock_cache;
+	return t ? t : bpf_ktime_get_ns();
+}
+
+static __always_inline __u64 elapsed(__u64 from, __u64 to)
+{
+	return to > from ? to - from : 0;
+}
+
 // One completed transaction: histogram cell +1 (the only map operation), totals in
 // the socket's own entry. Runs once per transaction (at a change of direction).
 static __attribute__((noinline)) void txn_done(struct sock_info *si, __u8 kind, __u64 dt, __u64 req, __u64 resp)
@@ -606,15 +632,15 @@ static __attribute__((noinline)) void txn_done(struct sock_info *si, __u8 kind, 
 // The request's first bytes name its HTTP route (client: the send that starts it; server: the
 // receive that starts it); the transaction is filed under that route when it completes.
 // Called before the bytes of this event are added to the socket's counters.
-// `*now` is when the send began for a send (see send_begins), when it returned for a receive;
-// 0 = not read yet (clock_now reads it, only where a time is kept).
-static __always_inline void txn_on_bytes(struct sock_info *si, bool is_send, __u64 *now, __u64 len)
+// `*t` (monotonic) is when the send began (see send_begins), 0 = not read yet (txn_clock reads
+// it, only where a time is kept); a receive's time is rx_time's.
+static __always_inline void txn_on_bytes(struct sock_info *si, struct sock *sk, bool is_send, __u64 *t, __u64 len)
 {
 	__u8 phase = si->txn_phase;
 	if (!is_send) {
 		if (track_http && si->role == ROLE_SERVER && phase != TXN_RECEIVED)
 			si->route = http_route_of_payload(len);
-		si->txn_last_ns = clock_now(now);
+		si->txn_last_ns = rx_time(sk);
 		si->txn_phase = TXN_RECEIVED;
 		return;
 	}
@@ -623,15 +649,13 @@ static __always_inline void txn_on_bytes(struct sock_info *si, bool is_send, __u
 	si->txn_phase = TXN_SENT;
 	if (si->role == ROLE_CLIENT) {
 		if (phase == TXN_RECEIVED && si->txn_start_ns)
-			txn_done(si, TXN_CLIENT_RTT, si->txn_last_ns - si->txn_start_ns,
+			txn_done(si, TXN_CLIENT_RTT, elapsed(si->txn_start_ns, si->txn_last_ns),
 				 si->bytes_sent, si->bytes_recv);
-		si->txn_start_ns = clock_now(now);
+		si->txn_start_ns = txn_clock(t);
 		if (track_http)
 			si->route = http_route_of_payload(len);
 	} else if (si->role == ROLE_SERVER && phase == TXN_RECEIVED) {
-		__u64 t = clock_now(now);
-		txn_done(si, TXN_SERVER_TIME, t > si->txn_last_ns ? t - si->txn_last_ns : 0,
-			 si->bytes_recv, si->bytes_sent);
+		txn_done(si, TXN_SERVER_TIME, elapsed(si->txn_last_ns, txn_clock(t)), si->bytes_recv, si->bytes_sent);
 	}
 }
 
@@ -640,7 +664,7 @@ static __always_inline void txn_on_bytes(struct sock_info *si, bool is_send, __u
 static __attribute__((noinline)) void txn_on_close(struct sock_info *si, __u64 now)
 {
 	if (si->role == ROLE_CLIENT && si->txn_phase == TXN_RECEIVED && si->txn_start_ns) {
-		txn_done(si, TXN_CLIENT_RTT, si->txn_last_ns - si->txn_start_ns, si->bytes_sent, si->bytes_recv);
+		txn_done(si, TXN_CLIENT_RTT, elapsed(si->txn_start_ns, si->txn_last_ns), si->bytes_sent, si->bytes_recv);
 		si->txn_phase = TXN_NONE;
 	}
 	if (!si->txn_count)
@@ -815,14 +839,14 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 {
 	if (ret <= 0 || !is_tcp_inet(sk))
 		return 0;
-	// A send's transaction time is when it began (send_begins); a receive's, when it returned.
+	// A send's transaction time is when it began (send_begins); a receive's, rx_time's.
 	__u32 zero = 0;
 	struct send_begin *b = track_txn && is_send ? bpf_map_lookup_elem(&send_begins, &zero) : NULL;
-	__u64 now = 0;
+	__u64 now = 0, txn_t = 0; // boot clock for events, monotonic for transactions: 0 = not read
 	__u32 seq = 0;
 	if (b) {
 		seq = copied_seq(sk); // before this send's phase change (a racing receive voids it)
-		now = send_began(b, sk);
+		txn_t = send_began(b, sk);
 	}
 	struct sock_info *si = sock_state(sk);
 
@@ -858,7 +882,7 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 
 	// A socket of unknown role has no transactions (txn_on_bytes would only flip its phase).
 	if (track_txn && si->role != ROLE_UNKNOWN)
-		txn_on_bytes(si, is_send, &now, (__u64)ret);
+		txn_on_bytes(si, sk, is_send, &txn_t, (__u64)ret);
 	if (b) {
 		b->idle_sk = (__u64)sk;
 		b->idle_seq = seq;
@@ -898,7 +922,7 @@ int BPF_PROG(handle_sendmsg_begin, struct sock *sk, struct msghdr *msg, struct s
 		b->sk = (__u64)sk;
 		// The last send here was on this socket and nothing was read since: the request or
 		// response continues, and its begin time is not used (0: read at the send if it is).
-		b->ts = b->idle_sk == (__u64)sk && copied_seq(sk) == b->idle_seq ? 0 : bpf_ktime_get_boot_ns();
+		b->ts = b->idle_sk == (__u64)sk && copied_seq(sk) == b->idle_seq ? 0 : bpf_ktime_get_ns();
 	}
 	b->left = left;
 	return 0;

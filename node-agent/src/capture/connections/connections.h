@@ -57,10 +57,10 @@ struct sock_info {
 	 * SHED_KEEP_ONE unless sampled; 0 for a shed connection reported for its traffic. */
 	__u32 keep;
 	__u32 _pad2;
-	/* Transaction state: client: first byte of the current request sent;
-	 * server: unused (0). */
+	/* Transaction state (CLOCK_MONOTONIC ns): client: when the send of the current request's
+	 * first byte began; server: unused (0). */
 	__u64 txn_start_ns;
-	/* client: last response byte received; server: last request byte received. */
+	/* client: last response byte received; server: last request byte received (rx_time). */
 	__u64 txn_last_ns;
 	/* Cumulative: completed transactions, and request / response payload bytes up to
 	 * the last completed one (server: response bytes as of its first response byte). */
