@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # A two-node Kubernetes cluster on this machine, from the binaries build.sh made:
+#   cluster.sh prepare install the packages, build the binaries and the images' bases; start nothing
 #   cluster.sh up      start (or complete) etcd, the control plane, CoreDNS and two nodes: the host's
 #                      network namespace, and a namespace of its own for the second, each with its
 #                      containerd, kubelet and kube-proxy (iptables); return when both nodes are Ready
@@ -404,6 +405,16 @@ storage() {
   } | kc apply -f - >/dev/null
 }
 
+# Everything the cluster and its images need that no build of this checkout changes: the Debian
+# packages, the binaries (build.sh) and the images' bases. `bin/wattgraph test` runs it in the
+# background while the other suites run: on a new machine that is most of the cluster suite's time.
+prepare() {
+  [ "$(id -u)" = 0 ] || die "the cluster needs root"
+  ensure_packages "${APT_PACKAGES[@]}"
+  "$HERE/build.sh"
+  "$HERE/images.sh" bases
+}
+
 up() {
   [ "$(id -u)" = 0 ] || die "the cluster needs root"
   ensure_packages "${APT_PACKAGES[@]}"
@@ -561,9 +572,10 @@ lock() {
 }
 
 case "${1:-}" in
+  prepare) lock; prepare ;;
   up) lock; up ;;
   down) lock; down ;;
   status) status ;;
   install) shift; lock; install "$@" ;;
-  *) echo "usage: $0 up|down|status|install" >&2; exit 2 ;;
+  *) echo "usage: $0 prepare|up|down|status|install" >&2; exit 2 ;;
 esac

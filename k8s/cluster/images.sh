@@ -129,14 +129,19 @@ prune() {
   say "removed $n images of earlier builds"
 }
 
-build() {
-  local started
-  started=$(date +%s)
+# What no build of this checkout changes: the system images, the Debian base and the JRE on it.
+bases() {
   ensure_packages buildah debootstrap gcc libc6-dev
-  artefacts
   system
   debian_base
   have_image "$JRE_IMAGE" || bud "$JRE_IMAGE" k8s/images/jre/Dockerfile "BASE_IMAGE=$DEBIAN_IMAGE"
+}
+
+build() {
+  local started
+  started=$(date +%s)
+  bases
+  artefacts
   bud wattgraph/flink:2.2.1-java17 k8s/images/flink/Dockerfile "JRE_IMAGE=$JRE_IMAGE"
   local i name file arg
   for i in "${IMAGES[@]}"; do
@@ -168,6 +173,7 @@ import_all() {
 
 case "${1:-}" in
   system) system ;;
+  bases) bases ;;
   build) build ;;
   import-system) system; each_containerd import_system ;;
   import) each_containerd import_all ;;

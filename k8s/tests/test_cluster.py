@@ -567,7 +567,8 @@ class ClusterEndToEndTest(unittest.TestCase):
         graph_ns = sum(cpu * row["windowNs"] for _, cpu in windows if cpu == cpu)  # NaN: no CPU that window
         self.assertLessEqual(abs(graph_ns - truth_ns), 1_000_000,
                              f"container {container}: {len(windows)} windows after {boundary_ns}, graph "
-                             f"{graph_ns:.0f} ns, kernel {truth_ns} ns")
+                             f"{graph_ns:.0f} ns, kernel {truth_ns} ns; per window (end, ns): "
+                             f"{[(end, round(cpu * row['windowNs'])) for end, cpu in windows]}")
         return graph_ns
 
     def test_8_totals_stay_exact(self):
