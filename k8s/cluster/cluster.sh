@@ -409,16 +409,18 @@ storage() {
 # packages, the binaries (build.sh) and the images' bases. `bin/wattgraph test` runs it in the
 # background while the other suites run: on a new machine that is most of the cluster suite's time.
 prepare() {
-  [ "$(id -u)" = 0 ] || die "the cluster needs root"
-  ensure_packages "${APT_PACKAGES[@]}"
-  "$HERE/build.sh"
+  binaries
   "$HERE/images.sh" bases
 }
 
-up() {
+binaries() {
   [ "$(id -u)" = 0 ] || die "the cluster needs root"
   ensure_packages "${APT_PACKAGES[@]}"
   "$HERE/build.sh"
+}
+
+up() {
+  binaries
   mkdir -p "$S"/{logs,pids}
   pki
   host_setup

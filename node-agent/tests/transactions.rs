@@ -339,9 +339,9 @@ fn short_connections_one_transaction_each() {
     h.stop();
 }
 
-/// A receive is timed at its read, as when the clock was read at its return, though it is now
-/// TCP's own stamp of the socket (rx_time in connections.bpf.c: the kernel stamps it when the
-/// receive copies the bytes out). Two exchanges on one connection: the server reads the first
+/// A receive is timed at its read: rx_time in connections.bpf.c takes TCP's own stamp of the
+/// socket, which the kernel sets when a receive copies the bytes out, not at their arrival. Two
+/// exchanges on one connection: the server reads the first
 /// request `LATE` after it arrived, so its server time excludes that wait (were the stamp the
 /// arrival's, it would be >= LATE); the client reads the second response `LATE` after it
 /// arrived, so its round trip includes it.
