@@ -142,6 +142,37 @@ fn the_memory_tier_is_bounded_in_bytes_too() {
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 }
 
+/// The delivery reports are served by a thread that sleeps until librdkafka has one: idle, it
+/// wakes once per 100 ms wait, not in a loop (rdkafka's own polling thread spun through the last
+/// millisecond of each of its polls); reports still arrive for every record, in bursts and
+/// one at a time, and dropping the producer ends the thread.
+#[test]
+fn delivery_reports_are_served_without_polling_in_a_loop() {
+    let (_mock, brokers) = mock_cluster(TOPIC, 2);
+    let p = EventProducer::new(&brokers, TOPIC, "poll-test").unwrap();
+    let st = p.stats().clone();
+    let delivered = || st.delivered.load(Ordering::Relaxed);
+    for i in 0..500 {
+        let (k, v) = record(i);
+        assert_eq!(p.send(k.as_bytes(), &v), Sent::Memory);
+    }
+    agent::wait_for("a burst of 500 delivered", || delivered() == 500);
+    for i in 500..520 {
+        let (k, v) = record(i);
+        p.send(k.as_bytes(), &v);
+        agent::wait_for("each single record delivered", || delivered() == i as u64 + 1);
+    }
+    // Idle: at most one wakeup per 100 ms wait (and one for a report still on its way).
+    let (w0, t0) = (p.delivery_wakeups(), Instant::now());
+    std::thread::sleep(Duration::from_millis(1500));
+    let (woke, waits) = (p.delivery_wakeups() - w0, t0.elapsed().as_millis() as u64 / 100);
+    assert!(woke <= waits + 2, "{woke} wakeups in {waits} idle waits of 100 ms");
+    assert!(woke >= 1, "the thread waits with a timeout, so that a stop is seen");
+    assert_eq!(st.delivery_errors.load(Ordering::Relaxed), 0);
+    assert_exactly_once_in_order(&brokers, 2, &(0..520).collect::<Vec<_>>());
+    drop(p); // joins the thread (a hang here fails the test by its timeout)
+}
+
 /// Consumes `TOPIC` (until `accepted.len()` arrived, then 2 s more to see any duplicate) and
 /// checks that it holds each accepted record once and, per key, in sending order.
 fn assert_exactly_once_in_order(brokers: &str, partitions: i32, accepted: &[usize]) {

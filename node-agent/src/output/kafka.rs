@@ -20,12 +20,13 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseProducer, DeliveryResult, Producer, ProducerContext};
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::producer::PurgeConfig;
 use rdkafka::{ClientContext, IntoOpaque, Message};
 
 use crate::output::kafka_client::{KafkaClient, WithKafkaClient};
+use crate::output::kafka_poll::Poller;
 use crate::output::spool::DiskSpool;
 
 /// Space reserved per disk segment (or a quarter of the bound, if smaller).
@@ -175,7 +176,7 @@ impl ProducerContext for StatsContext {
 }
 
 struct Inner {
-    producer: ThreadedProducer<StatsContext>,
+    producer: BaseProducer<StatsContext>,
     /// NUL-terminated topic names, made once per topic (a send passes librdkafka a C string).
     topics: RwLock<Vec<(Box<str>, CString)>>,
     spool: Option<Arc<Mutex<DiskSpool>>>,
@@ -364,6 +365,8 @@ pub struct EventProducer {
     inner: Arc<Inner>,
     topic: String,
     drainer: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+    /// Serves the delivery reports; stopped before the producer is destroyed.
+    poller: Mutex<Poller>,
 }
 
 impl EventProducer {
@@ -409,6 +412,8 @@ impl EventProducer {
             .create_with_context(StatsContext { stats: stats.clone(), spool: spool.clone(), rescued: Mutex::new(Vec::new()) })
             .context("create Kafka producer")?;
         let inner = Arc::new(Inner { producer, topics: RwLock::new(Vec::new()), spool, disk_active: AtomicBool::new(false), stats });
+        let served = inner.clone();
+        let poller = Poller::start(inner.producer.client().native_ptr(), move || served.producer.poll(Duration::ZERO))?;
         let mut drainer = None;
         if let Some(spool) = inner.spool.clone() {
             {
@@ -441,11 +446,16 @@ impl EventProducer {
                 .context("start the spool drainer thread")?;
             drainer = Some((stop, t));
         }
-        Ok(EventProducer { inner, topic: topic.to_string(), drainer: Mutex::new(drainer) })
+        Ok(EventProducer { inner, topic: topic.to_string(), drainer: Mutex::new(drainer), poller: Mutex::new(poller) })
     }
 
     pub fn stats(&self) -> &Arc<KafkaStats> {
         &self.inner.stats
+    }
+
+    /// How often the delivery report thread woke: at an event, at a stop, or after 100 ms idle.
+    pub fn delivery_wakeups(&self) -> u64 {
+        self.poller.lock().unwrap().wakeups.load(Ordering::Relaxed)
     }
 
     /// Enqueues one message (librdkafka copies key and payload); when the memory tier is full,
@@ -517,5 +527,7 @@ impl EventProducer {
 impl Drop for EventProducer {
     fn drop(&mut self) {
         self.stop_drainer();
+        // Here, while `inner` still holds the producer: the poller's queue handle goes first.
+        self.poller.lock().unwrap().stop();
     }
 }

@@ -5,6 +5,7 @@
 pub mod avro;
 pub mod kafka;
 pub mod kafka_client;
+mod kafka_poll;
 pub mod pipeline;
 pub mod spool;
 
