@@ -53,6 +53,15 @@ kill_pids() {
   wait 2>/dev/null || true
 }
 
+# prog_stats PID LABEL : that agent's programs (from its fds), "LABEL name run_time_ns run_cnt";
+# the times need bpf_stats on.
+prog_stats() {
+  local ids
+  ids=$(grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -u | paste -sd, -)
+  bpftool prog show -j | jq -r --argjson ids "[${ids}]" --arg l "$2" '.[] | select(.id as $i | $ids | index($i))
+    | select(.name|test("^(handle_|wg_)")) | "\($l) \(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"'
+}
+
 # forget_pids PID... : takes processes already waited for off `pids` (their ids may be reused).
 forget_pids() {
   local keep=() p q

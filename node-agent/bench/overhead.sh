@@ -65,12 +65,6 @@ AGENT=$AGENT_AFTER
 
 # Per-call cost of each program, in a separate run: bpf_stats_enabled itself adds two clock
 # reads per call, so it stays off while throughput is measured.
-prog_stats() { # prog_stats PID LABEL: that agent's programs, "LABEL name run_time_ns run_cnt"
-  local ids
-  ids=$(grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -u | paste -sd, -)
-  bpftool prog show -j | jq -r --argjson ids "[${ids}]" --arg l "$2" '.[] | select(.id as $i | $ids | index($i))
-    | select(.name|test("^(handle_|wg_)")) | "\($l) \(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"'
-}
 bpf_stats on
 for len in 1K 128K; do
   for label in after before; do
