@@ -36,7 +36,7 @@ run_iperf() { # run_iperf LEN -> Gbit/s
 }
 
 declare -A off on before
-agent_cpu=() agent_rss=() broker_off=() broker_on=()
+agent_cpu=() agent_rss=() broker_off=() broker_on=() before_cpu=()
 AGENT_AFTER=$AGENT
 for len in 1K 128K; do
   for r in $(seq 1 "$ROUNDS"); do
@@ -56,7 +56,10 @@ for len in 1K 128K; do
     if [ -n "${AGENT_BEFORE:-}" ]; then
       AGENT=$AGENT_BEFORE start_agent "$WORK/agent.log"; apid=$!
       wait_ready "$WORK/ready"
+      t0=$(cpu_ticks $apid); s0=$(date +%s%N)
       before[$len]+="$(run_iperf $len) "
+      t1=$(cpu_ticks $apid); s1=$(date +%s%N)
+      before_cpu+=("$(millicores $t0 $t1 $s0 $s1)")
       kill -TERM $apid; wait $apid || true
     fi
   done
@@ -99,7 +102,7 @@ if [ -n "${AGENT_BEFORE:-}" ]; then
   done
 fi
 echo
-echo "agent CPU while iperf3 ran (millicores, per run): ${agent_cpu[*]}"
+echo "agent CPU while iperf3 ran (millicores, per run): ${agent_cpu[*]}${AGENT_BEFORE:+; AGENT_BEFORE: ${before_cpu[*]}}"
 echo "agent RSS (kB, per run): ${agent_rss[*]}"
 # The broker shares the 2 cores here; on a real host it runs elsewhere, so its extra CPU while the
 # agent sends is part of the measured loss but not of the agent's cost on its host.
