@@ -82,6 +82,8 @@ fn request_lines_to_routes() {
         (format!("GET /{long_seg} HTTP/1.1\r\n"), Some(("GET", format!("/{}", &long_seg[..62]), true))),
         ("GET /users/12".into(), Some(("GET", "/users/{id}".into(), true))),
         ("GET /users/ab".into(), Some(("GET", "/users/ab".into(), true))),
+        // An id segment with no room left for "{id}": cut at its slash.
+        (format!("GET /{}/12345 HTTP/1.1\r\n", "a".repeat(58)), Some(("GET", format!("/{}/", "a".repeat(58)), true))),
         // Not request lines.
         ("HTTP/1.1 200 OK\r\n".into(), None),
         ("get / HTTP/1.1\r\n".into(), None),
@@ -107,6 +109,15 @@ fn request_lines_to_routes() {
         let got = got.as_ref().map(|p| (p.route.method, p.route.path.clone(), p.route.truncated));
         let want = want.as_ref().map(|(m, p, t)| (*m, p.clone(), *t));
         assert_eq!(got, want, "request {line:?}");
+    }
+    // The id is the FNV-1a of the path as finally written ("{id}" rewrites included), from a
+    // basis holding the method, then the truncated flag; the kernel builds it while it parses.
+    for (line, p) in cases.iter().map(|c| &c.0).zip(&got).filter_map(|(l, p)| Some((l, p.as_ref()?))) {
+        let method = ["", "GET", "POST", "PUT", "DELETE", "HEAD", "PATCH", "OPTIONS", "CONNECT", "TRACE"]
+            .iter().position(|m| *m == p.route.method).unwrap() as u64;
+        let h = p.route.path.bytes().fold(0xcbf2_9ce4_8422_2325u64 ^ method, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+        let h = h ^ p.route.truncated as u64;
+        assert_eq!(p.id, if h <= 1 { h + 2 } else { h }, "id of {line:?}");
     }
     let n = cases.len();
     assert!(got[n].is_none(), "TLS");
