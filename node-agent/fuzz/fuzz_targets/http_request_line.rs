@@ -22,4 +22,9 @@ fuzz_target!(|data: &[u8]| {
     assert!(r.path.bytes().all(|b| (0x21..=0x7e).contains(&b)), "printable ASCII only: {:?}", r.path);
     assert!(path[r.path.len()..].iter().all(|&b| b == 0), "path tail zeroed: {path:?}");
     assert!(data.starts_with(r.method.as_bytes()), "method {} from {:?}", r.method, &data[..data.len().min(16)]);
+    // The id the kernel builds while it parses is the FNV-1a of the path as finally written, from
+    // a basis holding the method, then the truncated flag (0 and 1 are reserved).
+    let h = r.path.bytes().fold(0xcbf2_9ce4_8422_2325u64 ^ method as u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    let h = h ^ truncated as u64;
+    assert_eq!(id, if h <= 1 { h + 2 } else { h }, "route id of {:?}", r.path);
 });
