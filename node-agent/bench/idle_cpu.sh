@@ -3,6 +3,7 @@
 # one run: each build as deployed (transactions, resources, cgroup sampler) against a real broker,
 # SECS s measured after it is ready, from the threads' schedstat (ns on CPU). Prints millicores
 # per thread (threads of one name summed) and in all, means over the rounds, and A/B.
+# AGENT_FLAGS adds flags to both (e.g. "--power-cap dry-run": its budget consumer too).
 # Needs root and local-stack built. Usage: node-agent/bench/idle_cpu.sh AGENT_A AGENT_B [ROUNDS=3] [SECS=10]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -26,7 +27,8 @@ threads_ns() {
 for r in $(seq 1 "$ROUNDS"); do
   for label in A B; do
     if [ $label = A ]; then AGENT=$A; else AGENT=$B; fi
-    start_agent "$WORK/agent-$label.log"; apid=$!; pids+=("$apid")
+    # shellcheck disable=SC2086 # AGENT_FLAGS is a list of flags
+    start_agent "$WORK/agent-$label.log" ${AGENT_FLAGS:-}; apid=$!; pids+=("$apid")
     wait_ready "$WORK/ready"; sleep 3
     threads_ns $apid > "$WORK/t0"; s0=$(date +%s%N)
     sleep "$SECS"

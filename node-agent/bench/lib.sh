@@ -62,6 +62,30 @@ prog_stats() {
     | select(.name|test("^(handle_|wg_)")) | "\($l) \(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"'
 }
 
+# txn_rows CFG AGENT [FLAGS...] : one txn_cost.sh run of AGENT; appends "CFG phase program ns" rows
+# (phase reqresp: every call starts a request or a response; iperf1k: streaming) to $OUT/all.txt.
+txn_rows() {
+  local cfg=$1 agent=$2; shift 2
+  TMPDIR=$OUT bash "$ROOT/node-agent/bench/txn_cost.sh" "$agent" "$cfg-$RANDOM" "$@" |
+    awk -v cfg="$cfg" '/request\/response/ {ph="reqresp"} /iperf3/ {ph="iperf1k"}
+      /handle_(send|recv) / {split($3, a, "="); print cfg, ph, $1, a[2]}' >>"$OUT/all.txt"
+}
+
+# txn_table CFG_A CFG_B : medians of $OUT/all.txt's rows per phase and program, A against B.
+txn_table() {
+  local ph prog a b
+  median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+  printf "%-8s %-12s %10s %10s %7s %10s\n" phase program "$1" "$2" ratio difference
+  for ph in reqresp iperf1k; do
+    for prog in handle_recv handle_send; do
+      a=$(awk -v c="$1" -v p=$ph -v g=$prog '$1==c && $2==p && $3==g {print $4}' "$OUT/all.txt" | median)
+      b=$(awk -v c="$2" -v p=$ph -v g=$prog '$1==c && $2==p && $3==g {print $4}' "$OUT/all.txt" | median)
+      awk -v ph=$ph -v g=$prog -v a="$a" -v b="$b" \
+        'BEGIN {printf "%-8s %-12s %10.0f %10.0f %7.2f %10.0f\n", ph, g, a, b, a/b, a-b}'
+    done
+  done
+}
+
 # forget_pids PID... : takes processes already waited for off `pids` (their ids may be reused).
 forget_pids() {
   local keep=() p q

@@ -15,23 +15,9 @@ need_cmds jq bpftool iperf3
 build_agent
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-for r in $(seq 1 "$ROUNDS"); do
-  for cfg in on off; do
-    flags=(); [ $cfg = off ] && flags=(--http-routes 0)
-    # "phase program ns" lines
-    TMPDIR=$OUT bash "$ROOT/node-agent/bench/txn_cost.sh" "$AGENT" "$cfg-$r" "${flags[@]}" |
-      awk -v cfg=$cfg '/request\/response/ {ph="reqresp"} /iperf3/ {ph="iperf1k"}
-        /handle_(send|recv) / {split($3, a, "="); print cfg, ph, $1, a[2]}' >>"$OUT/all.txt"
-  done
+for _ in $(seq 1 "$ROUNDS"); do
+  txn_rows on "$AGENT"
+  txn_rows off "$AGENT" --http-routes 0
 done
-median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-printf "%-8s %-12s %10s %10s %7s %10s\n" phase program on_ns off_ns ratio added_ns
-for ph in reqresp iperf1k; do
-  for prog in handle_recv handle_send; do
-    on=$(awk -v p=$ph -v g=$prog '$1=="on" && $2==p && $3==g {print $4}' "$OUT/all.txt" | median)
-    off=$(awk -v p=$ph -v g=$prog '$1=="off" && $2==p && $3==g {print $4}' "$OUT/all.txt" | median)
-    awk -v ph=$ph -v g=$prog -v on="$on" -v off="$off" \
-      'BEGIN {printf "%-8s %-12s %10.0f %10.0f %7.2f %10.0f\n", ph, g, on, off, on/off, on-off}'
-  done
-done
+txn_table on off
 echo "rounds: $ROUNDS (medians of the rounds; each round runs both configurations back to back)"

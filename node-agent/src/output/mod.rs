@@ -5,7 +5,7 @@
 pub mod avro;
 pub mod kafka;
 pub mod kafka_client;
-mod kafka_poll;
+pub(crate) mod kafka_poll;
 pub mod pipeline;
 pub mod spool;
 

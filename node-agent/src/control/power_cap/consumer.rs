@@ -26,6 +26,7 @@ use crate::control::power_cap::outcome::PowerCapMode;
 use crate::control::power_cap::metrics::BudgetMetrics;
 use crate::output::kafka::rate_limited;
 use crate::output::kafka_client::{KafkaClient, WithKafkaClient};
+use crate::output::kafka_poll::QueueWait;
 
 const POLL: Duration = Duration::from_millis(200);
 const METADATA_RETRY: Duration = Duration::from_secs(5);
@@ -143,6 +144,17 @@ fn run(
     metrics: &BudgetMetrics,
     stop: &AtomicBool,
 ) {
+    // The consumer queue (the main queue is forwarded to it): waited on without rdkafka's poll
+    // loop, which spins through the last millisecond of each wait (output/kafka_poll.rs). A local,
+    // so it is dropped before the consumer.
+    // SAFETY: a live consumer handle; the new queue handle is owned by the QueueWait.
+    let wait = match QueueWait::new(unsafe { rdkafka::bindings::rd_kafka_queue_get_consumer(consumer.client().native_ptr()) }) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            log::warn!("power budgets: {e:#}; polling instead");
+            None
+        }
+    };
     let mut partitions = 0usize;
     let mut next_assign = Instant::now();
     let mut said_missing = false;
@@ -174,7 +186,14 @@ fn run(
                 continue;
             }
         }
-        match consumer.poll(POLL) {
+        let message = match &wait {
+            Some(w) => {
+                w.wait(POLL);
+                consumer.poll(Duration::ZERO)
+            }
+            None => consumer.poll(POLL),
+        };
+        match message {
             None => {}
             Some(Ok(m)) if m.key() == Some(host.as_bytes()) => match &mut catching_up {
                 Some((_, last)) => *last = Some(m.payload().map(<[u8]>::to_vec)),
