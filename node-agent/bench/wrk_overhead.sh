@@ -81,29 +81,34 @@ for path in small large; do
 done
 AGENT=$AGENT_AFTER
 
-# Where a request's cost goes: one more agent run per response size with bpf_stats on (its clock
+# Where a request's cost goes: one more agent run per response size (and build) with bpf_stats on (its clock
 # reads stay out of the throughput runs): each program's calls and ns per request, and the
 # agent's and the broker's CPU per request, as shares of the machine's cores at that rate.
 bpf_stats on
 breakdown=()
+builds=(now); [ -n "${AGENT_BEFORE:-}" ] && builds+=(before)
 for path in small large; do
-  start_agent "$WORK/agent.log"; apid=$!
-  wait_ready "$WORK/ready"
-  prog_stats $apid "$path" > "$WORK/progs0"
-  t0=$(cpu_ticks $apid); b0=$(cpu_ticks $broker); s0=$(date +%s%N)
-  rps=$(run_wrk $path | cut -d' ' -f1)
-  t1=$(cpu_ticks $apid); b1=$(cpu_ticks $broker); s1=$(date +%s%N)
-  prog_stats $apid "$path" > "$WORK/progs1"
-  kill -TERM $apid; wait $apid || true
-  reqs=$(echo "$rps * ($s1 - $s0) / 1000000000" | bc -l)
-  breakdown+=("$(join -j 2 <(sort -k2 "$WORK/progs0") <(sort -k2 "$WORK/progs1") | awk -v p=$path -v n="$reqs" -v rps="$rps" \
-      -v agent="$(millicores $t0 $t1 $s0 $s1)" -v broker="$(millicores $b0 $b1 $s0 $s1)" -v cores="$(nproc)" '
-    { c = ($7 - $4) / n; t = ($6 - $3) / n; sum += t
-      if (c > 0) printf "| %s | %s | %.2f | %.0f | %.1f %% |\n", p, $1, c, t, t * rps / 1e9 / cores * 100 }
-    END { printf "| %s | all programs | | %.0f | %.1f %% |\n", p, sum, sum * rps / 1e9 / cores * 100
-          printf "| %s | agent process | | %.0f | %.1f %% (%d millicores) |\n", p, agent * 1e6 / rps, agent / 10 / cores, agent
-          printf "| %s | broker | | %.0f | %.1f %% (%d millicores) |\n", p, broker * 1e6 / rps, broker / 10 / cores, broker }')")
+  for build in "${builds[@]}"; do
+    if [ "$build" = before ]; then AGENT=$AGENT_BEFORE; else AGENT=$AGENT_AFTER; fi
+    start_agent "$WORK/agent.log"; apid=$!
+    wait_ready "$WORK/ready"
+    prog_stats $apid "$path" > "$WORK/progs0"
+    t0=$(cpu_ticks $apid); b0=$(cpu_ticks $broker); s0=$(date +%s%N)
+    rps=$(run_wrk $path | cut -d' ' -f1)
+    t1=$(cpu_ticks $apid); b1=$(cpu_ticks $broker); s1=$(date +%s%N)
+    prog_stats $apid "$path" > "$WORK/progs1"
+    kill -TERM $apid; wait $apid || true
+    reqs=$(echo "$rps * ($s1 - $s0) / 1000000000" | bc -l)
+    breakdown+=("$(join -j 2 <(sort -k2 "$WORK/progs0") <(sort -k2 "$WORK/progs1") | awk -v p="$path $build" -v n="$reqs" -v rps="$rps" \
+        -v agent="$(millicores $t0 $t1 $s0 $s1)" -v broker="$(millicores $b0 $b1 $s0 $s1)" -v cores="$(nproc)" '
+      { c = ($7 - $4) / n; t = ($6 - $3) / n; sum += t
+        if (c > 0) printf "| %s | %s | %.2f | %.0f | %.1f %% |\n", p, $1, c, t, t * rps / 1e9 / cores * 100 }
+      END { printf "| %s | all programs | | %.0f | %.1f %% |\n", p, sum, sum * rps / 1e9 / cores * 100
+            printf "| %s | agent process | | %.0f | %.1f %% (%d millicores) |\n", p, agent * 1e6 / rps, agent / 10 / cores, agent
+            printf "| %s | broker | | %.0f | %.1f %% (%d millicores) |\n", p, broker * 1e6 / rps, broker / 10 / cores, broker }')")
+  done
 done
+AGENT=$AGENT_AFTER
 bpf_stats off
 
 echo "# wrk against nginx, agent off and on (rounds=$ROUNDS, ${SECS}s per run, $CONNS connections, $(nproc) cores, kernel $(uname -r))"
@@ -134,7 +139,7 @@ if [ -n "${AGENT_BEFORE:-}" ]; then
 fi
 echo
 echo "Per request, with the agent on and bpf_stats on (one more run each; the broker's CPU is all of it, the agent's output included):"
-echo "| response | program | calls per request | ns per request | share of the $(nproc) cores |"
+echo "| response, build | program | calls per request | ns per request | share of the $(nproc) cores |"
 echo "|---|---|---|---|---|"
 printf '%s\n' "${breakdown[@]}"
 echo "per run (req/s p50 p90 p99): small off ${off[small]} on ${on[small]} before ${before[small]:-}; large off ${off[large]} on ${on[large]} before ${before[large]:-}"
