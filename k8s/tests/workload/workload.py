@@ -7,9 +7,10 @@
                                      prints the tally, then idles until stopped
   workload.py short                  SHORT_CONNECTIONS connections of one request each to the ClusterIP
                                      Service; prints the tally, exits after LINGER_S
-  workload.py burn                   idles past the next WINDOW_MS boundary, then BURN_MS of CPU every
-                                     PERIOD_MS for BURN_S seconds; prints the boundary and the CPU time
-                                     the kernel counted since (BURNED), then idles until stopped
+  workload.py burn                   idles across a WINDOW_MS boundary, then BURN_MS of CPU every
+                                     PERIOD_MS for BURN_S seconds, idles across another; prints the two
+                                     boundaries and the CPU time the kernel counted between (BURNED),
+                                     then idles until stopped
 
 The tally (one JSON line starting with "TALLY ") is the ground truth the test compares the graph with:
 per backend pod (from X-Backend), connections, requests, bytes sent and bytes received, counted on the
@@ -157,14 +158,21 @@ def schedstat_ns():
 
 
 def burn():
-    # Idle across a window boundary first, 3 s either side of it (the agent reports every second):
-    # start-up (runc's init threads, Python's) stays in earlier windows, and the windows after the
-    # boundary hold exactly the burn.
+    # The kernel's count is read twice while idle, 3 s before a window boundary (the agent reports
+    # every second): the windows between the two boundaries hold exactly what ran between the reads.
+    # Start-up, the last waking and the print fall in other windows. Both reads end the same way,
+    # into a sleep, so what one read leaves out of its side the other leaves out of its own.
     window = env_int("WINDOW_MS", 10000) / 1000
-    now = time.time()
-    boundary = (int((now + 3) / window) + 1) * window
-    time.sleep(boundary - now + 3)
+
+    def idle_until_before_boundary():
+        now = time.time()
+        boundary = (int((now + 3) / window) + 1) * window
+        time.sleep(boundary - 3 - now)
+        return int(boundary)
+
+    start = idle_until_before_boundary()
     before = schedstat_ns()
+    time.sleep(6)
     busy = env_int("BURN_MS", 20) / 1000
     period = env_int("PERIOD_MS", 100) / 1000
     end = time.monotonic() + env_int("BURN_S", 100)
@@ -173,8 +181,11 @@ def burn():
         while time.monotonic() < until:
             pass
         time.sleep(period - busy)
+    stop = idle_until_before_boundary()
     cpu = schedstat_ns() - before
-    print("BURNED " + json.dumps({"pod": POD, "boundaryNs": int(boundary) * 1_000_000_000, "cpuNs": cpu}), flush=True)
+    time.sleep(6)
+    print("BURNED " + json.dumps({"pod": POD, "fromNs": start * 1_000_000_000, "toNs": stop * 1_000_000_000,
+                                  "cpuNs": cpu}), flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     while True:
         time.sleep(3600)
