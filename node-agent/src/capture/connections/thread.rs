@@ -26,7 +26,7 @@ use crate::capture::event::ConnEvent;
 use crate::capture::connections::transactions::ConnTxn;
 use crate::capture::shedding::{ShedMode, UserShed};
 use crate::identity::proc_info::KernelCmdlines;
-use crate::shared::clock::boot_time_ns;
+use crate::shared::clock::{boot_time_ns, unix_ns, until_aligned};
 
 pub(super) fn run(
     mut opts: CaptureOptions,
@@ -134,7 +134,8 @@ pub(super) fn run(
         txn_taken,
     );
     txn.load_baseline(&skel);
-    let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + d);
+    // Drains on Unix-time multiples of the interval, as on every other host (clock::until_aligned).
+    let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + until_aligned(unix_ns(), d, Duration::ZERO));
     let mut shed_clock = ShedClock::new(shed_every);
     if let Some(sh) = disp.borrow_mut().shed.as_mut() {
         sh.ctrl.utilization(crate::shared::process::self_cpu_seconds(), 0.0);
@@ -149,7 +150,9 @@ pub(super) fn run(
             shed_tick(&skel, &disp, &stats, &mut shed_clock);
         }
         // Records sent and not yet journaled: their commit follows their journaling closely.
-        if let Err(e) = ring.poll(if txn.ledger.waiting() { COMMIT_POLL } else { poll_timeout }) {
+        // Woken for the drain too: its instant is the same on every host only if it is kept.
+        let until_drain = next_txn.map_or(poll_timeout, |t| t.saturating_duration_since(Instant::now()));
+        if let Err(e) = ring.poll(if txn.ledger.waiting() { COMMIT_POLL } else { poll_timeout.min(until_drain) }) {
             if e.kind() != libbpf_rs::ErrorKind::Interrupted {
                 log::warn!("ring buffer poll: {e}");
             }
@@ -160,21 +163,20 @@ pub(super) fn run(
         read_events(&mut events);
         txn.ledger.commit(&skel, false);
         let now = Instant::now();
+        // Before the sweep, which can take long: the drain keeps its instant.
+        if let (Some(at), Some(every)) = (next_txn, opts.transaction_interval) {
+            if now >= at {
+                txn.drain(&skel, &mut walk, &txn_tx, &stop, &stats, &disp.borrow().nat, false);
+                // At least half a period on: a wake-up just before a multiple drains at it again.
+                next_txn = Some(Instant::now() + until_aligned(unix_ns(), every, every / 2));
+            }
+        }
         if now >= next_sweep {
             sweep(&skel, &disp, &stats, sweep_every, &mut swept, &mut sweep_pending, &mut walk, || {
                 let _ = ring.consume();
                 read_events(&mut events);
             });
             next_sweep = now + sweep_every;
-        }
-        if let (Some(at), Some(every)) = (next_txn, opts.transaction_interval) {
-            if now >= at {
-                txn.drain(&skel, &mut walk, &txn_tx, &stop, &stats, &disp.borrow().nat, false);
-                next_txn = Some(at + every.max(Duration::from_millis(10)));
-                if next_txn.is_some_and(|t| t < now) {
-                    next_txn = Some(now + every);
-                }
-            }
         }
         if now >= next_stats {
             let mut d = disp.borrow_mut();
