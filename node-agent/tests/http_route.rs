@@ -149,3 +149,108 @@ fn route_ids_name_routes() {
     let again = parse_all(&inputs).unwrap();
     assert_eq!(again.iter().map(|p| p.as_ref().unwrap().id).collect::<Vec<_>>(), ids);
 }
+
+/// The route a CPU remembers (http_remember / http_repeats_last), run over a sequence of request
+/// starts as one CPU sees them: each line's id, and whether it came from the remembered route.
+const REMEMBER_HARNESS: &str = r#"#include <string.h>
+#include "http_route.h"
+static int unhex(int c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
+int main(void) {
+    static char line[1024];
+    static struct http_parse p; /* zeroed, as the kernel's per-CPU map starts */
+    while (fgets(line, sizeof line, stdin)) {
+        size_t len = strcspn(line, "\n") / 2;
+        p.n = len < HTTP_PEEK ? len : HTTP_PEEK;
+        for (unsigned i = 0; i < p.n; i++)
+            p.raw[i] = (char)(unhex(line[2 * i]) << 4 | unhex(line[2 * i + 1]));
+        if (p.last_gen == 0 && http_repeats_last(&p)) {
+            printf("hit %llu\n", p.last_id);
+            continue;
+        }
+        unsigned long long id = http_route_parse(&p);
+        if (id != ROUTE_NONE)
+            http_remember(&p, id, 0);
+        printf("parsed %llu\n", id);
+    }
+    return 0;
+}
+"#;
+
+/// (came from the remembered route, id; 0 = none) per request start, in order.
+fn run_remembering(inputs: &[Vec<u8>]) -> Option<Vec<(bool, u64)>> {
+    let exe = common::native::compile("http-route-remember", REMEMBER_HARNESS)?;
+    let input: String = inputs.iter().map(|b| hex(b) + "\n").collect();
+    let out = common::native::run(&exe, input);
+    let got: Vec<(bool, u64)> = out
+        .lines()
+        .map(|l| {
+            let (how, id) = l.split_once(' ').unwrap();
+            (how == "hit", id.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(got.len(), inputs.len());
+    Some(got)
+}
+
+/// A request start repeating the last remembered one's bytes through the byte that ended its
+/// path takes its route without a parse; any other is parsed. Either way the id is the parse's.
+#[test]
+fn a_request_repeating_the_last_ones_line_takes_its_route() {
+    let at63 = format!("GET /{} HTTP/1.1\r\n", "p".repeat(58)); // the path ends at byte 63: remembered
+    let at64 = format!("GET /{} HTTP/1.1\r\n", "p".repeat(59)); // ... at byte 64: not
+    // (request start, expected to come from the remembered route)
+    let cases: Vec<(String, bool)> = vec![
+        ("GET /users/42 HTTP/1.1\r\nHost: a\r\n".into(), false),
+        ("GET /users/42 HTTP/1.1\r\nHost: b\r\n".into(), true), // differs after the path only
+        ("GET /users/42?x=1 HTTP/1.1\r\n".into(), false),       // ends the path with another byte
+        ("GET /users/42?y=2 HTTP/1.1\r\n".into(), true),
+        ("GET /users/43 HTTP/1.1\r\n".into(), false), // the same route from other bytes: parsed
+        ("GET /users/4 HTTP/1.1\r\n".into(), false),  // a shorter path
+        ("GET /users/4".into(), false),               // the bytes end before the path does
+        ("GET /users/4".into(), false),               // ... so it was not remembered
+        ("GET /users/4 HTTP/1.1\r\n".into(), false),
+        ("GET /users/4 ".into(), true), // the bytes end right after the path's end: enough
+        ("POST /users/4 HTTP/1.1\r\n".into(), false),
+        ("PUT /users/4 HTTP/1.1\r\n".into(), false),
+        ("\x16\x03\x01\x02\x00".into(), false), // not a request: nothing remembered
+        ("PUT /users/4 HTTP/1.1\r\n".into(), true), // the last route named is still remembered
+        (at63.clone(), false),
+        (at63, true),
+        (at64.clone(), false),
+        (at64, false),
+        ("GET /users/4 HTTP/1.1\r\n".into(), false),
+    ];
+    let inputs: Vec<Vec<u8>> = cases.iter().map(|(s, _)| s.as_bytes().to_vec()).collect();
+    let Some(got) = run_remembering(&inputs) else { return };
+    let fresh = parse_all(&inputs).unwrap();
+    for (i, ((line, hit), (got_hit, id))) in cases.iter().zip(&got).enumerate() {
+        assert_eq!(*got_hit, *hit, "case {i} {line:?}: from the remembered route");
+        assert_eq!(*id, fresh[i].as_ref().map_or(0, |p| p.id), "case {i} {line:?}: id");
+    }
+}
+
+/// Many request starts sharing prefixes, in a shuffled order: whatever the remembered route
+/// answers is what a parse of the same bytes names.
+#[test]
+fn the_remembered_route_is_always_the_parses() {
+    let (methods, heads, tails) = (["GET ", "POST ", "GETX "], ["/a", "/ab", "/a/1", "/a/12", "/a/b?", "/"], [" H", "? H", "#", "/ H", "", "\r\n"]);
+    let mut inputs: Vec<Vec<u8>> = Vec::new();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for _ in 0..5000 {
+        let line = format!("{}{}{}", methods[next(3)], heads[next(6)], tails[next(6)]);
+        inputs.push(line.into_bytes());
+    }
+    let Some(got) = run_remembering(&inputs) else { return };
+    let fresh = parse_all(&inputs).unwrap();
+    let hits = got.iter().filter(|(h, _)| *h).count();
+    for (i, (_, id)) in got.iter().enumerate() {
+        assert_eq!(*id, fresh[i].as_ref().map_or(0, |p| p.id), "line {i} {:?}", String::from_utf8_lossy(&inputs[i]));
+    }
+    assert!(hits > 50, "only {hits} of {} from the remembered route", inputs.len());
+}

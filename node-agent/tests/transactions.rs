@@ -715,6 +715,51 @@ fn idle_routes_leave_the_table_to_new_ones() {
     assert!(s.http_routes_pruned.load(std::sync::atomic::Ordering::Relaxed) >= 2);
 }
 
+/// The route a CPU remembers goes with the route table's generation: a route pruned while idle
+/// and requested again on the same CPU, the same bytes as before, is named again (not OTHER).
+#[test]
+fn a_pruned_route_requested_again_is_named_again() {
+    let get = || vec![("GET /again HTTP/1.1".to_string(), "write")];
+    let (first, second) = (get(), get());
+    let ns = NetnsThread::spawn(move || {
+        // One CPU for the client and the server (threads inherit it), so the second request
+        // starts meet what the first ones left on that CPU.
+        pin_to_cpu(0);
+        let a = http_requests(&first);
+        // Several idle periods and drains (100 ms): the route is pruned meanwhile.
+        std::thread::sleep(Duration::from_millis(1500));
+        (a, http_requests(&second))
+    });
+    let opts = CaptureOptions {
+        http_routes: 2,
+        http_route_idle: Duration::from_millis(300),
+        netns: vec![ns.path.clone()],
+        ..common::transaction_options()
+    };
+    let Some(h) = start_with(opts) else {
+        ns.cancel();
+        return;
+    };
+    let (a, b) = ns.run();
+    for ports in [a, b] {
+        let (got, transactions) = routes_of_both_sides(&h, ports);
+        assert_eq!(got, BTreeMap::from([(("GET".to_string(), "/again".to_string(), false), 1)]));
+        assert_eq!(transactions, 1);
+    }
+    let s = h.stats().clone();
+    h.stop();
+    assert!(s.http_routes_pruned.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+}
+
+fn pin_to_cpu(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is an empty set; the calls only read and write it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set), 0, "sched_setaffinity");
+    }
+}
+
 fn sendmsg(s: &TcpStream, data: &[u8]) {
     use std::os::fd::AsRawFd;
     let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };

@@ -7,9 +7,18 @@ use wattgraph_agent::capture::connections::http_route::{HttpRoute, ROUTE_NONE, R
 
 extern "C" {
     fn wg_fuzz_http_route_parse(data: *const u8, len: usize, method: *mut u8, truncated: *mut u8, path: *mut u8) -> u64;
+    fn wg_fuzz_http_route_remembered(a: *const u8, alen: usize, b: *const u8, blen: usize) -> i32;
 }
 
 fuzz_target!(|data: &[u8]| {
+    // The route remembered after one request start (the first byte says where the second
+    // begins) answers for the second only with the id its own parse names.
+    if let Some((&cut, rest)) = data.split_first() {
+        let (a, b) = rest.split_at((cut as usize).min(rest.len()));
+        // SAFETY: both slices are valid for their lengths.
+        let same = unsafe { wg_fuzz_http_route_remembered(a.as_ptr(), a.len(), b.as_ptr(), b.len()) };
+        assert_ne!(same, 0, "remembered route of {a:?} answered for {b:?} with another id");
+    }
     let (mut method, mut truncated, mut path) = (0u8, 0u8, [0u8; 64]);
     // SAFETY: data is valid for len bytes; the outputs are valid for what the harness writes.
     let id = unsafe { wg_fuzz_http_route_parse(data.as_ptr(), data.len(), &mut method, &mut truncated, path.as_mut_ptr()) };

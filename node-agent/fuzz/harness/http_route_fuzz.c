@@ -22,3 +22,27 @@ unsigned long long wg_fuzz_http_route_parse(const unsigned char *data, unsigned 
 	memcpy(path, p.r.path, HTTP_PATH_MAX);
 	return id;
 }
+
+/* Request starts `a` then `b` on one CPU (http_remember after a's parse): 1 when b is answered
+ * from the route remembered of a, with the id a parse of b names; 0 when answered with another
+ * id; -1 when b is parsed. */
+int wg_fuzz_http_route_remembered(const unsigned char *a, unsigned long alen, const unsigned char *b,
+				  unsigned long blen)
+{
+	static struct http_parse p, q;
+	memset(&p, 0x5a, sizeof p);
+	p.last_len = 0; /* as the per-CPU map starts: nothing remembered */
+	p.n = alen < HTTP_PEEK ? (__u32)alen : HTTP_PEEK;
+	memcpy(p.raw, a, p.n);
+	unsigned long long id = http_route_parse(&p);
+	if (id != ROUTE_NONE)
+		http_remember(&p, id, 7);
+	p.n = blen < HTTP_PEEK ? (__u32)blen : HTTP_PEEK;
+	memcpy(p.raw, b, p.n);
+	if (p.last_gen != 7 || !http_repeats_last(&p))
+		return -1;
+	memset(&q, 0x5a, sizeof q);
+	q.n = p.n;
+	memcpy(q.raw, b, q.n);
+	return http_route_parse(&q) == p.last_id;
+}

@@ -153,6 +153,15 @@ struct {
 	__type(value, struct http_parse);
 } http_scratch SEC(".maps");
 
+// The route table's generation: user space adds one after it prunes routes from http_routes
+// (drain.rs), so a route a CPU remembered before (http_parse.last_id) is parsed and named again.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} http_routes_gen SEC(".maps");
+
 // Load shedding: keep fraction per domain (SHED_KEEP_ONE fixed point), written by user space
 // every interval; SHED_DOMAIN_DEFAULT holds the fraction of domains without an entry.
 struct {
@@ -550,14 +559,23 @@ static __attribute__((noinline)) __u64 http_route_of_payload(__u64 len)
 		return ROUTE_NONE;
 	}
 	p->n = n;
+	__u32 *gen = bpf_map_lookup_elem(&http_routes_gen, &zero);
+	if (!gen)
+		return ROUTE_NONE;
+	// A client on keep-alive connections mostly repeats its requests: the same route as the
+	// last one parsed on this CPU, without the parse and the table lookup.
+	if (p->last_gen == *gen && http_repeats_last(p))
+		return p->last_id;
 	__u64 id = http_route_parse(p);
-	if (id == ROUTE_NONE || bpf_map_lookup_elem(&http_routes, &id))
+	if (id == ROUTE_NONE)
 		return id;
-	if (bpf_map_update_elem(&http_routes, &id, &p->r, BPF_NOEXIST) &&
+	if (!bpf_map_lookup_elem(&http_routes, &id) &&
+	    bpf_map_update_elem(&http_routes, &id, &p->r, BPF_NOEXIST) &&
 	    !bpf_map_lookup_elem(&http_routes, &id)) {
 		stat_inc(STAT_ROUTES_FULL);
 		return ROUTE_OTHER;
 	}
+	http_remember(p, id, *gen);
 	return id;
 }
 

@@ -264,6 +264,12 @@ impl TxnDrain {
                 Err(e) => log::debug!("pruning route {id:#x}: {e}"),
             }
         }
+        if !self.route_prunes.is_empty() {
+            // After the deletes: a CPU that remembers a pruned route parses and names it again.
+            if let Err(e) = next_generation(&skel.maps.http_routes_gen) {
+                log::warn!("route table generation not advanced: {e}");
+            }
+        }
         stats.http_routes.store(self.routes.len() as u64, Ordering::Relaxed);
     }
 
@@ -429,6 +435,13 @@ impl TxnDrain {
             self.ledger.unstage();
         }
     }
+}
+
+/// Adds one to the route table's generation (http_routes_gen; only user space writes it).
+fn next_generation(map: &impl MapCore) -> Result<(), libbpf_rs::Error> {
+    let key = 0u32.to_ne_bytes();
+    let now = map.lookup(&key, MapFlags::ANY)?.and_then(|v| read_pod::<u32>(&v)).unwrap_or(0);
+    map.update(&key, &now.wrapping_add(1).to_ne_bytes(), MapFlags::ANY)
 }
 
 /// A table far below its capacity (a close storm's) gives memory back: a HashMap never shrinks

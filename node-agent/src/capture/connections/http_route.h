@@ -7,6 +7,7 @@
 
 #define HTTP_PEEK 128     /* request bytes looked at (power of two: indexes are masked) */
 #define HTTP_PATH_MAX 64  /* path bytes kept, NUL included (power of two) */
+#define HTTP_LAST_MAX 64  /* request bytes a remembered route is matched on (multiple of 8) */
 /* Route ids: FNV-1a of method and path; these two values are never a hash. */
 #define ROUTE_NONE 0ULL   /* not an HTTP/1.x request (or not parsed) */
 #define ROUTE_OTHER 1ULL  /* the route table was full */
@@ -25,10 +26,17 @@ struct http_route {
 struct http_parse {
 	/* Only the first HTTP_PEEK bytes are parsed; twice that so that a read of up to HTTP_PEEK
 	 * bytes at any offset below HTTP_PEEK fits (the verifier bounds offset and size apart). */
-	char raw[2 * HTTP_PEEK];
+	char raw[2 * HTTP_PEEK] __attribute__((aligned(8))); /* aligned: compared a word at a time */
 	struct http_route r;
 	__u64 hash;       /* FNV-1a of the path bytes written so far (the route id being built) */
 	__u64 seg_hash;   /* hash as the current segment began: an "{id}" rewrite continues from it */
+	/* The last route named here (http_remember): a request starting with the same bytes through
+	 * the one that ended its path has the same route, found without a parse (http_repeats_last). */
+	char last[HTTP_LAST_MAX] __attribute__((aligned(8)));
+	__u64 last_id;
+	__u32 last_len;   /* bytes of last that matter; 0: none remembered */
+	__u32 last_gen;   /* the route table's generation when it was named (the caller's) */
+	__u32 end;        /* index in raw of the byte that ended the path (when ended) */
 	__u32 n;          /* valid bytes in raw */
 	__u32 off;        /* index in raw of the first path byte */
 	__u32 j;          /* path bytes written */
@@ -158,6 +166,7 @@ static long http_path_step(__u32 k, void *ctx)
 		http_close_segment(p);
 		if (end) {
 			p->ended = 1;
+			p->end = i;
 			return 1;
 		}
 	} else if (c < 0x21 || c > 0x7e) {
@@ -237,6 +246,48 @@ static __always_inline __u64 http_route_parse(struct http_parse *p)
 		HTTP_LOOP(HTTP_PATH_MAX - p->j, http_clear_step, &c);
 	__u64 h = p->hash ^ p->r.truncated;
 	return h <= ROUTE_OTHER ? h + 2 : h;
+}
+
+/* 1 when raw starts with the bytes of the route remembered last, through the byte that ended its
+ * path: the parse reads nothing past it, so it would name the same route (last_id). Word by
+ * word: a byte loop costs as much as the parse it saves. */
+static __always_inline int http_repeats_last(const struct http_parse *p)
+{
+	__u32 len = p->last_len;
+	if (!len || len > HTTP_LAST_MAX || p->n < len)
+		return 0;
+	__u64 diff = 0;
+	for (__u32 at = 0; at < HTTP_LAST_MAX; at += 8) {
+		__u64 a, b, mask;
+		__builtin_memcpy(&a, __builtin_assume_aligned(p->raw + at, 8), 8);
+		__builtin_memcpy(&b, __builtin_assume_aligned(p->last + at, 8), 8);
+		if (len >= at + 8)
+			mask = ~0ULL;
+		else if (len <= at)
+			mask = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		else
+			mask = (1ULL << (8 * (len - at))) - 1;
+#else
+		else
+			mask = ~0ULL << (8 * (8 - (len - at)));
+#endif
+		diff |= (a ^ b) & mask;
+	}
+	return diff == 0;
+}
+
+/* After a parse that named `id` (in the route table of generation `gen`): remembers it, when the
+ * bytes that decide it fit in last. */
+static __always_inline void http_remember(struct http_parse *p, __u64 id, __u32 gen)
+{
+	p->last_len = 0;
+	if (!p->ended || p->end >= HTTP_LAST_MAX)
+		return;
+	__builtin_memcpy(p->last, p->raw, HTTP_LAST_MAX);
+	p->last_id = id;
+	p->last_gen = gen;
+	p->last_len = p->end + 1;
 }
 
 #endif
