@@ -681,24 +681,7 @@ fn http_routes_bounded_by_the_route_table() {
 #[test]
 fn idle_routes_leave_the_table_to_new_ones() {
     let get = |p: &str| (format!("GET {p} HTTP/1.1"), "write");
-    let (first, second) = (vec![get("/a"), get("/b")], vec![get("/c"), get("/d")]);
-    let ns = NetnsThread::spawn(move || {
-        let a = http_requests(&first);
-        // Several idle periods and drains (100 ms): /a and /b are pruned meanwhile.
-        std::thread::sleep(Duration::from_millis(1500));
-        (a, http_requests(&second))
-    });
-    let opts = CaptureOptions {
-        http_routes: 2,
-        http_route_idle: Duration::from_millis(300),
-        netns: vec![ns.path.clone()],
-        ..common::transaction_options()
-    };
-    let Some(h) = start_with(opts) else {
-        ns.cancel();
-        return;
-    };
-    let (a, b) = ns.run();
+    let Some((h, a, b)) = requests_across_a_prune(vec![get("/a"), get("/b")], vec![get("/c"), get("/d")]) else { return };
     let sides = collect(&h, &[a, b]);
     let routes = |(c, s): (u16, u16)| {
         let counts = |side: &Side| side.routes().into_iter().map(|((m, p, _), v)| (format!("{m} {p}"), v.0)).collect::<BTreeMap<_, _>>();
@@ -720,13 +703,26 @@ fn idle_routes_leave_the_table_to_new_ones() {
 #[test]
 fn a_pruned_route_requested_again_is_named_again() {
     let get = || vec![("GET /again HTTP/1.1".to_string(), "write")];
-    let (first, second) = (get(), get());
+    let Some((h, a, b)) = requests_across_a_prune(get(), get()) else { return };
+    for ports in [a, b] {
+        let (got, transactions) = routes_of_both_sides(&h, ports);
+        assert_eq!(got, BTreeMap::from([(("GET".to_string(), "/again".to_string(), false), 1)]));
+        assert_eq!(transactions, 1);
+    }
+    let s = h.stats().clone();
+    h.stop();
+    assert!(s.http_routes_pruned.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+}
+
+/// `first`, then after several idle periods and drains (a route table of 2, routes idle after
+/// 300 ms, drains every 100 ms: the first routes pruned meanwhile) `second`, each on a connection
+/// of its own in a namespace of its own, client and server on one CPU (threads inherit it), so
+/// the second request starts meet what the first left on that CPU. The capture and both
+/// connections' ports.
+fn requests_across_a_prune(first: Vec<(String, &'static str)>, second: Vec<(String, &'static str)>) -> Option<(CaptureHandle, (u16, u16), (u16, u16))> {
     let ns = NetnsThread::spawn(move || {
-        // One CPU for the client and the server (threads inherit it), so the second request
-        // starts meet what the first ones left on that CPU.
         pin_to_cpu(0);
         let a = http_requests(&first);
-        // Several idle periods and drains (100 ms): the route is pruned meanwhile.
         std::thread::sleep(Duration::from_millis(1500));
         (a, http_requests(&second))
     });
@@ -738,17 +734,10 @@ fn a_pruned_route_requested_again_is_named_again() {
     };
     let Some(h) = start_with(opts) else {
         ns.cancel();
-        return;
+        return None;
     };
     let (a, b) = ns.run();
-    for ports in [a, b] {
-        let (got, transactions) = routes_of_both_sides(&h, ports);
-        assert_eq!(got, BTreeMap::from([(("GET".to_string(), "/again".to_string(), false), 1)]));
-        assert_eq!(transactions, 1);
-    }
-    let s = h.stats().clone();
-    h.stop();
-    assert!(s.http_routes_pruned.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+    Some((h, a, b))
 }
 
 fn pin_to_cpu(cpu: usize) {
