@@ -151,7 +151,10 @@ pub(super) fn run(
         }
         // Records sent and not yet journaled: their commit follows their journaling closely.
         // Woken for the drain too: its instant is the same on every host only if it is kept.
-        let until_drain = next_txn.map_or(poll_timeout, |t| t.saturating_duration_since(Instant::now()));
+        // Whole milliseconds up (poll truncates: the last one would spin).
+        let until_drain = next_txn.map_or(poll_timeout, |t| {
+            Duration::from_millis(t.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000) as u64)
+        });
         if let Err(e) = ring.poll(if txn.ledger.waiting() { COMMIT_POLL } else { poll_timeout.min(until_drain) }) {
             if e.kind() != libbpf_rs::ErrorKind::Interrupted {
                 log::warn!("ring buffer poll: {e}");
