@@ -135,7 +135,9 @@ pub(super) fn run(
     );
     txn.load_baseline(&skel);
     // Drains on Unix-time multiples of the interval, as on every other host (clock::until_aligned).
-    let mut next_txn = opts.transaction_interval.map(|d| Instant::now() + until_aligned(unix_ns(), d, Duration::ZERO));
+    // At least 10 ms apart, as --transaction-interval-ms is bounded (options built in code are not).
+    let txn_every = opts.transaction_interval.map(|d| d.max(Duration::from_millis(10)));
+    let mut next_txn = txn_every.map(|d| Instant::now() + until_aligned(unix_ns(), d, Duration::ZERO));
     let mut shed_clock = ShedClock::new(shed_every);
     if let Some(sh) = disp.borrow_mut().shed.as_mut() {
         sh.ctrl.utilization(crate::shared::process::self_cpu_seconds(), 0.0);
@@ -167,7 +169,7 @@ pub(super) fn run(
         txn.ledger.commit(&skel, false);
         let now = Instant::now();
         // Before the sweep, which can take long: the drain keeps its instant.
-        if let (Some(at), Some(every)) = (next_txn, opts.transaction_interval) {
+        if let (Some(at), Some(every)) = (next_txn, txn_every) {
             if now >= at {
                 txn.drain(&skel, &mut walk, &txn_tx, &stop, &stats, &disp.borrow().nat, false);
                 // At least half a period on: a wake-up just before a multiple drains at it again.
