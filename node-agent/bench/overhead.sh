@@ -36,7 +36,7 @@ run_iperf() { # run_iperf LEN -> Gbit/s
 }
 
 declare -A off on before
-agent_cpu=() agent_rss=() broker_off=() broker_on=() before_cpu=()
+agent_cpu=() agent_rss=() broker_off=() broker_on=() broker_before=() before_cpu=()
 AGENT_AFTER=$AGENT
 for len in 1K 128K; do
   for r in $(seq 1 "$ROUNDS"); do
@@ -56,10 +56,11 @@ for len in 1K 128K; do
     if [ -n "${AGENT_BEFORE:-}" ]; then
       AGENT=$AGENT_BEFORE start_agent "$WORK/agent.log"; apid=$!
       wait_ready "$WORK/ready"
-      t0=$(cpu_ticks $apid); s0=$(date +%s%N)
+      t0=$(cpu_ticks $apid); b0=$(cpu_ticks $broker); s0=$(date +%s%N)
       before[$len]+="$(run_iperf $len) "
-      t1=$(cpu_ticks $apid); s1=$(date +%s%N)
+      t1=$(cpu_ticks $apid); b1=$(cpu_ticks $broker); s1=$(date +%s%N)
       before_cpu+=("$(millicores $t0 $t1 $s0 $s1)")
+      broker_before+=("$(millicores $b0 $b1 $s0 $s1)")
       kill -TERM $apid; wait $apid || true
     fi
   done
@@ -106,7 +107,7 @@ echo "agent CPU while iperf3 ran (millicores, per run): ${agent_cpu[*]}${AGENT_B
 echo "agent RSS (kB, per run): ${agent_rss[*]}"
 # The broker shares the 2 cores here; on a real host it runs elsewhere, so its extra CPU while the
 # agent sends is part of the measured loss but not of the agent's cost on its host.
-echo "broker CPU (millicores, per run), agent off: ${broker_off[*]}; agent on: ${broker_on[*]}"
+echo "broker CPU (millicores, per run), agent off: ${broker_off[*]}; agent on: ${broker_on[*]}${AGENT_BEFORE:+; AGENT_BEFORE: ${broker_before[*]}}"
 echo
 echo "| BPF program | calls | avg ns per call | AGENT_BEFORE calls | its ns per call | after/before |"
 echo "|---|---|---|---|---|---|"

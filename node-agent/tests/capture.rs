@@ -163,7 +163,7 @@ fn opened_closed_both_ends_ipv4_and_ipv6() {
 
 #[test]
 fn byte_threshold_snapshots_are_monotone() {
-    let Some(h) = start(CaptureOptions { snapshot_bytes: 64 * 1024, ..opts() }) else { return };
+    let Some(h) = start(CaptureOptions { snapshot_bytes: 64 * 1024, snapshot_min_interval: Duration::ZERO, ..opts() }) else { return };
     let n = 1 << 20;
     let c = run_conn("127.0.0.1:0", n, 10, 16 * 1024, Duration::ZERO);
     let (cl, sv) = collect_conn(&h, &c);
@@ -180,6 +180,51 @@ fn byte_threshold_snapshots_are_monotone() {
             prev = cur;
         }
     }
+    h.stop();
+}
+
+/// The byte rule reports a busy socket at most once per `snapshot_min_interval`: a megabyte
+/// written in 16 KiB parts crosses 64 KiB sixteen times, and within an hour of its OPENED none of
+/// the crossings is reported; its CLOSED still carries every byte.
+#[test]
+fn byte_rule_holds_a_socket_reported_within_the_min_interval() {
+    let Some(h) = start(CaptureOptions { snapshot_bytes: 64 * 1024, snapshot_min_interval: Duration::from_secs(3600), ..opts() }) else { return };
+    let n = 1 << 20;
+    let c = run_conn("127.0.0.1:0", n, 10, 16 * 1024, Duration::ZERO);
+    let (cl, sv) = collect_conn(&h, &c);
+    check_pair(&c, &cl, &sv, n as u64, 10);
+    for evs in [&cl, &sv] {
+        assert!(evs.iter().all(|e| e.kind != Kind::Snapshot), "a SNAPSHOT within the min interval: {evs:?}");
+    }
+    h.stop();
+}
+
+/// ... and once the interval has passed since its last report, the next crossing is reported.
+#[test]
+fn byte_rule_reports_again_once_the_min_interval_passed() {
+    let Some(h) = start(CaptureOptions { snapshot_bytes: 64 * 1024, snapshot_min_interval: Duration::from_millis(200), ..opts() }) else { return };
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let server_addr = listener.local_addr().unwrap();
+    let srv = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut all = Vec::new();
+        s.read_to_end(&mut all).unwrap();
+        all.len()
+    });
+    let mut cli = TcpStream::connect(server_addr).unwrap();
+    let client_port = cli.local_addr().unwrap().port();
+    cli.write_all(&[1u8; 128 * 1024]).unwrap();
+    std::thread::sleep(Duration::from_millis(400)); // past the interval, whatever the first part did
+    cli.write_all(&[2u8; 128 * 1024]).unwrap();
+    drop(cli);
+    assert_eq!(srv.join().unwrap(), 256 * 1024);
+    let c = Conn { client_port, server_port: server_addr.port(), client_tid: 0, server_tid: 0, server_addr };
+    let (cl, _) = collect_conn(&h, &c);
+    let closed_at = cl.iter().position(|e| e.kind == Kind::Closed).expect("client CLOSED");
+    assert!(
+        cl[..closed_at].iter().any(|e| e.kind == Kind::Snapshot && e.bytes_sent > 128 * 1024),
+        "no SNAPSHOT of the second part before CLOSED: {cl:?}"
+    );
     h.stop();
 }
 

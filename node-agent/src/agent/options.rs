@@ -35,6 +35,7 @@ pub(super) fn capture(cfg: &Config, pods: Option<Arc<PodDirectory>>, scope: Opti
     }
     CaptureOptions {
         snapshot_bytes: cfg.snapshot_bytes,
+        snapshot_min_interval: Duration::from_millis(cfg.snapshot_min_interval_ms),
         snapshot_interval: Duration::from_millis(cfg.snapshot_interval_ms),
         netns,
         local_cidrs: scope.map(|s| s.cidrs.clone()).unwrap_or_default(),

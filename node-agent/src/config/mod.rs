@@ -56,6 +56,10 @@ pub struct Config {
     #[arg(long = "snapshot-bytes", default_value_t = 1_048_576)]
     pub snapshot_bytes: u64,
 
+    /// The byte rule reports a socket at most once per this interval (0 = at every crossing).
+    #[arg(long = "snapshot-min-interval-ms", default_value_t = 1000)]
+    pub snapshot_min_interval_ms: u64,
+
     /// Written once the BPF programs are attached.
     #[arg(long = "ready-file", value_name = "PATH")]
     pub ready_file: Option<PathBuf>,

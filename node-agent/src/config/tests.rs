@@ -228,6 +228,7 @@ fn errors_name_the_value() {
     let cases: &[(&[&str], &str)] = &[
         (&["--snapshot-bytes", "0"], "--snapshot-bytes '0'"),
         (&["--snapshot-interval-ms", "0"], "--snapshot-interval-ms '0'"),
+        (&["--snapshot-min-interval-ms", "86400001"], "--snapshot-min-interval-ms '86400001' is more than a day"),
         (&["--map-entries", "3"], "--map-entries '3'"),
         (&["--topic", "bad topic"], "--topic 'bad topic'"),
         (&["--log-level", "loud"], "--log-level 'loud'"),

@@ -162,6 +162,9 @@ impl Config {
         if self.snapshot_bytes == 0 {
             return Err("--snapshot-bytes '0' must be at least 1".into());
         }
+        if self.snapshot_min_interval_ms > 86_400_000 {
+            return Err(format!("--snapshot-min-interval-ms '{}' is more than a day", self.snapshot_min_interval_ms));
+        }
         if !(64..=16_777_216).contains(&self.map_entries) {
             return Err(format!("--map-entries '{}' must be between 64 and 16777216", self.map_entries));
         }

@@ -29,6 +29,8 @@ char LICENSE[] SEC("license") = "GPL";
 // Set by user space before load.
 const volatile __u64 snapshot_bytes = 1048576;
 const volatile __u64 snapshot_interval_ns = 5000000000ULL;
+// The byte rule reports a socket at most once per this long (0 = at every crossing).
+const volatile __u64 snapshot_min_ns = 1000000000ULL;
 const volatile __u8 filter_netns = 0;    // 1 = only namespaces in netns_filter
 const volatile __u8 filter_cidr = 0;     // with filter_netns: also sockets whose local address is in local_cidrs
 const volatile __u8 track_txn = 1;       // 0 = no transaction tracking (nobody drains)
@@ -405,6 +407,7 @@ static __always_inline void emit(struct sock_info *si, __u8 kind, __u64 now)
 	si->reported_sent = si->bytes_sent;
 	si->reported_recv = si->bytes_recv;
 	si->last_report_ns = now;
+	si->snap_held = 0;
 }
 
 static __always_inline __u64 shed_domain(const struct sock_info *si)
@@ -915,7 +918,16 @@ static __always_inline int on_bytes(struct sock *sk, int ret, bool is_send)
 	// which reads every entry each interval anyway, so the common call reads no clock. A shed
 	// connection keeps it here: only a kernel SNAPSHOT makes it reported (SHED_REPORTED).
 	__u64 unreported = (si->bytes_sent - si->reported_sent) + (si->bytes_recv - si->reported_recv);
-	if (unreported >= snapshot_bytes ||
+	bool due = unreported >= snapshot_bytes * ((__u64)si->snap_held + 1);
+	// A busy socket crosses the byte rule hundreds of times a second: it is reported at most once
+	// per snapshot_min_ns, the clock read once per crossing, not per call. (A shed connection's
+	// first report is its rule, kept as it was.)
+	if (due && snapshot_min_ns && si->shed != SHED_UNREPORTED &&
+	    clock_now(&now) - si->last_report_ns < snapshot_min_ns) {
+		si->snap_held = (__u32)(unreported / snapshot_bytes);
+		due = false;
+	}
+	if (due ||
 	    (shed_mode != SHED_OFF && si->shed == SHED_UNREPORTED && unreported > 0 &&
 	     clock_now(&now) - si->last_report_ns >= snapshot_interval_ns)) {
 		emit(si, EV_SNAPSHOT, clock_now(&now));

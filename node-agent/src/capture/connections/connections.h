@@ -56,7 +56,9 @@ struct sock_info {
 	/* The keep fraction its events report (ConnectionEvent.keepProbability, fixed point):
 	 * SHED_KEEP_ONE unless sampled; 0 for a shed connection reported for its traffic. */
 	__u32 keep;
-	__u32 _pad2;
+	/* Byte-rule crossings held back since the last report (snapshot_min_ns): the rule checks
+	 * again after another snapshot_bytes. */
+	__u32 snap_held;
 	/* Transaction state (CLOCK_MONOTONIC ns): client: when the send of the current request's
 	 * first byte began; server: unused (0). */
 	__u64 txn_start_ns;

@@ -50,6 +50,7 @@ pub(super) fn load_and_attach<'a>(
     {
         let ro = open.maps.rodata_data.as_deref_mut().ok_or_else(|| CaptureError::Other("BPF rodata not mmapped".into()))?;
         ro.snapshot_bytes = opts.snapshot_bytes;
+        ro.snapshot_min_ns = opts.snapshot_min_interval.as_nanos().min(u64::MAX as u128) as u64;
         ro.snapshot_interval_ns = opts.snapshot_interval.as_nanos().min(u64::MAX as u128) as u64;
         ro.filter_netns = u8::from(!inodes.is_empty() || !opts.local_cidrs.is_empty());
         ro.filter_cidr = u8::from(!opts.local_cidrs.is_empty());
@@ -144,8 +145,9 @@ fn pinned_config(opts: &CaptureOptions, inodes: &[u32], send_begin: bool) -> Str
     let cidrs = if cidrs.is_empty() { String::new() } else { format!(" cidrs={cidrs:?}") };
     let shed = opts.shed.as_ref().map(|s| (s.mode().kernel_constant(), s.by_cgroup()));
     format!(
-        "snapshot_bytes={} snapshot_interval={:?} netns={ns:?}{cidrs} txn={} http_routes={} shed={shed:?} map_entries={} txn_hist={} send_begin={send_begin}",
+        "snapshot_bytes={} snapshot_min={:?} snapshot_interval={:?} netns={ns:?}{cidrs} txn={} http_routes={} shed={shed:?} map_entries={} txn_hist={} send_begin={send_begin}",
         opts.snapshot_bytes,
+        opts.snapshot_min_interval,
         opts.snapshot_interval,
         opts.transaction_interval.is_some(),
         opts.http_routes,

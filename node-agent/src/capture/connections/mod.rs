@@ -55,6 +55,8 @@ const KERNEL_CMDLINES: usize = 16384;
 #[derive(Debug)]
 pub struct CaptureOptions {
     pub snapshot_bytes: u64,
+    /// The byte rule reports a socket at most once per this interval (zero: at every crossing).
+    pub snapshot_min_interval: Duration,
     pub snapshot_interval: Duration,
     /// nsfs paths; empty = every namespace (unless `local_cidrs`).
     pub netns: Vec<PathBuf>,
@@ -102,6 +104,7 @@ impl Default for CaptureOptions {
     fn default() -> Self {
         CaptureOptions {
             snapshot_bytes: 1 << 20,
+            snapshot_min_interval: Duration::from_secs(1),
             snapshot_interval: Duration::from_secs(5),
             netns: Vec::new(),
             local_cidrs: Vec::new(),
