@@ -116,7 +116,7 @@ impl TxnDrain {
 
     /// `last`: the final drain at stop, which holds nothing back.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn drain(&mut self, skel: &ConnectionsSkel<'_>, walk: &mut SockWalk, tx: &SyncSender<ConnTxn>, stop: &AtomicBool, stats: &CaptureStats, nat: &NatTable, last: bool) {
+    pub(super) fn drain(&mut self, skel: &ConnectionsSkel<'_>, walk: &mut SockWalk, tx: &SyncSender<ConnTxn>, stop: &AtomicBool, stats: &CaptureStats, nat: &mut NatTable, last: bool) {
         let now = boot_time_ns();
         self.drains += 1;
         let check_quiet = self.drains.is_multiple_of(TXN_GONE_CHECK_EVERY);
@@ -306,7 +306,7 @@ impl TxnDrain {
         tx: &SyncSender<ConnTxn>,
         stop: &AtomicBool,
         stats: &CaptureStats,
-        nat: &NatTable,
+        nat: &mut NatTable,
     ) {
         if self.ledger.closing(cookie) {
             return; // its final record is on its way to the journal; deleted once it is there
@@ -420,8 +420,10 @@ impl TxnDrain {
             client_rtt,
             server_time,
             routes,
-            // Looked up before masking: short connections merge per translated destination.
-            nat: if t.role == 0 { nat.lookup((t.laddr, t.lport), (t.raddr, t.rport)) } else { None },
+            // Looked up before masking: short connections merge per translated destination. As
+            // a first event: a connection opened and closed since conntrack was last read (its
+            // OPENED not dispatched yet) has its entry still queued; read once per drain.
+            nat: if t.role == 0 { nat.translate(true, now, (t.laddr, t.lport), (t.raddr, t.rport)) } else { None },
         };
         self.ledger.stage_conn(cookie, Done { count: t.count, req: t.req, resp: t.resp, closed: t.closed }, mask);
         if mask {

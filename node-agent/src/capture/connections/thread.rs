@@ -171,7 +171,7 @@ pub(super) fn run(
         // Before the sweep, which can take long: the drain keeps its instant.
         if let (Some(at), Some(every)) = (next_txn, txn_every) {
             if now >= at {
-                txn.drain(&skel, &mut walk, &txn_tx, &stop, &stats, &disp.borrow().nat, false);
+                txn.drain(&skel, &mut walk, &txn_tx, &stop, &stats, &mut disp.borrow_mut().nat, false);
                 // At least half a period on: a wake-up just before a multiple drains at it again.
                 next_txn = Some(Instant::now() + until_aligned(unix_ns(), every, every / 2));
             }
@@ -201,7 +201,7 @@ pub(super) fn run(
     events.release_all();
     if opts.transaction_interval.is_some() {
         // Final drain; nobody may be reading any more, so a full channel drops the rest.
-        txn.drain(&skel, &mut walk, &txn_tx, &AtomicBool::new(true), &stats, &disp.borrow().nat, true);
+        txn.drain(&skel, &mut walk, &txn_tx, &AtomicBool::new(true), &stats, &mut disp.borrow_mut().nat, true);
         txn.ledger.commit(&skel, true);
     }
     read_stats(&skel, &stats);
