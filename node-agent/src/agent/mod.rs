@@ -102,11 +102,12 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> i32 {
         cfg.netns.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
     };
     log::info!(
-        "{} tp_btf programs on {}; capturing {}; snapshot every {} bytes or {} ms; {} closed-transaction entries",
+        "{} tp_btf programs on {}; capturing {}; snapshot every {} bytes (a socket at most every {} ms) or {} ms; {} closed-transaction entries",
         if handle.reused { "reused pinned" } else { "attached" },
         handle.attached.join(", "),
         netns_desc,
         cfg.snapshot_bytes,
+        cfg.snapshot_min_interval_ms,
         cfg.snapshot_interval_ms,
         cfg.map_entries
     );
