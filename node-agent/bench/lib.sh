@@ -133,3 +133,51 @@ wait_file() {
 wait_ready() {
   wait_file "$1" 200 || { echo "agent did not become ready" >&2; exit 1; }
 }
+
+# need_wrk_nginx : wrk and nginx, installed when missing.
+need_wrk_nginx() {
+  command -v wrk >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+  command -v nginx >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null \
+    || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null
+}
+
+# start_nginx PORT : nginx on 127.0.0.1:PORT (one worker, keep-alive, no log) serving /small
+# (100 B) and /large (128 KiB) from $WORK, checked byte for byte.
+start_nginx() {
+  local port=$1 path got
+  mkdir -p "$WORK/www" "$WORK/nginx"
+  head -c 100 /dev/zero | tr '\0' 'a' > "$WORK/www/small"
+  head -c 131072 /dev/zero | tr '\0' 'b' > "$WORK/www/large"
+  cat > "$WORK/nginx/nginx.conf" <<EOF
+daemon off;
+user root;
+worker_processes 1;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $WORK/nginx/body; proxy_temp_path $WORK/nginx/proxy;
+  fastcgi_temp_path $WORK/nginx/fcgi; uwsgi_temp_path $WORK/nginx/uwsgi; scgi_temp_path $WORK/nginx/scgi;
+  server { listen 127.0.0.1:$port; root $WORK/www; }
+}
+EOF
+  nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" & pids+=($!)
+  for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$port/small" >/dev/null && break; sleep 0.1; done
+  for path in small large; do
+    got=$(curl -sf "http://127.0.0.1:$port/$path" | wc -c)
+    [ "$got" = "$(stat -c %s "$WORK/www/$path")" ] || { echo "nginx served $got bytes for /$path" >&2; exit 1; }
+  done
+}
+
+# run_wrk PATH : one wrk run (1 thread, CONNS connections, SECS seconds) against start_nginx's
+# PORT -> "req/s p50 p90 p99" (latencies in µs).
+run_wrk() {
+  wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "http://127.0.0.1:$PORT/$1" | awk '
+    /Non-2xx/ { print "wrk: " $0 > "/dev/stderr"; bad = 1 }
+    function us(v) { if (v ~ /us$/) return v + 0; if (v ~ /ms$/) return v * 1000; if (v ~ /s$/) return v * 1000000; return v }
+    /^ +50%/ { p50 = us($2) } /^ +90%/ { p90 = us($2) } /^ +99%/ { p99 = us($2) }
+    /^Requests\/sec:/ { rps = $2 }
+    END { if (bad) exit 1; printf "%s %s %s %s\n", rps, p50, p90, p99 }'
+}

@@ -18,49 +18,13 @@ KAFKA_PORT=29093
 PORT=25211
 need_root
 need_cmds jq bpftool
-command -v wrk >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
-command -v nginx >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null \
-  || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null
+need_wrk_nginx
 build_agent
 trap 'kill_pids; bpf_stats off' EXIT
 
 start_kafka $KAFKA_PORT wattgraph.connections wattgraph.transactions wattgraph.resources
 broker=${pids[-1]}
-
-mkdir -p "$WORK/www" "$WORK/nginx"
-head -c 100 /dev/zero | tr '\0' 'a' > "$WORK/www/small"
-head -c 131072 /dev/zero | tr '\0' 'b' > "$WORK/www/large"
-cat > "$WORK/nginx/nginx.conf" <<EOF
-daemon off;
-user root;
-worker_processes 1;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  client_body_temp_path $WORK/nginx/body; proxy_temp_path $WORK/nginx/proxy;
-  fastcgi_temp_path $WORK/nginx/fcgi; uwsgi_temp_path $WORK/nginx/uwsgi; scgi_temp_path $WORK/nginx/scgi;
-  server { listen 127.0.0.1:$PORT; root $WORK/www; }
-}
-EOF
-nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" & pids+=($!)
-for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$PORT/small" >/dev/null && break; sleep 0.1; done
-for path in small large; do
-  got=$(curl -sf "http://127.0.0.1:$PORT/$path" | wc -c)
-  [ "$got" = "$(stat -c %s "$WORK/www/$path")" ] || { echo "nginx served $got bytes for /$path" >&2; exit 1; }
-done
-
-# run_wrk PATH -> "req/s p50 p90 p99" (latencies in µs)
-run_wrk() {
-  wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "http://127.0.0.1:$PORT/$1" | awk '
-    /Non-2xx/ { print "wrk: " $0 > "/dev/stderr"; bad = 1 }
-    function us(v) { if (v ~ /us$/) return v + 0; if (v ~ /ms$/) return v * 1000; if (v ~ /s$/) return v * 1000000; return v }
-    /^ +50%/ { p50 = us($2) } /^ +90%/ { p90 = us($2) } /^ +99%/ { p99 = us($2) }
-    /^Requests\/sec:/ { rps = $2 }
-    END { if (bad) exit 1; printf "%s %s %s %s\n", rps, p50, p90, p99 }'
-}
+start_nginx $PORT
 
 declare -A off on before
 AGENT_AFTER=$AGENT

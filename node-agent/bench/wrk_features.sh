@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# What each capture feature costs per request: wrk (100 B responses, keep-alive) against nginx on
+# loopback, the agent as deployed ("all"), without HTTP routes (--http-routes 0) and without
+# transactions (--no-transactions), alternated ROUNDS times in one run with bpf_stats on. Prints
+# each socket program's ns per request (medians over the rounds, min-max) and the differences that
+# are each feature's cost: routes = all - noroutes, transactions = noroutes - notxn.
+# VARIANTS="name=/path/to/agent ..." adds builds run with the default flags (measurement builds,
+# e.g. a program with one step removed), compared with "all".
+# Needs root. Usage: node-agent/bench/wrk_features.sh [ROUNDS=3] [SECONDS=6] [CONNECTIONS=8]
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$ROOT/node-agent/bench/lib.sh"
+ROUNDS=${1:-3}
+SECS=${2:-6}
+CONNS=${3:-8}
+AGENT=$ROOT/target/release/wattgraph-agent
+WORK=$(mktemp -d "$ROOT/target/bench-wrkf.XXXXXX")
+KAFKA_PORT=29094
+PORT=25212
+need_root
+need_cmds jq bpftool bc
+need_wrk_nginx
+build_agent
+trap 'kill_pids; bpf_stats off' EXIT
+start_kafka $KAFKA_PORT wattgraph.connections wattgraph.transactions wattgraph.resources
+start_nginx $PORT
+
+configs=(all noroutes notxn)
+declare -A bin=([all]=$AGENT [noroutes]=$AGENT [notxn]=$AGENT) flags=([all]="" [noroutes]="--http-routes 0" [notxn]="--no-transactions")
+for v in ${VARIANTS:-}; do
+  configs+=("${v%%=*}"); bin[${v%%=*}]=${v#*=}; flags[${v%%=*}]=""
+  [ -x "${v#*=}" ] || { echo "VARIANTS: ${v#*=} is not an executable" >&2; exit 1; }
+done
+
+bpf_stats on
+run_wrk small >/dev/null # the broker's JIT and nginx warm before the first measured round
+rows=$WORK/rows
+for _ in $(seq 1 "$ROUNDS"); do
+  for c in "${configs[@]}"; do
+    # shellcheck disable=SC2086 # flags are words
+    AGENT=${bin[$c]} start_agent "$WORK/agent.log" ${flags[$c]}; apid=$!
+    wait_ready "$WORK/ready"
+    prog_stats $apid "$c" > "$WORK/progs0"; s0=$(date +%s%N)
+    rps=$(run_wrk small | cut -d' ' -f1); s1=$(date +%s%N)
+    prog_stats $apid "$c" > "$WORK/progs1"
+    kill -TERM $apid; wait $apid || true
+    reqs=$(echo "$rps * ($s1 - $s0) / 1000000000" | bc -l)
+    # "config program ns_per_request", and "config req/s rps"
+    join -j 2 <(sort -k2 "$WORK/progs0") <(sort -k2 "$WORK/progs1") |
+      awk -v c="$c" -v n="$reqs" '$1 ~ /^handle_(send|recv|sendmsg_begin)$/ { t = ($6 - $3) / n; all += t; print c, $1, t }
+        END { print c, "all_socket_programs", all }' >> "$rows"
+    echo "$c req/s $rps" >> "$rows"
+  done
+done
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (!NR) { printf "0 (not attached)"; exit } m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.0f (%.0f-%.0f)", m, v[1], v[NR] }'; }
+value() { [ "$1" = none ] && { echo 0; return; }; awk -v c="$1" -v p="$2" '$1 == c && $2 == p { print $3 }' "$rows" | median | cut -d' ' -f1; }
+echo "# ns per request under wrk 100 B ($ROUNDS rounds, ${SECS}s, $CONNS connections, $(nproc) cores, kernel $(uname -r)), median (min-max)"
+echo "| config | handle_recv | handle_send | handle_sendmsg_begin | all socket programs | req/s |"
+echo "|---|---|---|---|---|---|"
+for c in "${configs[@]}"; do
+  printf '| %s |' "$c"
+  for p in handle_recv handle_send handle_sendmsg_begin all_socket_programs req/s; do
+    printf ' %s |' "$(awk -v c="$c" -v p="$p" '$1 == c && $2 == p { print $3 }' "$rows" | median)"
+  done
+  echo
+done
+echo
+echo "| feature (difference of medians) | handle_recv | handle_send | handle_sendmsg_begin | all socket programs |"
+echo "|---|---|---|---|---|"
+diff_row() {
+  printf '| %s |' "$1"
+  for p in handle_recv handle_send handle_sendmsg_begin all_socket_programs; do
+    printf ' %s |' "$(echo "$(value "$2" $p) - $(value "$3" $p)" | bc)"
+  done
+  echo
+}
+diff_row "routes (all - noroutes)" all noroutes
+diff_row "transactions (noroutes - notxn)" noroutes notxn
+diff_row "bytes and connections (notxn)" notxn none
+for v in ${VARIANTS:-}; do diff_row "${v%%=*} - all" "${v%%=*}" all; done
