@@ -62,6 +62,12 @@ prog_stats() {
     | select(.name|test("^(handle_|wg_)")) | "\($l) \(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"'
 }
 
+# prog_delta FILE0 FILE1 : two prog_stats readings of one agent -> "name run_time_ns run_cnt"
+# between them, a line per program.
+prog_delta() {
+  join -j 2 <(sort -k2 "$1") <(sort -k2 "$2") | awk '{ print $1, $6 - $3, $7 - $4 }'
+}
+
 # txn_rows CFG AGENT [FLAGS...] : one txn_cost.sh run of AGENT; appends "CFG phase program ns" rows
 # (phase reqresp: every call starts a request or a response; iperf1k: streaming) to $OUT/all.txt.
 txn_rows() {

@@ -47,22 +47,24 @@ for _ in $(seq 1 "$ROUNDS"); do
     kill -TERM $apid; wait $apid || true
     reqs=$(echo "$rps * ($s1 - $s0) / 1000000000" | bc -l)
     # "config program ns_per_request", and "config req/s rps"
-    join -j 2 <(sort -k2 "$WORK/progs0") <(sort -k2 "$WORK/progs1") |
-      awk -v c="$c" -v n="$reqs" '$1 ~ /^handle_(send|recv|sendmsg_begin)$/ { t = ($6 - $3) / n; all += t; print c, $1, t }
+    prog_delta "$WORK/progs0" "$WORK/progs1" |
+      awk -v c="$c" -v n="$reqs" '$1 ~ /^handle_(send|recv|sendmsg_begin)$/ { t = $2 / n; all += t; print c, $1, t }
         END { print c, "all_socket_programs", all }' >> "$rows"
     echo "$c req/s $rps" >> "$rows"
   done
 done
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (!NR) { printf "0 (not attached)"; exit } m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.0f (%.0f-%.0f)", m, v[1], v[NR] }'; }
-value() { [ "$1" = none ] && { echo 0; return; }; awk -v c="$1" -v p="$2" '$1 == c && $2 == p { print $3 }' "$rows" | median | cut -d' ' -f1; }
+# figure CONFIG NAME : "median (min-max)" of that config's rows; value: the median alone (none: 0).
+figure() { awk -v c="$1" -v p="$2" '$1 == c && $2 == p { print $3 }' "$rows" | median; }
+value() { [ "$1" = none ] && { echo 0; return; }; figure "$1" "$2" | cut -d' ' -f1; }
 echo "# ns per request under wrk 100 B ($ROUNDS rounds, ${SECS}s, $CONNS connections, $(nproc) cores, kernel $(uname -r)), median (min-max)"
 echo "| config | handle_recv | handle_send | handle_sendmsg_begin | all socket programs | req/s |"
 echo "|---|---|---|---|---|---|"
 for c in "${configs[@]}"; do
   printf '| %s |' "$c"
   for p in handle_recv handle_send handle_sendmsg_begin all_socket_programs req/s; do
-    printf ' %s |' "$(awk -v c="$c" -v p="$p" '$1 == c && $2 == p { print $3 }' "$rows" | median)"
+    printf ' %s |' "$(figure "$c" "$p")"
   done
   echo
 done

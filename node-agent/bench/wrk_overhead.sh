@@ -63,9 +63,9 @@ for path in small large; do
     prog_stats $apid "$path" > "$WORK/progs1"
     kill -TERM $apid; wait $apid || true
     reqs=$(echo "$rps * ($s1 - $s0) / 1000000000" | bc -l)
-    breakdown+=("$(join -j 2 <(sort -k2 "$WORK/progs0") <(sort -k2 "$WORK/progs1") | awk -v p="$path $build" -v n="$reqs" -v rps="$rps" \
+    breakdown+=("$(prog_delta "$WORK/progs0" "$WORK/progs1" | awk -v p="$path $build" -v n="$reqs" -v rps="$rps" \
         -v agent="$(millicores $t0 $t1 $s0 $s1)" -v broker="$(millicores $b0 $b1 $s0 $s1)" -v cores="$(nproc)" '
-      { c = ($7 - $4) / n; t = ($6 - $3) / n; sum += t
+      { c = $3 / n; t = $2 / n; sum += t
         if (c > 0) printf "| %s | %s | %.2f | %.0f | %.1f %% |\n", p, $1, c, t, t * rps / 1e9 / cores * 100 }
       END { printf "| %s | all programs | | %.0f | %.1f %% |\n", p, sum, sum * rps / 1e9 / cores * 100
             printf "| %s | agent process | | %.0f | %.1f %% (%d millicores) |\n", p, agent * 1e6 / rps, agent / 10 / cores, agent
