@@ -158,7 +158,8 @@ pub struct Config {
     #[arg(long = "transaction-interval-ms", default_value_t = 1000)]
     pub transaction_interval_ms: u64,
 
-    /// Histogram cells (connection, kind, bucket) the kernel can hold (in-kernel hash map).
+    /// Histogram rows the kernel can hold (in-kernel hash map), each the cells (connection, route,
+    /// kind, bucket) of 8 adjacent buckets.
     #[arg(long = "transaction-hist-entries", default_value_t = 65536)]
     pub transaction_hist_entries: u32,
 

@@ -125,7 +125,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct txn_hist_key);
-	__type(value, __u64);               // cumulative count
+	__type(value, struct txn_row);      // cumulative counts
 } txn_hist SEC(".maps");
 
 // The TransactionStats baseline: what of txn_hist and each socket's totals the output has
@@ -617,29 +617,30 @@ static __always_inline __u64 elapsed(__u64 from, __u64 to)
 	return to > from ? to - from : 0;
 }
 
-// One completed transaction: histogram cell +1 (the only map operation), totals in
-// the socket's own entry. Runs once per transaction (at a change of direction).
+// One completed transaction: its bucket's count in the socket's histogram row +1 (the only map
+// operation), totals in the socket's own entry. Runs once per transaction (at a change of direction).
 static __attribute__((noinline)) void txn_done(struct sock_info *si, __u8 kind, __u64 dt, __u64 req, __u64 resp)
 {
 	struct txn_hist_key k;
 	__builtin_memset(&k, 0, sizeof(k));
+	__u32 bucket = txn_bucket(dt);
 	k.cookie = si->cookie;
 	k.route = si->route;
-	k.bucket = (__u16)txn_bucket(dt);
+	k.row = (__u16)(bucket >> TXN_ROW_BITS);
 	k.kind = kind;
-	__u64 *c = bpf_map_lookup_elem(&txn_hist, &k);
-	if (c) {
-		__sync_fetch_and_add(c, 1);
-	} else {
-		__u64 one = 1;
-		if (bpf_map_update_elem(&txn_hist, &k, &one, BPF_NOEXIST)) {
-			c = bpf_map_lookup_elem(&txn_hist, &k); // raced with another CPU
-			if (c)
-				__sync_fetch_and_add(c, 1);
-			else
-				stat_inc(STAT_TXN_HIST_FULL);
-		}
+	struct txn_row *row = bpf_map_lookup_elem(&txn_hist, &k);
+	if (!row) {
+		// A new row is created zero and then added to like any other, so a program that
+		// creates it first (another CPU, or one nested on this one) loses no count.
+		struct txn_row zero;
+		__builtin_memset(&zero, 0, sizeof(zero));
+		bpf_map_update_elem(&txn_hist, &k, &zero, BPF_NOEXIST);
+		row = bpf_map_lookup_elem(&txn_hist, &k);
 	}
+	if (row)
+		__sync_fetch_and_add(&row->count[bucket & (TXN_ROW - 1)], 1);
+	else
+		stat_inc(STAT_TXN_HIST_FULL);
 	si->txn_count += 1;
 	si->txn_req_bytes = req;
 	si->txn_resp_bytes = resp;

@@ -12,7 +12,7 @@ use super::http_route::{HttpRoute, RouteNames, ROUTE_NONE};
 use super::ledger::{delete_keys, Done, TxnLedger};
 use super::mask::{merge_masked, MaskKey};
 use super::skel::*;
-use super::txn_maps::{TxnCell, TxnTotals, TXN_CLIENT_RTT};
+use super::txn_maps::{TxnCell, TxnTotals, TXN_CLIENT_RTT, TXN_ROW};
 use super::walk::{SockWalk, Which};
 use super::{read_pod, CaptureStats, MAP_BATCH};
 use crate::capture::conntrack::NatTable;
@@ -48,7 +48,7 @@ pub(super) struct TxnDrain {
     pub(super) cells_peak: usize,
     /// Per cell of this drain: its socket's record was built (closed, or met by the walk).
     pub(super) done: Vec<bool>,
-    /// Keys (TxnCell::key_bytes) of cells to delete at the end of the drain, in one batch.
+    /// Keys (TxnCell::key_bytes) of rows to delete at the end of the drain, in one batch.
     pub(super) dead_cells: Vec<u8>,
     /// `CaptureOptions::mask_client_port_below`, and the lifetime below which a connection
     /// counts as short (the drain interval).
@@ -147,20 +147,21 @@ impl TxnDrain {
         self.closed_peak = closed.len().max(cookies.len());
         closed.sort_unstable_by_key(|c| c.0);
         cookies.sort_unstable();
-        // 2. Histogram cells (cumulative counts), grouped by socket (sorted by cookie).
+        // 2. Histogram cells (cumulative counts, read by rows), sorted by socket and then by row,
+        //    so that a socket's cells and a row's are adjacent.
         let hmap = &skel.maps.txn_hist;
         cells.clear();
         shrink_vec_after_storm(&mut cells, self.cells_peak);
         let read = self.reader.for_each(hmap, MAP_BATCH, false, |k, v| {
-            if let (Some(c), Some(n)) = (TxnCell::from_key(k), read_pod::<u64>(v)) {
-                cells.push((c, n));
+            if let (Some(row), Some(counts)) = (TxnCell::from_key(k), read_pod::<[u64; TXN_ROW]>(v)) {
+                cells.extend(row.cells(counts));
             }
         });
         if let Err(e) = read {
             log::warn!("reading transaction histograms: {e}");
         }
         self.cells_peak = cells.len();
-        cells.sort_unstable_by_key(|(c, _)| c.cookie);
+        cells.sort_unstable_by_key(|(c, _)| (c.cookie, c.route, c.kind, c.bucket));
         done.clear();
         if done.capacity() > cells.capacity() {
             done.shrink_to(cells.capacity());
@@ -273,17 +274,19 @@ impl TxnDrain {
         stats.http_routes.store(self.routes.len() as u64, Ordering::Relaxed);
     }
 
-    /// A socket the kernel no longer writes: its cells go at the end of the drain, its
-    /// previous readings now.
+    /// A socket the kernel no longer writes: its rows go at the end of the drain, its
+    /// previous readings now. `cells` are sorted (a row's adjacent).
     pub(super) fn forget(&mut self, cookie: u64, cells: &[(TxnCell, u64)]) {
+        for row in cells.chunk_by(|a, b| a.0.row() == b.0.row()) {
+            self.dead_cells.extend_from_slice(&row[0].0.key_bytes());
+        }
         for (cell, _) in cells {
-            self.dead_cells.extend_from_slice(&cell.key_bytes());
             self.prev_hist.remove(cell);
         }
         self.prev_conn.remove(&cookie);
     }
 
-    /// Deletes the cells of closed and vanished sockets, in batches.
+    /// Deletes the rows of closed and vanished sockets, in batches.
     pub(super) fn delete_dead_cells(&mut self, hmap: &impl MapCore) {
         delete_keys(hmap, &self.dead_cells, TxnCell::SIZE);
         self.dead_cells.clear();
@@ -341,15 +344,13 @@ impl TxnDrain {
             return;
         }
         let mask = short && t.closed;
+        // A closed socket's rows are all deleted once its final record is journaled.
+        self.ledger.stage_rows(cells, &self.prev_hist, t.closed, mask);
         let (mut client_rtt, mut server_time) = (Histogram::default(), Histogram::default());
         let mut routes: Vec<(u64, Histogram)> = Vec::new();
         for (cell, n) in cells {
             let prev = self.prev_hist.insert(*cell, *n).unwrap_or(0);
             let d = n.saturating_sub(prev);
-            if d > 0 || t.closed {
-                // A closed socket's cells are all deleted once its final record is journaled.
-                self.ledger.stage_cell(*cell, *n, t.closed, mask);
-            }
             if d == 0 {
                 continue;
             }

@@ -1,12 +1,12 @@
 //! The TransactionStats baseline in the kernel (`txn_base`, pinned with the other maps): how much
-//! of each socket's cumulative histogram cells and totals the output has journaled. The drain
+//! of each socket's cumulative histogram rows and totals the output has journaled. The drain
 //! computes records against what it has sent (its own maps, ahead); the kernel is told only what
 //! the output took (`CaptureHandle::txn_taken`: journaled, with --spool-dir), record by record, as
 //! the event ring moves its consumer position (event_ring.rs). A kill before a record was journaled
 //! leaves the baseline where it was, so the next agent on the same pins sends those transactions
 //! again and none is lost; what was journaled is not sent again. Each commit is one batch update
-//! (one system call, which a kill does not cut in half), so a socket's cells and totals move
-//! together; a closed socket's entries are deleted only after its final record was committed
+//! (one system call, which a kill does not cut in half), so a socket's rows and totals move
+//! together (a row is committed whole, every count as of one record); a closed socket's entries are deleted only after its final record was committed
 //! (marked closed first, so a kill during the clean-up sends nothing twice).
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::skel::*;
-use super::txn_maps::TxnCell;
+use super::txn_maps::{TxnCell, TXN_ROW};
 use super::{read_pod, MAP_BATCH};
 use crate::capture::map_batch::BatchReader;
 
@@ -35,11 +35,9 @@ pub(super) struct Done {
 }
 
 impl Done {
-    fn bytes(&self) -> [u8; 32] {
-        let mut v = [0u8; 32];
-        for (i, x) in [self.count, self.req, self.resp, u64::from(self.closed)].iter().enumerate() {
-            v[i * 8..i * 8 + 8].copy_from_slice(&x.to_ne_bytes());
-        }
+    fn words(&self) -> [u64; TXN_ROW] {
+        let mut v = [0u64; TXN_ROW];
+        v[..4].copy_from_slice(&[self.count, self.req, self.resp, u64::from(self.closed)]);
         v
     }
 }
@@ -48,9 +46,10 @@ fn conn_key(cookie: u64) -> TxnCell {
     TxnCell { cookie, route: 0, bucket: 0, kind: DONE_CONN }
 }
 
+#[derive(Debug, PartialEq)]
 enum Item {
-    /// A cell's count; `dead`: deleted once committed (its socket closed).
-    Cell(TxnCell, u64, bool),
+    /// A row's counts (the row's first cell); `dead`: deleted once committed (its socket closed).
+    Row(TxnCell, [u64; TXN_ROW], bool),
     Conn(u64, Done),
     /// The end of a drain (boot ns), after its records.
     Drain(u64),
@@ -59,7 +58,7 @@ enum Item {
 impl Item {
     fn cookie(&self) -> u64 {
         match self {
-            Item::Cell(c, ..) => c.cookie,
+            Item::Row(c, ..) => c.cookie,
             Item::Conn(cookie, _) => *cookie,
             Item::Drain(_) => 0,
         }
@@ -112,7 +111,7 @@ impl TxnLedger {
         }
         let (mut finished, mut last_drain) = (Vec::new(), 0);
         let read = reader.for_each(&skel.maps.txn_base, MAP_BATCH, false, |k, v| {
-            let (Some(cell), Some(d)) = (TxnCell::from_key(k), read_pod::<[u64; 4]>(v)) else { return };
+            let (Some(cell), Some(d)) = (TxnCell::from_key(k), read_pod::<[u64; TXN_ROW]>(v)) else { return };
             if cell.kind == DONE_DRAIN {
                 last_drain = d[0];
             } else if cell.kind == DONE_CONN {
@@ -122,7 +121,7 @@ impl TxnLedger {
                     finished.push(cell.cookie);
                 }
             } else {
-                hist.insert(cell, d[0]);
+                hist.extend(cell.cells(d));
             }
         });
         if let Err(e) = read {
@@ -132,23 +131,39 @@ impl TxnLedger {
             return last_drain;
         }
         let finished: HashSet<u64> = finished.into_iter().collect();
+        let mut rows = HashSet::new();
         hist.retain(|cell, _| {
             let gone = finished.contains(&cell.cookie);
             if gone {
-                self.dead.extend_from_slice(&cell.key_bytes());
+                rows.insert(cell.row());
             }
             !gone
         });
+        for row in rows {
+            self.dead.extend_from_slice(&row.key_bytes());
+        }
         conns.retain(|c, _| !finished.contains(c));
         self.closed.extend(finished);
         self.clean_up(skel);
         last_drain
     }
 
-    /// A part of the record being built.
-    pub(super) fn stage_cell(&mut self, cell: TxnCell, count: u64, dead: bool, masked: bool) {
-        if self.persist {
-            if masked { &mut self.staged_masked } else { &mut self.staged }.push(Item::Cell(cell, count, dead));
+    /// The rows of one socket's `cells` (sorted: a row's adjacent) that have a cell whose count
+    /// is not what was `sent` go into the record being built, each whole; all of them with `dead`
+    /// (its socket closed: they are deleted once the record is committed).
+    pub(super) fn stage_rows(&mut self, cells: &[(TxnCell, u64)], sent: &HashMap<TxnCell, u64>, dead: bool, masked: bool) {
+        if !self.persist {
+            return;
+        }
+        for row in cells.chunk_by(|a, b| a.0.row() == b.0.row()) {
+            if !dead && row.iter().all(|(c, n)| sent.get(c) == Some(n)) {
+                continue;
+            }
+            let mut counts = [0u64; TXN_ROW];
+            for (c, n) in row {
+                counts[c.slot()] = *n;
+            }
+            if masked { &mut self.staged_masked } else { &mut self.staged }.push(Item::Row(row[0].0.row(), counts, dead));
         }
     }
 
@@ -215,8 +230,8 @@ impl TxnLedger {
         self.pending.retain(|(_, i)| i.cookie() != cookie);
         self.closing.remove(&cookie);
         let done = &skel.maps.txn_base;
-        for (cell, _) in cells {
-            let _ = done.delete(&cell.key_bytes());
+        for row in cells.chunk_by(|a, b| a.0.row() == b.0.row()) {
+            let _ = done.delete(&row[0].0.key_bytes());
         }
         let _ = done.delete(&conn_key(cookie).key_bytes());
     }
@@ -235,22 +250,24 @@ impl TxnLedger {
         while self.pending.front().is_some_and(|(at, _)| *at <= taken) {
             let (_, item) = self.pending.pop_front().unwrap();
             let (key, value) = match item {
-                Item::Cell(cell, count, dead) => {
+                Item::Row(row, counts, dead) => {
                     if dead {
-                        self.dead.extend_from_slice(&cell.key_bytes());
+                        self.dead.extend_from_slice(&row.key_bytes());
                     }
-                    (cell, Done { count, ..Done::default() })
+                    (row, counts)
                 }
                 Item::Conn(cookie, done) => {
                     if done.closed {
                         self.closed.push(cookie);
                     }
-                    (conn_key(cookie), done)
+                    (conn_key(cookie), done.words())
                 }
-                Item::Drain(end) => (TxnCell { cookie: 0, route: 0, bucket: 0, kind: DONE_DRAIN }, Done { count: end, ..Done::default() }),
+                Item::Drain(end) => (TxnCell { cookie: 0, route: 0, bucket: 0, kind: DONE_DRAIN }, Done { count: end, ..Done::default() }.words()),
             };
             self.keys.extend_from_slice(&key.key_bytes());
-            self.values.extend_from_slice(&value.bytes());
+            for w in value {
+                self.values.extend_from_slice(&w.to_ne_bytes());
+            }
             n += 1;
         }
         if n == 0 {
@@ -266,7 +283,7 @@ impl TxnLedger {
         self.clean_up(skel);
     }
 
-    /// Deletes the entries of finished sockets: cells (both maps), then the final totals, then the
+    /// Deletes the entries of finished sockets: rows (both maps), then the final totals, then the
     /// closed mark (last: until then the next agent knows the final record went out).
     fn clean_up(&mut self, skel: &ConnectionsSkel<'_>) {
         delete_keys(&skel.maps.txn_hist, &self.dead, TxnCell::SIZE);
@@ -295,5 +312,37 @@ pub(super) fn delete_keys(map: &impl MapCore, keys: &[u8], size: usize) {
                 let _ = map.delete(k);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(bucket: u16) -> TxnCell {
+        TxnCell { cookie: 1, route: 2, bucket, kind: 0 }
+    }
+
+    #[test]
+    fn a_row_is_staged_whole_when_one_of_its_cells_changed_and_every_row_at_close() {
+        let mut l = TxnLedger::new(true, Arc::new(AtomicU64::new(0)));
+        // Row 16..23: bucket 17 sent at 4, 18 new; row 24..31: 25 sent at 1 and unchanged.
+        let cells = [(cell(17), 4), (cell(18), 2), (cell(25), 1)];
+        let sent = HashMap::from([(cell(17), 4), (cell(25), 1)]);
+        l.stage_rows(&cells, &sent, false, false);
+        assert_eq!(l.staged, vec![Item::Row(cell(16), [0, 4, 2, 0, 0, 0, 0, 0], false)]);
+        // Closed: every row, to be deleted once committed; masked ones apart.
+        l.staged.clear();
+        l.stage_rows(&cells, &sent, true, true);
+        assert!(l.staged.is_empty());
+        assert_eq!(l.staged_masked, vec![Item::Row(cell(16), [0, 4, 2, 0, 0, 0, 0, 0], true), Item::Row(cell(24), [0, 1, 0, 0, 0, 0, 0, 0], true)]);
+        // Nothing changed: nothing staged; unpinned: nothing kept at all.
+        let all = HashMap::from([(cell(17), 4), (cell(18), 2), (cell(25), 1)]);
+        l.staged_masked.clear();
+        l.stage_rows(&cells, &all, false, false);
+        assert!(l.staged.is_empty() && l.staged_masked.is_empty());
+        let mut unpinned = TxnLedger::new(false, Arc::new(AtomicU64::new(0)));
+        unpinned.stage_rows(&cells, &sent, true, false);
+        assert!(unpinned.staged.is_empty());
     }
 }

@@ -72,7 +72,7 @@ pub(super) fn load_and_attach<'a>(
         .txn_hist
         .set_max_entries(opts.txn_hist_entries.max(16))
         .map_err(|e| bpf_err("size transaction histogram map", e))?;
-    // A committed count per cell, and totals per live or closed socket.
+    // The committed counts per row, and totals per live or closed socket.
     open.maps
         .txn_base
         .set_max_entries(opts.txn_hist_entries.max(16).saturating_add(opts.map_entries.saturating_mul(2)))

@@ -72,7 +72,8 @@ pub struct CaptureOptions {
     /// Drain the transaction histograms this often and deliver `ConnTxn`s on
     /// `transactions()`; None = transactions are not tracked in the kernel at all.
     pub transaction_interval: Option<Duration>,
-    /// Histogram cells (socket, route, kind, bucket) the kernel can hold.
+    /// Histogram rows the kernel can hold: the cells (socket, route, kind, bucket) of 8
+    /// adjacent buckets each.
     pub txn_hist_entries: u32,
     /// HTTP/1.x routes (method + normalised path) the kernel names per host; past them a
     /// transaction goes to the OTHER route. 0 = requests are not parsed.

@@ -5,8 +5,15 @@ use std::mem::size_of;
 use super::read_pod;
 use super::skel::*;
 
-/// Key of `txn_hist` (struct txn_hist_key).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+/// Buckets per histogram row (TXN_ROW_BITS in connections.h): the kernel keeps a socket's cells
+/// by rows of adjacent buckets, one map entry each (`txn_hist`, and `txn_base` for what was journaled).
+pub(super) const TXN_ROW_BITS: u16 = 3;
+pub(super) const TXN_ROW: usize = 1 << TXN_ROW_BITS;
+const _: () = assert!(size_of::<types::txn_row>() == 8 * TXN_ROW && size_of::<types::txn_base>() == 8 * TXN_ROW);
+
+/// A histogram cell (socket, route, kind, bucket). Its key in the kernel's maps is its row's
+/// (struct txn_hist_key: the bucket shifted right by TXN_ROW_BITS).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(super) struct TxnCell {
     pub(super) cookie: u64,
     pub(super) route: u64,
@@ -17,22 +24,40 @@ pub(super) struct TxnCell {
 impl TxnCell {
     pub(super) const SIZE: usize = size_of::<types::txn_hist_key>();
 
+    /// The key of this cell's row (the same for every cell of the row).
     pub(super) fn key_bytes(&self) -> [u8; Self::SIZE] {
         let mut k = [0u8; Self::SIZE];
         k[..8].copy_from_slice(&self.cookie.to_ne_bytes());
         k[8..16].copy_from_slice(&self.route.to_ne_bytes());
-        k[16..18].copy_from_slice(&self.bucket.to_ne_bytes());
+        k[16..18].copy_from_slice(&(self.bucket >> TXN_ROW_BITS).to_ne_bytes());
         k[18] = self.kind;
         k
     }
 
+    /// The first cell of the row a key names.
     pub(super) fn from_key(k: &[u8]) -> Option<TxnCell> {
         (k.len() >= Self::SIZE).then(|| TxnCell {
             cookie: u64::from_ne_bytes(k[..8].try_into().unwrap()),
             route: u64::from_ne_bytes(k[8..16].try_into().unwrap()),
-            bucket: u16::from_ne_bytes(k[16..18].try_into().unwrap()),
+            bucket: u16::from_ne_bytes(k[16..18].try_into().unwrap()) << TXN_ROW_BITS,
             kind: k[18],
         })
+    }
+
+    /// The first cell of this cell's row, which stands for the row.
+    pub(super) fn row(&self) -> TxnCell {
+        TxnCell { bucket: self.bucket & !(TXN_ROW as u16 - 1), ..*self }
+    }
+
+    /// This cell's place in its row's counts.
+    pub(super) fn slot(&self) -> usize {
+        usize::from(self.bucket) & (TXN_ROW - 1)
+    }
+
+    /// The cells of the row this cell stands for that have a count (a count never goes back to 0).
+    pub(super) fn cells(self, counts: [u64; TXN_ROW]) -> impl Iterator<Item = (TxnCell, u64)> {
+        let first = self.row();
+        counts.into_iter().enumerate().filter(|(_, n)| *n > 0).map(move |(i, n)| (TxnCell { bucket: first.bucket + i as u16, ..first }, n))
     }
 }
 
@@ -101,5 +126,30 @@ impl TxnTotals {
             closed: false,
             age_ns: if si.open_ns == 0 { u64::MAX } else { now.saturating_sub(si.open_ns) },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_gives_back_its_cells_and_each_cell_names_its_row() {
+        let cell = |bucket| TxnCell { cookie: 7, route: 9, bucket, kind: 1 };
+        // Buckets 16..23 share a row; 24 starts the next.
+        assert_eq!(cell(21).key_bytes(), cell(16).key_bytes());
+        assert_ne!(cell(23).key_bytes(), cell(24).key_bytes());
+        let row = TxnCell::from_key(&cell(21).key_bytes()).unwrap();
+        assert_eq!((row, cell(21).row(), cell(21).slot()), (cell(16), cell(16), 5));
+        let mut counts = [0u64; TXN_ROW];
+        counts[0] = 3;
+        counts[5] = 1;
+        counts[7] = 2;
+        let cells: Vec<_> = row.cells(counts).collect();
+        assert_eq!(cells, vec![(cell(16), 3), (cell(21), 1), (cell(23), 2)]);
+        assert!(cells.iter().all(|(c, n)| c.key_bytes() == row.key_bytes() && counts[c.slot()] == *n));
+        // The highest bucket txn_bucket gives (exponent 63) still has its own row.
+        let top = ((63 - 7 + 1) << 7) | 127;
+        assert_eq!(TxnCell::from_key(&cell(top).key_bytes()).unwrap().cells([1; TXN_ROW]).last().unwrap().0, cell(top));
     }
 }
