@@ -79,18 +79,7 @@ pub fn check(required: &[&str], optional: &[&str]) -> Result<Preflight, Prefligh
     Ok(Preflight { release, missing_optional })
 }
 
-/// A Linux capability: its name and bit (include/uapi/linux/capability.h).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capability {
-    pub name: &'static str,
-    bit: u32,
-}
-
-pub const CAP_NET_ADMIN: Capability = Capability { name: "CAP_NET_ADMIN", bit: 12 };
-pub const CAP_SYS_ADMIN: Capability = Capability { name: "CAP_SYS_ADMIN", bit: 21 };
-pub const CAP_SYS_NICE: Capability = Capability { name: "CAP_SYS_NICE", bit: 23 };
-pub const CAP_PERFMON: Capability = Capability { name: "CAP_PERFMON", bit: 38 };
-pub const CAP_BPF: Capability = Capability { name: "CAP_BPF", bit: 39 };
+pub use crate::shared::caps::{effective_capabilities, parse_cap_eff, Capability, CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_NICE};
 
 /// A capability one enabled feature needs, and what for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,23 +132,10 @@ pub fn needs(p: Privileged) -> Vec<Need> {
     v
 }
 
-/// The CapEff mask of a /proc/<pid>/status text.
-pub fn parse_cap_eff(status: &str) -> Option<u64> {
-    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
-    u64::from_str_radix(hex.trim(), 16).ok()
-}
-
-/// The calling thread's effective capabilities. Read from /proc rather than with the caps crate:
-/// one hex field is all the check needs.
-pub fn effective_capabilities() -> std::io::Result<u64> {
-    let text = std::fs::read_to_string("/proc/thread-self/status")?;
-    parse_cap_eff(&text).ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "no CapEff line in /proc/thread-self/status"))
-}
-
 /// The needs `effective` lacks. CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON, as in the
 /// kernel (bpf_capable, perfmon_capable).
 pub fn missing(needs: &[Need], effective: u64) -> Vec<Need> {
-    let has = |c: Capability| effective & (1u64 << c.bit) != 0;
+    let has = |c: Capability| c.in_set(effective);
     needs
         .iter()
         .filter(|n| !has(n.cap) && !((n.cap == CAP_BPF || n.cap == CAP_PERFMON) && has(CAP_SYS_ADMIN)))
@@ -249,7 +225,7 @@ mod tests {
     }
 
     fn mask(caps: &[Capability]) -> u64 {
-        caps.iter().fold(0, |m, c| m | 1u64 << c.bit)
+        Capability::mask(caps)
     }
 
     #[test]

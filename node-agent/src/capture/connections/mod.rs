@@ -229,10 +229,7 @@ impl Drop for CaptureHandle {
 /// Loads, attaches and starts reading in a dedicated thread (the skeleton is not Send).
 /// Returns once the programs are attached, or with the load/attach error.
 pub fn spawn(opts: CaptureOptions) -> Result<CaptureHandle, CaptureError> {
-    // libbpf's own messages go to the logger at debug level, so a failure stays one line.
-    libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, |_lvl, msg: String| {
-        log::debug!(target: "libbpf", "{}", msg.trim_end())
-    })));
+    crate::capture::bpf::route_libbpf_log();
     let mut inodes = Vec::new();
     for p in &opts.netns {
         inodes.push(netns_inode(p).map_err(|e| CaptureError::Other(format!("--netns {}: {e}", p.display())))?);

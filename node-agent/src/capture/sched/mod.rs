@@ -143,6 +143,7 @@ impl SchedPrograms {
         // The skeleton borrows its object storage for its lifetime; the storage (a few
         // hundred bytes) is leaked once per collector so the collector can own the skeleton.
         let storage: &'static mut MaybeUninit<libbpf_rs::OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+        crate::capture::bpf::route_libbpf_log();
         let mut open = SchedSkelBuilder::default().open(storage).map_err(|e| bpf_err("open sched BPF object", e))?;
         let pins = match &opts.pin_root {
             Some(root) => {
