@@ -62,6 +62,10 @@ prog_stats() {
     | select(.name|test("^(handle_|wg_)")) | "\($l) \(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"'
 }
 
+# median_range [SEP] : numbers on stdin -> "median (minSEPmax)", rounded, SEP "-" unless given
+# (".." where they may be negative); none: "0 (not attached)".
+median_range() { sort -n | awk -v s="${1:--}" '{ v[NR] = $1 } END { if (!NR) { printf "0 (not attached)"; exit } m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.0f (%.0f%s%.0f)", m, v[1], s, v[NR] }'; }
+
 # prog_delta FILE0 FILE1 : two prog_stats readings of one agent -> "name run_time_ns run_cnt"
 # between them, a line per program.
 prog_delta() {

@@ -54,9 +54,8 @@ for _ in $(seq 1 "$ROUNDS"); do
   done
 done
 
-median() { sort -n | awk '{ v[NR] = $1 } END { if (!NR) { printf "0 (not attached)"; exit } m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.0f (%.0f-%.0f)", m, v[1], v[NR] }'; }
 # figure CONFIG NAME : "median (min-max)" of that config's rows; value: the median alone (none: 0).
-figure() { awk -v c="$1" -v p="$2" '$1 == c && $2 == p { print $3 }' "$rows" | median; }
+figure() { awk -v c="$1" -v p="$2" '$1 == c && $2 == p { print $3 }' "$rows" | median_range; }
 value() { [ "$1" = none ] && { echo 0; return; }; figure "$1" "$2" | cut -d' ' -f1; }
 echo "# ns per request under wrk 100 B ($ROUNDS rounds, ${SECS}s, $CONNS connections, $(nproc) cores, kernel $(uname -r)), median (min-max)"
 echo "| config | handle_recv | handle_send | handle_sendmsg_begin | all socket programs | req/s |"
