@@ -771,3 +771,51 @@ fn recvmsg(s: &TcpStream, buf: &mut [u8]) -> usize {
     assert!(k >= 0, "recvmsg: {}", std::io::Error::last_os_error());
     k as usize
 }
+
+/// The per-namespace walk (iter/tcp, where a kernel refuses map-element iterators) finds the live
+/// sockets of a namespace no option names, through the threads that are in it: each keep-alive
+/// connection's transactions are delivered while it is open, exactly, on both ends.
+#[test]
+fn the_per_namespace_walk_finds_the_live_sockets_of_every_namespace() {
+    use common::keepalive;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{mpsc, Arc};
+    const CONNS: usize = 3;
+    const N: u64 = 20;
+    let (steps, steps_rx) = mpsc::channel::<Option<usize>>();
+    let (step_done, step_done_rx) = mpsc::channel::<()>();
+    let ns = NetnsThread::spawn(move || keepalive::load(CONNS, steps_rx, step_done, Arc::new(AtomicUsize::new(0))));
+    let opts = CaptureOptions { walk_per_namespace: true, ..common::transaction_options() };
+    let Some(h) = start_with(opts) else {
+        ns.cancel();
+        return;
+    };
+    let worker = std::thread::spawn(move || ns.run());
+    steps.send(Some(N as usize)).unwrap();
+    step_done_rx.recv_timeout(Duration::from_secs(60)).expect("requests made");
+    // Open connections: their records come from the walk (a closed socket's from txn_conns). A
+    // client's last transaction completes with its next request, so it has N - 1 for now.
+    let want = |role: TxnRole| if role == TxnRole::Client { N - 1 } else { N };
+    let mut sums: HashMap<(TxnRole, u16), (u64, u64, u64)> = HashMap::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sums.len() < 2 * CONNS || sums.iter().any(|((role, _), s)| s.0 < want(*role)) {
+        assert!(Instant::now() < deadline, "live transactions not delivered: {sums:?}");
+        let Ok(t) = h.transactions().recv_timeout(Duration::from_millis(100)) else { continue };
+        assert!(!t.closed, "a connection closed before the test closed it: {t:?}");
+        let port = if t.role == TxnRole::Client { t.local_port } else { t.remote_port };
+        let s = sums.entry((t.role, port)).or_default();
+        *s = (s.0 + t.transactions, s.1 + t.request_bytes, s.2 + t.response_bytes);
+    }
+    steps.send(None).unwrap();
+    let truth = worker.join().unwrap();
+    assert_eq!(truth.len(), CONNS);
+    for (port, made) in &truth {
+        assert_eq!(*made, N);
+        for role in [TxnRole::Client, TxnRole::Server] {
+            let n = want(role);
+            let resp = (N - 1) * keepalive::RESPONSE as u64; // the last response's bytes count at the next request
+            assert_eq!(sums.get(&(role, *port)), Some(&(n, n * keepalive::REQUEST as u64, resp)), "{role:?} end of the connection from port {port}");
+        }
+    }
+    h.stop();
+}

@@ -26,7 +26,7 @@ impl std::error::Error for CaptureError {}
 /// A libbpf error of step `what`, as a permission error where it was one.
 pub(crate) fn bpf_err(what: &str, e: libbpf_rs::Error) -> CaptureError {
     if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
-        let program = REFUSED_PROGRAM.lock().ok().and_then(|mut p| p.take());
+        let program = refused_program();
         let lockdown = std::fs::read_to_string("/sys/kernel/security/lockdown").ok();
         CaptureError::Permission(permission_message(&format!("{what}: {e}"), program.as_deref(), caps::effective_capabilities().ok(), lockdown.as_deref()))
     } else {
@@ -37,11 +37,22 @@ pub(crate) fn bpf_err(what: &str, e: libbpf_rs::Error) -> CaptureError {
 /// The program libbpf last failed to load, from its log: its error does not name it.
 static REFUSED_PROGRAM: Mutex<Option<String>> = Mutex::new(None);
 
+/// The program libbpf last failed to load (since `forget_refused`).
+pub(crate) fn refused_program() -> Option<String> {
+    REFUSED_PROGRAM.lock().ok().and_then(|p| p.clone())
+}
+
+pub(crate) fn forget_refused() {
+    if let Ok(mut p) = REFUSED_PROGRAM.lock() {
+        *p = None;
+    }
+}
+
 /// Sends libbpf's messages to the logger at debug level, so a failure stays one line, and keeps
 /// the name of a program it failed to load for the error.
 pub(crate) fn route_libbpf_log() {
     libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, |_lvl, msg: String| {
-        if let Some(p) = refused_program(&msg) {
+        if let Some(p) = program_of_failed_load(&msg) {
             if let Ok(mut last) = REFUSED_PROGRAM.lock() {
                 *last = Some(p.to_string());
             }
@@ -51,7 +62,7 @@ pub(crate) fn route_libbpf_log() {
 }
 
 /// The program of libbpf's "prog 'NAME': BPF program load failed: ..." line.
-fn refused_program(line: &str) -> Option<&str> {
+fn program_of_failed_load(line: &str) -> Option<&str> {
     let rest = &line[line.find("prog '")? + 6..];
     let (name, after) = rest.split_once('\'')?;
     after.starts_with(": BPF program load failed").then_some(name)
@@ -69,13 +80,23 @@ fn permission_message(detail: &str, program: Option<&str>, effective: Option<u64
             "BPF permission missing ({detail}{program}): run as root, or grant CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN (CAP_SYS_ADMIN on older kernels); --log-level debug shows libbpf's details"
         );
     }
-    let mode = lockdown.and_then(|l| Some(&l[l.find('[')? + 1..l.find(']')?]));
-    let policy = match mode {
+    let policy = kernel_policy(lockdown);
+    format!("BPF permission missing ({detail}{program}): the agent has CAP_BPF and CAP_PERFMON, so the kernel's own policy refused it: {policy}; every program is needed, so this kernel cannot run the agent; --log-level debug shows libbpf's details")
+}
+
+/// What refuses a program a capable process loads: the lockdown mode of `lockdown` (the text of
+/// /sys/kernel/security/lockdown, the active mode in brackets), else an LSM or a setting.
+fn kernel_policy(lockdown: Option<&str>) -> String {
+    match lockdown.and_then(|l| Some(&l[l.find('[')? + 1..l.find(']')?])) {
         Some("none") => "an LSM policy or a kernel setting (kernel lockdown is off)".to_string(),
         Some(m) => format!("kernel lockdown '{m}' (/sys/kernel/security/lockdown) or an LSM policy"),
         None => "kernel lockdown or an LSM policy (/sys/kernel/security/lockdown not readable)".to_string(),
-    };
-    format!("BPF permission missing ({detail}{program}): the agent has CAP_BPF and CAP_PERFMON, so the kernel's own policy refused it: {policy}; every program is needed, so this kernel cannot run the agent; --log-level debug shows libbpf's details")
+    }
+}
+
+/// This kernel's `kernel_policy`, for a refusal that is not fatal.
+pub(crate) fn refusing_policy() -> String {
+    kernel_policy(std::fs::read_to_string("/sys/kernel/security/lockdown").ok().as_deref())
 }
 
 /// The kernel's BTF, loaded once for several lookups.
@@ -119,10 +140,10 @@ mod tests {
 
     #[test]
     fn the_refused_program_is_read_from_libbpf_log() {
-        assert_eq!(refused_program("libbpf: prog 'dump_socks': BPF program load failed: -EPERM\n"), Some("dump_socks"));
-        assert_eq!(refused_program("libbpf: prog 'dump_socks': failed to load: -1"), None);
-        assert_eq!(refused_program("libbpf: map 'txn_hist': created successfully, fd=13"), None);
-        assert_eq!(refused_program("libbpf: prog 'unterminated"), None);
+        assert_eq!(program_of_failed_load("libbpf: prog 'dump_socks': BPF program load failed: -EPERM\n"), Some("dump_socks"));
+        assert_eq!(program_of_failed_load("libbpf: prog 'dump_socks': failed to load: -1"), None);
+        assert_eq!(program_of_failed_load("libbpf: map 'txn_hist': created successfully, fd=13"), None);
+        assert_eq!(program_of_failed_load("libbpf: prog 'unterminated"), None);
     }
 
     #[test]

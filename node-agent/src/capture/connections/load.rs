@@ -5,6 +5,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::skel::*;
+use super::walk::WalkKind;
 use super::{CaptureOptions, SEND_BEGIN_TRACEPOINT, TRACEPOINTS};
 use crate::capture::bpf::{bpf_err, CaptureError};
 use crate::capture::pins::{self, Pins};
@@ -13,14 +14,21 @@ use crate::capture::pins::{self, Pins};
 const PROGRAMS: [&str; 4] = ["handle_set_state", "handle_set_state_nested", "handle_send", "handle_recv"];
 const SEND_BEGIN_PROGRAM: &str = "handle_sendmsg_begin";
 
-/// Loads the programs; with `opts.pin_root`, their maps are pinned (or reused from a previous
-/// agent of the same object and configuration, whose pinned links are then left as they are).
+/// Loads the programs, with the iterators of `walk` (walk.rs); with `opts.pin_root`, their maps
+/// are pinned (or reused from a previous agent of the same object and configuration, whose pinned
+/// links are then left as they are).
 pub(super) fn load_and_attach<'a>(
     opts: &CaptureOptions,
     inodes: &[u32],
     storage: &'a mut MaybeUninit<libbpf_rs::OpenObject>,
+    walk: WalkKind,
 ) -> Result<(ConnectionsSkel<'a>, Vec<String>, Option<Pins>), CaptureError> {
     let mut open = ConnectionsSkelBuilder::default().open(storage).map_err(|e| bpf_err("open BPF object", e))?;
+    let per_namespace = walk == WalkKind::PerNamespace;
+    open.progs.dump_socks.set_autoload(!per_namespace);
+    open.progs.dump_txn_socks.set_autoload(!per_namespace);
+    open.progs.dump_socks_tcp.set_autoload(per_namespace);
+    open.progs.dump_txn_socks_tcp.set_autoload(per_namespace);
     let mut attached: Vec<String> = TRACEPOINTS.iter().map(|s| s.to_string()).collect();
     // Without it a transaction starts when its first send returned (on loopback, possibly after
     // the peer already answered): said once, not fatal.
@@ -61,9 +69,11 @@ pub(super) fn load_and_attach<'a>(
             ro.shed_by_cgroup = u8::from(sh.by_cgroup());
         }
     }
-    // Attached by the sweep with the map's fd (walk.rs), not here.
+    // Attached by the walk (walk.rs), not here.
     open.progs.dump_socks.set_autoattach(false);
     open.progs.dump_txn_socks.set_autoattach(false);
+    open.progs.dump_socks_tcp.set_autoattach(false);
+    open.progs.dump_txn_socks_tcp.set_autoattach(false);
     open.maps
         .txn_conns
         .set_max_entries(opts.map_entries)

@@ -75,6 +75,9 @@ pub struct CaptureOptions {
     /// Histogram rows the kernel can hold: the cells (socket, route, kind, bucket) of 8
     /// adjacent buckets each.
     pub txn_hist_entries: u32,
+    /// Walk the sockets' state per network namespace with `iter/tcp` even where the kernel loads
+    /// the map-element iterators (what the capture falls back to where it refuses them; walk.rs).
+    pub walk_per_namespace: bool,
     /// HTTP/1.x routes (method + normalised path) the kernel names per host; past them a
     /// transaction goes to the OTHER route. 0 = requests are not parsed.
     pub http_routes: u32,
@@ -114,6 +117,7 @@ impl Default for CaptureOptions {
             channel_capacity: 16384,
             transaction_interval: None,
             txn_hist_entries: 65536,
+            walk_per_namespace: false,
             http_routes: 1024,
             http_route_idle: Duration::from_secs(600),
             mask_client_port_below: 0,

@@ -19,9 +19,9 @@ use super::ring::{decode_proc_args, decode_raw};
 use super::shed::{shed_command, shed_tick, ShedClock};
 use super::stats::read_stats;
 use super::sweep::sweep;
-use super::walk::SockWalk;
+use super::walk::{SockWalk, WalkKind};
 use super::{CaptureOptions, CaptureStats, ShedCmd};
-use crate::capture::bpf::{bpf_err, CaptureError};
+use crate::capture::bpf::{bpf_err, forget_refused, refused_program, refusing_policy, CaptureError};
 use crate::capture::event::ConnEvent;
 use crate::capture::connections::transactions::ConnTxn;
 use crate::capture::shedding::{ShedMode, UserShed};
@@ -40,8 +40,22 @@ pub(super) fn run(
     shed_rx: Receiver<ShedCmd>,
     (taken, txn_taken): (Arc<AtomicU64>, Arc<AtomicU64>),
 ) {
-    let mut storage = MaybeUninit::uninit();
-    let (skel, attached, pins) = match load_and_attach(&opts, &inodes, &mut storage) {
+    let (mut storage, mut storage2) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+    forget_refused();
+    let mut walk_kind = if opts.walk_per_namespace { WalkKind::PerNamespace } else { WalkKind::Map };
+    let loaded = match load_and_attach(&opts, &inodes, &mut storage, walk_kind) {
+        Err(CaptureError::Permission(_)) if refused_program().is_some_and(|p| p == "dump_socks" || p == "dump_txn_socks") => {
+            log::warn!(
+                "the kernel refused the map-element iterator program '{}' ({}): walking the sockets per network namespace with iter/tcp instead (slower; node-agent/README.md, \"Capabilities\")",
+                refused_program().unwrap_or_default(),
+                refusing_policy()
+            );
+            walk_kind = WalkKind::PerNamespace;
+            load_and_attach(&opts, &inodes, &mut storage2, walk_kind)
+        }
+        r => r,
+    };
+    let (skel, attached, pins) = match loaded {
         Ok(s) => s,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -110,7 +124,9 @@ pub(super) fn run(
         );
         events.release_taken();
     };
-    let mut walk = match SockWalk::attach(&skel) {
+    // Per namespace, only the listed ones hold tracked sockets, unless pod CIDRs add others.
+    let walk_netns = if opts.local_cidrs.is_empty() { opts.netns.clone() } else { Vec::new() };
+    let mut walk = match SockWalk::attach(&skel, walk_kind, &walk_netns) {
         Ok(w) => w,
         Err(e) => {
             let _ = ready.send(Err(e));
