@@ -796,15 +796,16 @@ fn the_per_namespace_walk_finds_the_live_sockets_of_every_namespace() {
     // Open connections: their records come from the walk (a closed socket's from txn_conns). A
     // client's last transaction completes with its next request, so it has N - 1 for now.
     let want = |role: TxnRole| if role == TxnRole::Client { N - 1 } else { N };
-    let mut sums: HashMap<(TxnRole, u16), (u64, u64, u64)> = HashMap::new();
+    // Per end: transactions, request and response bytes, latencies counted.
+    let mut sums: HashMap<(TxnRole, u16), (u64, u64, u64, u64)> = HashMap::new();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while sums.len() < 2 * CONNS || sums.iter().any(|((role, _), s)| s.0 < want(*role)) {
+    while sums.len() < 2 * CONNS || sums.iter().any(|((role, _), s)| s.0 < want(*role) || s.3 < want(*role)) {
         assert!(Instant::now() < deadline, "live transactions not delivered: {sums:?}");
         let Ok(t) = h.transactions().recv_timeout(Duration::from_millis(100)) else { continue };
         assert!(!t.closed, "a connection closed before the test closed it: {t:?}");
         let port = if t.role == TxnRole::Client { t.local_port } else { t.remote_port };
         let s = sums.entry((t.role, port)).or_default();
-        *s = (s.0 + t.transactions, s.1 + t.request_bytes, s.2 + t.response_bytes);
+        *s = (s.0 + t.transactions, s.1 + t.request_bytes, s.2 + t.response_bytes, s.3 + t.latency().total());
     }
     steps.send(None).unwrap();
     let truth = worker.join().unwrap();
@@ -814,8 +815,84 @@ fn the_per_namespace_walk_finds_the_live_sockets_of_every_namespace() {
         for role in [TxnRole::Client, TxnRole::Server] {
             let n = want(role);
             let resp = (N - 1) * keepalive::RESPONSE as u64; // the last response's bytes count at the next request
-            assert_eq!(sums.get(&(role, *port)), Some(&(n, n * keepalive::REQUEST as u64, resp)), "{role:?} end of the connection from port {port}");
+            assert_eq!(sums.get(&(role, *port)), Some(&(n, n * keepalive::REQUEST as u64, resp, n)), "{role:?} end of the connection from port {port}");
         }
     }
     h.stop();
+}
+
+/// Without CAP_SYS_ADMIN the per-namespace walk enters no other namespace. The keep-alive
+/// connections of one are then not met by the drains while they live, and must not be taken for
+/// gone (their histogram rows deleted): at their close every transaction is delivered, exactly.
+#[test]
+fn without_cap_sys_admin_the_sockets_of_other_namespaces_report_at_their_close() {
+    use common::keepalive;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{mpsc, Arc};
+    const CONNS: usize = 2;
+    const N: u64 = 20;
+    let (steps, steps_rx) = mpsc::channel::<Option<usize>>();
+    let (step_done, step_done_rx) = mpsc::channel::<()>();
+    let ns = NetnsThread::spawn(move || keepalive::load(CONNS, steps_rx, step_done, Arc::new(AtomicUsize::new(0))));
+    let opts = CaptureOptions { walk_per_namespace: true, ..common::transaction_options() };
+    // Capabilities are per thread, and the capture's thread takes its creator's.
+    let Some(h) = std::thread::spawn(move || {
+        drop_effective_capability(21); // CAP_SYS_ADMIN
+        start_with(opts)
+    })
+    .join()
+    .unwrap() else {
+        ns.cancel();
+        return;
+    };
+    let worker = std::thread::spawn(move || ns.run());
+    steps.send(Some(N as usize)).unwrap();
+    step_done_rx.recv_timeout(Duration::from_secs(60)).expect("requests made");
+    // Drains every 100 ms meanwhile: a socket missed twice used to be forgotten.
+    std::thread::sleep(Duration::from_millis(800));
+    steps.send(None).unwrap();
+    let truth = worker.join().unwrap();
+    // Per end: transactions (the socket's own total), latencies counted (its histogram), closed.
+    let mut sums: HashMap<(TxnRole, u16), (u64, u64, bool)> = HashMap::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sums.values().filter(|s| s.2).count() < 2 * CONNS {
+        assert!(Instant::now() < deadline, "closed records not delivered: {sums:?}");
+        let Ok(t) = h.transactions().recv_timeout(Duration::from_millis(100)) else { continue };
+        let port = if t.role == TxnRole::Client { t.local_port } else { t.remote_port };
+        if !truth.contains_key(&port) {
+            continue;
+        }
+        let s = sums.entry((t.role, port)).or_default();
+        *s = (s.0 + t.transactions, s.1 + t.latency().total(), s.2 | t.closed);
+    }
+    for port in truth.keys() {
+        for role in [TxnRole::Client, TxnRole::Server] {
+            assert_eq!(sums.get(&(role, *port)), Some(&(N, N, true)), "{role:?} end of the connection from port {port}");
+        }
+    }
+    h.stop();
+}
+
+/// Clears `cap` from the calling thread's effective capabilities (capset, version 3).
+fn drop_effective_capability(cap: u32) {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut h = Header { version: 0x2008_0522, pid: 0 };
+    let mut d = [Data::default(); 2];
+    // SAFETY: capget/capset with a v3 header and two data words, as the ABI defines.
+    unsafe {
+        assert_eq!(libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()), 0, "capget");
+        d[(cap / 32) as usize].effective &= !(1 << (cap % 32));
+        assert_eq!(libc::syscall(libc::SYS_capset, &h, d.as_ptr()), 0, "capset");
+    }
 }

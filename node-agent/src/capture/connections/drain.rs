@@ -34,6 +34,9 @@ pub(super) struct TxnDrain {
     pub(super) prev_hist: HashMap<TxnCell, u64>,
     /// Cookies found in neither map at the previous check.
     pub(super) missing: HashSet<u64>,
+    /// The last walk saw every namespace: a socket it did not meet is gone (else it may be in a
+    /// namespace the walk could not enter, walk.rs, and waits for its close).
+    pub(super) walk_complete: bool,
     pub(super) routes: RouteNames,
     /// Closed sockets of this drain, by cookie (sorted). Unpinned, entries are read and deleted in
     /// batches, which frees the map at once for a storm's next closes (a full map refuses them):
@@ -81,6 +84,7 @@ impl TxnDrain {
             prev_conn: HashMap::new(),
             prev_hist: HashMap::new(),
             missing: HashSet::new(),
+            walk_complete: true,
             routes: RouteNames::default(),
             closed: Vec::new(),
             closed_cookies: Vec::new(),
@@ -209,6 +213,7 @@ impl TxnDrain {
                 // Nothing is forgotten on a failed walk: its sockets count as missing once.
                 log::warn!("reading live sockets' transaction totals: {e}");
             }
+            self.walk_complete = walk.saw_every_namespace();
         }
         // 3c. Sockets with cells in neither (closed between our reads, or a failed walk).
         let mut i = 0;
@@ -323,7 +328,7 @@ impl TxnDrain {
         let Some(t) = totals else {
             // In neither: closed between our reads (its entry shows up next time). Forget it
             // only when it is still missing next time.
-            if self.missing.contains(&cookie) {
+            if self.missing.contains(&cookie) && self.walk_complete {
                 self.forget(cookie, cells);
                 self.ledger.forget(skel, cookie, cells);
                 self.held.remove(&cookie);

@@ -7,7 +7,9 @@
 //! which walks the TCP sockets of the namespace current when its iterator is opened, so one is
 //! opened per namespace (a `setns` there and back, CAP_SYS_ADMIN): the `--netns` ones, or every
 //! namespace a task is in or `/run/netns` holds. Slower (each opening walks the whole TCP hash),
-//! and a socket of a namespace neither names is not seen.
+//! and a socket of a namespace neither names is not seen. Without CAP_SYS_ADMIN only the agent's
+//! own namespace is walked; the walk then says it did not see every namespace
+//! (`saw_every_namespace`), so the drain does not take the sockets it missed for gone.
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{ErrorKind, Read};
@@ -39,6 +41,10 @@ pub(super) struct SockWalk {
     buf: Vec<u8>,
     /// PerNamespace: the namespaces to walk (empty: every one found) and the thread's own.
     namespaces: Option<(Vec<PathBuf>, File)>,
+    /// PerNamespace without CAP_SYS_ADMIN: only the agent's own namespace can be entered.
+    own_only: bool,
+    /// The last walk left out a namespace.
+    partial: bool,
 }
 
 pub(super) enum Which {
@@ -60,17 +66,22 @@ impl SockWalk {
                 let all = skel.progs.dump_socks_tcp.attach().map_err(|e| bpf_err("attach the TCP socket iterator", e))?;
                 let txn = skel.progs.dump_txn_socks_tcp.attach().map_err(|e| bpf_err("attach the TCP transaction socket iterator", e))?;
                 let own = File::open("/proc/thread-self/ns/net").map_err(|e| CaptureError::Other(format!("open the agent's network namespace: {e}")))?;
-                let only_own = !netns.is_empty() && netns.iter().all(|p| crate::capture::conntrack::is_own_netns(p));
-                if !only_own && !caps::effective_capabilities().is_ok_and(|c| caps::CAP_SYS_ADMIN.in_set(c)) {
-                    // Sockets of a namespace it cannot enter would be dropped from the drain as gone.
-                    return Err(CaptureError::Permission(
-                        "the per-namespace socket walk enters each network namespace (setns): CAP_SYS_ADMIN missing; grant it, or list only the agent's own namespace with --netns".into(),
-                    ));
-                }
                 (all, txn, Some((netns.to_vec(), own)))
             }
         };
-        Ok(SockWalk { all, txn, buf: vec![0; REC * READ_RECORDS], namespaces })
+        let only_own = !netns.is_empty() && netns.iter().all(|p| crate::capture::conntrack::is_own_netns(p));
+        let own_only = namespaces.is_some() && !only_own && !caps::effective_capabilities().is_ok_and(|c| caps::CAP_SYS_ADMIN.in_set(c));
+        if own_only {
+            log::warn!(
+                "without CAP_SYS_ADMIN the per-namespace walk enters no other network namespace: the sockets of other namespaces get their transactions and time-rule SNAPSHOTs at their close (node-agent/README.md, \"Capabilities\")"
+            );
+        }
+        Ok(SockWalk { all, txn, buf: vec![0; REC * READ_RECORDS], namespaces, own_only, partial: false })
+    }
+
+    /// Whether the last walk covered every namespace with tracked sockets.
+    pub(super) fn saw_every_namespace(&self) -> bool {
+        !self.partial
     }
 
     /// Calls `f` with each socket's state; returns how many. An error leaves the walk partial.
@@ -83,7 +94,15 @@ impl SockWalk {
             let it = Iter::new(link).map_err(std::io::Error::other)?;
             return read_records(it, &mut self.buf, &mut f);
         };
-        let paths = if listed.is_empty() { every_netns() } else { listed.clone() };
+        // Without CAP_SYS_ADMIN the other namespaces cannot be entered: only the own is walked.
+        self.partial = self.own_only;
+        let paths = if self.own_only {
+            vec![PathBuf::from("/proc/thread-self/ns/net")]
+        } else if listed.is_empty() {
+            every_netns()
+        } else {
+            listed.clone()
+        };
         let here = own.metadata()?;
         let mut n = 0;
         for p in paths {
@@ -92,7 +111,11 @@ impl SockWalk {
                 Err(e) if e.kind() == ErrorKind::NotFound => continue, // its last task exited
                 Err(e) => return Err(std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))),
             };
-            let it = if same_file(&ns.metadata()?, &here) { Iter::new(link) } else { opened_in(&ns, own, || Iter::new(link)).map_err(|e| std::io::Error::new(e.kind(), format!("setns {}: {e}", p.display())))? };
+            let it = if same_file(&ns.metadata()?, &here) {
+                Iter::new(link)
+            } else {
+                opened_in(&ns, own, || Iter::new(link)).map_err(|e| std::io::Error::new(e.kind(), format!("setns {}: {e}", p.display())))?
+            };
             n += read_records(it.map_err(std::io::Error::other)?, &mut self.buf, &mut f)?;
         }
         Ok(n)
