@@ -291,8 +291,10 @@ public class ResourceMetricsIT {
    * sample per (event-time) second, a step every 300 ms. Watermarks per host: host-s2 holds the
    * partition's watermark back, so its samples are not late (with one watermark per partition,
    * host-s1's samples moved it an hour past host-s2's and every host-s2 sample after the first
-   * second was dropped as late: verified). Once both went quiet (idleness 1 s), the watermark moves
-   * on to host-s1's and its window closes too.
+   * second was dropped as late: verified). Once both went quiet (idleness 5 s), the watermark moves
+   * on to host-s1's and its window closes too. Idleness is processing time: at 1 s, a produce that
+   * stalled over a second on a loaded machine made both hosts quiet mid-stream, and host-s2's later
+   * samples late (seen in CI, 2026-11-29).
    */
   @Test
   void skewedHostsSharingAPartitionAreNotLate() throws Exception {
@@ -300,7 +302,7 @@ public class ResourceMetricsIT {
     stack.kafka.createTopic(res, 1);
     stack.createTopics(1, "conn.skew", "metrics.skew", "dlq.skew");
     JobConfig c = config("metrics-skew", res, "conn.skew", "metrics.skew", "dlq.skew");
-    c.idlenessMs = 1000;
+    c.idlenessMs = 5000;
     // One source subtask: a second one, without a partition, would hold the watermark back itself.
     c.parallelism = 1;
     StreamExecutionEnvironment env = StreamJobHarness.environment(false);
