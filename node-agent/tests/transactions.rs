@@ -777,14 +777,9 @@ fn recvmsg(s: &TcpStream, buf: &mut [u8]) -> usize {
 /// connection's transactions are delivered while it is open, exactly, on both ends.
 #[test]
 fn the_per_namespace_walk_finds_the_live_sockets_of_every_namespace() {
-    use common::keepalive;
-    use std::sync::atomic::AtomicUsize;
-    use std::sync::{mpsc, Arc};
     const CONNS: usize = 3;
     const N: u64 = 20;
-    let (steps, steps_rx) = mpsc::channel::<Option<usize>>();
-    let (step_done, step_done_rx) = mpsc::channel::<()>();
-    let ns = NetnsThread::spawn(move || keepalive::load(CONNS, steps_rx, step_done, Arc::new(AtomicUsize::new(0))));
+    let (ns, steps, step_done_rx) = keepalive_in_a_namespace(CONNS);
     let opts = CaptureOptions { walk_per_namespace: true, ..common::transaction_options() };
     let Some(h) = start_with(opts) else {
         ns.cancel();
@@ -814,8 +809,8 @@ fn the_per_namespace_walk_finds_the_live_sockets_of_every_namespace() {
         assert_eq!(*made, N);
         for role in [TxnRole::Client, TxnRole::Server] {
             let n = want(role);
-            let resp = (N - 1) * keepalive::RESPONSE as u64; // the last response's bytes count at the next request
-            assert_eq!(sums.get(&(role, *port)), Some(&(n, n * keepalive::REQUEST as u64, resp, n)), "{role:?} end of the connection from port {port}");
+            let resp = (N - 1) * common::keepalive::RESPONSE as u64; // the last response's bytes count at the next request
+            assert_eq!(sums.get(&(role, *port)), Some(&(n, n * common::keepalive::REQUEST as u64, resp, n)), "{role:?} end of the connection from port {port}");
         }
     }
     h.stop();
@@ -826,14 +821,9 @@ fn the_per_namespace_walk_finds_the_live_sockets_of_every_namespace() {
 /// gone (their histogram rows deleted): at their close every transaction is delivered, exactly.
 #[test]
 fn without_cap_sys_admin_the_sockets_of_other_namespaces_report_at_their_close() {
-    use common::keepalive;
-    use std::sync::atomic::AtomicUsize;
-    use std::sync::{mpsc, Arc};
     const CONNS: usize = 2;
     const N: u64 = 20;
-    let (steps, steps_rx) = mpsc::channel::<Option<usize>>();
-    let (step_done, step_done_rx) = mpsc::channel::<()>();
-    let ns = NetnsThread::spawn(move || keepalive::load(CONNS, steps_rx, step_done, Arc::new(AtomicUsize::new(0))));
+    let (ns, steps, step_done_rx) = keepalive_in_a_namespace(CONNS);
     let opts = CaptureOptions { walk_per_namespace: true, ..common::transaction_options() };
     // Capabilities are per thread, and the capture's thread takes its creator's.
     let Some(h) = std::thread::spawn(move || {
@@ -871,6 +861,15 @@ fn without_cap_sys_admin_the_sockets_of_other_namespaces_report_at_their_close()
         }
     }
     h.stop();
+}
+
+/// `conns` keep-alive connections (common::keepalive::load) in a namespace of their own, not
+/// started: the namespace's thread, where to send steps, and where each step says it is done.
+fn keepalive_in_a_namespace(conns: usize) -> (NetnsThread<common::keepalive::Truth>, std::sync::mpsc::Sender<Option<usize>>, std::sync::mpsc::Receiver<()>) {
+    let (steps, steps_rx) = std::sync::mpsc::channel::<Option<usize>>();
+    let (step_done, step_done_rx) = std::sync::mpsc::channel::<()>();
+    let load = move || common::keepalive::load(conns, steps_rx, step_done, std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)));
+    (NetnsThread::spawn(load), steps, step_done_rx)
 }
 
 /// Clears `cap` from the calling thread's effective capabilities (capset, version 3).
