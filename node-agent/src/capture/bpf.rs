@@ -27,8 +27,7 @@ impl std::error::Error for CaptureError {}
 pub(crate) fn bpf_err(what: &str, e: libbpf_rs::Error) -> CaptureError {
     if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
         let program = refused_program();
-        let lockdown = std::fs::read_to_string("/sys/kernel/security/lockdown").ok();
-        CaptureError::Permission(permission_message(&format!("{what}: {e}"), program.as_deref(), caps::effective_capabilities().ok(), lockdown.as_deref()))
+        CaptureError::Permission(permission_message(&format!("{what}: {e}"), program.as_deref(), caps::effective_capabilities().ok(), lockdown().as_deref()))
     } else {
         CaptureError::Other(format!("{what}: {e}"))
     }
@@ -96,7 +95,11 @@ fn kernel_policy(lockdown: Option<&str>) -> String {
 
 /// This kernel's `kernel_policy`, for a refusal that is not fatal.
 pub(crate) fn refusing_policy() -> String {
-    kernel_policy(std::fs::read_to_string("/sys/kernel/security/lockdown").ok().as_deref())
+    kernel_policy(lockdown().as_deref())
+}
+
+fn lockdown() -> Option<String> {
+    std::fs::read_to_string("/sys/kernel/security/lockdown").ok()
 }
 
 /// The kernel's BTF, loaded once for several lookups.

@@ -90,19 +90,13 @@ impl SockWalk {
             Which::All => &self.all,
             Which::Txn => &self.txn,
         };
-        let Some((listed, own)) = &self.namespaces else {
+        // Without CAP_SYS_ADMIN the other namespaces cannot be entered: only the own is walked.
+        self.partial = self.own_only;
+        let Some((listed, own)) = self.namespaces.as_ref().filter(|_| !self.own_only) else {
             let it = Iter::new(link).map_err(std::io::Error::other)?;
             return read_records(it, &mut self.buf, &mut f);
         };
-        // Without CAP_SYS_ADMIN the other namespaces cannot be entered: only the own is walked.
-        self.partial = self.own_only;
-        let paths = if self.own_only {
-            vec![PathBuf::from("/proc/thread-self/ns/net")]
-        } else if listed.is_empty() {
-            every_netns()
-        } else {
-            listed.clone()
-        };
+        let paths = if listed.is_empty() { every_netns() } else { listed.clone() };
         let here = own.metadata()?;
         let mut n = 0;
         for p in paths {
