@@ -345,6 +345,24 @@ class ClusterEndToEndTest(unittest.TestCase):
                 for e in g["edges"]}, {n["id"]: n for n in g["nodes"]}
 
     # ---------------------------------------------------------------- tests, in name order
+    def test_0_every_topic_is_replicated_as_the_chart_says(self):
+        # The budget loop once created wattgraph.power-budgets before the topic hook, with one replica
+        # under min.insync.replicas 2: every topic of docs/contracts.md is now the chart's.
+        values = yaml.safe_load((K8S / "chart" / "wattgraph" / "values.yaml").read_text())["kafka"]
+        out = kubectl("-n", WATTGRAPH_NS, "exec", "kafka-0", "--", "java", "-Xmx128m", "-cp", "/opt/kafka/lib/*",
+                      "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", "localhost:9092", "--describe")
+        topics = {}
+        for line in out.splitlines():
+            if line.startswith("Topic:") and "\tTopicId:" in line:
+                f = dict(part.split(": ", 1) for part in line.split("\t") if ": " in part)
+                topics[f["Topic"]] = (int(f["ReplicationFactor"]), "cleanup.policy=compact" in f.get("Configs", ""))
+        compacted = {"wattgraph.service-mappings", "wattgraph.power-budgets"}
+        expected = {t: (values["replicationFactor"], t in compacted) for t in
+                    ["wattgraph." + n for n in ("connections", "transactions", "resources", "cgroups", "metrics",
+                                                "edge-metrics", "namespace-metrics", "dlq", "service-mappings",
+                                                "power-budgets")]}
+        self.assertEqual(expected, {t: v for t, v in topics.items() if t.startswith("wattgraph.")}, out)
+
     def test_1_pod_to_pod_edges_are_exact(self):
         eventually("exact pod -> pod edges", self.assert_edges_exact)
         # Both paths reached both backends (kube-proxy's pick is random; the headless loop dials each).

@@ -28,7 +28,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param bootstrapServers Kafka bootstrap servers
  * @param topic the compacted topic the budgets go to (created when absent)
  * @param partitions partitions when the topic is created
- * @param replicationFactor replication factor when the topic is created
+ * @param replicationFactor replication factor when the topic is created (default: the brokers'
+ *     {@code default.replication.factor}, so a cluster's durability setting applies to the budgets too)
  * @param kafkaTimeout bound on every Kafka wait (metadata, request, topic creation); delivery gives up after
  *     twice this, so a cycle never waits for Kafka much longer than that
  * @param historyEntries published budgets kept per host in Neo4j for {@code GET /budgets/history}, the newest
@@ -54,7 +55,7 @@ public record BudgetPublisherProperties(
         @DefaultValue("127.0.0.1:9092") String bootstrapServers,
         @DefaultValue("wattgraph.power-budgets") String topic,
         @DefaultValue("1") int partitions,
-        @DefaultValue("1") short replicationFactor,
+        Short replicationFactor,
         @DefaultValue("5s") Duration kafkaTimeout,
         @DefaultValue("360") int historyEntries,
         @DefaultValue Map<String, String> producer) {
@@ -102,6 +103,10 @@ public record BudgetPublisherProperties(
         if (historyEntries < 1 || historyEntries > BudgetHistoryStore.MAX_ENTRIES) {
             throw new IllegalStateException("wattgraph.power.budgets.history-entries must be between 1 and "
                     + BudgetHistoryStore.MAX_ENTRIES + ", not " + historyEntries);
+        }
+        if (partitions < 1 || (replicationFactor != null && replicationFactor < 1)) {
+            throw new IllegalStateException("wattgraph.power.budgets: partitions and replication-factor must be "
+                    + "at least 1, not " + partitions + " and " + replicationFactor);
         }
         validateProducer();
         if (hosts.isEmpty() && defaultMinWatts == null) {

@@ -11,6 +11,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
@@ -159,6 +160,12 @@ final class BudgetSender {
         }
     }
 
+    /** The compacted topic; without a replication factor set, the brokers' default (not 1). */
+    static NewTopic topicToCreate(BudgetPublisherProperties props) {
+        return new NewTopic(props.topic(), Optional.of(props.partitions()), Optional.ofNullable(props.replicationFactor()))
+                .configs(Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT));
+    }
+
     private void ensureTopic() {
         if (topicReady) {
             return;
@@ -175,8 +182,7 @@ final class BudgetSender {
             }
         });
         try (Admin admin = Admin.create(config)) {
-            NewTopic topic = new NewTopic(props.topic(), props.partitions(), props.replicationFactor())
-                    .configs(Map.of(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT));
+            NewTopic topic = topicToCreate(props);
             try {
                 // Listed first: with ACLs the producer's principal may write the topic but not create it, and
                 // creating an existing topic then fails with an authorization error, not TopicExists.
