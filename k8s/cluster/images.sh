@@ -108,10 +108,15 @@ artefacts() {
            stream-jobs/target/wattgraph-stream-jobs-0.1.0-SNAPSHOT-job.jar; do
     [ -f "$ROOT/$f" ] || die "$f is missing: run bin/wattgraph build first"
   done
+  local stamp
   for x in kafka neo4j flink; do
-    [ -d "$ROOT/k8s/images/$x/target/lib" ] && continue
+    # Rebuilt when its pom or sources (kafka's CreateTopics) are newer than the last build.
+    stamp=$ROOT/k8s/images/$x/target/lib.built
+    [ -f "$stamp" ] && [ -z "$(find "$ROOT/k8s/images/$x/pom.xml" "$ROOT/k8s/images/$x/src" -newer "$stamp" 2>/dev/null)" ] \
+      && continue
     say "jars of the $x image (mvn -f k8s/images/$x/pom.xml package)"
     mvn -B -q -f "$ROOT/k8s/images/$x/pom.xml" package
+    touch "$stamp"
   done
 }
 
