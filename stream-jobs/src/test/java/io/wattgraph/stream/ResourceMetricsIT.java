@@ -254,7 +254,8 @@ public class ResourceMetricsIT {
     stack.createTopics(1, "conn.live", "metrics.live", "dlq.live");
     JobConfig c = config("metrics-live", res, "conn.live", "metrics.live", "dlq.live");
     c.maxOutOfOrdernessMs = 0;
-    c.idlenessMs = 1000;
+    // Processing time: at 1 s, a produce stalled on a busy machine could idle host-l2 between its samples.
+    c.idlenessMs = 5000;
     StreamExecutionEnvironment env = StreamJobHarness.environment(false);
     CorrelationJob.build(env, c);
     long lateBefore = LateSampleCounter.DROPPED.get();
