@@ -6,8 +6,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.context.properties.bind.Binder;
-import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
 
 /**
  * {@code wattgraph.power.budgets.producer.*}: Kafka's dotted keys bind as one map key each (so TLS and
@@ -17,13 +15,9 @@ import org.springframework.boot.context.properties.source.MapConfigurationProper
 class BudgetProducerPropertiesTest {
 
     private static BudgetPublisherProperties bind(Map<String, String> producer) {
-        Map<String, String> source = new HashMap<>(Map.of(
-                "wattgraph.power.budgets.enabled", "true",
-                "wattgraph.power.budgets.default-min-watts", "10",
-                "wattgraph.power.budgets.default-max-watts", "100"));
-        producer.forEach((k, v) -> source.put("wattgraph.power.budgets.producer." + k, v));
-        return new Binder(new MapConfigurationPropertySource(source))
-                .bind("wattgraph.power.budgets", BudgetPublisherProperties.class).get();
+        Map<String, String> keys = new HashMap<>();
+        producer.forEach((k, v) -> keys.put("producer." + k, v));
+        return BudgetPropertiesBinding.bind(keys);
     }
 
     @Test

@@ -3,12 +3,9 @@ package io.wattgraph.graph.power;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.util.HashMap;
 import java.util.Map;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.context.properties.bind.Binder;
-import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
 
 /**
  * The topic the budget loop creates when absent. On the chart's three brokers the loop ran before the
@@ -17,19 +14,9 @@ import org.springframework.boot.context.properties.source.MapConfigurationProper
  */
 class BudgetTopicTest {
 
-    private static BudgetPublisherProperties bind(Map<String, String> extra) {
-        Map<String, String> source = new HashMap<>(Map.of(
-                "wattgraph.power.budgets.enabled", "true",
-                "wattgraph.power.budgets.default-min-watts", "10",
-                "wattgraph.power.budgets.default-max-watts", "100"));
-        extra.forEach((k, v) -> source.put("wattgraph.power.budgets." + k, v));
-        return new Binder(new MapConfigurationPropertySource(source))
-                .bind("wattgraph.power.budgets", BudgetPublisherProperties.class).get();
-    }
-
     @Test
     void unsetTheReplicationFactorIsTheBrokersDefault() {
-        NewTopic t = BudgetSender.topicToCreate(bind(Map.of()));
+        NewTopic t = BudgetSender.topicToCreate(BudgetPropertiesBinding.bind(Map.of()));
         assertThat(t.name()).isEqualTo("wattgraph.power-budgets");
         assertThat(t.numPartitions()).isEqualTo(1);
         assertThat(t.replicationFactor()).isEqualTo((short) -1); // "not set": the broker's default
@@ -38,12 +25,12 @@ class BudgetTopicTest {
 
     @Test
     void aReplicationFactorSetIsKeptAndAZeroOneIsRefused() {
-        BudgetPublisherProperties p = bind(Map.of("replication-factor", "3", "partitions", "2"));
+        BudgetPublisherProperties p = BudgetPropertiesBinding.bind(Map.of("replication-factor", "3", "partitions", "2"));
         p.validate();
         NewTopic t = BudgetSender.topicToCreate(p);
         assertThat(t.replicationFactor()).isEqualTo((short) 3);
         assertThat(t.numPartitions()).isEqualTo(2);
-        assertThatThrownBy(() -> bind(Map.of("replication-factor", "0")).validate())
+        assertThatThrownBy(() -> BudgetPropertiesBinding.bind(Map.of("replication-factor", "0")).validate())
                 .hasMessage("wattgraph.power.budgets: partitions and replication-factor must be at least 1, not 1 and 0");
     }
 }
