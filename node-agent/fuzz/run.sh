@@ -3,16 +3,12 @@
 # targets, runs each for FUZZ_SECONDS (default 10) from its committed seeds (seeds/<target>),
 # fails on any crash, and prints per target the executions and libFuzzer's final cov/ft figures.
 #   node-agent/fuzz/run.sh [TARGET...]      FUZZ_SECONDS=60 node-agent/fuzz/run.sh conntrack
-#   node-agent/fuzz/run.sh --build-only     only the build (the test command starts it early, beside
-#                                           other suites; the later run then only fuzzes)
 # Inputs that crashed a target once are kept in regressions/<target>/ and run first every time.
 # A crash leaves its input in node-agent/fuzz/artifacts/<target>/ (replay: cargo fuzz run
 # <target> <file>, with the environment below); make it a regression test before fixing it.
 set -euo pipefail
 FUZZ=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SECONDS_EACH=${FUZZ_SECONDS:-10}
-BUILD_ONLY=0
-[ "${1:-}" = --build-only ] && { BUILD_ONLY=1; shift; }
 CARGO_FUZZ_VERSION=0.13.2
 TARGETS=(conntrack avro_records kube_json cgroup_paths proc_files http_request_line config_file)
 [ $# -gt 0 ] && TARGETS=("$@")
@@ -46,7 +42,6 @@ one=(); [ ${#TARGETS[@]} -eq 1 ] && one=("${TARGETS[0]}")
 cargo fuzz build --fuzz-dir "$FUZZ" "${one[@]}" >"$CARGO_TARGET_DIR/fuzz-build.log" 2>&1 \
   || { tail -40 "$CARGO_TARGET_DIR/fuzz-build.log" >&2; say "build failed"; exit 1; }
 say "built in $(($(date +%s) - start)) s"
-[ $BUILD_ONLY = 1 ] && exit 0
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
