@@ -49,6 +49,16 @@ each_containerd() { # each_containerd CMD...
     CTR_SOCK=$sock "$@"
   done
 }
+# The same on both nodes at once, failing if either fails.
+each_containerd_at_once() { # each_containerd_at_once CMD...
+  local sock pids=() p rc=0
+  for sock in "$CONTAINERD_SOCK" "$CONTAINERD2_SOCK"; do
+    [ -S "$sock" ] || continue
+    CTR_SOCK=$sock "$@" & pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  return $rc
+}
 # Debian packages a script needs, installed when missing (CI starts from a clean machine).
 ensure_packages() { # ensure_packages PACKAGE...
   local p missing=()

@@ -181,7 +181,7 @@ case "${1:-}" in
   bases) bases ;;
   build) build ;;
   import-system) system; each_containerd import_system ;;
-  import) each_containerd import_all ;;
+  import) each_containerd_at_once import_all ;;
   list) "${B[@]}" images; ls -la "$ARCHIVES" ;;
   prune) prune "$(date +%s)" ;;
   *) echo "usage: $0 system|build|import-system|import|list" >&2; exit 2 ;;
