@@ -11,7 +11,7 @@ OLD=$ROOT/k8s/cluster/.images-$(git -C "$ROOT" rev-parse --short "$REV").sh
 git -C "$ROOT" show "$REV:k8s/cluster/images.sh" >"$OLD"
 chmod +x "$OLD"
 trap 'rm -f "$OLD"; "$ROOT/bin/wattgraph" k8s down >/dev/null 2>&1 || true' EXIT
-once() { # once SCRIPT : seconds of its import on a fresh cluster
+once() { # once SCRIPT : milliseconds of its import on a fresh cluster
   "$ROOT/bin/wattgraph" k8s up >/dev/null 2>&1
   local s e
   s=$(date +%s%N)
