@@ -5,7 +5,7 @@
 //! every connection, both ends, with exactly the bytes each way the test's sockets moved, and no
 //! connection that was not made. Records are cumulative per socket; a connection's totals are its
 //! records' maxima, as the job merges them.
-mod common;
+use crate::common;
 use common::agent;
 use common::keepalive;
 use common::netns::NetnsThread;

@@ -4,7 +4,7 @@
 //! (librdkafka's in-process mock cluster) give the child the CPU time the kernel counted for it
 //! (`/proc/<pid>/schedstat`), with the host's intervals following one another across the restart:
 //! the second agent's first interval starts where the first agent's last reported one ended.
-mod common;
+use crate::common;
 use common::agent;
 use common::pin_dir::Scratch;
 

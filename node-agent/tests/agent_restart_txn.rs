@@ -7,7 +7,7 @@
 //!
 //! Records are counted once per distinct value, as the stream job counts them (`RecordIds`: the
 //! spool sends again, byte for byte, what Kafka had not confirmed at the kill).
-mod common;
+use crate::common;
 use common::agent;
 use common::keepalive::{self, Truth, REQUEST, RESPONSE};
 use common::netns::NetnsThread;

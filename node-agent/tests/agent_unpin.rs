@@ -3,7 +3,7 @@
 //! the list and watch of one DaemonSet, test CA, bearer token), stopped with SIGTERM. The pins stay
 //! while the DaemonSet exists or the API server cannot answer, and go when it is deleted, also
 //! when the agent's token no longer works by then (an uninstall deletes its service account too).
-mod common;
+use crate::common;
 use common::agent::{self, Agent};
 use common::kubelet::FakeKubelet;
 use common::pin_dir::PinDir;

@@ -6,7 +6,7 @@
 //! agent exits naming it. Like the DaemonSet's agent in the host's network namespace, this one
 //! runs in the namespace whose conntrack holds the NAT (common::nat_hosts' host A), with
 //! librdkafka's mock cluster there, and pins its programs (--pin-bpf) on a bpffs the test mounts. Needs root and setpriv: fails under CI=true without them.
-mod common;
+use crate::common;
 
 use std::net::{TcpListener, TcpStream};
 use std::io::{Read, Write};

@@ -1,7 +1,7 @@
 //! The agent binary with the high-frequency cgroup sampler: flag validation, and CgroupStats
 //! records from a fixture cgroup v2 tree produced to librdkafka's in-process mock cluster (no
 //! Kafka broker needed), decoded and checked: key = host id, identity, exact CPU growth.
-mod common;
+use crate::common;
 use common::agent;
 
 use std::os::unix::fs::FileExt;

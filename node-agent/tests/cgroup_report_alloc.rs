@@ -1,8 +1,8 @@
 //! The cgroup sampler's steady state allocates nothing: reading the targets, aggregating a tick,
 //! ending an interval and encoding its records, a pod's names and its container's requests
 //! included (a counting global allocator, per thread).
-mod common;
-use common::alloc_count::{allocs, Counting};
+use crate::common;
+use common::alloc_count::allocs;
 
 use std::sync::Arc;
 use wattgraph_agent::identity::pod_metadata::{parse_pod_list, PodDirectory};
@@ -10,8 +10,6 @@ use wattgraph_agent::output::avro::cgroup::CgroupStatsEncoder;
 use wattgraph_agent::resources::cgroup_report::CgroupAggregator;
 use wattgraph_agent::resources::cgroup_sampler::{CgroupSampler, CgroupStats, Hierarchy};
 
-#[global_allocator]
-static A: Counting = Counting;
 
 #[test]
 fn ticks_intervals_and_encoding_allocate_nothing() {

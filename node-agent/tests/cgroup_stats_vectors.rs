@@ -1,7 +1,7 @@
 //! Shared CgroupStats vectors (schemas/test-vectors/cgroup-stats/*.json), also used by the Java
 //! suite (CgroupStatsVectorsTest): encode `event` -> exactly `singleObjectHex`, decode back -> `event`.
 //! WG_WRITE_VECTORS=1 fills empty `singleObjectHex` fields (then check the Java suite agrees).
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use wattgraph_agent::output::avro::cgroup::{decode_single_object, CgroupStatsEncoder};

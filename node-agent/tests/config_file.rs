@@ -1,6 +1,6 @@
 //! The binary with `--config FILE`: a wrong value or unknown key in the file stops it at start
 //! with exit code 2 and a message naming the file and the key; the command line overrides it.
-mod common;
+use crate::common;
 use common::agent;
 
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! on request starts: methods, normalisation of ids, query and fragment, truncation, what is
 //! not a request, and which routes share an id. The BPF program runs the same code
 //! (tests/transactions.rs checks it on real traffic).
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

@@ -1,9 +1,9 @@
 //! Side-by-side cost of a send with the broker up: the producer without a spool directory (the
 //! memory tier only) against one with it (each record journaled into a mapped segment first).
 //! CPU time of the sending thread per record, median of 5 rounds each, alternating. A benchmark,
-//! run by hand: `cargo test --release -p wattgraph-agent --test kafka_journal_cost -- --ignored
+//! run by hand: `cargo test --release -p wattgraph-agent --test agent kafka_journal_cost:: -- --ignored
 //! --nocapture` (docs/benchmarks/agent.md, "The spool's journal").
-mod common;
+use crate::common;
 use common::agent;
 
 use rdkafka::mocking::MockCluster;

@@ -3,18 +3,16 @@
 //! rdkafka 0.39 send makes a CString of the topic each time (librdkafka's own copies use malloc,
 //! not counted here).
 //! Counting global allocator, per thread.
-mod common;
+use crate::common;
 use common::agent;
 
-use common::alloc_count::{allocs, Counting};
+use common::alloc_count::allocs;
 
 use rdkafka::config::ClientConfig;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, ThreadedProducer};
 use wattgraph_agent::output::kafka::{EventProducer, Sent, SpoolOptions};
 
-#[global_allocator]
-static A: Counting = Counting;
 
 #[test]
 fn send_with_the_broker_up_allocates_nothing() {

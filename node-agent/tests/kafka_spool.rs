@@ -4,7 +4,7 @@
 //! dropped and counted; the broker comes back while records keep coming; every accepted record
 //! arrives exactly once and in order per key, the spool empties and its segment files are
 //! deleted. An agent killed with records in its memory tier loses none of them.
-mod common;
+use crate::common;
 use common::agent;
 use common::netns::NetnsThread;
 use common::tmpfs::Tmpfs;

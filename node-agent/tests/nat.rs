@@ -4,7 +4,7 @@
 //! capture reads A's conntrack; the dialling socket's events and transaction records must carry
 //! the connection as B sees it, so both ends share one key. Needs root, iproute2 and iptables.
 //! Without BPF: fail when CI=true, otherwise skip.
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

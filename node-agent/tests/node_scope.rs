@@ -5,7 +5,7 @@
 //! none of node B's, nor pod A's loopback ones; a second agent restarted on the pinned programs
 //! filters the same. Records go to librdkafka's in-process mock cluster. Needs root, iproute2,
 //! openssl and python3; without BPF: fail when CI=true, otherwise skip.
-mod common;
+use crate::common;
 use common::agent;
 use common::kubelet::FakeKubelet;
 use common::nat_hosts::enter;

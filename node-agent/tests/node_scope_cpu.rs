@@ -5,7 +5,7 @@
 //! CgroupStats (librdkafka's mock cluster) must name node A's processes and containers only, and
 //! each HOST record must be the sum of its PROCESS records. Needs root and cgroup v1 cpu/cpuacct;
 //! without BPF: fail when CI=true, otherwise skip.
-mod common;
+use crate::common;
 use common::agent;
 use common::kubelet::FakeKubelet;
 

@@ -3,7 +3,7 @@
 //! entry below) reads every event of some connections and takes none (as an agent killed before
 //! its output journaled them), is killed with SIGKILL, and a capture started on the same pins
 //! reads all of them again.
-mod common;
+use crate::common;
 use common::child::{wait_file, KillOnDrop};
 use common::netns::NetnsThread;
 use common::pin_dir::PinDir;
@@ -66,7 +66,7 @@ fn events_read_but_not_taken_are_read_again_after_a_kill() {
 
     let got = dir.join("got");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "child_reads_and_takes_nothing", "--test-threads=1", "--nocapture"])
+        .args(["--ignored", "--exact", &common::child::test_name(module_path!(), "child_reads_and_takes_nothing"), "--test-threads=1", "--nocapture"])
         .env(CHILD_ENV, format!("{}\n{}\n{}", netns.path.display(), root.display(), got.display()))
         .spawn()
         .unwrap();

@@ -4,7 +4,7 @@
 //! (as an agent killed before its output journaled them), and is killed with SIGKILL; more
 //! requests follow while no capture runs, and a capture started on the same pins delivers exactly
 //! the requests the child did not take: none of those taken again, none of the others lost.
-mod common;
+use crate::common;
 use common::child::{wait_file, KillOnDrop};
 use common::keepalive::{self, REQUEST, RESPONSE};
 use common::netns::NetnsThread;
@@ -68,7 +68,7 @@ fn transactions_taken_are_not_delivered_again_and_those_not_taken_are_after_a_ki
 
     let out = dir.join("child");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "child_takes_some_records", "--test-threads=1", "--nocapture"])
+        .args(["--ignored", "--exact", &common::child::test_name(module_path!(), "child_takes_some_records"), "--test-threads=1", "--nocapture"])
         .env(CHILD_ENV, format!("{}\n{}\n{}", ns.display(), root.display(), out.display()))
         .spawn()
         .unwrap();

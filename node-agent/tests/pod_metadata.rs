@@ -1,7 +1,7 @@
 //! Pod metadata from a fake kubelet over https (tests/fixtures/fake_kubelet.py, a CA of the
 //! test's own): the token and CA are used, failures say what failed, an outage keeps the last
 //! list and is counted, a changed list is picked up.
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

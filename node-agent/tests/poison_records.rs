@@ -2,12 +2,12 @@
 //! Every Avro decoder refuses them with the reason, never allocating what they claim (at most
 //! the bound output/avro gives apache-avro, 256 KiB per string and per array or map block count),
 //! and the power budget controller counts such a record and applies the next good one.
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::alloc_count::{largest_allocation, Counting};
+use common::alloc_count::largest_allocation;
 use wattgraph_agent::control::power_cap::budget::BudgetController;
 use wattgraph_agent::control::power_cap::outcome::{Ignored, Outcome, PowerCapMode};
 use wattgraph_agent::control::power_cap::metrics::BudgetMetrics;
@@ -15,8 +15,6 @@ use wattgraph_agent::output::avro::transaction as transactions;
 use wattgraph_agent::output::avro::{budget as budget_avro, cgroup as cgroup_avro};
 use wattgraph_agent::output::avro::service_mapping as service_mappings;
 
-#[global_allocator]
-static A: Counting = Counting;
 
 /// The bounds (output/avro MAX_LENGTH_BYTES, MAX_RECORD_BYTES), spelt out so the test states them.
 const BOUND: usize = 256 << 10;

@@ -2,7 +2,7 @@
 //! suite (`PowerBudgetVectorsTest`, the publisher's encoder): the agent decodes every
 //! `singleObjectHex` to exactly `event`, and its apache-avro encoding of `event` gives the same
 //! bytes.
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use wattgraph_agent::output::avro::budget::{decode_single_object, encode, Policy, PowerBudget};

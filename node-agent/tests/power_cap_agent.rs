@@ -1,7 +1,7 @@
 //! The agent binary with `--power-cap`: flag validation, a host without RAPL, and budgets fed
 //! through librdkafka's in-process mock cluster (no Kafka broker needed) into a fixture
 //! powercap tree: apply, older sequence ignored, expiry restores, SIGTERM restores.
-mod common;
+use crate::common;
 use common::agent;
 
 use std::process::Command;

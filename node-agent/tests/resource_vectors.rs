@@ -1,7 +1,7 @@
 //! Shared ResourceSample vectors (schemas/test-vectors/resource-sample/*.json), also used by
 //! the Java suite: encode `event` -> exactly `singleObjectHex`, decode back -> `event`.
 //! WG_WRITE_VECTORS=1 fills empty `singleObjectHex` fields (then check the Java suite agrees).
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use wattgraph_agent::identity::cgroup::Runtime;

@@ -3,7 +3,7 @@
 //! the topic ends up holding exactly the cluster's mappings (stale keys of an earlier run get
 //! tombstones), changes are published once, an unchanged cluster publishes nothing, an outage of
 //! the API server publishes nothing and loses nothing, and the binary does a round with --once.
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! Shared ServiceMapping vectors (schemas/test-vectors/service-mapping/*.json), also checked by
 //! the Java suite (`ServiceMappingVectorsTest`, the stream job's decoder): the bytes the
 //! service mapper publishes are the bytes the job reads.
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use wattgraph_agent::output::avro::service_mapping::{decode_single_object, encode, Backend, ServiceMapping};

@@ -2,7 +2,7 @@
 //! counters are exact (kept + shed = connections opened), only kept connections produce
 //! events, and rescaled counts equal the true counts when nothing is shed.
 //! Need root. Without BPF: fail when CI=true, otherwise skip with a reason.
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::TcpListener;

@@ -1,7 +1,7 @@
 //! The kernel's sampling hash (`shed_conn_hash`, src/capture/connections/connections.h) compiled natively with
 //! the host C compiler, against `capture::shedding::connection_hash`: user mode, kernel mode and the
 //! agents on both ends of a connection must keep the same connections.
-mod common;
+use crate::common;
 
 use wattgraph_agent::shared::net::{addr16_from_ip, Role};
 use wattgraph_agent::capture::shedding::connection_hash;

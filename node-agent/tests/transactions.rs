@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::netns::NetnsThread;
 use wattgraph_agent::capture::connections::{CaptureHandle, CaptureOptions};
 use wattgraph_agent::shared::net::addr16_from_ip;

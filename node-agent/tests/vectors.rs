@@ -1,6 +1,6 @@
 //! Shared test vectors (schemas/test-vectors/connection-event/*.json), also used by
 //! the Java suite: encode `event` -> exactly `singleObjectHex`, decode back -> `event`.
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use wattgraph_agent::output::avro::connection::{decode_single_object, Encoder, OwnedEventRecord};

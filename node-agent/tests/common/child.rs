@@ -21,3 +21,12 @@ impl Drop for KillOnDrop {
         unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
     }
 }
+
+/// The test runner's name of test `name` defined beside the caller, whose `module_path!()` is
+/// `module` (the runner's names leave out the crate's): what `--exact` takes to run that test alone.
+pub fn test_name(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_crate, path)) => format!("{path}::{name}"),
+        None => name.to_string(),
+    }
+}
