@@ -1,8 +1,7 @@
 //! A send allocates nothing on the calling thread while the broker is up: `EventProducer::send`
 //! (with a disk spool configured: each record journaled) makes no Rust allocation, where a bare
 //! rdkafka 0.39 send makes a CString of the topic each time (librdkafka's own copies use malloc,
-//! not counted here).
-//! Counting global allocator, per thread.
+//! not counted here). Counted per thread by tests/main.rs's allocator.
 use crate::common;
 use common::agent;
 

@@ -1,5 +1,5 @@
 //! A counting global allocator, per thread, for the tests that prove a path allocates nothing
-//! or only so much (each such test crate installs it: `#[global_allocator] static A: Counting = Counting;`).
+//! or only so much (installed once for the test binary, in tests/main.rs).
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 

@@ -1,6 +1,5 @@
 //! Shared by the vector tests: the byte-level vectors of schemas/test-vectors/<folder>/*.json,
 //! each `{ "description", "event": {...}, "singleObjectHex": "..." }`, also checked by the Java suite.
-#![allow(dead_code)] // each test crate uses its part
 
 pub mod agent;
 pub mod child;
