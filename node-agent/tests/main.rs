@@ -61,3 +61,19 @@ fn every_test_file_is_a_module_of_this_binary() {
     }
     assert!(missing.is_empty(), "add `mod NAME;` to tests/main.rs for {missing:?}");
 }
+
+/// The binaries are built without a test harness (`test = false` in Cargo.toml): a test written in
+/// one would never run.
+#[test]
+fn the_binaries_hold_no_tests() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = vec![dir.join("main.rs")];
+    for entry in std::fs::read_dir(dir.join("bin")).unwrap() {
+        files.push(entry.unwrap().path());
+    }
+    let with_tests: Vec<_> = files
+        .iter()
+        .filter(|f| std::fs::read_to_string(f).unwrap().lines().any(|l| l.trim_start().starts_with("#[test]")))
+        .collect();
+    assert!(with_tests.is_empty(), "move the tests of {with_tests:?} into the library");
+}
