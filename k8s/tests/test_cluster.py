@@ -455,12 +455,17 @@ class ClusterEndToEndTest(unittest.TestCase):
                 self.assertGreaterEqual(r["rttMean"], r["serverMean"], f"edge {r}")
                 self.assertGreaterEqual(r["rttP99"], r["rttP50"], f"edge {r}")
         eventually("latency on the edges", check)
-        g = self.api.call("GET", f"/service-graph?level=pod&namespace={APP_NS}")
-        into_servers = [e for e in g["edges"] if e["target"].startswith(f"pod:{APP_NS}/server")]
-        self.assertEqual(len(self.expected), len(into_servers))
-        for e in into_servers:
-            self.assertGreaterEqual(e["latencyP50Ms"], PARAMS["DELAY_MS"] * 0.99, f"edge {e}")
-            self.assertGreaterEqual(e["serverTimeP50Ms"], PARAMS["DELAY_MS"] * 0.99, f"edge {e}")
+
+        # The service answers from its graph cache (up to wattgraph.graph.cache-ttl old, 5 s), which
+        # test_4's reads of this level may have filled before the latency windows were written.
+        def check_pods():
+            g = self.api.call("GET", f"/service-graph?level=pod&namespace={APP_NS}")
+            into_servers = [e for e in g["edges"] if e["target"].startswith(f"pod:{APP_NS}/server")]
+            self.assertEqual(len(self.expected), len(into_servers))
+            for e in into_servers:
+                self.assertGreaterEqual(e.get("latencyP50Ms", 0), PARAMS["DELAY_MS"] * 0.99, f"edge {e}")
+                self.assertGreaterEqual(e.get("serverTimeP50Ms", 0), PARAMS["DELAY_MS"] * 0.99, f"edge {e}")
+        eventually("latency on the pod edges", check_pods)
 
     def test_6_the_job_reports_its_counters_to_prometheus(self):
         # The chart's Flink Prometheus reporter (what a PodMonitor scrapes): the job's own counters,
