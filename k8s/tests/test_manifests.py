@@ -22,7 +22,9 @@ KUBE_VERSION = "v1.34.4"
 ALL_ON = ["monitoring.podMonitors=true", "monitoring.dashboards=true", "monitoring.prometheusRule=true", "graphService.tls.secret=gs-tls", "kafka.security.protocol=SASL_SSL",
           "kafka.security.brokerSecret=kafka-broker", "kafka.security.clientSecrets.nodeAgent=k-agent",
           "kafka.security.clientSecrets.streamJobs=k-job", "kafka.security.clientSecrets.graphService=k-gs",
-          "kafka.security.clientSecrets.serviceMapper=k-mapper", "graphService.replicas=5", "nodeAgent.nodeScope=true"]
+          "kafka.security.clientSecrets.serviceMapper=k-mapper", "kafka.security.clientSecrets.topics=k-topics",
+          "graphService.replicas=5", "nodeAgent.nodeScope=true"]
+SASL_SSL = tuple(s for s in ALL_ON if s.startswith("kafka.security."))
 
 
 @functools.lru_cache(maxsize=None)
@@ -147,6 +149,41 @@ class Manifests(unittest.TestCase):
         text = yaml.safe_dump_all(objs)
         self.assertIn("broker.example:9093", text)
         self.assertIn("bolt://graph.example:7687", text)
+
+    def test_sasl_ssl_values_that_cannot_work_are_refused_by_name(self):
+        def refused(*settings):
+            r = subprocess.run([helm(), "template", "w", str(CHART), "--kube-version", KUBE_VERSION]
+                               + [a for s in settings for a in ("--set", s)], capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0, settings)
+            return r.stderr
+        self.assertIn('kafka.security.protocol must be PLAINTEXT or SASL_SSL, not "SSL"', refused("kafka.security.protocol=SSL"))
+        # Each secret SASL_SSL needs, left out in turn, is named.
+        for missing in SASL_SSL[1:]:
+            key = missing.split("=")[0]
+            self.assertIn(f"needs {key}", refused(*(s for s in SASL_SSL if s != missing)), key)
+        # Not needed where nothing uses it: the brokers' and the topics Job's with an existing Kafka,
+        # graph-service's without the budget loop.
+        external = [s for s in SASL_SSL if not re.match(r"kafka\.security\.(brokerSecret|clientSecrets\.(topics|graphService))=", s)]
+        objs = render(*external, "kafka.enabled=false", "kafka.bootstrapServers=broker.example:9093",
+                      "graphService.powerBudgets.enabled=false")
+        self.assertFalse({"kafka", "kafka-create-topics", "graph-service-budgets"}
+                         & {d["metadata"]["name"] for d in objs if d["kind"] in POD_KINDS})
+
+    def test_the_topics_job_logs_in_with_its_client_file_on_sasl_ssl(self):
+        def job(*settings):
+            (j,) = [d for d in render(*settings) if d["kind"] == "Job" and d["metadata"]["name"] == "kafka-create-topics"]
+            pod = j["spec"]["template"]["spec"]
+            return pod, pod["containers"][0]
+        pod, c = job()
+        self.assertNotIn("--command-config", " ".join(c["command"]))
+        self.assertNotIn("volumes", pod)
+        pod, c = job(*SASL_SSL)
+        script = c["command"][-1]
+        self.assertRegex(script, r"CreateTopics \\\n\s*--command-config /etc/wattgraph/kafka/client.properties \\\n\s*\"\$BOOTSTRAP\"")
+        (m,) = c["volumeMounts"]
+        self.assertEqual((m["mountPath"], m.get("readOnly")), ("/etc/wattgraph/kafka", True))
+        (v,) = [v for v in pod["volumes"] if v["name"] == m["name"]]
+        self.assertEqual(v["secret"]["secretName"], "k-topics")
 
     def test_agent_flags_from_values_are_strings_in_order(self):
         def agent_args(*settings):
