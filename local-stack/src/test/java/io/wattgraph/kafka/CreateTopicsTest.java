@@ -163,6 +163,9 @@ class CreateTopicsTest {
     Ran r = run("--command-config", missing.toString(), broker.bootstrapServers(), "1", "wattgraph.hook-e:1");
     assertEquals(2, r.exit());
     assertTrue(r.err().contains(missing.toString()), r.err());
+    Ran three = run(broker.bootstrapServers(), "three", "wattgraph.hook-e:1");
+    assertEquals(2, three.exit());
+    assertTrue(three.err().contains("replication factor three is not a number"), three.err());
     assertEquals(2, run("--command-config").exit());
     assertEquals(2, run("--command-config", file(Principal.ADMIN), broker.bootstrapServers()).exit());
     assertFalse(broker.topics().contains("wattgraph.hook-e"));

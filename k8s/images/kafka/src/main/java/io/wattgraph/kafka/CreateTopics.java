@@ -64,7 +64,11 @@ public final class CreateTopics {
         err.println(USAGE);
         return 2;
       }
-      replication = Short.parseShort(args.get(1));
+      try {
+        replication = Short.parseShort(args.get(1));
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException("replication factor " + args.get(1) + " is not a number");
+      }
       for (String spec : args.subList(2, args.size())) {
         wanted.add(parse(spec, replication));
       }
