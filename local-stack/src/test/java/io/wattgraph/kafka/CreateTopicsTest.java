@@ -37,8 +37,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The chart's topic hook (k8s/images/kafka CreateTopics) against a SASL_SSL broker with the ACLs of
  * docs/contracts.md: with an admin's client file, or one of a principal granted only CREATE and DESCRIBE
- * on the topics, it creates what is missing; a principal without CREATE fails naming the topic; a refused login ends the run instead of waiting for ever; a bad file is refused
- * naming the key, never showing a secret.
+ * on the topics, it creates what is missing; a principal without CREATE fails naming the topic; a refused
+ * login ends the run instead of waiting for ever; a bad file is refused naming the key, never showing a
+ * secret.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class CreateTopicsTest {

@@ -109,9 +109,11 @@ public final class CreateTopics {
         }
       }
       return 0;
-    } catch (ExecutionException | java.util.concurrent.TimeoutException | IllegalStateException e) {
-      err.println("CreateTopics: " + bootstrap + ": " + (e instanceof ExecutionException ? e.getCause()
-          : e instanceof IllegalStateException ? e.getMessage() : e));
+    } catch (ExecutionException e) {
+      err.println("CreateTopics: " + bootstrap + ": " + e.getCause());
+      return 1;
+    } catch (java.util.concurrent.TimeoutException e) {
+      err.println("CreateTopics: " + bootstrap + ": " + e);
       return 1;
     }
   }
@@ -179,15 +181,16 @@ public final class CreateTopics {
 
   /**
    * The topics there are, once the brokers answer; retried every 5 s, except after a refused login or a
-   * denied operation (IllegalStateException), which waiting does not mend.
+   * denied operation, which waiting does not mend (thrown).
    */
-  static Set<String> existing(Admin admin, String bootstrap, PrintStream err) throws InterruptedException {
+  static Set<String> existing(Admin admin, String bootstrap, PrintStream err)
+      throws InterruptedException, ExecutionException {
     while (true) {
       try {
         return admin.listTopics().names().get(30, TimeUnit.SECONDS);
       } catch (ExecutionException e) {
         if (e.getCause() instanceof AuthenticationException || e.getCause() instanceof AuthorizationException) {
-          throw new IllegalStateException(e.getCause().toString(), e.getCause());
+          throw e;
         }
         err.println("waiting for " + bootstrap + ": " + e.getCause());
       } catch (java.util.concurrent.TimeoutException e) {
