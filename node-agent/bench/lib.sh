@@ -181,10 +181,12 @@ EOF
   done
 }
 
-# run_wrk PATH : one wrk run (1 thread, CONNS connections, SECS seconds) against start_nginx's
-# PORT -> "req/s p50 p90 p99" (latencies in µs).
+# run_wrk PATH [WRK ARGS...] : one wrk run (1 thread, CONNS connections, SECS seconds) against
+# start_nginx's PORT -> "req/s p50 p90 p99" (latencies in µs).
 run_wrk() {
-  wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "http://127.0.0.1:$PORT/$1" | awk '
+  local path=$1
+  shift
+  wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "$@" "http://127.0.0.1:$PORT/$path" | awk '
     /Non-2xx/ { print "wrk: " $0 > "/dev/stderr"; bad = 1 }
     function us(v) { if (v ~ /us$/) return v + 0; if (v ~ /ms$/) return v * 1000; if (v ~ /s$/) return v * 1000000; return v }
     /^ +50%/ { p50 = us($2) } /^ +90%/ { p90 = us($2) } /^ +99%/ { p99 = us($2) }

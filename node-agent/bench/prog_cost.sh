@@ -8,7 +8,9 @@
 # most), with the median of those and the ratio of medians. Leaves the agent process out, and
 # runs where a kernel refuses the map-element iterators the agent needs (node-agent/README.md,
 # "Capabilities").
-# Needs root. Usage: node-agent/bench/prog_cost.sh ROUNDS SECONDS CONNECTIONS REV...
+# CLOSE=1: every request on a new connection (wrk's "Connection: close"), so the figures per
+# request are per connection, state changes included.
+# Needs root. Usage: [CLOSE=1] node-agent/bench/prog_cost.sh ROUNDS SECONDS CONNECTIONS REV...
 #   REV: a commit, or "tree" for the working tree; the first is the baseline.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -46,7 +48,9 @@ for rev in "$@"; do object "$rev"; done
 trap 'kill_pids; bpf_stats off' EXIT
 start_nginx $PORT
 bpf_stats on
-run_wrk small >/dev/null # nginx warm before the first measured round
+wrk_args=()
+[ -z "${CLOSE:-}" ] || wrk_args=(-H "Connection: close")
+run_wrk small "${wrk_args[@]}" >/dev/null # nginx warm before the first measured round
 rows=$WORK/rows
 for r in $(seq 1 "$ROUNDS"); do
   for rev in "$@"; do
@@ -57,24 +61,24 @@ for r in $(seq 1 "$ROUNDS"); do
     exec 9> "$WORK/hold" # the loader holds its programs until this closes
     wait_file "$WORK/ready" 300 || { echo "$rev: programs not attached" >&2; exit 1; }
     prog_stats $lp "$rev" > "$WORK/progs0"; s0=$(date +%s%N)
-    rps=$(run_wrk small | cut -d' ' -f1); s1=$(date +%s%N)
+    rps=$(run_wrk small "${wrk_args[@]}" | cut -d' ' -f1); s1=$(date +%s%N)
     prog_stats $lp "$rev" > "$WORK/progs1"
     exec 9>&-
     wait $lp || true
     reqs=$(echo "$rps * ($s1 - $s0) / 1000000000" | bc -l)
     # "rev round program ns_per_request", and "rev round req/s rps"
     prog_delta "$WORK/progs0" "$WORK/progs1" |
-      awk -v c="$rev" -v r="$r" -v n="$reqs" '$1 ~ /^handle_(send|recv|sendmsg_begin)$/ { t = $2 / n; all += t; print c, r, $1, t }
+      awk -v c="$rev" -v r="$r" -v n="$reqs" '$1 ~ /^handle_(send|recv|sendmsg_begin|set_state|set_state_nested)$/ { t = $2 / n; all += t; print c, r, $1, t }
         END { print c, r, "all_socket_programs", all }' >> "$rows"
     echo "$rev $r req/s $rps" >> "$rows"
   done
 done
 
-progs=(handle_recv handle_send handle_sendmsg_begin all_socket_programs)
+progs=(handle_recv handle_send handle_sendmsg_begin handle_set_state all_socket_programs)
 figure() { awk -v c="$1" -v p="$2" '$1 == c && $3 == p { print $4 }' "$rows" | median_range; }
-echo "# ns per request under wrk 100 B ($ROUNDS rounds, ${SECS}s, $CONNS connections, $(nproc) cores, kernel $(uname -r)), median (min-max); programs without the agent"
-echo "| revision | handle_recv | handle_send | handle_sendmsg_begin | all socket programs | req/s |"
-echo "|---|---|---|---|---|---|"
+echo "# ns per request under wrk 100 B${CLOSE:+, each request a new connection} ($ROUNDS rounds, ${SECS}s, $CONNS connections, $(nproc) cores, kernel $(uname -r)), median (min-max); programs without the agent"
+echo "| revision | handle_recv | handle_send | handle_sendmsg_begin | handle_set_state | all socket programs | req/s |"
+echo "|---|---|---|---|---|---|---|"
 for rev in "$@"; do
   printf '| %s |' "$rev"
   for p in "${progs[@]}" req/s; do printf ' %s |' "$(figure "$rev" "$p")"; done
@@ -84,8 +88,8 @@ base=$1
 shift
 [ $# -gt 0 ] || exit 0
 echo
-echo "| against $base: per-round difference, median (min..max); ratio of medians; rounds lower | handle_recv | handle_send | handle_sendmsg_begin | all socket programs |"
-echo "|---|---|---|---|---|"
+echo "| against $base: per-round difference, median (min..max); ratio of medians; rounds lower | handle_recv | handle_send | handle_sendmsg_begin | handle_set_state | all socket programs |"
+echo "|---|---|---|---|---|---|"
 for rev in "$@"; do
   printf '| %s |' "$rev"
   for p in "${progs[@]}"; do

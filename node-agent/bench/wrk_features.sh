@@ -6,7 +6,9 @@
 # are each feature's cost: routes = all - noroutes, transactions = noroutes - notxn.
 # VARIANTS="name=/path/to/agent ..." adds builds run with the default flags (measurement builds,
 # e.g. a program with one step removed), compared with "all".
-# Needs root. Usage: node-agent/bench/wrk_features.sh [ROUNDS=3] [SECONDS=6] [CONNECTIONS=8]
+# CLOSE=1: every request on a new connection (wrk's "Connection: close"), so the figures per
+# request are per connection, state changes included.
+# Needs root. Usage: [CLOSE=1] node-agent/bench/wrk_features.sh [ROUNDS=3] [SECONDS=6] [CONNECTIONS=8]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -34,7 +36,9 @@ for v in ${VARIANTS:-}; do
 done
 
 bpf_stats on
-run_wrk small >/dev/null # the broker's JIT and nginx warm before the first measured round
+wrk_args=()
+[ -z "${CLOSE:-}" ] || wrk_args=(-H "Connection: close")
+run_wrk small "${wrk_args[@]}" >/dev/null # the broker's JIT and nginx warm before the first measured round
 rows=$WORK/rows
 for _ in $(seq 1 "$ROUNDS"); do
   for c in "${configs[@]}"; do
@@ -42,13 +46,13 @@ for _ in $(seq 1 "$ROUNDS"); do
     AGENT=${bin[$c]} start_agent "$WORK/agent.log" ${flags[$c]}; apid=$!
     wait_ready "$WORK/ready"
     prog_stats $apid "$c" > "$WORK/progs0"; s0=$(date +%s%N)
-    rps=$(run_wrk small | cut -d' ' -f1); s1=$(date +%s%N)
+    rps=$(run_wrk small "${wrk_args[@]}" | cut -d' ' -f1); s1=$(date +%s%N)
     prog_stats $apid "$c" > "$WORK/progs1"
     kill -TERM $apid; wait $apid || true
     reqs=$(echo "$rps * ($s1 - $s0) / 1000000000" | bc -l)
     # "config program ns_per_request", and "config req/s rps"
     prog_delta "$WORK/progs0" "$WORK/progs1" |
-      awk -v c="$c" -v n="$reqs" '$1 ~ /^handle_(send|recv|sendmsg_begin)$/ { t = $2 / n; all += t; print c, $1, t }
+      awk -v c="$c" -v n="$reqs" '$1 ~ /^handle_(send|recv|sendmsg_begin|set_state|set_state_nested)$/ { t = $2 / n; all += t; print c, $1, t }
         END { print c, "all_socket_programs", all }' >> "$rows"
     echo "$c req/s $rps" >> "$rows"
   done
@@ -57,22 +61,22 @@ done
 # figure CONFIG NAME : "median (min-max)" of that config's rows; value: the median alone (none: 0).
 figure() { awk -v c="$1" -v p="$2" '$1 == c && $2 == p { print $3 }' "$rows" | median_range; }
 value() { [ "$1" = none ] && { echo 0; return; }; figure "$1" "$2" | cut -d' ' -f1; }
-echo "# ns per request under wrk 100 B ($ROUNDS rounds, ${SECS}s, $CONNS connections, $(nproc) cores, kernel $(uname -r)), median (min-max)"
-echo "| config | handle_recv | handle_send | handle_sendmsg_begin | all socket programs | req/s |"
-echo "|---|---|---|---|---|---|"
+echo "# ns per request under wrk 100 B${CLOSE:+, each request a new connection} ($ROUNDS rounds, ${SECS}s, $CONNS connections, $(nproc) cores, kernel $(uname -r)), median (min-max)"
+echo "| config | handle_recv | handle_send | handle_sendmsg_begin | handle_set_state | all socket programs | req/s |"
+echo "|---|---|---|---|---|---|---|"
 for c in "${configs[@]}"; do
   printf '| %s |' "$c"
-  for p in handle_recv handle_send handle_sendmsg_begin all_socket_programs req/s; do
+  for p in handle_recv handle_send handle_sendmsg_begin handle_set_state all_socket_programs req/s; do
     printf ' %s |' "$(figure "$c" "$p")"
   done
   echo
 done
 echo
-echo "| feature (difference of medians) | handle_recv | handle_send | handle_sendmsg_begin | all socket programs |"
-echo "|---|---|---|---|---|"
+echo "| feature (difference of medians) | handle_recv | handle_send | handle_sendmsg_begin | handle_set_state | all socket programs |"
+echo "|---|---|---|---|---|---|"
 diff_row() {
   printf '| %s |' "$1"
-  for p in handle_recv handle_send handle_sendmsg_begin all_socket_programs; do
+  for p in handle_recv handle_send handle_sendmsg_begin handle_set_state all_socket_programs; do
     printf ' %s |' "$(echo "$(value "$2" $p) - $(value "$3" $p)" | bc)"
   done
   echo
