@@ -12,7 +12,7 @@ fn main() {
         std::process::exit(2);
     };
     if iters > 120_000 {
-        eprintln!("helper_cost: ITERATIONS {iters} is over 120,000, the events ringbuf_event's ring holds");
+        eprintln!("helper_cost: ITERATIONS {iters} is over 120,000, the most events ringbuf_event's ring holds");
         std::process::exit(2);
     }
     let fail = |what: &str, e: libbpf_rs::Error| -> ! {
