@@ -155,8 +155,13 @@ public final class KafkaSecurity {
   }
 
   private String java(Principal p, String password) {
+    return javaClientProperties(p.user, password);
+  }
+
+  /** {@link #javaClientConfig} as a properties file's text (a client file for any SCRAM user). */
+  public String javaClientProperties(String user, String password) {
     StringBuilder s = new StringBuilder();
-    javaClientConfig(p.user, password).forEach((k, v) -> s.append(k).append('=').append(v).append('\n'));
+    javaClientConfig(user, password).forEach((k, v) -> s.append(k).append('=').append(v).append('\n'));
     return s.toString();
   }
 

@@ -106,9 +106,7 @@ class CreateTopicsTest {
       admin.createAcls(List.of(AclOperation.CREATE, AclOperation.DESCRIBE).stream().map(op -> new AclBinding(topics,
           new AccessControlEntry("User:" + user, "*", op, AclPermissionType.ALLOW))).toList()).all().get();
     }
-    StringBuilder text = new StringBuilder();
-    broker.security().javaClientConfig(user, password).forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
-    Path file = Files.writeString(dir.resolve("topics.properties"), text);
+    Path file = Files.writeString(dir.resolve("topics.properties"), broker.security().javaClientProperties(user, password));
     // A new SCRAM credential and ACLs reach the broker's login and authorizer shortly after the call.
     Ran r = null;
     for (int i = 0; i < 50 && (r == null || r.exit() != 0); i++) {
