@@ -18,13 +18,9 @@ RUNNER=$TARGET/release/examples/helper_cost
 need_root
 need_cmds clang
 build_example helper_cost "$RUNNER"
-INC=$(find "$TARGET/release/build" -maxdepth 3 -path '*libbpf-sys-*/out/include' | head -1)
-[ -n "$INC" ] || { echo "libbpf's headers not found under $TARGET/release/build" >&2; exit 1; }
-case $(uname -m) in x86_64) ARCH=x86 ;; aarch64) ARCH=arm64 ;; *) ARCH=$(uname -m) ;; esac
 OBJ=$(mktemp "$TARGET/helper_cost.XXXXXX.o")
 trap 'rm -f "$OBJ"' EXIT
-clang -g -O2 -target bpf -D__TARGET_ARCH_$ARCH -I "$ROOT/node-agent/src/capture" -I "$INC" \
-  -Wall -c "$ROOT/node-agent/bench/helper_cost.bpf.c" -o "$OBJ"
+bpf_cc "$ROOT/node-agent/bench/helper_cost.bpf.c" "$OBJ" "$ROOT/node-agent/src/capture"
 echo "# ns per step, $ITERS steps a run, $ROUNDS runs each ($(nproc) cores, kernel $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs))"
 for v in spectre_v2 spec_rstack_overflow; do
   f=/sys/devices/system/cpu/vulnerabilities/$v

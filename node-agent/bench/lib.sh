@@ -24,6 +24,19 @@ build_agent() {
   fi
 }
 
+# bpf_cc SRC OUT INCLUDE_DIR... : SRC compiled for BPF with build.rs's flags (this machine's
+# architecture), libbpf's headers from the release build under CARGO_TARGET_DIR (default ROOT/target).
+bpf_cc() {
+  local src=$1 out=$2 inc arch d incs=()
+  shift 2
+  inc=$(find "${CARGO_TARGET_DIR:-$ROOT/target}/release/build" -maxdepth 3 -path '*libbpf-sys-*/out/include' | head -1)
+  [ -n "$inc" ] || { echo "libbpf's headers not found under ${CARGO_TARGET_DIR:-$ROOT/target}/release/build" >&2; exit 1; }
+  case $(uname -m) in x86_64) arch=x86 ;; aarch64) arch=arm64 ;; *) arch=$(uname -m) ;; esac
+  for d in "$@"; do incs+=(-I "$d"); done
+  clang -g -O2 -target bpf -D__TARGET_ARCH_$arch "${incs[@]}" -I "$inc" -Wall -Wno-unused-function \
+    -c "$src" -o "$out"
+}
+
 # build_example NAME PATH : the agent crate's example NAME (release) at PATH, built when missing
 # or older than its source or the agent's library (cargo puts it under CARGO_TARGET_DIR, default
 # ROOT/target).
@@ -181,12 +194,13 @@ EOF
   done
 }
 
-# run_wrk PATH [WRK ARGS...] : one wrk run (1 thread, CONNS connections, SECS seconds) against
-# start_nginx's PORT -> "req/s p50 p90 p99" (latencies in µs).
+# run_wrk PATH : one wrk run (1 thread, CONNS connections, SECS seconds) against start_nginx's
+# PORT -> "req/s p50 p90 p99" (latencies in µs). CLOSE=1: every request on a new connection
+# (wrk's "Connection: close").
 run_wrk() {
-  local path=$1
-  shift
-  wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "$@" "http://127.0.0.1:$PORT/$path" | awk '
+  local close=()
+  [ -z "${CLOSE:-}" ] || close=(-H "Connection: close")
+  wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "${close[@]}" "http://127.0.0.1:$PORT/$1" | awk '
     /Non-2xx/ { print "wrk: " $0 > "/dev/stderr"; bad = 1 }
     function us(v) { if (v ~ /us$/) return v + 0; if (v ~ /ms$/) return v * 1000; if (v ~ /s$/) return v * 1000000; return v }
     /^ +50%/ { p50 = us($2) } /^ +90%/ { p90 = us($2) } /^ +99%/ { p99 = us($2) }

@@ -8,8 +8,8 @@
 # most), with the median of those and the ratio of medians. Leaves the agent process out, and
 # runs where a kernel refuses the map-element iterators the agent needs (node-agent/README.md,
 # "Capabilities").
-# CLOSE=1: every request on a new connection (wrk's "Connection: close"), so the figures per
-# request are per connection, state changes included.
+# CLOSE=1: every request on a new connection (run_wrk), so the figures per request are per
+# connection, state changes included.
 # Needs root. Usage: [CLOSE=1] node-agent/bench/prog_cost.sh ROUNDS SECONDS CONNECTIONS REV...
 #   REV: a commit, or "tree" for the working tree; the first is the baseline.
 set -euo pipefail
@@ -27,9 +27,6 @@ need_root
 need_cmds jq bpftool bc clang
 need_wrk_nginx
 build_example load_programs "$LOADER"
-INC=$(find "$TARGET/release/build" -maxdepth 3 -path '*libbpf-sys-*/out/include' | head -1)
-[ -n "$INC" ] || { echo "libbpf's headers not found under $TARGET/release/build" >&2; exit 1; }
-case $(uname -m) in x86_64) ARCH=x86 ;; aarch64) ARCH=arm64 ;; *) ARCH=$(uname -m) ;; esac
 
 # object REV : $WORK/REV.o, REV's connections programs, compiled with build.rs's flags.
 object() {
@@ -40,17 +37,14 @@ object() {
   else
     git -C "$ROOT" archive "$1" node-agent/src/capture | tar -x -C "$src" --strip-components=2
   fi
-  clang -g -O2 -target bpf -D__TARGET_ARCH_$ARCH -I "$src/capture/connections" -I "$src/capture" -I "$INC" \
-    -Wall -Wno-unused-function -c "$src/capture/connections/connections.bpf.c" -o "$WORK/$1.o"
+  bpf_cc "$src/capture/connections/connections.bpf.c" "$WORK/$1.o" "$src/capture/connections" "$src/capture"
 }
 for rev in "$@"; do object "$rev"; done
 
 trap 'kill_pids; bpf_stats off' EXIT
 start_nginx $PORT
 bpf_stats on
-wrk_args=()
-[ -z "${CLOSE:-}" ] || wrk_args=(-H "Connection: close")
-run_wrk small "${wrk_args[@]}" >/dev/null # nginx warm before the first measured round
+run_wrk small >/dev/null # nginx warm before the first measured round
 rows=$WORK/rows
 for r in $(seq 1 "$ROUNDS"); do
   for rev in "$@"; do
@@ -61,7 +55,7 @@ for r in $(seq 1 "$ROUNDS"); do
     exec 9> "$WORK/hold" # the loader holds its programs until this closes
     wait_file "$WORK/ready" 300 || { echo "$rev: programs not attached" >&2; exit 1; }
     prog_stats $lp "$rev" > "$WORK/progs0"; s0=$(date +%s%N)
-    rps=$(run_wrk small "${wrk_args[@]}" | cut -d' ' -f1); s1=$(date +%s%N)
+    rps=$(run_wrk small | cut -d' ' -f1); s1=$(date +%s%N)
     prog_stats $lp "$rev" > "$WORK/progs1"
     exec 9>&-
     wait $lp || true

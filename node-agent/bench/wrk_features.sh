@@ -6,8 +6,8 @@
 # are each feature's cost: routes = all - noroutes, transactions = noroutes - notxn.
 # VARIANTS="name=/path/to/agent ..." adds builds run with the default flags (measurement builds,
 # e.g. a program with one step removed), compared with "all".
-# CLOSE=1: every request on a new connection (wrk's "Connection: close"), so the figures per
-# request are per connection, state changes included.
+# CLOSE=1: every request on a new connection (run_wrk), so the figures per request are per
+# connection, state changes included.
 # Needs root. Usage: [CLOSE=1] node-agent/bench/wrk_features.sh [ROUNDS=3] [SECONDS=6] [CONNECTIONS=8]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -36,9 +36,7 @@ for v in ${VARIANTS:-}; do
 done
 
 bpf_stats on
-wrk_args=()
-[ -z "${CLOSE:-}" ] || wrk_args=(-H "Connection: close")
-run_wrk small "${wrk_args[@]}" >/dev/null # the broker's JIT and nginx warm before the first measured round
+run_wrk small >/dev/null # the broker's JIT and nginx warm before the first measured round
 rows=$WORK/rows
 for _ in $(seq 1 "$ROUNDS"); do
   for c in "${configs[@]}"; do
@@ -46,7 +44,7 @@ for _ in $(seq 1 "$ROUNDS"); do
     AGENT=${bin[$c]} start_agent "$WORK/agent.log" ${flags[$c]}; apid=$!
     wait_ready "$WORK/ready"
     prog_stats $apid "$c" > "$WORK/progs0"; s0=$(date +%s%N)
-    rps=$(run_wrk small "${wrk_args[@]}" | cut -d' ' -f1); s1=$(date +%s%N)
+    rps=$(run_wrk small | cut -d' ' -f1); s1=$(date +%s%N)
     prog_stats $apid "$c" > "$WORK/progs1"
     kill -TERM $apid; wait $apid || true
     reqs=$(echo "$rps * ($s1 - $s0) / 1000000000" | bc -l)
