@@ -75,7 +75,7 @@ public final class KafkaSecurity {
     writeSecret(secretsFile, text.toString());
     for (Principal p : Principal.values()) {
       writeSecret(s.librdkafkaProperties(p), s.librdkafka(p));
-      writeSecret(s.javaProperties(p), s.java(p, s.password(p)));
+      writeSecret(s.javaProperties(p), s.javaClientProperties(p.user, s.password(p)));
     }
     return s;
   }
@@ -152,10 +152,6 @@ public final class KafkaSecurity {
   private String librdkafka(Principal p) {
     return String.join("\n", "security.protocol=SASL_SSL", "sasl.mechanisms=" + MECHANISM,
         "sasl.username=" + p.user, "sasl.password=" + password(p), "ssl.ca.location=" + caPem(), "");
-  }
-
-  private String java(Principal p, String password) {
-    return javaClientProperties(p.user, password);
   }
 
   /** {@link #javaClientConfig} as a properties file's text (a client file for any SCRAM user). */
