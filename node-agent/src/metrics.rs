@@ -116,7 +116,7 @@ impl Renderer {
             metric(
                 "wattgraph_agent_transaction_map_full_total",
                 "counter",
-                "Transactions not recorded because an in-kernel transaction map was full, by map.",
+                "Transactions not recorded because an in-kernel transaction map was full, by map (connection: the closed connections' ring, --map-entries).",
                 &[("map=\"histogram\"", g(&c.txn_hist_full) as f64), ("map=\"connection\"", g(&c.txn_conn_full) as f64)],
             );
             metric("wattgraph_agent_http_routes", "gauge", "HTTP/1.x routes named and in use (bounded by --http-routes).", &[("", g(&c.http_routes) as f64)]);

@@ -30,6 +30,7 @@ mod node_scope;
 mod node_scope_cpu;
 mod pinned_ring;
 mod pinned_txn;
+mod pinned_txn_closed;
 mod pod_metadata;
 mod poison_records;
 mod power_budget_vectors;

@@ -152,13 +152,13 @@ fn child_takes_some_records() {
 }
 
 /// The pinned baseline map of the connection programs under `root`.
-fn committed_totals(root: &Path) -> MapHandle {
+pub fn committed_totals(root: &Path) -> MapHandle {
     let dir = std::fs::read_dir(root).unwrap().map(|e| e.unwrap().path()).find(|p| p.file_name().unwrap().to_string_lossy().starts_with("connections-")).unwrap();
     MapHandle::from_pinned_path(dir.join("maps/txn_base")).unwrap()
 }
 
 /// Key of a socket's totals in `txn_base` (struct txn_hist_key, kind TXN_BASE_CONN).
-fn base_key(cookie: u64) -> [u8; 24] {
+pub fn base_key(cookie: u64) -> [u8; 24] {
     let mut k = [0u8; 24];
     k[..8].copy_from_slice(&cookie.to_ne_bytes());
     k[18] = 0xff;

@@ -788,7 +788,7 @@ fn the_per_namespace_walk_finds_the_live_sockets_of_every_namespace() {
     let worker = std::thread::spawn(move || ns.run());
     steps.send(Some(N as usize)).unwrap();
     step_done_rx.recv_timeout(Duration::from_secs(60)).expect("requests made");
-    // Open connections: their records come from the walk (a closed socket's from txn_conns). A
+    // Open connections: their records come from the walk (a closed socket's from the txn_closed ring). A
     // client's last transaction completes with its next request, so it has N - 1 for now.
     let want = |role: TxnRole| if role == TxnRole::Client { N - 1 } else { N };
     // Per end: transactions, request and response bytes, latencies counted.

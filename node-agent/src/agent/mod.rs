@@ -102,7 +102,7 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> i32 {
         cfg.netns.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
     };
     log::info!(
-        "{} tp_btf programs on {}; capturing {}; snapshot every {} bytes (a socket at most every {} ms) or {} ms; {} closed-transaction entries",
+        "{} tp_btf programs on {}; capturing {}; snapshot every {} bytes (a socket at most every {} ms) or {} ms; ring for {} closed sockets' transactions",
         if handle.reused { "reused pinned" } else { "attached" },
         handle.attached.join(", "),
         netns_desc,

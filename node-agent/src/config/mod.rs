@@ -64,8 +64,9 @@ pub struct Config {
     #[arg(long = "ready-file", value_name = "PATH")]
     pub ready_file: Option<PathBuf>,
 
-    /// Maximum tracked sockets (in-kernel LRU map size).
-    #[arg(long = "map-entries", default_value_t = 65536)]
+    /// Closed sockets' transaction totals the kernel holds between drains (a ring of at least
+    /// this many records).
+    #[arg(long = "map-entries", default_value_t = 16384)]
     pub map_entries: u32,
 
     /// Log level when RUST_LOG is not set (error, warn, info, debug, trace).

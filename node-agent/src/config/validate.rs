@@ -165,8 +165,8 @@ impl Config {
         if self.snapshot_min_interval_ms > 86_400_000 {
             return Err(format!("--snapshot-min-interval-ms '{}' is more than a day", self.snapshot_min_interval_ms));
         }
-        if !(64..=16_777_216).contains(&self.map_entries) {
-            return Err(format!("--map-entries '{}' must be between 64 and 16777216", self.map_entries));
+        if !(64..=4_194_304).contains(&self.map_entries) {
+            return Err(format!("--map-entries '{}' must be between 64 and 4194304", self.map_entries));
         }
         if !["error", "warn", "info", "debug", "trace", "off"].contains(&self.log_level.as_str()) {
             return Err(format!("--log-level '{}' must be one of error, warn, info, debug, trace, off", self.log_level));

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use libbpf_rs::{MapCore, MapFlags};
 
+use super::event_ring::EventRing;
 use super::http_route::{HttpRoute, RouteNames, ROUTE_NONE};
 use super::ledger::{delete_keys, Done, TxnLedger};
 use super::mask::{merge_masked, MaskKey};
@@ -23,10 +24,10 @@ use crate::shared::clock::boot_time_ns;
 /// Reads the kernel's cumulative transaction maps without stopping the writers and turns
 /// them into per-interval differences (exact: the kernel only adds). Live sockets' totals
 /// and identity come from their socket-local storage (one walk per drain, after the cells),
-/// closed ones' from `txn_conns`; a closed socket's cells and entry are deleted after their final
+/// closed ones' from the `txn_closed` ring; a closed socket's cells are deleted after their final
 /// reading (the kernel no longer writes them), and so are cells whose socket is in neither at two
 /// readings in a row. With pins, what the output journaled is kept in the kernel (`ledger`), and a
-/// closed socket's entries stay until its final record was.
+/// closed socket's cells and ring record stay until its final record was.
 pub(super) struct TxnDrain {
     pub(super) last_ns: u64,
     pub(super) drains: u64,
@@ -38,13 +39,12 @@ pub(super) struct TxnDrain {
     /// namespace the walk could not enter, walk.rs, and waits for its close).
     pub(super) walk_complete: bool,
     pub(super) routes: RouteNames,
-    /// Closed sockets of this drain, by cookie (sorted). Unpinned, entries are read and deleted in
-    /// batches, which frees the map at once for a storm's next closes (a full map refuses them):
-    /// their final totals are held here. Pinned, an entry stays in the kernel until its final
-    /// record was journaled (`ledger`): only its cookie is kept (`closed_cookies`), and its totals
-    /// are read again after the cells, a batch at a time (the kernel writes an entry once, at close).
+    /// The closed sockets' final totals (struct txn_conn records). Unpinned, records are released
+    /// as they are read, which frees the ring at once for a storm's next closes (a full ring
+    /// refuses them); pinned, once the drain that read them is committed (`ledger`).
+    pub(super) closed_ring: EventRing,
+    /// Closed sockets of this drain, by cookie (sorted), with their final totals.
     pub(super) closed: Vec<(u64, TxnTotals)>,
-    pub(super) closed_cookies: Vec<u64>,
     /// How many the previous drain had (to give a storm's buffer back).
     pub(super) closed_peak: usize,
     pub(super) cells: Vec<(TxnCell, u64)>,
@@ -77,7 +77,8 @@ pub(super) const TXN_GONE_CHECK_EVERY: u64 = 16;
 
 impl TxnDrain {
     /// `persist`: keep the baseline in the kernel (pinned maps); `taken`: records the output took.
-    pub(super) fn new(now: u64, mask_below: u64, mask_age: Duration, route_idle: Duration, persist: bool, taken: Arc<AtomicU64>) -> TxnDrain {
+    /// `closed_ring`: `txn_closed`, held (releasing only what `ledger` commits) when `persist`.
+    pub(super) fn new(now: u64, mask_below: u64, mask_age: Duration, route_idle: Duration, persist: bool, taken: Arc<AtomicU64>, closed_ring: EventRing) -> TxnDrain {
         TxnDrain {
             last_ns: now,
             drains: 0,
@@ -86,8 +87,8 @@ impl TxnDrain {
             missing: HashSet::new(),
             walk_complete: true,
             routes: RouteNames::default(),
+            closed_ring,
             closed: Vec::new(),
-            closed_cookies: Vec::new(),
             closed_peak: 0,
             cells: Vec::new(),
             cells_peak: 0,
@@ -126,31 +127,21 @@ impl TxnDrain {
         let check_quiet = self.drains.is_multiple_of(TXN_GONE_CHECK_EVERY);
         // Reused buffers (taken out so `process` may borrow self): no allocation per socket.
         let (mut closed, mut cells, mut done) = (std::mem::take(&mut self.closed), std::mem::take(&mut self.cells), std::mem::take(&mut self.done));
-        let mut cookies = std::mem::take(&mut self.closed_cookies);
-        // 1. Closed sockets first: their entry is written after their last cell, so the
-        //    cells read next are complete. Read in batches (one syscall per MAP_BATCH entries).
-        //    At most the map's size is held (about 120 bytes each unpinned, 8 pinned); the
-        //    buffer shrinks back after a close storm.
-        let cmap = &skel.maps.txn_conns;
-        let persist = self.ledger.persist;
+        // 1. Closed sockets first: their record is written after their last cell, so the cells
+        //    read next are complete. At most the ring's records are held (about 120 bytes each);
+        //    the buffer shrinks back after a close storm.
         closed.clear();
-        cookies.clear();
         shrink_vec_after_storm(&mut closed, self.closed_peak);
-        shrink_vec_after_storm(&mut cookies, self.closed_peak);
-        let read = self.reader.for_each(cmap, MAP_BATCH, !persist, |k, v| {
-            let Some(cookie) = read_pod::<u64>(k) else { return };
-            if persist {
-                cookies.push(cookie);
-            } else if let Some(t) = TxnTotals::closed(v) {
-                closed.push((cookie, t));
+        let ledger = &self.ledger;
+        self.closed_ring.read(|rec| {
+            if let Some((cookie, t)) = TxnTotals::closed(rec) {
+                if ledger.wanted(cookie) {
+                    closed.push((cookie, t));
+                }
             }
         });
-        if let Err(e) = read {
-            log::warn!("reading closed transaction entries: {e}");
-        }
-        self.closed_peak = closed.len().max(cookies.len());
+        self.closed_peak = closed.len();
         closed.sort_unstable_by_key(|c| c.0);
-        cookies.sort_unstable();
         // 2. Histogram cells (cumulative counts, read by rows), sorted by socket and then by row,
         //    so that a socket's cells and a row's are adjacent.
         let hmap = &skel.maps.txn_hist;
@@ -177,23 +168,6 @@ impl TxnDrain {
             let r = cells_of(&cells, cookie);
             done[r.clone()].fill(true);
             self.process(skel, cookie, &cells[r], Some(t), None, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
-        }
-        if !cookies.is_empty() {
-            // Pinned: the totals of the closed sockets of 1 (entries closed since wait for the
-            // next drain: their cells may not be read yet).
-            let mut reader = std::mem::take(&mut self.reader);
-            let read = reader.for_each(cmap, MAP_BATCH, false, |k, v| {
-                let (Some(cookie), Some(t)) = (read_pod::<u64>(k), TxnTotals::closed(v)) else { return };
-                if cookies.binary_search(&cookie).is_ok() {
-                    let r = cells_of(&cells, cookie);
-                    done[r.clone()].fill(true);
-                    self.process(skel, cookie, &cells[r], Some(t), None, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
-                }
-            });
-            self.reader = reader;
-            if let Err(e) = read {
-                log::warn!("reading closed transaction entries: {e}");
-            }
         }
         // 3b. Live sockets' totals, read after their cells as a lookup per socket was: one walk
         //     of the sockets with transactions (filtered in the kernel), only when a cell or a
@@ -235,7 +209,7 @@ impl TxnDrain {
             masked_sent += u64::from(send_blocking(tx, rec, stop));
         }
         self.ledger.sent_masked(masked_sent, masked_sent == masked);
-        self.ledger.drained(now);
+        self.ledger.drained(now, self.closed_ring.read_pos());
         self.delete_dead_cells(hmap);
         // A few times per idle period: enough to free a route within 1.25 idle periods.
         if self.route_idle_ns > 0 && now.saturating_sub(self.last_route_prune_ns) >= self.route_idle_ns / 4 {
@@ -245,7 +219,16 @@ impl TxnDrain {
         shrink_after_storm(&mut self.prev_hist);
         shrink_after_storm(&mut self.prev_conn);
         self.last_ns = now;
-        (self.closed, self.closed_cookies, self.cells, self.done) = (closed, cookies, cells, done);
+        (self.closed, self.cells, self.done) = (closed, cells, done);
+    }
+
+    /// Commits what the output took (`TxnLedger::commit`) and releases the closed sockets' final
+    /// totals of the drains committed whole.
+    pub(super) fn commit(&mut self, skel: &ConnectionsSkel<'_>, all: bool) {
+        if let Some(pos) = self.ledger.commit(skel, all) {
+            self.closed_ring.release_to(pos);
+            self.ledger.released(skel);
+        }
     }
 
     /// Deletes routes nobody used for an idle period from the kernel's table, which new routes
@@ -399,7 +382,7 @@ impl TxnDrain {
             }
             self.prev_conn.remove(&cookie);
         } else if t.closed {
-            // Its txn_conns entry was deleted when read.
+            // Its ring record was released when read.
             self.forget(cookie, cells);
         } else if dcount == 0 && client_rtt.is_empty() && server_time.is_empty() {
             return;

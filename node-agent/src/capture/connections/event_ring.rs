@@ -1,9 +1,10 @@
-//! The event ring buffer read through its own mapping instead of libbpf's reader, which moves the
+//! A ring buffer read through its own mapping instead of libbpf's reader, which moves the
 //! kernel's consumer position past each record as it hands it over. Here, with pinned programs,
-//! the position moves only past events the output has taken (`CaptureHandle::taken`: journaled,
+//! the position moves only past what the output has taken (`CaptureHandle::taken`: journaled,
 //! with --spool-dir): events read but not yet a record when the agent is killed stay in the ring,
-//! and the next agent on the same pins reads them again. Hand-written (about 100 lines) because
-//! libbpf has no reader that defers the consumer position.
+//! and the next agent on the same pins reads them again. The same for the closed sockets'
+//! transaction totals (`txn_closed`), released by the drain's ledger. Hand-written (about 100
+//! lines) because libbpf has no reader that defers the consumer position.
 use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -69,8 +70,16 @@ impl EventRing {
 
     /// Reads every complete record (`f` gets its bytes); `dispatched` is then asked how many
     /// events have gone to the output so far.
-    pub(super) fn consume(&mut self, mut f: impl FnMut(&[u8]), dispatched: impl FnOnce() -> u64) {
+    pub(super) fn consume(&mut self, f: impl FnMut(&[u8]), dispatched: impl FnOnce() -> u64) {
         let start = self.read_pos;
+        self.read(f);
+        if self.hold && self.read_pos != start {
+            self.marks.push_back((dispatched(), self.read_pos));
+        }
+    }
+
+    /// Reads every complete record (`f` gets its bytes); unless held, they are released at once.
+    pub(super) fn read(&mut self, mut f: impl FnMut(&[u8])) {
         let prod = self.producer().load(Ordering::Acquire);
         while self.read_pos < prod {
             // SAFETY: read_pos & (size - 1) + header and record lie within the doubled data area.
@@ -88,8 +97,18 @@ impl EventRing {
         }
         if !self.hold {
             self.consumer().store(self.read_pos, Ordering::Release);
-        } else if self.read_pos != start {
-            self.marks.push_back((dispatched(), self.read_pos));
+        }
+    }
+
+    /// Where the next record will be read: what `release_to` releases up to.
+    pub(super) fn read_pos(&self) -> u64 {
+        self.read_pos
+    }
+
+    /// Moves the kernel's consumer position to `pos` (a `read_pos` of earlier), never back.
+    pub(super) fn release_to(&mut self, pos: u64) {
+        if pos > self.consumer().load(Ordering::Acquire) && pos <= self.read_pos {
+            self.consumer().store(pos, Ordering::Release);
         }
     }
 

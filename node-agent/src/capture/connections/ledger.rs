@@ -6,8 +6,11 @@
 //! leaves the baseline where it was, so the next agent on the same pins sends those transactions
 //! again and none is lost; what was journaled is not sent again. Each commit is one batch update
 //! (one system call, which a kill does not cut in half), so a socket's rows and totals move
-//! together (a row is committed whole, every count as of one record); a closed socket's entries are deleted only after its final record was committed
-//! (marked closed first, so a kill during the clean-up sends nothing twice).
+//! together (a row is committed whole, every count as of one record); a closed socket's rows are
+//! deleted only after its final record was committed, marked closed first. Its final totals stay in
+//! the `txn_closed` ring until the whole drain that read them is committed, and its closed mark
+//! until the ring released them: a kill at any point sends nothing twice (a next agent skips the
+//! ring records of sockets marked closed).
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -51,8 +54,9 @@ enum Item {
     /// A row's counts (the row's first cell); `dead`: deleted once committed (its socket closed).
     Row(TxnCell, [u64; TXN_ROW], bool),
     Conn(u64, Done),
-    /// The end of a drain (boot ns), after its records.
-    Drain(u64),
+    /// The end of a drain (boot ns), after its records, and the `txn_closed` ring position it read
+    /// up to (None: one of its records was dropped, so its closed totals stay for the next agent).
+    Drain(u64, Option<u64>),
 }
 
 impl Item {
@@ -60,7 +64,7 @@ impl Item {
         match self {
             Item::Row(c, ..) => c.cookie,
             Item::Conn(cookie, _) => *cookie,
-            Item::Drain(_) => 0,
+            Item::Drain(..) => 0,
         }
     }
 }
@@ -83,6 +87,14 @@ pub(super) struct TxnLedger {
     values: Vec<u8>,
     dead: Vec<u8>,
     closed: Vec<u64>,
+    /// Sockets whose final record was committed: their closed marks go once the ring released
+    /// their final totals, i.e. once the drain that read them is committed (`ready`, `released`).
+    marks: Vec<u64>,
+    ready: Vec<u64>,
+    /// Marked closed by a previous agent: their final totals, if still in the ring, are skipped.
+    skip: HashSet<u64>,
+    /// A record of this drain was dropped (at stop).
+    dropped: bool,
 }
 
 impl TxnLedger {
@@ -99,12 +111,17 @@ impl TxnLedger {
             values: Vec::new(),
             dead: Vec::new(),
             closed: Vec::new(),
+            marks: Vec::new(),
+            ready: Vec::new(),
+            skip: HashSet::new(),
+            dropped: false,
         }
     }
 
     /// The baseline a previous agent committed (empty on fresh maps): cells into `hist`, totals
     /// into `conns`; returns the end of its last committed drain (0: none). Sockets it had
-    /// finished but not cleaned up (killed in between) are cleaned up here.
+    /// finished but not cleaned up (killed in between) are cleaned up here, but for their closed
+    /// marks, which go with the first drain.
     pub(super) fn load(&mut self, skel: &ConnectionsSkel<'_>, reader: &mut BatchReader, hist: &mut HashMap<TxnCell, u64>, conns: &mut HashMap<u64, (u64, u64, u64)>) -> u64 {
         if !self.persist {
             return 0;
@@ -143,7 +160,8 @@ impl TxnLedger {
             self.dead.extend_from_slice(&row.key_bytes());
         }
         conns.retain(|c, _| !finished.contains(c));
-        self.closed.extend(finished);
+        self.marks.extend(finished.iter().copied());
+        self.skip = finished;
         self.clean_up(skel);
         last_drain
     }
@@ -193,21 +211,34 @@ impl TxnLedger {
         if all {
             self.pending.extend(self.staged_masked.drain(..).map(|i| (at, i)));
         } else {
+            self.dropped = true;
             for i in self.staged_masked.drain(..) {
                 self.closing.remove(&i.cookie());
             }
         }
     }
 
-    /// A drain ended at `now` (boot ns): committed once its records are.
-    pub(super) fn drained(&mut self, now: u64) {
+    /// A drain ended at `now` (boot ns), having read the closed ring up to `ring_pos`: committed
+    /// once its records are.
+    pub(super) fn drained(&mut self, now: u64, ring_pos: u64) {
         if self.persist {
-            self.pending.push_back((self.sent, Item::Drain(now)));
+            let pos = (!self.dropped).then_some(ring_pos);
+            self.pending.push_back((self.sent, Item::Drain(now, pos)));
         }
+        // The ring records of the previous agent's finished sockets were all in this drain's read.
+        self.skip.clear();
+        self.dropped = false;
+    }
+
+    /// A closed socket's final totals read from the ring: false for one whose final record a
+    /// previous agent committed.
+    pub(super) fn wanted(&self, cookie: u64) -> bool {
+        !self.skip.contains(&cookie)
     }
 
     /// The record built was not sent (dropped at stop): its sockets are read again by the next agent.
     pub(super) fn unstage(&mut self) {
+        self.dropped = true;
         for i in self.staged.drain(..) {
             self.closing.remove(&i.cookie());
         }
@@ -237,16 +268,19 @@ impl TxnLedger {
     }
 
     /// Tells the kernel what the output took (everything, with `all`: at a clean stop what was
-    /// sent goes out before the process exits); then deletes the finished sockets' entries.
-    pub(super) fn commit(&mut self, skel: &ConnectionsSkel<'_>, all: bool) {
+    /// sent goes out before the process exits); then deletes the finished sockets' rows. Returns
+    /// the `txn_closed` position up to which the ring may be released: the caller releases it,
+    /// then calls `released`.
+    pub(super) fn commit(&mut self, skel: &ConnectionsSkel<'_>, all: bool) -> Option<u64> {
         self.closed.clear();
         if self.pending.is_empty() {
-            return;
+            return None;
         }
         let taken = if all { u64::MAX } else { self.taken.load(Ordering::Acquire) };
         self.keys.clear();
         self.values.clear();
         let mut n = 0u32;
+        let mut release = None;
         while self.pending.front().is_some_and(|(at, _)| *at <= taken) {
             let (_, item) = self.pending.pop_front().unwrap();
             let (key, value) = match item {
@@ -259,10 +293,18 @@ impl TxnLedger {
                 Item::Conn(cookie, done) => {
                     if done.closed {
                         self.closed.push(cookie);
+                        self.marks.push(cookie);
                     }
                     (conn_key(cookie), done.words())
                 }
-                Item::Drain(end) => (TxnCell { cookie: 0, route: 0, bucket: 0, kind: DONE_DRAIN }, Done { count: end, ..Done::default() }.words()),
+                Item::Drain(end, pos) => {
+                    if pos.is_some() {
+                        // Every closed socket before it was read by this drain or an earlier one.
+                        self.ready.append(&mut self.marks);
+                        release = pos;
+                    }
+                    (TxnCell { cookie: 0, route: 0, bucket: 0, kind: DONE_DRAIN }, Done { count: end, ..Done::default() }.words())
+                }
             };
             self.keys.extend_from_slice(&key.key_bytes());
             for w in value {
@@ -271,7 +313,7 @@ impl TxnLedger {
             n += 1;
         }
         if n == 0 {
-            return;
+            return None;
         }
         // One system call: the records' cells and totals are committed together or not at all.
         if let Err(e) = skel.maps.txn_base.update_batch(&self.keys, &self.values, n, MapFlags::ANY, MapFlags::ANY) {
@@ -281,24 +323,24 @@ impl TxnLedger {
             self.closing.remove(c);
         }
         self.clean_up(skel);
+        release
     }
 
-    /// Deletes the entries of finished sockets: rows (both maps), then the final totals, then the
-    /// closed mark (last: until then the next agent knows the final record went out).
+    /// The ring was released up to `commit`'s position: the closed marks of the sockets whose
+    /// final totals it held go (until then the next agent knows the final record went out).
+    pub(super) fn released(&mut self, skel: &ConnectionsSkel<'_>) {
+        self.keys.clear();
+        for c in self.ready.drain(..) {
+            self.keys.extend_from_slice(&conn_key(c).key_bytes());
+        }
+        delete_keys(&skel.maps.txn_base, &self.keys, TxnCell::SIZE);
+    }
+
+    /// Deletes the rows of finished sockets (both maps).
     fn clean_up(&mut self, skel: &ConnectionsSkel<'_>) {
         delete_keys(&skel.maps.txn_hist, &self.dead, TxnCell::SIZE);
         delete_keys(&skel.maps.txn_base, &self.dead, TxnCell::SIZE);
         self.dead.clear();
-        self.keys.clear();
-        for c in &self.closed {
-            self.keys.extend_from_slice(&c.to_ne_bytes());
-        }
-        delete_keys(&skel.maps.txn_conns, &self.keys, 8);
-        self.keys.clear();
-        for c in &self.closed {
-            self.keys.extend_from_slice(&conn_key(*c).key_bytes());
-        }
-        delete_keys(&skel.maps.txn_base, &self.keys, TxnCell::SIZE);
     }
 }
 

@@ -75,9 +75,9 @@ pub(super) fn load_and_attach<'a>(
     open.progs.dump_socks_tcp.set_autoattach(false);
     open.progs.dump_txn_socks_tcp.set_autoattach(false);
     open.maps
-        .txn_conns
-        .set_max_entries(opts.map_entries)
-        .map_err(|e| bpf_err("size transaction map", e))?;
+        .txn_closed
+        .set_max_entries(closed_ring_bytes(opts.map_entries))
+        .map_err(|e| bpf_err("size the closed sockets' transaction ring", e))?;
     open.maps
         .txn_hist
         .set_max_entries(opts.txn_hist_entries.max(16))
@@ -144,6 +144,16 @@ pub(super) fn set_self(skel: &ConnectionsSkel<'_>, tgid: u32) -> Result<(), Capt
         .map_err(|e| bpf_err("set the agent's own process", e))
 }
 
+/// A `txn_closed` record: struct txn_conn after the ring's 8-byte header.
+const CLOSED_RECORD_BYTES: u32 = 8 + 128;
+const _: () = assert!(std::mem::size_of::<types::txn_conn>() as u32 + 8 == CLOSED_RECORD_BYTES);
+
+/// The closed sockets' transaction ring for at least `entries` records: a power of two, as the
+/// kernel requires (the default 16,384 gives 4 MiB, 30,840 records).
+pub(super) fn closed_ring_bytes(entries: u32) -> u32 {
+    entries.saturating_mul(CLOSED_RECORD_BYTES).max(4096).next_power_of_two()
+}
+
 /// What shapes the programs and their maps besides the object: a previous agent's pins are
 /// reused only when it is the same.
 fn pinned_config(opts: &CaptureOptions, inodes: &[u32], send_begin: bool) -> String {
@@ -164,4 +174,19 @@ fn pinned_config(opts: &CaptureOptions, inodes: &[u32], send_begin: bool) -> Str
         opts.map_entries,
         opts.txn_hist_entries,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_closed_ring_holds_at_least_the_entries_asked_for_in_a_power_of_two() {
+        for n in [64, 1000, 16_384, 65_536, 4_194_304] {
+            let b = closed_ring_bytes(n);
+            assert!(b.is_power_of_two() && b >= 4096 && u64::from(b) >= u64::from(n) * u64::from(CLOSED_RECORD_BYTES), "{n}: {b}");
+            assert!(u64::from(b) < 2 * u64::from(n.max(31)) * u64::from(CLOSED_RECORD_BYTES), "{n}: {b} is more than twice what is needed");
+        }
+        assert_eq!(closed_ring_bytes(16_384), 4 << 20);
+    }
 }

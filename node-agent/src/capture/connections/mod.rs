@@ -63,7 +63,8 @@ pub struct CaptureOptions {
     /// Sockets whose local address lies in one of these also count, whatever their namespace
     /// (`--node-scope`: the node's pod CIDRs); non-empty turns the namespace filter on.
     pub local_cidrs: Vec<PodCidr>,
-    /// Closed sockets' transaction totals the kernel holds until the next drain (`txn_conns`).
+    /// Closed sockets' transaction totals the kernel holds until the next drain (at least this
+    /// many records of the `txn_closed` ring).
     /// Live sockets' state has no such bound: it is socket-local storage, one per TCP socket.
     pub map_entries: u32,
     /// Drop the sockets of this process in the kernel (the agent's own Kafka traffic).
@@ -112,7 +113,7 @@ impl Default for CaptureOptions {
             snapshot_interval: Duration::from_secs(5),
             netns: Vec::new(),
             local_cidrs: Vec::new(),
-            map_entries: 65536,
+            map_entries: 16384,
             ignore_self: true,
             channel_capacity: 16384,
             transaction_interval: None,

@@ -23,7 +23,8 @@ pub struct CaptureStats {
     pub txn_records: AtomicU64,
     /// Short-lived connections merged into masked-client-port records.
     pub txn_masked_connections: AtomicU64,
-    /// Transactions whose histogram cell / connection entry found the kernel map full.
+    /// Transactions whose histogram cell found the kernel map full / closed connections whose
+    /// final totals found the `txn_closed` ring full.
     pub txn_hist_full: AtomicU64,
     pub txn_conn_full: AtomicU64,
     /// Requests filed under the OTHER route because the route map was full.

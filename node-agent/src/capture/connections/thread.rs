@@ -105,6 +105,15 @@ pub(super) fn run(
             return;
         }
     };
+    // Closed sockets' transaction totals: read by the drain, released by its ledger (the count it
+    // is given is not used).
+    let closed_ring = match EventRing::open(&skel.maps.txn_closed, pins.is_some(), Arc::new(AtomicU64::new(0))) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
     // Edge-triggered: with pins, events not yet taken stay in the ring, which level-triggered
     // would report ready at every poll.
     let mut wake = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: 0 };
@@ -148,6 +157,7 @@ pub(super) fn run(
         opts.http_route_idle,
         pins.is_some(),
         txn_taken,
+        closed_ring,
     );
     txn.load_baseline(&skel);
     // Drains on Unix-time multiples of the interval, as on every other host (clock::until_aligned).
@@ -182,7 +192,7 @@ pub(super) fn run(
         // and poll reads only rings that woke it: what arrived below that is read here.
         let _ = ring.consume();
         read_events(&mut events);
-        txn.ledger.commit(&skel, false);
+        txn.commit(&skel, false);
         let now = Instant::now();
         // Before the sweep, which can take long: the drain keeps its instant.
         if let (Some(at), Some(every)) = (next_txn, txn_every) {
@@ -218,7 +228,7 @@ pub(super) fn run(
     if opts.transaction_interval.is_some() {
         // Final drain; nobody may be reading any more, so a full channel drops the rest.
         txn.drain(&skel, &mut walk, &txn_tx, &AtomicBool::new(true), &stats, &mut disp.borrow_mut().nat, true);
-        txn.ledger.commit(&skel, true);
+        txn.commit(&skel, true);
     }
     read_stats(&skel, &stats);
     if pins.is_some() {

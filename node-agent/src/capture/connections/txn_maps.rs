@@ -1,5 +1,5 @@
 //! Entries of the kernel's transaction maps: histogram cells (`txn_hist`) and a socket's identity
-//! and cumulative totals, from its socket-local storage while it lives or `txn_conns` once it closed.
+//! and cumulative totals, from its socket-local storage while it lives or its `txn_closed` record once it closed.
 use std::mem::size_of;
 
 use super::read_pod;
@@ -85,10 +85,10 @@ pub(super) struct TxnTotals {
 }
 
 impl TxnTotals {
-    /// A closed socket's final totals (`txn_conns` value).
-    pub(super) fn closed(val: &[u8]) -> Option<TxnTotals> {
+    /// A closed socket's cookie and final totals (a `txn_closed` record).
+    pub(super) fn closed(val: &[u8]) -> Option<(u64, TxnTotals)> {
         let c: types::txn_conn = read_pod(val)?;
-        Some(TxnTotals {
+        Some((c.cookie, TxnTotals {
             role: c.role,
             proc_start_ns: c.proc_start_ns,
             cgroup_id: c.cgroup_id,
@@ -104,7 +104,7 @@ impl TxnTotals {
             resp: c.resp_bytes,
             closed: true,
             age_ns: c.lifetime_ns,
-        })
+        }))
     }
 
     /// A live socket's totals so far (its `sock_info`, from the drain's walk).

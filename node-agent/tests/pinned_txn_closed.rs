@@ -1,0 +1,197 @@
+//! With pins, a closed socket's final totals stay in the kernel's `txn_closed` ring until the drain
+//! that read them is committed whole, and its closed mark until the ring released them. A capture
+//! in a child process takes the records of closed sockets up to a drain whose live socket's record
+//! it does not take (so that drain's closed sockets are committed, their ring records not
+//! released), reads later records without taking them, and is killed with SIGKILL. A capture
+//! started on the same pins then delivers the final record of every socket the child did not take,
+//! and none of those it took: each socket's final record exactly once.
+use crate::common;
+use crate::pinned_txn::{base_key, committed_totals};
+use common::child::{wait_file, KillOnDrop};
+use common::keepalive::{self, REQUEST, RESPONSE};
+use common::netns::NetnsThread;
+use common::pin_dir::PinDir;
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use libbpf_rs::{MapCore, MapFlags};
+use wattgraph_agent::capture::connections::transactions::{ConnTxn, TxnRole};
+use wattgraph_agent::capture::connections::CaptureOptions;
+
+/// Short connections (one request each) per step.
+const SHORT: usize = 4;
+const MAX_STEPS: usize = 40;
+const CHILD_ENV: &str = "WG_PINNED_TXN_CLOSED_CHILD";
+
+/// Per socket (role, client port): transactions, final records.
+type Sums = HashMap<(TxnRole, u16), (u64, u64)>;
+
+fn opts(netns: PathBuf, pin_root: PathBuf) -> CaptureOptions {
+    CaptureOptions { netns: vec![netns], pin_root: Some(pin_root), ..common::transaction_options() }
+}
+
+fn key(t: &ConnTxn) -> (TxnRole, u16) {
+    (t.role, if t.role == TxnRole::Client { t.local_port } else { t.remote_port })
+}
+
+fn add(sums: &mut Sums, t: &ConnTxn) {
+    let s = sums.entry(key(t)).or_default();
+    (s.0, s.1) = (s.0 + t.transactions, s.1 + u64::from(t.closed));
+}
+
+/// One request on a new connection, closed by the client; its client port.
+fn short_request(addr: SocketAddr) -> u16 {
+    let mut s = keepalive::connect(addr);
+    s.write_all(&[b'q'; REQUEST]).unwrap();
+    s.read_exact(&mut [0u8; RESPONSE]).unwrap();
+    let port = s.local_addr().unwrap().port();
+    s.shutdown(Shutdown::Write).unwrap();
+    s.read_to_end(&mut Vec::new()).unwrap();
+    port
+}
+
+/// The load: per step, one request on a keep-alive connection and SHORT short connections, so
+/// that a drain has closed sockets and a live one; `None` closes the keep-alive connection.
+/// Returns the short connections' client ports and the keep-alive one's port and requests.
+fn load(steps: mpsc::Receiver<Option<()>>, step_done: mpsc::Sender<()>) -> (Vec<u16>, u16, u64) {
+    let addr = keepalive::serve(|s| {
+        let mut req = [0u8; REQUEST];
+        while s.read_exact(&mut req).is_ok() {
+            if s.write_all(&[b'r'; RESPONSE]).is_err() {
+                return;
+            }
+        }
+    });
+    let mut live = keepalive::connect(addr);
+    let live_port = live.local_addr().unwrap().port();
+    let (mut shorts, mut requests) = (Vec::new(), 0);
+    while let Ok(Some(())) = steps.recv() {
+        live.write_all(&[b'q'; REQUEST]).unwrap();
+        live.read_exact(&mut [0u8; RESPONSE]).unwrap();
+        requests += 1;
+        shorts.extend((0..SHORT).map(|_| short_request(addr)));
+        step_done.send(()).unwrap();
+    }
+    live.shutdown(Shutdown::Write).unwrap();
+    live.read_to_end(&mut Vec::new()).unwrap();
+    (shorts, live_port, requests)
+}
+
+#[test]
+fn closed_sockets_final_records_are_delivered_exactly_once_across_a_kill() {
+    let dir = std::env::temp_dir().join(format!("wg-pinned-txn-closed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = dir.join("bpf");
+    let _cleanup = PinDir(root.clone());
+    let (steps, steps_rx) = mpsc::channel::<Option<()>>();
+    let (step_done, step_done_rx) = mpsc::channel::<()>();
+    let netns = NetnsThread::spawn(move || load(steps_rx, step_done));
+    let ns = netns.path.clone();
+
+    let out = dir.join("child");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", &common::child::test_name(module_path!(), "child_takes_closed_records"), "--test-threads=1", "--nocapture"])
+        .env(CHILD_ENV, format!("{}\n{}\n{}", ns.display(), root.display(), out.display()))
+        .spawn()
+        .unwrap();
+    let kill = KillOnDrop(child.id());
+    wait_file(&out.with_extension("ready"), &mut child);
+    let worker = std::thread::spawn(move || netns.run());
+    // Steps until the child met a drain with closed sockets and the live one (it stops taking).
+    let mut made = 0;
+    while !out.with_extension("read").exists() {
+        assert!(made < MAX_STEPS, "no drain had both closed sockets and the live one in {MAX_STEPS} steps");
+        steps.send(Some(())).unwrap();
+        step_done_rx.recv_timeout(Duration::from_secs(60)).expect("load step finished");
+        made += 1;
+        std::thread::sleep(Duration::from_millis(250)); // two drains
+        assert!(child.try_wait().unwrap().is_none(), "the child capture ended");
+    }
+    // One more step, read by the child and not taken.
+    steps.send(Some(())).unwrap();
+    step_done_rx.recv_timeout(Duration::from_secs(60)).expect("load step finished");
+    std::thread::sleep(Duration::from_millis(500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    std::mem::forget(kill); // reaped: its pid may be another process's now
+    let taken: Sums = serde_json::from_str::<Vec<(bool, u16, u64, u64)>>(&std::fs::read_to_string(out.with_extension("taken")).unwrap())
+        .unwrap()
+        .into_iter()
+        .map(|(client, port, n, closed)| ((if client { TxnRole::Client } else { TxnRole::Server }, port), (n, closed)))
+        .collect();
+    assert!(taken.values().any(|s| s.1 > 0), "the child took no final record: {taken:?}");
+
+    let Some(h) = common::start_capture(opts(ns, root.clone())) else { return };
+    steps.send(None).unwrap();
+    let (shorts, live_port, requests) = worker.join().unwrap();
+    let mut sums = taken.clone();
+    let live_closed = |s: &Sums| [TxnRole::Client, TxnRole::Server].iter().all(|r| s.get(&(*r, live_port)).is_some_and(|v| v.1 > 0));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !live_closed(&sums) {
+        assert!(Instant::now() < deadline, "timed out: {sums:?}");
+        if let Ok(t) = h.transactions().recv_timeout(Duration::from_millis(100)) {
+            h.txn_taken();
+            add(&mut sums, &t);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300)); // a late duplicate would come in these drains
+    for t in h.stop_and_drain_all().1 {
+        add(&mut sums, &t);
+    }
+    for role in [TxnRole::Client, TxnRole::Server] {
+        for port in &shorts {
+            assert_eq!(sums.get(&(role, *port)), Some(&(1, 1)), "{role:?} end of short connection {port} (taken by the child: {:?})", taken.get(&(role, *port)));
+        }
+        assert_eq!(sums.get(&(role, live_port)), Some(&(requests, 1)), "{role:?} end of the keep-alive connection");
+    }
+    assert_eq!(sums.len(), 2 * (shorts.len() + 1), "{sums:?}");
+}
+
+/// The killed capture: run by the test above only (it sets CHILD_ENV). Takes every record until
+/// a drain's live record follows closed ones it took (that drain stays uncommitted), then only
+/// reads; writes what it took.
+#[test]
+#[ignore]
+fn child_takes_closed_records() {
+    let Ok(env) = std::env::var(CHILD_ENV) else { return };
+    let mut lines = env.lines().map(PathBuf::from);
+    let (ns, root, out) = (lines.next().unwrap(), lines.next().unwrap(), lines.next().unwrap());
+    let h = wattgraph_agent::capture::connections::spawn(opts(ns, root.clone())).expect("child capture");
+    std::fs::write(out.with_extension("ready"), "").unwrap();
+    let next = || h.transactions().recv_timeout(Duration::from_secs(30)).expect("transaction records in the child");
+    let mut taken = Sums::new();
+    let mut closed_in: HashMap<u64, Vec<u64>> = HashMap::new(); // drain end -> closed sockets taken
+    let held = loop {
+        let t = next();
+        let end = t.interval_end_boot_ns;
+        if !t.closed && closed_in.contains_key(&end) {
+            // Not taken: this drain is not committed, its closed sockets' ring records stay.
+            break closed_in.remove(&end).unwrap();
+        }
+        h.txn_taken();
+        add(&mut taken, &t);
+        if t.closed {
+            closed_in.entry(end).or_default().push(t.cookie);
+        }
+    };
+    // That drain's closed sockets are committed (marked closed in the baseline) before the kill.
+    let base = committed_totals(&root);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !held.iter().all(|c| base.lookup(&base_key(*c), MapFlags::ANY).ok().flatten().is_some_and(|v| v[24..32] == 1u64.to_ne_bytes())) {
+        assert!(Instant::now() < deadline, "the closed sockets taken were not marked closed in the baseline");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let list: Vec<(bool, u16, u64, u64)> = taken.iter().map(|((r, p), (n, c))| (*r == TxnRole::Client, *p, *n, *c)).collect();
+    std::fs::write(out.with_extension("taken"), serde_json::to_string(&list).unwrap()).unwrap();
+    std::fs::write(out.with_extension("read"), "").unwrap();
+    loop {
+        let _ = h.transactions().recv_timeout(Duration::from_secs(1)); // read, never taken; killed here
+    }
+}
