@@ -2,7 +2,7 @@
 # What each capture feature costs per request: wrk (100 B responses, keep-alive) against nginx on
 # loopback, the agent as deployed ("all"), without HTTP routes (--http-routes 0) and without
 # transactions (--no-transactions), alternated ROUNDS times in one run with bpf_stats on. Prints
-# each socket program's ns per request (medians over the rounds, min-max) and the differences that
+# each socket program's ns per request and the agent process's CPU (medians over the rounds, min-max), and the differences that
 # are each feature's cost: routes = all - noroutes, transactions = noroutes - notxn.
 # VARIANTS="name=/path/to/agent ..." adds builds run with the default flags (measurement builds,
 # e.g. a program with one step removed), compared with "all".
@@ -43,8 +43,8 @@ for _ in $(seq 1 "$ROUNDS"); do
     # shellcheck disable=SC2086 # flags are words
     AGENT=${bin[$c]} start_agent "$WORK/agent.log" ${flags[$c]}; apid=$!
     wait_ready "$WORK/ready"
-    prog_stats $apid "$c" > "$WORK/progs0"; s0=$(date +%s%N)
-    rps=$(run_wrk small | cut -d' ' -f1); s1=$(date +%s%N)
+    prog_stats $apid "$c" > "$WORK/progs0"; s0=$(date +%s%N); t0=$(cpu_ticks $apid)
+    rps=$(run_wrk small | cut -d' ' -f1); s1=$(date +%s%N); t1=$(cpu_ticks $apid)
     prog_stats $apid "$c" > "$WORK/progs1"
     kill -TERM $apid; wait $apid || true
     reqs=$(echo "$rps * ($s1 - $s0) / 1000000000" | bc -l)
@@ -53,6 +53,7 @@ for _ in $(seq 1 "$ROUNDS"); do
       awk -v c="$c" -v n="$reqs" '$1 ~ /^handle_(send|recv|sendmsg_begin|set_state|set_state_nested)$/ { t = $2 / n; all += t; print c, $1, t }
         END { print c, "all_socket_programs", all }' >> "$rows"
     echo "$c req/s $rps" >> "$rows"
+    echo "$c agent_mc $(millicores "$t0" "$t1" "$s0" "$s1")" >> "$rows"
   done
 done
 
@@ -60,11 +61,11 @@ done
 figure() { awk -v c="$1" -v p="$2" '$1 == c && $2 == p { print $3 }' "$rows" | median_range; }
 value() { [ "$1" = none ] && { echo 0; return; }; figure "$1" "$2" | cut -d' ' -f1; }
 echo "# ns per request under wrk 100 B${CLOSE:+, each request a new connection} ($ROUNDS rounds, ${SECS}s, $CONNS connections, $(nproc) cores, kernel $(uname -r)), median (min-max)"
-echo "| config | handle_recv | handle_send | handle_sendmsg_begin | handle_set_state | all socket programs | req/s |"
-echo "|---|---|---|---|---|---|---|"
+echo "| config | handle_recv | handle_send | handle_sendmsg_begin | handle_set_state | all socket programs | req/s | agent process, millicores |"
+echo "|---|---|---|---|---|---|---|---|"
 for c in "${configs[@]}"; do
   printf '| %s |' "$c"
-  for p in handle_recv handle_send handle_sendmsg_begin handle_set_state all_socket_programs req/s; do
+  for p in handle_recv handle_send handle_sendmsg_begin handle_set_state all_socket_programs req/s agent_mc; do
     printf ' %s |' "$(figure "$c" "$p")"
   done
   echo
