@@ -88,7 +88,7 @@ struct proc_args {
 };
 
 /* Final transaction totals of a socket that closed after at least one
- * transaction (its sock_info is deleted at close); user space reads and deletes it.
+ * transaction (its sock_info is deleted at close): a txn_closed ring record, which user space reads.
  * Live sockets' totals are read from their sock_info. */
 struct txn_conn {
 	__u64 cookie;
