@@ -153,8 +153,13 @@ fn child_takes_some_records() {
 
 /// The pinned baseline map of the connection programs under `root`.
 pub fn committed_totals(root: &Path) -> MapHandle {
+    pinned_map(root, "txn_base")
+}
+
+/// A pinned map of the connection programs under `root`.
+pub fn pinned_map(root: &Path, name: &str) -> MapHandle {
     let dir = std::fs::read_dir(root).unwrap().map(|e| e.unwrap().path()).find(|p| p.file_name().unwrap().to_string_lossy().starts_with("connections-")).unwrap();
-    MapHandle::from_pinned_path(dir.join("maps/txn_base")).unwrap()
+    MapHandle::from_pinned_path(dir.join("maps").join(name)).unwrap()
 }
 
 /// Key of a socket's totals in `txn_base` (struct txn_hist_key, kind TXN_BASE_CONN).

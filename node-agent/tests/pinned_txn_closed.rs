@@ -195,3 +195,53 @@ fn child_takes_closed_records() {
         let _ = h.transactions().recv_timeout(Duration::from_secs(1)); // read, never taken; killed here
     }
 }
+
+/// A close storm larger than the `txn_closed` ring (--map-entries 64: 75 records): every socket
+/// either has its final record or is counted as refused (`txn_conn_full`), and the rows of those
+/// refused, which the kernel moved to `txn_hist` for want of ring space, are forgotten and deleted.
+#[test]
+fn a_close_storm_larger_than_the_ring_is_counted_and_leaves_nothing_behind() {
+    const N: usize = 300;
+    let dir = std::env::temp_dir().join(format!("wg-txn-ring-full-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = dir.join("bpf");
+    let _cleanup = PinDir(root.clone());
+    let netns = NetnsThread::spawn(|| {
+        let addr = keepalive::serve(|s| {
+            let mut req = [0u8; REQUEST];
+            while s.read_exact(&mut req).is_ok() {
+                if s.write_all(&[b'r'; RESPONSE]).is_err() {
+                    return;
+                }
+            }
+        });
+        (0..N).map(|_| short_request(addr)).collect::<Vec<u16>>()
+    });
+    let opts = CaptureOptions { map_entries: 64, transaction_interval: Some(Duration::from_secs(1)), ..opts(netns.path.clone(), root.clone()) };
+    let Some(h) = common::start_capture(opts) else { return };
+    let ports = netns.run();
+    let hist = crate::pinned_txn::pinned_map(&root, "txn_hist");
+    // Each socket has one transaction, counted in its own row; those refused by the full ring
+    // are now txn_hist rows marked TXN_IN_SOCKET (0x40 in the key's kind), and only they.
+    let rows: Vec<Vec<u8>> = hist.keys().collect();
+    assert!(!rows.is_empty() && rows.iter().all(|k| k[18] & 0x40 != 0), "{} rows: {rows:?}", rows.len());
+    let (mut sums, deadline) = (Sums::new(), Instant::now() + Duration::from_secs(30));
+    loop {
+        while let Ok(t) = h.transactions().recv_timeout(Duration::from_millis(100)) {
+            h.txn_taken();
+            assert!(ports.contains(&key(&t).1), "{t:?}");
+            add(&mut sums, &t);
+        }
+        let closed = sums.values().filter(|s| s.1 > 0).count() as u64;
+        let full = h.stats().txn_conn_full.load(std::sync::atomic::Ordering::Relaxed);
+        if closed + full == 2 * N as u64 && hist.keys().next().is_none() {
+            assert!(full > 0, "the ring held all {N} connections' closes");
+            // A socket with its final record has its one transaction, once.
+            assert!(sums.values().all(|s| *s == (1, 1) || s.1 == 0), "{sums:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{closed} final records and {full} refused of {} closes; txn_hist has {} rows", 2 * N, hist.keys().count());
+    }
+    h.stop();
+}

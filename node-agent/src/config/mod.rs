@@ -66,7 +66,7 @@ pub struct Config {
 
     /// Closed sockets' transaction totals the kernel holds between drains (a ring of at least
     /// this many records).
-    #[arg(long = "map-entries", default_value_t = 16384)]
+    #[arg(long = "map-entries", default_value_t = 32768)]
     pub map_entries: u32,
 
     /// Log level when RUST_LOG is not set (error, warn, info, debug, trace).

@@ -18,7 +18,7 @@ fn defaults() {
     assert_eq!(c.topic, "wattgraph.connections");
     assert_eq!(c.snapshot_interval_ms, 5000);
     assert_eq!(c.snapshot_bytes, 1_048_576);
-    assert_eq!(c.map_entries, 16384);
+    assert_eq!(c.map_entries, 32768);
     assert!(c.netns.is_empty() && c.ready_file.is_none() && !c.include_self);
     assert_eq!((c.sample_interval_ms, c.resource_topic.as_str(), c.ht_ratio), (1000, "wattgraph.resources", 1.1));
     assert!(c.metrics_addr.is_none() && !c.once && !c.no_resources);
@@ -128,7 +128,7 @@ fn config_file_values_and_precedence() {
     assert_eq!(c.power_cap, crate::control::power_cap::outcome::PowerCapMode::DryRun);
     assert_eq!(c.metrics_addr.unwrap().port(), 9400);
     assert_eq!(c.config.as_deref(), Some(f.as_path()));
-    assert_eq!(c.map_entries, 16384, "keys absent from the file keep their defaults");
+    assert_eq!(c.map_entries, 32768, "keys absent from the file keep their defaults");
 
     // Flags override keys, before or after --config; a list flag replaces the file's list.
     let mut args = vec!["x", "--topic", "t.cli", "--config"];

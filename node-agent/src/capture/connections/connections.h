@@ -15,19 +15,29 @@ enum stat_idx { STAT_RINGBUF_DROPS = 0, STAT_TXN_HIST_FULL = 1, STAT_TXN_CONN_FU
 		 * not be read (syscall without a visible buffer: io_uring, sendfile, kernel thread). */
 		STAT_ROUTES_FULL = 5, STAT_HTTP_NO_BUFFER = 6,
 		/* Command lines: not copied for want of ring space; not readable (unmapped page). */
-		STAT_PROC_ARGS_DROPS = 7, STAT_PROC_ARGS_UNREAD = 8, STAT_MAX = 9 };
+		STAT_PROC_ARGS_DROPS = 7, STAT_PROC_ARGS_UNREAD = 8,
+		/* Transactions counted in a socket's own first row (sock_info.row_count): the drain
+		 * walks the sockets when this moved, as when txn_hist did. */
+		STAT_TXN_IN_SOCKET = 9, STAT_MAX = 10 };
 /* sock_info.opened: OPENED being emitted (claimed), and in the ring (or shed). */
 enum open_state { OPEN_NO = 0, OPEN_CLAIMED = 1, OPEN_DONE = 2 };
 /* Transaction phase of a socket: which direction carried the last payload. */
 enum txn_phase { TXN_NONE = 0, TXN_SENT = 1, TXN_RECEIVED = 2 };
 /* Histogram kinds. */
 enum txn_kind { TXN_CLIENT_RTT = 0, TXN_SERVER_TIME = 1 };
+/* Kind bit of a socket's own first row (sock_info.row_*) wherever it is keyed: in txn_base, and
+ * in txn_hist only when its final totals found txn_closed full. */
+#define TXN_IN_SOCKET 0x40
 /* Key kind of a socket's totals in txn_done (its cells keep their own kind). */
 #define TXN_BASE_CONN 0xff
 /* Log-linear buckets: values below 2^(TXN_SUB_BITS+1) are exact; above, the
  * exponent and the TXN_SUB_BITS bits below the leading one (relative width
  * <= 2^-TXN_SUB_BITS = 0.78%). Mirrored in capture/connections/transactions.rs. */
 #define TXN_SUB_BITS 7
+/* Histogram rows: the cumulative counts of TXN_ROW adjacent buckets of a socket, route and kind
+ * (see txn_hist below). */
+#define TXN_ROW_BITS 3
+#define TXN_ROW (1 << TXN_ROW_BITS)
 
 struct sock_info {
 	__u64 cookie;
@@ -73,6 +83,15 @@ struct sock_info {
 	__u64 route;
 	/* Handshake (boot ns); 0 when it was not seen (socket older than the agent). */
 	__u64 open_ns;
+	/* The socket's first histogram row, kept here and not in txn_hist (row_used = 1 once
+	 * taken): its key (route, row, kind) and cumulative counts. A connection of one request
+	 * costs no map entry; every other row goes to txn_hist. */
+	__u64 row_route;
+	__u16 row_row;
+	__u8 row_kind;
+	__u8 row_used;
+	__u8 _row_pad[4];
+	__u64 row_count[TXN_ROW];
 };
 
 /* A process's argv, copied from its memory the first time one of its sockets is identified:
@@ -108,14 +127,19 @@ struct txn_conn {
 	__u8 role;
 	__u8 closed;
 	__u8 _pad[10];
+	/* The socket's first row (sock_info.row_*), final. */
+	__u64 row_route;
+	__u16 row_row;
+	__u8 row_kind;
+	__u8 row_used;
+	__u8 _row_pad[4];
+	__u64 row_count[TXN_ROW];
 };
 
 /* Sparse histogram row: (socket, route, kind, bucket >> TXN_ROW_BITS) -> the cumulative counts of
  * TXN_ROW adjacent buckets. A socket's latencies cluster, so a row holds up to 8 of its cells in
  * one entry: 8 times the cells in the same entries, and fewer entries for a lookup to miss on.
  * Mirrored in capture/connections/txn_maps.rs. */
-#define TXN_ROW_BITS 3
-#define TXN_ROW (1 << TXN_ROW_BITS)
 struct txn_hist_key {
 	__u64 cookie;
 	__u64 route;

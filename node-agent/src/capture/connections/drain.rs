@@ -13,6 +13,7 @@ use super::http_route::{HttpRoute, RouteNames, ROUTE_NONE};
 use super::ledger::{delete_keys, Done, TxnLedger};
 use super::mask::{merge_masked, MaskKey};
 use super::skel::*;
+use super::stats::{read_stat, STAT_TXN_IN_SOCKET};
 use super::txn_maps::{TxnCell, TxnTotals, TXN_CLIENT_RTT, TXN_ROW};
 use super::walk::{SockWalk, Which};
 use super::{read_pod, CaptureStats, MAP_BATCH};
@@ -49,6 +50,10 @@ pub(super) struct TxnDrain {
     pub(super) closed_peak: usize,
     pub(super) cells: Vec<(TxnCell, u64)>,
     pub(super) cells_peak: usize,
+    /// One socket's cells, from `cells` and its own row (reused).
+    pub(super) merged: Vec<(TxnCell, u64)>,
+    /// STAT_TXN_IN_SOCKET at the last walk: counts in sockets' own rows since ask for one.
+    pub(super) in_socket_seen: u64,
     /// Per cell of this drain: its socket's record was built (closed, or met by the walk).
     pub(super) done: Vec<bool>,
     /// Keys (TxnCell::key_bytes) of rows to delete at the end of the drain, in one batch.
@@ -92,6 +97,8 @@ impl TxnDrain {
             closed_peak: 0,
             cells: Vec::new(),
             cells_peak: 0,
+            merged: Vec::new(),
+            in_socket_seen: 0,
             done: Vec::new(),
             dead_cells: Vec::new(),
             mask_below,
@@ -163,32 +170,47 @@ impl TxnDrain {
         }
         done.resize(cells.len(), false);
         // 3. One record per socket with new transactions (or that closed). Closed sockets first.
+        //    A socket's cells: its txn_hist rows' and those of the first row it keeps in itself.
         let mut missing = HashSet::new();
+        let mut merged = std::mem::take(&mut self.merged);
         for &(cookie, t) in &closed {
             let r = cells_of(&cells, cookie);
             done[r.clone()].fill(true);
-            self.process(skel, cookie, &cells[r], Some(t), None, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
+            merged.clear();
+            merged.extend_from_slice(&cells[r]);
+            merged.extend(t.own_cells());
+            self.process(skel, cookie, &merged, Some(t), None, check_quiet, now, last, &mut missing, tx, stop, stats, nat);
         }
         // 3b. Live sockets' totals, read after their cells as a lookup per socket was: one walk
-        //     of the sockets with transactions (filtered in the kernel), only when a cell or a
-        //     socket missing last time asks for it. Each socket's record is built as the walk
-        //     meets it: nothing is held per live socket (a table of all of them took 16 MB at
-        //     200,000 sockets, docs/benchmarks/agent.md "Footprint").
-        if !cells.is_empty() || !self.missing.is_empty() {
-            if let Err(e) = walk.for_each(Which::Txn, |si| {
+        //     of the sockets with transactions (filtered in the kernel), only when a cell, a
+        //     count in a socket's own row (the kernel counts those) or a socket missing last time
+        //     asks for it. Each socket's record is built as the walk meets it: nothing is held per
+        //     live socket (a table of all of them took 16 MB at 200,000 sockets,
+        //     docs/benchmarks/agent.md "Footprint").
+        let in_socket = read_stat(skel, STAT_TXN_IN_SOCKET);
+        if !cells.is_empty() || !self.missing.is_empty() || !self.held.is_empty() || in_socket != self.in_socket_seen {
+            match walk.for_each(Which::Txn, |si| {
                 let r = cells_of(&cells, si.cookie);
-                if r.is_empty() || done[r.start] {
-                    return; // no cells, or closed (its final totals were used)
+                if !r.is_empty() && done[r.start] {
+                    return; // closed: its final totals were used
+                }
+                let t = TxnTotals::live(si, now);
+                if r.is_empty() && t.row.is_none() {
+                    return; // no cells
                 }
                 done[r.clone()].fill(true);
-                let t = TxnTotals::live(si, now);
-                self.process(skel, si.cookie, &cells[r], None, Some(t), check_quiet, now, last, &mut missing, tx, stop, stats, nat);
+                merged.clear();
+                merged.extend_from_slice(&cells[r]);
+                merged.extend(t.own_cells());
+                self.process(skel, si.cookie, &merged, None, Some(t), check_quiet, now, last, &mut missing, tx, stop, stats, nat);
             }) {
+                Ok(_) => self.in_socket_seen = in_socket,
                 // Nothing is forgotten on a failed walk: its sockets count as missing once.
-                log::warn!("reading live sockets' transaction totals: {e}");
+                Err(e) => log::warn!("reading live sockets' transaction totals: {e}"),
             }
             self.walk_complete = walk.saw_every_namespace();
         }
+        self.merged = merged;
         // 3c. Sockets with cells in neither (closed between our reads, or a failed walk).
         let mut i = 0;
         while i < cells.len() {
@@ -263,10 +285,13 @@ impl TxnDrain {
     }
 
     /// A socket the kernel no longer writes: its rows go at the end of the drain, its
-    /// previous readings now. `cells` are sorted (a row's adjacent).
-    pub(super) fn forget(&mut self, cookie: u64, cells: &[(TxnCell, u64)]) {
+    /// previous readings now. `cells` are sorted (a row's adjacent). Its own row is in txn_hist
+    /// only when its final totals found the ring full (txn_on_close), i.e. when it went `missing`.
+    pub(super) fn forget(&mut self, cookie: u64, cells: &[(TxnCell, u64)], missing: bool) {
         for row in cells.chunk_by(|a, b| a.0.row() == b.0.row()) {
-            self.dead_cells.extend_from_slice(&row[0].0.key_bytes());
+            if missing || !row[0].0.in_socket() {
+                self.dead_cells.extend_from_slice(&row[0].0.key_bytes());
+            }
         }
         for (cell, _) in cells {
             self.prev_hist.remove(cell);
@@ -312,7 +337,7 @@ impl TxnDrain {
             // In neither: closed between our reads (its entry shows up next time). Forget it
             // only when it is still missing next time.
             if self.missing.contains(&cookie) && self.walk_complete {
-                self.forget(cookie, cells);
+                self.forget(cookie, cells, true);
                 self.ledger.forget(skel, cookie, cells);
                 self.held.remove(&cookie);
             } else {
@@ -342,7 +367,7 @@ impl TxnDrain {
             if d == 0 {
                 continue;
             }
-            if cell.kind == TXN_CLIENT_RTT { &mut client_rtt } else { &mut server_time }.add(cell.bucket as u32, d);
+            if cell.histogram() == TXN_CLIENT_RTT { &mut client_rtt } else { &mut server_time }.add(cell.bucket as u32, d);
             if cell.route != ROUTE_NONE {
                 match routes.iter_mut().find(|(r, _)| *r == cell.route) {
                     Some((_, h)) => h.add(cell.bucket as u32, d),
@@ -383,7 +408,7 @@ impl TxnDrain {
             self.prev_conn.remove(&cookie);
         } else if t.closed {
             // Its ring record was released when read.
-            self.forget(cookie, cells);
+            self.forget(cookie, cells, false);
         } else if dcount == 0 && client_rtt.is_empty() && server_time.is_empty() {
             return;
         }

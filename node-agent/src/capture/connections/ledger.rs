@@ -85,7 +85,9 @@ pub(super) struct TxnLedger {
     taken: Arc<AtomicU64>,
     keys: Vec<u8>,
     values: Vec<u8>,
+    /// Keys of finished sockets' rows: in both maps, and (a socket's own row) in `txn_base` only.
     dead: Vec<u8>,
+    dead_base: Vec<u8>,
     closed: Vec<u64>,
     /// Sockets whose final record was committed: their closed marks go once the ring released
     /// their final totals, i.e. once the drain that read them is committed (`ready`, `released`).
@@ -110,6 +112,7 @@ impl TxnLedger {
             keys: Vec::new(),
             values: Vec::new(),
             dead: Vec::new(),
+            dead_base: Vec::new(),
             closed: Vec::new(),
             marks: Vec::new(),
             ready: Vec::new(),
@@ -157,7 +160,7 @@ impl TxnLedger {
             !gone
         });
         for row in rows {
-            self.dead.extend_from_slice(&row.key_bytes());
+            self.bury(row);
         }
         conns.retain(|c, _| !finished.contains(c));
         self.marks.extend(finished.iter().copied());
@@ -286,7 +289,7 @@ impl TxnLedger {
             let (key, value) = match item {
                 Item::Row(row, counts, dead) => {
                     if dead {
-                        self.dead.extend_from_slice(&row.key_bytes());
+                        self.bury(row);
                     }
                     (row, counts)
                 }
@@ -336,11 +339,18 @@ impl TxnLedger {
         delete_keys(&skel.maps.txn_base, &self.keys, TxnCell::SIZE);
     }
 
-    /// Deletes the rows of finished sockets (both maps).
+    /// A finished socket's row, deleted at the next clean-up.
+    fn bury(&mut self, row: TxnCell) {
+        if row.in_socket() { &mut self.dead_base } else { &mut self.dead }.extend_from_slice(&row.key_bytes());
+    }
+
+    /// Deletes the rows of finished sockets (both maps; a socket's own row was only in `txn_base`).
     fn clean_up(&mut self, skel: &ConnectionsSkel<'_>) {
         delete_keys(&skel.maps.txn_hist, &self.dead, TxnCell::SIZE);
         delete_keys(&skel.maps.txn_base, &self.dead, TxnCell::SIZE);
+        delete_keys(&skel.maps.txn_base, &self.dead_base, TxnCell::SIZE);
         self.dead.clear();
+        self.dead_base.clear();
     }
 }
 

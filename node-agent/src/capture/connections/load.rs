@@ -145,11 +145,11 @@ pub(super) fn set_self(skel: &ConnectionsSkel<'_>, tgid: u32) -> Result<(), Capt
 }
 
 /// A `txn_closed` record: struct txn_conn after the ring's 8-byte header.
-const CLOSED_RECORD_BYTES: u32 = 8 + 128;
+const CLOSED_RECORD_BYTES: u32 = 8 + 208;
 const _: () = assert!(std::mem::size_of::<types::txn_conn>() as u32 + 8 == CLOSED_RECORD_BYTES);
 
 /// The closed sockets' transaction ring for at least `entries` records: a power of two, as the
-/// kernel requires (the default 16,384 gives 4 MiB, 30,840 records).
+/// kernel requires (the default 32,768 gives 8 MiB, 38,836 records).
 pub(super) fn closed_ring_bytes(entries: u32) -> u32 {
     entries.saturating_mul(CLOSED_RECORD_BYTES).max(4096).next_power_of_two()
 }
@@ -187,6 +187,6 @@ mod tests {
             assert!(b.is_power_of_two() && b >= 4096 && u64::from(b) >= u64::from(n) * u64::from(CLOSED_RECORD_BYTES), "{n}: {b}");
             assert!(u64::from(b) < 2 * u64::from(n.max(31)) * u64::from(CLOSED_RECORD_BYTES), "{n}: {b} is more than twice what is needed");
         }
-        assert_eq!(closed_ring_bytes(16_384), 4 << 20);
+        assert_eq!(closed_ring_bytes(32_768), 8 << 20);
     }
 }

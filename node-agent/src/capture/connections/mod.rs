@@ -113,7 +113,7 @@ impl Default for CaptureOptions {
             snapshot_interval: Duration::from_secs(5),
             netns: Vec::new(),
             local_cidrs: Vec::new(),
-            map_entries: 16384,
+            map_entries: 32768,
             ignore_self: true,
             channel_capacity: 16384,
             transaction_interval: None,

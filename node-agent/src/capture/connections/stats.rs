@@ -65,6 +65,8 @@ pub(super) const STAT_ROUTES_FULL: u32 = 5;
 pub(super) const STAT_HTTP_NO_BUFFER: u32 = 6;
 pub(super) const STAT_PROC_ARGS_DROPS: u32 = 7;
 pub(super) const STAT_PROC_ARGS_UNREAD: u32 = 8;
+/// Transactions counted in a socket's own first row (connections.h).
+pub(super) const STAT_TXN_IN_SOCKET: u32 = 9;
 
 /// `recursion_misses` of one program (0 if the kernel does not say).
 pub(super) fn prog_misses(prog: &libbpf_rs::ProgramMut<'_>) -> u64 {

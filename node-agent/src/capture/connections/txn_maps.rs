@@ -11,6 +11,10 @@ pub(super) const TXN_ROW_BITS: u16 = 3;
 pub(super) const TXN_ROW: usize = 1 << TXN_ROW_BITS;
 const _: () = assert!(size_of::<types::txn_row>() == 8 * TXN_ROW && size_of::<types::txn_base>() == 8 * TXN_ROW);
 
+/// Kind bit of the cells of a socket's first row, which the kernel keeps in the socket
+/// (sock_info.row_*): their row is keyed with it in `txn_base`, and is never in `txn_hist`.
+pub(super) const TXN_IN_SOCKET: u8 = 0x40;
+
 /// A histogram cell (socket, route, kind, bucket). Its key in the kernel's maps is its row's
 /// (struct txn_hist_key: the bucket shifted right by TXN_ROW_BITS).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -49,6 +53,16 @@ impl TxnCell {
         TxnCell { bucket: self.bucket & !(TXN_ROW as u16 - 1), ..*self }
     }
 
+    /// The histogram it counts in (TXN_CLIENT_RTT or server time).
+    pub(super) fn histogram(&self) -> u8 {
+        self.kind & !TXN_IN_SOCKET
+    }
+
+    /// A cell of the socket's own first row (not a `txn_hist` entry).
+    pub(super) fn in_socket(&self) -> bool {
+        self.kind & TXN_IN_SOCKET != 0
+    }
+
     /// This cell's place in its row's counts.
     pub(super) fn slot(&self) -> usize {
         usize::from(self.bucket) & (TXN_ROW - 1)
@@ -82,9 +96,21 @@ pub(super) struct TxnTotals {
     pub(super) closed: bool,
     /// Handshake to now (live) or to close; u64::MAX when the handshake was not seen.
     pub(super) age_ns: u64,
+    /// The socket's first row (its first cell, TXN_IN_SOCKET) and counts, kept in the socket.
+    pub(super) row: Option<(TxnCell, [u64; TXN_ROW])>,
+}
+
+/// The first row a socket keeps in itself (sock_info / txn_conn row_* fields), if taken.
+fn own_row(cookie: u64, used: u8, route: u64, row: u16, kind: u8, counts: [u64; TXN_ROW]) -> Option<(TxnCell, [u64; TXN_ROW])> {
+    (used != 0).then_some((TxnCell { cookie, route, bucket: row << TXN_ROW_BITS, kind: kind | TXN_IN_SOCKET }, counts))
 }
 
 impl TxnTotals {
+    /// The cells of the socket's own first row that have a count.
+    pub(super) fn own_cells(&self) -> impl Iterator<Item = (TxnCell, u64)> {
+        self.row.into_iter().flat_map(|(row, counts)| row.cells(counts))
+    }
+
     /// A closed socket's cookie and final totals (a `txn_closed` record).
     pub(super) fn closed(val: &[u8]) -> Option<(u64, TxnTotals)> {
         let c: types::txn_conn = read_pod(val)?;
@@ -104,6 +130,7 @@ impl TxnTotals {
             resp: c.resp_bytes,
             closed: true,
             age_ns: c.lifetime_ns,
+            row: own_row(c.cookie, c.row_used, c.row_route, c.row_row, c.row_kind, c.row_count),
         }))
     }
 
@@ -125,6 +152,7 @@ impl TxnTotals {
             resp: si.txn_resp_bytes,
             closed: false,
             age_ns: if si.open_ns == 0 { u64::MAX } else { now.saturating_sub(si.open_ns) },
+            row: own_row(si.cookie, si.row_used, si.row_route, si.row_row, si.row_kind, si.row_count),
         }
     }
 }
