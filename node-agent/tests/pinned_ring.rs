@@ -27,11 +27,8 @@ fn opts(netns: PathBuf, pin_root: PathBuf) -> CaptureOptions {
 
 #[test]
 fn events_read_but_not_taken_are_read_again_after_a_kill() {
-    let dir = std::env::temp_dir().join(format!("wg-pinned-ring-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let root = dir.join("bpf");
-    let _cleanup = PinDir(root.clone());
+    let (dir, pins) = PinDir::fresh("wg-pinned-ring");
+    let root = pins.0.clone();
     let netns = NetnsThread::spawn(|| {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();

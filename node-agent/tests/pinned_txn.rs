@@ -12,14 +12,14 @@ use common::pin_dir::PinDir;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use wattgraph_agent::capture::connections::transactions::{ConnTxn, TxnRole};
-use wattgraph_agent::capture::connections::CaptureOptions;
+use wattgraph_agent::capture::connections::{CaptureHandle, CaptureOptions};
 
 const CONNS: usize = 3;
 /// Requests per connection: taken by the child, read by the child and not taken, made while no
@@ -32,7 +32,7 @@ const CHILD_ENV: &str = "WG_PINNED_TXN_CHILD";
 /// Per socket (role, client port): transactions, request and response bytes, latencies, closed.
 type Sums = HashMap<(TxnRole, u16), (u64, u64, u64, u64, bool)>;
 
-fn opts(netns: PathBuf, pin_root: PathBuf) -> CaptureOptions {
+pub fn opts(netns: PathBuf, pin_root: PathBuf) -> CaptureOptions {
     CaptureOptions { netns: vec![netns], pin_root: Some(pin_root), ..common::transaction_options() }
 }
 
@@ -52,11 +52,8 @@ fn each_socket_has(sums: &Sums, n: u64, client_lags: bool) -> bool {
 
 #[test]
 fn transactions_taken_are_not_delivered_again_and_those_not_taken_are_after_a_kill() {
-    let dir = std::env::temp_dir().join(format!("wg-pinned-txn-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let root = dir.join("bpf");
-    let _cleanup = PinDir(root.clone());
+    let (dir, pins) = PinDir::fresh("wg-pinned-txn");
+    let root = pins.0.clone();
     let (steps, steps_rx) = mpsc::channel::<Option<usize>>();
     let (step_done, step_done_rx) = mpsc::channel::<()>();
     let netns = NetnsThread::spawn(move || keepalive::load(CONNS, steps_rx, step_done, Arc::new(AtomicUsize::new(0))));
@@ -67,21 +64,13 @@ fn transactions_taken_are_not_delivered_again_and_those_not_taken_are_after_a_ki
     };
 
     let out = dir.join("child");
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", &common::child::test_name(module_path!(), "child_takes_some_records"), "--test-threads=1", "--nocapture"])
-        .env(CHILD_ENV, format!("{}\n{}\n{}", ns.display(), root.display(), out.display()))
-        .spawn()
-        .unwrap();
-    let kill = KillOnDrop(child.id());
-    wait_file(&out.with_extension("ready"), &mut child);
+    let (mut child, kill) = spawn_child(CHILD_ENV, &common::child::test_name(module_path!(), "child_takes_some_records"), &ns, &root, &out);
     let worker = std::thread::spawn(move || netns.run());
     step(TAKEN);
     wait_file(&out.with_extension("taken"), &mut child);
     step(NOT_TAKEN);
     wait_file(&out.with_extension("read"), &mut child);
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    child.wait().unwrap();
-    std::mem::forget(kill); // reaped: its pid may be another process's now
+    kill_child(child, kill);
     step(UNSEEN);
 
     let Some(h) = common::start_capture(opts(ns, root.clone())) else { return };
@@ -117,11 +106,7 @@ fn transactions_taken_are_not_delivered_again_and_those_not_taken_are_after_a_ki
 #[test]
 #[ignore]
 fn child_takes_some_records() {
-    let Ok(env) = std::env::var(CHILD_ENV) else { return };
-    let mut lines = env.lines().map(PathBuf::from);
-    let (ns, root, out) = (lines.next().unwrap(), lines.next().unwrap(), lines.next().unwrap());
-    let h = wattgraph_agent::capture::connections::spawn(opts(ns, root.clone())).expect("child capture");
-    std::fs::write(out.with_extension("ready"), "").unwrap();
+    let Some((h, root, out)) = child_capture(CHILD_ENV) else { return };
     let next = || h.transactions().recv_timeout(Duration::from_secs(30)).expect("transaction records in the child");
     let mut taken = Sums::new();
     let mut cookies = HashMap::new();
@@ -149,6 +134,37 @@ fn child_takes_some_records() {
     loop {
         std::thread::sleep(Duration::from_secs(1)); // killed here
     }
+}
+
+/// Runs `test` (an ignored child entry of this binary) with `var` set for `child_capture`, and
+/// waits until it is ready; SIGKILLed if the test fails.
+pub fn spawn_child(var: &str, test: &str, ns: &Path, root: &Path, out: &Path) -> (Child, KillOnDrop) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", test, "--test-threads=1", "--nocapture"])
+        .env(var, format!("{}\n{}\n{}", ns.display(), root.display(), out.display()))
+        .spawn()
+        .unwrap();
+    let kill = KillOnDrop(child.id());
+    wait_file(&out.with_extension("ready"), &mut child);
+    (child, kill)
+}
+
+/// SIGKILLs the child and reaps it.
+pub fn kill_child(mut child: Child, kill: KillOnDrop) {
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    std::mem::forget(kill); // reaped: its pid may be another process's now
+}
+
+/// In a child run by a test that set `var` to its namespace, pin root and output path (a line
+/// each): a capture on those pins, told ready by the file `out`.ready; None in a plain test run.
+pub fn child_capture(var: &str) -> Option<(CaptureHandle, PathBuf, PathBuf)> {
+    let env = std::env::var(var).ok()?;
+    let mut lines = env.lines().map(PathBuf::from);
+    let (ns, root, out) = (lines.next().unwrap(), lines.next().unwrap(), lines.next().unwrap());
+    let h = wattgraph_agent::capture::connections::spawn(opts(ns, root.clone())).expect("child capture");
+    std::fs::write(out.with_extension("ready"), "").unwrap();
+    Some((h, root, out))
 }
 
 /// The pinned baseline map of the connection programs under `root`.

@@ -6,8 +6,7 @@
 //! started on the same pins then delivers the final record of every socket the child did not take,
 //! and none of those it took: each socket's final record exactly once.
 use crate::common;
-use crate::pinned_txn::{base_key, committed_totals};
-use common::child::{wait_file, KillOnDrop};
+use crate::pinned_txn::{base_key, child_capture, committed_totals, kill_child, opts, spawn_child};
 use common::keepalive::{self, REQUEST, RESPONSE};
 use common::netns::NetnsThread;
 use common::pin_dir::PinDir;
@@ -15,8 +14,6 @@ use common::pin_dir::PinDir;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr};
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -31,10 +28,6 @@ const CHILD_ENV: &str = "WG_PINNED_TXN_CLOSED_CHILD";
 
 /// Per socket (role, client port): transactions, final records.
 type Sums = HashMap<(TxnRole, u16), (u64, u64)>;
-
-fn opts(netns: PathBuf, pin_root: PathBuf) -> CaptureOptions {
-    CaptureOptions { netns: vec![netns], pin_root: Some(pin_root), ..common::transaction_options() }
-}
 
 fn key(t: &ConnTxn) -> (TxnRole, u16) {
     (t.role, if t.role == TxnRole::Client { t.local_port } else { t.remote_port })
@@ -85,24 +78,15 @@ fn load(steps: mpsc::Receiver<Option<()>>, step_done: mpsc::Sender<()>) -> (Vec<
 
 #[test]
 fn closed_sockets_final_records_are_delivered_exactly_once_across_a_kill() {
-    let dir = std::env::temp_dir().join(format!("wg-pinned-txn-closed-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let root = dir.join("bpf");
-    let _cleanup = PinDir(root.clone());
+    let (dir, pins) = PinDir::fresh("wg-pinned-txn-closed");
+    let root = pins.0.clone();
     let (steps, steps_rx) = mpsc::channel::<Option<()>>();
     let (step_done, step_done_rx) = mpsc::channel::<()>();
     let netns = NetnsThread::spawn(move || load(steps_rx, step_done));
     let ns = netns.path.clone();
 
     let out = dir.join("child");
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", &common::child::test_name(module_path!(), "child_takes_closed_records"), "--test-threads=1", "--nocapture"])
-        .env(CHILD_ENV, format!("{}\n{}\n{}", ns.display(), root.display(), out.display()))
-        .spawn()
-        .unwrap();
-    let kill = KillOnDrop(child.id());
-    wait_file(&out.with_extension("ready"), &mut child);
+    let (mut child, kill) = spawn_child(CHILD_ENV, &common::child::test_name(module_path!(), "child_takes_closed_records"), &ns, &root, &out);
     let worker = std::thread::spawn(move || netns.run());
     // Steps until the child met a drain with closed sockets and the live one (it stops taking).
     let mut made = 0;
@@ -118,9 +102,7 @@ fn closed_sockets_final_records_are_delivered_exactly_once_across_a_kill() {
     steps.send(Some(())).unwrap();
     step_done_rx.recv_timeout(Duration::from_secs(60)).expect("load step finished");
     std::thread::sleep(Duration::from_millis(500));
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    child.wait().unwrap();
-    std::mem::forget(kill); // reaped: its pid may be another process's now
+    kill_child(child, kill);
     let taken: Sums = serde_json::from_str::<Vec<(bool, u16, u64, u64)>>(&std::fs::read_to_string(out.with_extension("taken")).unwrap())
         .unwrap()
         .into_iter()
@@ -160,11 +142,7 @@ fn closed_sockets_final_records_are_delivered_exactly_once_across_a_kill() {
 #[test]
 #[ignore]
 fn child_takes_closed_records() {
-    let Ok(env) = std::env::var(CHILD_ENV) else { return };
-    let mut lines = env.lines().map(PathBuf::from);
-    let (ns, root, out) = (lines.next().unwrap(), lines.next().unwrap(), lines.next().unwrap());
-    let h = wattgraph_agent::capture::connections::spawn(opts(ns, root.clone())).expect("child capture");
-    std::fs::write(out.with_extension("ready"), "").unwrap();
+    let Some((h, root, out)) = child_capture(CHILD_ENV) else { return };
     let next = || h.transactions().recv_timeout(Duration::from_secs(30)).expect("transaction records in the child");
     let mut taken = Sums::new();
     let mut closed_in: HashMap<u64, Vec<u64>> = HashMap::new(); // drain end -> closed sockets taken
@@ -202,11 +180,8 @@ fn child_takes_closed_records() {
 #[test]
 fn a_close_storm_larger_than_the_ring_is_counted_and_leaves_nothing_behind() {
     const N: usize = 300;
-    let dir = std::env::temp_dir().join(format!("wg-txn-ring-full-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let root = dir.join("bpf");
-    let _cleanup = PinDir(root.clone());
+    let (_dir, pins) = PinDir::fresh("wg-txn-ring-full");
+    let root = pins.0.clone();
     let netns = NetnsThread::spawn(|| {
         let addr = keepalive::serve(|s| {
             let mut req = [0u8; REQUEST];

@@ -4,6 +4,17 @@ use std::path::PathBuf;
 
 pub struct PinDir(pub PathBuf);
 
+impl PinDir {
+    /// A new empty directory `NAME-PID` under the temporary directory, with the pins at `bpf` in
+    /// it (unpinned and removed with the directory when dropped).
+    pub fn fresh(name: &str) -> (PathBuf, PinDir) {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        (dir.clone(), PinDir(dir.join("bpf")))
+    }
+}
+
 impl Drop for PinDir {
     fn drop(&mut self) {
         let _ = wattgraph_agent::capture::pins::unpin_all(&self.0);

@@ -649,11 +649,11 @@ static __attribute__((noinline)) void txn_own_row_to_hist(struct sock_info *si)
 	struct txn_hist_key k;
 	__builtin_memset(&k, 0, sizeof(k));
 	k.cookie = si->cookie;
-	k.route = si->row_route;
-	k.row = si->row_row;
-	k.kind = si->row_kind | TXN_IN_SOCKET;
+	k.route = si->row.route;
+	k.row = si->row.row;
+	k.kind = si->row.kind | TXN_IN_SOCKET;
 	struct txn_row row;
-	__builtin_memcpy(row.count, si->row_count, sizeof(row.count));
+	__builtin_memcpy(row.count, si->row.count, sizeof(row.count));
 	if (bpf_map_update_elem(&txn_hist, &k, &row, BPF_NOEXIST))
 		stat_inc(STAT_TXN_HIST_FULL);
 }
@@ -666,14 +666,14 @@ static __attribute__((noinline)) void txn_done(struct sock_info *si, __u8 kind, 
 {
 	__u32 bucket = txn_bucket(dt);
 	__u16 row_of = (__u16)(bucket >> TXN_ROW_BITS);
-	if (!si->row_used) {
-		si->row_route = si->route;
-		si->row_row = row_of;
-		si->row_kind = kind;
-		si->row_used = 1;
+	if (!si->row.used) {
+		si->row.route = si->route;
+		si->row.row = row_of;
+		si->row.kind = kind;
+		si->row.used = 1;
 	}
-	if (si->row_route == si->route && si->row_row == row_of && si->row_kind == kind) {
-		__sync_fetch_and_add(&si->row_count[bucket & (TXN_ROW - 1)], 1);
+	if (si->row.route == si->route && si->row.row == row_of && si->row.kind == kind) {
+		__sync_fetch_and_add(&si->row.count[bucket & (TXN_ROW - 1)], 1);
 		stat_inc(STAT_TXN_IN_SOCKET);
 	} else {
 		txn_hist_add(si, kind, bucket, row_of);
@@ -735,7 +735,7 @@ static __attribute__((noinline)) void txn_on_close(struct sock_info *si, __u64 n
 		// Its final totals are lost; its own row goes where the drain finds a socket's rows
 		// without totals, so it is forgotten as before its row was kept in the socket
 		// (TXN_IN_SOCKET in its kind: the cells the drain read from the socket).
-		if (si->row_used)
+		if (si->row.used)
 			txn_own_row_to_hist(si);
 		return;
 	}
@@ -763,11 +763,7 @@ static __attribute__((noinline)) void txn_on_close(struct sock_info *si, __u64 n
 	__builtin_memcpy(n.comm, si->comm, 16);
 	n.role = si->role;
 	n.closed = 1;
-	n.row_route = si->row_route;
-	n.row_row = si->row_row;
-	n.row_kind = si->row_kind;
-	n.row_used = si->row_used;
-	__builtin_memcpy(n.row_count, si->row_count, sizeof(n.row_count));
+	n.row = si->row;
 	__builtin_memcpy(r, &n, sizeof(n));
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }

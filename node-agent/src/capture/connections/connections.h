@@ -16,7 +16,7 @@ enum stat_idx { STAT_RINGBUF_DROPS = 0, STAT_TXN_HIST_FULL = 1, STAT_TXN_CONN_FU
 		STAT_ROUTES_FULL = 5, STAT_HTTP_NO_BUFFER = 6,
 		/* Command lines: not copied for want of ring space; not readable (unmapped page). */
 		STAT_PROC_ARGS_DROPS = 7, STAT_PROC_ARGS_UNREAD = 8,
-		/* Transactions counted in a socket's own first row (sock_info.row_count): the drain
+		/* Transactions counted in a socket's own first row (sock_info.row): the drain
 		 * walks the sockets when this moved, as when txn_hist did. */
 		STAT_TXN_IN_SOCKET = 9, STAT_MAX = 10 };
 /* sock_info.opened: OPENED being emitted (claimed), and in the ring (or shed). */
@@ -25,7 +25,7 @@ enum open_state { OPEN_NO = 0, OPEN_CLAIMED = 1, OPEN_DONE = 2 };
 enum txn_phase { TXN_NONE = 0, TXN_SENT = 1, TXN_RECEIVED = 2 };
 /* Histogram kinds. */
 enum txn_kind { TXN_CLIENT_RTT = 0, TXN_SERVER_TIME = 1 };
-/* Kind bit of a socket's own first row (sock_info.row_*) wherever it is keyed: in txn_base, and
+/* Kind bit of a socket's own first row (sock_info.row) wherever it is keyed: in txn_base, and
  * in txn_hist only when its final totals found txn_closed full. */
 #define TXN_IN_SOCKET 0x40
 /* Key kind of a socket's totals in txn_done (its cells keep their own kind). */
@@ -38,6 +38,17 @@ enum txn_kind { TXN_CLIENT_RTT = 0, TXN_SERVER_TIME = 1 };
  * (see txn_hist below). */
 #define TXN_ROW_BITS 3
 #define TXN_ROW (1 << TXN_ROW_BITS)
+
+/* A socket's first histogram row (used = 1 once taken): its key (route, row, kind) and its
+ * cumulative counts. */
+struct txn_own_row {
+	__u64 route;
+	__u16 row;
+	__u8 kind;
+	__u8 used;
+	__u8 _pad[4];
+	__u64 count[TXN_ROW];
+};
 
 struct sock_info {
 	__u64 cookie;
@@ -83,15 +94,9 @@ struct sock_info {
 	__u64 route;
 	/* Handshake (boot ns); 0 when it was not seen (socket older than the agent). */
 	__u64 open_ns;
-	/* The socket's first histogram row, kept here and not in txn_hist (row_used = 1 once
-	 * taken): its key (route, row, kind) and cumulative counts. A connection of one request
-	 * costs no map entry; every other row goes to txn_hist. */
-	__u64 row_route;
-	__u16 row_row;
-	__u8 row_kind;
-	__u8 row_used;
-	__u8 _row_pad[4];
-	__u64 row_count[TXN_ROW];
+	/* The socket's first histogram row, kept here and not in txn_hist. A connection of one
+	 * request costs no map entry; every other row goes to txn_hist. */
+	struct txn_own_row row;
 };
 
 /* A process's argv, copied from its memory the first time one of its sockets is identified:
@@ -127,13 +132,8 @@ struct txn_conn {
 	__u8 role;
 	__u8 closed;
 	__u8 _pad[10];
-	/* The socket's first row (sock_info.row_*), final. */
-	__u64 row_route;
-	__u16 row_row;
-	__u8 row_kind;
-	__u8 row_used;
-	__u8 _row_pad[4];
-	__u64 row_count[TXN_ROW];
+	/* The socket's first row (sock_info.row), final. */
+	struct txn_own_row row;
 };
 
 /* Sparse histogram row: (socket, route, kind, bucket >> TXN_ROW_BITS) -> the cumulative counts of

@@ -12,7 +12,7 @@ pub(super) const TXN_ROW: usize = 1 << TXN_ROW_BITS;
 const _: () = assert!(size_of::<types::txn_row>() == 8 * TXN_ROW && size_of::<types::txn_base>() == 8 * TXN_ROW);
 
 /// Kind bit of the cells of a socket's first row, which the kernel keeps in the socket
-/// (sock_info.row_*): their row is keyed with it in `txn_base`, and is never in `txn_hist`.
+/// (sock_info.row): their row is keyed with it in `txn_base`, and is never in `txn_hist`.
 pub(super) const TXN_IN_SOCKET: u8 = 0x40;
 
 /// A histogram cell (socket, route, kind, bucket). Its key in the kernel's maps is its row's
@@ -100,9 +100,9 @@ pub(super) struct TxnTotals {
     pub(super) row: Option<(TxnCell, [u64; TXN_ROW])>,
 }
 
-/// The first row a socket keeps in itself (sock_info / txn_conn row_* fields), if taken.
-fn own_row(cookie: u64, used: u8, route: u64, row: u16, kind: u8, counts: [u64; TXN_ROW]) -> Option<(TxnCell, [u64; TXN_ROW])> {
-    (used != 0).then_some((TxnCell { cookie, route, bucket: row << TXN_ROW_BITS, kind: kind | TXN_IN_SOCKET }, counts))
+/// The first row a socket keeps in itself (sock_info.row, txn_conn.row), if taken.
+fn own_row(cookie: u64, r: &types::txn_own_row) -> Option<(TxnCell, [u64; TXN_ROW])> {
+    (r.used != 0).then_some((TxnCell { cookie, route: r.route, bucket: r.row << TXN_ROW_BITS, kind: r.kind | TXN_IN_SOCKET }, r.count))
 }
 
 impl TxnTotals {
@@ -130,7 +130,7 @@ impl TxnTotals {
             resp: c.resp_bytes,
             closed: true,
             age_ns: c.lifetime_ns,
-            row: own_row(c.cookie, c.row_used, c.row_route, c.row_row, c.row_kind, c.row_count),
+            row: own_row(c.cookie, &c.row),
         }))
     }
 
@@ -152,7 +152,7 @@ impl TxnTotals {
             resp: si.txn_resp_bytes,
             closed: false,
             age_ns: if si.open_ns == 0 { u64::MAX } else { now.saturating_sub(si.open_ns) },
-            row: own_row(si.cookie, si.row_used, si.row_route, si.row_row, si.row_kind, si.row_count),
+            row: own_row(si.cookie, &si.row),
         }
     }
 }
