@@ -52,7 +52,7 @@ pub(super) struct TxnDrain {
     pub(super) cells_peak: usize,
     /// One socket's cells, from `cells` and its own row (reused).
     pub(super) merged: Vec<(TxnCell, u64)>,
-    /// STAT_TXN_IN_SOCKET at the last walk: counts in sockets' own rows since ask for one.
+    /// STAT_TXN_IN_SOCKET at the last complete walk: when it moved, sockets' own rows did.
     pub(super) in_socket_seen: u64,
     /// Per cell of this drain: its socket's record was built (closed, or met by the walk).
     pub(super) done: Vec<bool>,
@@ -135,7 +135,7 @@ impl TxnDrain {
         // Reused buffers (taken out so `process` may borrow self): no allocation per socket.
         let (mut closed, mut cells, mut done) = (std::mem::take(&mut self.closed), std::mem::take(&mut self.cells), std::mem::take(&mut self.done));
         // 1. Closed sockets first: their record is written after their last cell, so the cells
-        //    read next are complete. At most the ring's records are held (about 120 bytes each);
+        //    read next are complete. At most the ring's records are held (about 200 bytes each);
         //    the buffer shrinks back after a close storm.
         closed.clear();
         shrink_vec_after_storm(&mut closed, self.closed_peak);
