@@ -19,6 +19,26 @@ pub fn parse_release(release: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// "6.18.44-fc-v782" -> (6, 18, 44); a missing patch level is 0.
+pub fn parse_release_patch(release: &str) -> Option<(u32, u32, u32)> {
+    let (major, minor) = parse_release(release)?;
+    let patch = release.trim().split(|c: char| !c.is_ascii_digit()).nth(2).and_then(|p| p.parse().ok()).unwrap_or(0);
+    Some((major, minor, patch))
+}
+
+/// Kernel versions whose TCP socket iterator (`iter/tcp`, the agent's per-namespace walk) can
+/// take a reference on a socket already being freed while connections are being opened
+/// (CVE-2026-74714, "bpf: tcp: Fix use-after-free in bpf_iter_tcp_established_batch()"): each
+/// affected range, from its first version to the first one fixed.
+const TCP_ITER_UAF: [((u32, u32, u32), (u32, u32, u32)); 5] =
+    [((5, 15, 0), (6, 1, 183)), ((6, 2, 0), (6, 6, 152)), ((6, 7, 0), (6, 12, 104)), ((6, 13, 0), (6, 18, 45)), ((6, 19, 0), (7, 1, 9))];
+
+/// Whether kernel `release` is in an affected range by its version (a distribution kernel may
+/// carry the fix without the version saying so).
+pub fn tcp_iter_use_after_free(release: &str) -> bool {
+    parse_release_patch(release).is_some_and(|v| TCP_ITER_UAF.iter().any(|(from, fixed)| v >= *from && v < *fixed))
+}
+
 /// `uname -r` of the running kernel.
 pub fn kernel_release() -> String {
     // SAFETY: uname fills the zeroed struct; release is NUL-terminated.
@@ -208,6 +228,16 @@ mod tests {
         assert_eq!(parse_release("garbage"), None);
         assert!(parse_release("6.2.9").unwrap() < MIN_KERNEL);
         assert!(parse_release("6.10.1").unwrap() >= MIN_KERNEL);
+    }
+
+    #[test]
+    fn the_tcp_iterator_use_after_free_is_told_by_version() {
+        for affected in ["6.18.44-fc-v782", "6.13", "5.15.0-91-generic", "6.1.182", "6.6.151", "6.12.103", "6.19.0", "7.1.8"] {
+            assert!(tcp_iter_use_after_free(affected), "{affected}");
+        }
+        for fixed in ["6.18.45", "6.1.183", "6.6.152", "6.12.104", "7.1.9", "7.2.0-rc6", "5.10.200", "garbage"] {
+            assert!(!tcp_iter_use_after_free(fixed), "{fixed}");
+        }
     }
 
     #[test]

@@ -55,6 +55,12 @@ pub(super) fn run(
         }
         r => r,
     };
+    let release = crate::preflight::kernel_release();
+    if walk_kind == WalkKind::PerNamespace && crate::preflight::tcp_iter_use_after_free(&release) {
+        log::warn!(
+            "kernel {release} is, by its version, one whose TCP socket iterator can use a socket already freed while connections are being opened (CVE-2026-74714; fixed in 6.18.45, 6.12.104, 6.6.152, 6.1.183, 7.1.9): the per-namespace walk uses that iterator, so update the kernel, or let it load the map-element iterators (node-agent/README.md, \"Capabilities\")"
+        );
+    }
     let (skel, attached, pins) = match loaded {
         Ok(s) => s,
         Err(e) => {
